@@ -1,0 +1,5 @@
+// Package components holds the data users attach to replicated entities:
+// vector and quaternion math types, the standard Transform and Velocity with
+// default wire precision, network identity (NetID, Owner), and the markers
+// that select how an entity replicates (Replicated, Predicted, Interpolated).
+package components
