@@ -1,0 +1,224 @@
+package bitio
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBitOrderExactBytes(t *testing.T) {
+	var w Writer
+	w.WriteBits(1, 1)      // bit 0 of byte 0
+	w.WriteBits(0b10, 2)   // bits 1..2
+	w.WriteBits(0x1f, 5)   // bits 3..7
+	w.WriteBits(0xabc, 12) // byte 1 = 0xbc, low nibble of byte 2 = 0xa
+	w.WriteBool(true)
+	require.Equal(t, []byte{0b11111101, 0xbc, 0x1a}, w.Bytes())
+	require.Equal(t, 24, w.BitLen())
+}
+
+func TestUvarintExactBytes(t *testing.T) {
+	var w Writer
+	w.WriteUvarint(1)
+	w.WriteUvarint(300)
+	require.Equal(t, []byte{0x01, 0xac, 0x02}, w.Bytes())
+	w.Reset(nil)
+	w.WriteExpGolomb(0, 0) // "1"
+	w.WriteExpGolomb(3, 0) // x=4 -> "00" "100"
+	require.Equal(t, 6, w.BitLen())
+	require.Equal(t, []byte{0b001001}, w.Bytes())
+}
+
+type op struct {
+	kind int
+	v    uint64
+	n    uint
+}
+
+func randOps(rng *rand.Rand, count int) []op {
+	ops := make([]op, count)
+	for i := range ops {
+		o := op{kind: rng.IntN(6)}
+		switch o.kind {
+		case 0:
+			o.n = uint(rng.IntN(65))
+			o.v = rng.Uint64()
+			if o.n < 64 {
+				o.v &= 1<<o.n - 1
+			}
+		case 1:
+			o.v = rng.Uint64() >> rng.IntN(64)
+		case 2:
+			o.v = uint64(rng.Int64() >> rng.IntN(64))
+		case 3:
+			o.v = rng.Uint64() >> (2 + rng.IntN(62))
+			o.n = uint(rng.IntN(8))
+		case 4:
+			o.v = uint64(rng.IntN(2))
+		case 5:
+			o.n = 17
+			o.v = uint64(int64(rng.IntN(1<<16)) - 1<<15)
+		}
+		ops[i] = o
+	}
+	return ops
+}
+
+func writeOps(w *Writer, ops []op) {
+	for _, o := range ops {
+		switch o.kind {
+		case 0:
+			w.WriteBits(o.v, o.n)
+		case 1:
+			w.WriteUvarint(o.v)
+		case 2:
+			w.WriteVarint(int64(o.v))
+		case 3:
+			w.WriteExpGolomb(o.v, o.n)
+		case 4:
+			w.WriteBool(o.v == 1)
+		case 5:
+			w.WriteZigZag(int64(o.v), o.n)
+		}
+	}
+}
+
+func readOp(r *Reader, o op) uint64 {
+	switch o.kind {
+	case 0:
+		return r.ReadBits(o.n)
+	case 1:
+		return r.ReadUvarint()
+	case 2:
+		return uint64(r.ReadVarint())
+	case 3:
+		return r.ReadExpGolomb(o.n)
+	case 4:
+		if r.ReadBool() {
+			return 1
+		}
+		return 0
+	default:
+		return uint64(r.ReadZigZag(o.n))
+	}
+}
+
+func TestRoundTripRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var w Writer
+	for iter := 0; iter < 2000; iter++ {
+		ops := randOps(rng, 1+rng.IntN(40))
+		w.Reset(w.buf)
+		writeOps(&w, ops)
+		bitLen := w.BitLen()
+		b := w.Bytes()
+		require.Equal(t, (bitLen+7)/8, len(b))
+		r := NewReader(b)
+		for i, o := range ops {
+			got := readOp(r, o)
+			require.NoError(t, r.Err(), "op %d", i)
+			require.Equal(t, o.v, got, "iter %d op %d kind %d", iter, i, o.kind)
+		}
+		require.Equal(t, bitLen, r.BitPos())
+		require.Less(t, r.BitsLeft(), 8)
+	}
+}
+
+// Every truncated prefix of a stream must fail with ErrShortBuffer and never
+// return a value that was not written.
+func TestTruncatedPrefixesFail(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var w Writer
+	for iter := 0; iter < 200; iter++ {
+		ops := randOps(rng, 1+rng.IntN(20))
+		w.Reset(nil)
+		writeOps(&w, ops)
+		w.WriteBits(1, 1) // a final set bit so the last op cannot end in padding
+		full := w.Bytes()
+		for cut := 0; cut < len(full); cut++ {
+			r := NewReader(full[:cut])
+			for _, o := range ops {
+				readOp(r, o)
+			}
+			r.ReadBits(1)
+			require.Error(t, r.Err(), "iter %d cut %d of %d", iter, cut, len(full))
+		}
+	}
+}
+
+func TestReaderStickyZero(t *testing.T) {
+	r := NewReader([]byte{0xff})
+	require.Equal(t, uint64(0x7f), r.ReadBits(7))
+	require.Equal(t, uint64(0), r.ReadBits(2)) // only 1 bit left
+	require.ErrorIs(t, r.Err(), ErrShortBuffer)
+	require.Equal(t, uint64(0), r.ReadBits(1)) // sticky: no garbage after failure
+	require.False(t, r.ReadBool())
+	require.Equal(t, 0, r.BitsLeft())
+	r.Reset([]byte{1})
+	require.NoError(t, r.Err())
+	require.Equal(t, uint64(0), r.ReadBits(65))
+	require.ErrorIs(t, r.Err(), ErrShortBuffer)
+}
+
+func TestUvarintOverflow(t *testing.T) {
+	r := NewReader([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})
+	r.ReadUvarint()
+	require.ErrorIs(t, r.Err(), ErrOverflow)
+	r.Reset([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	require.Equal(t, uint64(math.MaxUint64), r.ReadUvarint())
+	require.NoError(t, r.Err())
+	r.Reset(make([]byte, 20)) // 160 zero bits: an exp-Golomb prefix that never ends
+	r.ReadExpGolomb(0)
+	require.ErrorIs(t, r.Err(), ErrOverflow)
+}
+
+func TestZigZag(t *testing.T) {
+	for _, c := range []struct {
+		v int64
+		u uint64
+	}{{0, 0}, {-1, 1}, {1, 2}, {-2, 3}, {math.MaxInt64, math.MaxUint64 - 1}, {math.MinInt64, math.MaxUint64}} {
+		require.Equal(t, c.u, ZigZag(c.v))
+		require.Equal(t, c.v, UnZigZag(c.u))
+	}
+}
+
+func TestAppendBitsAndAlign(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for iter := 0; iter < 300; iter++ {
+		var a, b, want Writer
+		opsA := randOps(rng, rng.IntN(10))
+		opsB := randOps(rng, rng.IntN(30))
+		writeOps(&a, opsA)
+		writeOps(&want, opsA)
+		writeOps(&b, opsB)
+		writeOps(&want, opsB)
+		n := b.BitLen()
+		a.AppendBits(b.Bytes(), n)
+		require.Equal(t, want.BitLen(), a.BitLen())
+		require.Equal(t, want.Bytes(), a.Bytes())
+	}
+	var w Writer
+	w.WriteBits(1, 3)
+	w.WriteBytesAligned([]byte{0xaa, 0xbb})
+	require.Equal(t, []byte{1, 0xaa, 0xbb}, w.Bytes())
+	r := NewReader(w.Bytes())
+	require.Equal(t, uint64(1), r.ReadBits(3))
+	r.Align()
+	require.Equal(t, uint64(0xbbaa), r.ReadBits(16))
+}
+
+func TestWriterReuseAllocs(t *testing.T) {
+	buf := make([]byte, 0, 256)
+	var w Writer
+	allocs := testing.AllocsPerRun(100, func() {
+		w.Reset(buf)
+		for i := 0; i < 50; i++ {
+			w.WriteBits(uint64(i), 20)
+			w.WriteUvarint(uint64(i) * 1000)
+		}
+		buf = w.Bytes()
+	})
+	require.Zero(t, allocs)
+}

@@ -1,0 +1,182 @@
+package bitio
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+)
+
+// ErrShortBuffer is the sticky error of a [Reader] that was asked for more
+// bits than its buffer holds.
+var ErrShortBuffer = errors.New("bitio: read past end of buffer")
+
+// ErrOverflow is the sticky error of a [Reader] that decoded a
+// variable-length integer too long for 64 bits.
+var ErrOverflow = errors.New("bitio: variable-length integer overflows 64 bits")
+
+// Reader reads the bit streams [Writer] produces (same bit order). It fails
+// closed: once a read would pass the end of the buffer, or a variable-length
+// code is malformed, the reader records a sticky error, and that read and all
+// later ones return zero values. Check [Reader.Err] once after a group of
+// reads. A Reader never panics on any input.
+type Reader struct {
+	buf []byte
+	pos uint // bit position
+	max uint // len(buf)*8
+	err error
+}
+
+// NewReader returns a reader over buf.
+func NewReader(buf []byte) *Reader {
+	r := &Reader{}
+	r.Reset(buf)
+	return r
+}
+
+// Reset starts reading buf from its first bit and clears the error.
+func (r *Reader) Reset(buf []byte) {
+	r.buf = buf
+	r.pos = 0
+	r.max = uint(len(buf)) * 8
+	r.err = nil
+}
+
+// Err returns the sticky error, or nil.
+func (r *Reader) Err() error { return r.err }
+
+// SetErr records err as the sticky error if none is set yet, so callers
+// can fail a stream for semantic reasons (a value out of range) the same way
+// as for truncation.
+func (r *Reader) SetErr(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// BitPos returns the number of bits consumed.
+func (r *Reader) BitPos() int { return int(r.pos) }
+
+// BitsLeft returns the number of unread bits.
+func (r *Reader) BitsLeft() int {
+	if r.err != nil {
+		return 0
+	}
+	return int(r.max - r.pos)
+}
+
+func (r *Reader) fail(err error) uint64 {
+	if r.err == nil {
+		r.err = err
+	}
+	r.pos = r.max
+	return 0
+}
+
+// ReadBits reads an n-bit field (n ≤ 64). A request for n > 64 bits is an
+// error, like a read past the end.
+func (r *Reader) ReadBits(n uint) uint64 {
+	if n == 0 || r.err != nil {
+		return 0
+	}
+	if n > 64 || n > r.max-r.pos {
+		return r.fail(ErrShortBuffer)
+	}
+	i := r.pos >> 3
+	sh := r.pos & 7
+	var v uint64
+	if int(i)+8 <= len(r.buf) {
+		v = binary.LittleEndian.Uint64(r.buf[i:]) >> sh
+		if sh+n > 64 { // the field spills into a ninth byte
+			v |= uint64(r.buf[i+8]) << (64 - sh)
+		}
+	} else {
+		// Tail: fewer than 8 bytes left from i; assemble byte by byte.
+		for k := uint(0); int(i+k) < len(r.buf) && k < 8; k++ {
+			v |= uint64(r.buf[i+k]) << (8 * k)
+		}
+		v >>= sh
+	}
+	if n < 64 {
+		v &= 1<<n - 1
+	}
+	r.pos += n
+	return v
+}
+
+// ReadBool reads one bit.
+func (r *Reader) ReadBool() bool { return r.ReadBits(1) == 1 }
+
+// ReadUvarint reads a value written by [Writer.WriteUvarint]. At most 10
+// groups are read; a longer or overflowing code is [ErrOverflow].
+func (r *Reader) ReadUvarint() uint64 {
+	var v uint64
+	for i := uint(0); i < 10; i++ {
+		g := r.ReadBits(8)
+		if r.err != nil {
+			return 0
+		}
+		if i == 9 && g > 1 {
+			return r.fail(ErrOverflow)
+		}
+		v |= (g & 0x7f) << (7 * i)
+		if g < 0x80 {
+			return v
+		}
+	}
+	return r.fail(ErrOverflow)
+}
+
+// ReadVarint reads a value written by [Writer.WriteVarint].
+func (r *Reader) ReadVarint() int64 { return UnZigZag(r.ReadUvarint()) }
+
+// ReadZigZag reads an n-bit zigzag field written by [Writer.WriteZigZag].
+func (r *Reader) ReadZigZag(n uint) int64 { return UnZigZag(r.ReadBits(n)) }
+
+// ReadExpGolomb reads a value written by [Writer.WriteExpGolomb] with the
+// same k. At most 62 leading zero bits are accepted (the writer's range), so
+// the loop is bounded; more is [ErrOverflow].
+func (r *Reader) ReadExpGolomb(k uint) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if k > 30 {
+		return r.fail(ErrOverflow)
+	}
+	zeros := uint(0)
+	for {
+		// Peek up to 32 bits at a time and count the zero prefix.
+		avail := r.max - r.pos
+		if avail == 0 {
+			return r.fail(ErrShortBuffer)
+		}
+		take := min(avail, 32)
+		save := r.pos
+		chunk := r.ReadBits(take)
+		if chunk != 0 {
+			tz := uint(bits.TrailingZeros64(chunk))
+			zeros += tz
+			r.pos = save + tz
+			break
+		}
+		zeros += take
+		if zeros+k >= 63 {
+			return r.fail(ErrOverflow)
+		}
+	}
+	nb := zeros + k + 1
+	if nb > 63 {
+		return r.fail(ErrOverflow)
+	}
+	x := bits.Reverse64(r.ReadBits(nb)) >> (64 - nb)
+	if r.err != nil {
+		return 0
+	}
+	return x - 1<<k
+}
+
+// Align skips to the next byte boundary.
+func (r *Reader) Align() {
+	if rem := r.pos % 8; rem != 0 {
+		r.ReadBits(8 - rem)
+	}
+}

@@ -1,0 +1,168 @@
+package bitio
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Writer appends bit fields to a byte slice. The zero value is ready to use;
+// [Writer.Reset] reuses a buffer so that steady-state encoding allocates
+// nothing.
+//
+// Bit order: the stream is a little-endian bit string. The first bit written
+// is bit 0 (the least significant bit) of byte 0; an n-bit field is written
+// least significant bit first. Equivalently, the stream is the concatenation
+// of all fields as one little-endian integer. Whole 64-bit words are emitted
+// with explicit little-endian byte order, so the bytes are identical on every
+// platform.
+type Writer struct {
+	buf []byte
+	acc uint64 // pending bits; bit 0 is the next stream bit
+	n   uint   // number of pending bits in acc, 0..63
+}
+
+// NewWriter returns a writer that appends to buf[:0].
+func NewWriter(buf []byte) *Writer {
+	return &Writer{buf: buf[:0]}
+}
+
+// Reset discards written bits and reuses buf[:0] as the output buffer.
+func (w *Writer) Reset(buf []byte) {
+	w.buf = buf[:0]
+	w.acc = 0
+	w.n = 0
+}
+
+// BitLen returns the number of bits written so far.
+func (w *Writer) BitLen() int { return len(w.buf)*8 + int(w.n) }
+
+// Len returns the number of bytes [Writer.Bytes] would return now.
+func (w *Writer) Len() int { return len(w.buf) + int(w.n+7)/8 }
+
+// WriteBits writes the low n bits of v (n ≤ 64; higher bits of v are
+// ignored). Cost: O(1), allocation-free once the buffer has grown.
+// Panics if n > 64.
+func (w *Writer) WriteBits(v uint64, n uint) {
+	if n == 0 {
+		return
+	}
+	if n > 64 {
+		panic("bitio: WriteBits width > 64")
+	}
+	if n < 64 {
+		v &= 1<<n - 1
+	}
+	w.acc |= v << w.n // shifts ≥ 64 yield 0 in Go
+	total := w.n + n
+	if total < 64 {
+		w.n = total
+		return
+	}
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, w.acc)
+	w.acc = v >> (64 - w.n) // w.n == 0 gives v>>64 == 0
+	w.n = total - 64
+}
+
+// WriteBool writes one bit: 1 for true.
+func (w *Writer) WriteBool(b bool) {
+	var v uint64
+	if b {
+		v = 1
+	}
+	w.WriteBits(v, 1)
+}
+
+// WriteUvarint writes v in groups of 7 bits, least significant group first,
+// each followed by a continuation bit (1 = more groups follow). Values below
+// 128 take 8 bits; the largest take 80 bits.
+func (w *Writer) WriteUvarint(v uint64) {
+	for v >= 0x80 {
+		w.WriteBits(v&0x7f|0x80, 8)
+		v >>= 7
+	}
+	w.WriteBits(v, 8)
+}
+
+// WriteVarint writes the zigzag encoding of v with [Writer.WriteUvarint].
+func (w *Writer) WriteVarint(v int64) { w.WriteUvarint(ZigZag(v)) }
+
+// WriteZigZag writes the zigzag encoding of v in exactly n bits. The caller
+// guarantees that ZigZag(v) fits; higher bits are dropped.
+func (w *Writer) WriteZigZag(v int64, n uint) { w.WriteBits(ZigZag(v), n) }
+
+// WriteExpGolomb writes v with the order-k exponential-Golomb code: for
+// x = v + 2^k, (bit length of x) − k − 1 zero bits, then x in bit-length
+// bits, most significant bit first. Small values are cheap: with k = 0, 0
+// takes 1 bit, 1–2 take 3 bits, 3–6 take 5 bits. Panics if v ≥ 2^62 or k > 30
+// (callers pick k from trusted configuration).
+func (w *Writer) WriteExpGolomb(v uint64, k uint) {
+	if v >= 1<<62 || k > 30 {
+		panic("bitio: WriteExpGolomb out of range")
+	}
+	x := v + 1<<k
+	nb := uint(bits.Len64(x))
+	w.WriteBits(0, nb-k-1)
+	w.WriteBits(bits.Reverse64(x)>>(64-nb), nb)
+}
+
+// Align pads with zero bits up to the next byte boundary.
+func (w *Writer) Align() {
+	if r := w.n % 8; r != 0 {
+		w.WriteBits(0, 8-r)
+	}
+}
+
+// WriteBytesAligned appends whole bytes; it first pads to a byte boundary.
+func (w *Writer) WriteBytesAligned(p []byte) {
+	w.Align()
+	for w.n > 0 && len(p) > 0 {
+		w.WriteBits(uint64(p[0]), 8)
+		p = p[1:]
+	}
+	if w.n == 0 {
+		w.buf = append(w.buf, p...)
+	}
+}
+
+// AppendBits appends the first nbits bits of src (a stream produced by
+// another Writer) at the current bit position. Cost: O(nbits/64).
+func (w *Writer) AppendBits(src []byte, nbits int) {
+	for nbits >= 64 {
+		w.WriteBits(binary.LittleEndian.Uint64(src), 64)
+		src = src[8:]
+		nbits -= 64
+	}
+	for nbits >= 8 {
+		w.WriteBits(uint64(src[0]), 8)
+		src = src[1:]
+		nbits -= 8
+	}
+	if nbits > 0 {
+		w.WriteBits(uint64(src[0]), uint(nbits))
+	}
+}
+
+// Bytes flushes pending bits (padding the last byte with zeros) and returns
+// the encoded stream. The writer stays usable: later writes continue at the
+// next byte boundary. The returned slice aliases the writer's buffer until
+// the next Reset.
+func (w *Writer) Bytes() []byte {
+	for w.n > 0 {
+		w.buf = append(w.buf, byte(w.acc))
+		w.acc >>= 8
+		if w.n < 8 {
+			w.n = 0
+		} else {
+			w.n -= 8
+		}
+	}
+	w.acc = 0
+	return w.buf
+}
+
+// ZigZag maps signed to unsigned integers so that values of small magnitude
+// get small codes: 0→0, −1→1, 1→2, −2→3, …
+func ZigZag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
+
+// UnZigZag inverts [ZigZag].
+func UnZigZag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
