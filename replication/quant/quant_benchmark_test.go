@@ -1,0 +1,39 @@
+package quant
+
+import "testing"
+
+func BenchmarkQuatQuantize(b *testing.B) {
+	b.ReportAllocs()
+	qc, _ := NewQuat(10)
+	var sink uint64
+	x, y, z, w := 0.1, -0.7, 0.2, 0.6
+	for b.Loop() {
+		l, a, bb, c := qc.Quantize(x, y, z, w)
+		sink += l + a + bb + c
+	}
+	_ = sink
+}
+
+func BenchmarkQuatDequantize(b *testing.B) {
+	b.ReportAllocs()
+	qc, _ := NewQuat(10)
+	l, a, bb, c := qc.Quantize(0.1, -0.7, 0.2, 0.6)
+	var sink float64
+	for b.Loop() {
+		x, y, z, w := qc.Dequantize(l, a, bb, c)
+		sink += x + y + z + w
+	}
+	_ = sink
+}
+
+func BenchmarkScalarQuantize(b *testing.B) {
+	b.ReportAllocs()
+	s, _ := NewScalarStep(-2048, 2048, 1.0/256)
+	var sink uint64
+	v := 17.123
+	for b.Loop() {
+		sink += s.Quantize(v)
+		v += 0.001
+	}
+	_ = sink
+}
