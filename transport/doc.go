@@ -1,0 +1,33 @@
+// Package transport defines the connection interfaces archenet replicates over, and the
+// transport-agnostic handshake.
+//
+// # Outline
+//
+// A [Conn] carries unreliable datagrams ([Conn.SendDatagram], [Conn.PollDatagram]) for
+// value mutations and reliable, ordered messages ([Conn.SendMessage],
+// [Conn.PollMessage]) for structural changes. Poll methods never block, for a fixed-step
+// game loop; Receive methods block with a context. A [Listener] hands out server ends.
+// [Conn.Stats] returns counters as [Stats].
+//
+// A connection closes with a [CloseCode] and a reason; afterwards [Conn.Err] returns a
+// *[CloseError], which matches [ErrClosed] (and [ErrTimeout] for timeouts) with errors.Is.
+// Oversize payloads fail with *[DatagramTooLargeError] or *[MessageTooLargeError].
+//
+// The handshake is the first exchange of reliable messages: the client sends [Hello]
+// (protocol version, protocol hash, token), the server answers [Welcome] (client ID,
+// payload) or [Reject]. [CheckHello] is the pure check; [ClientHandshake] and
+// [ServerHandshake] run the exchange blocking, and a game loop can drive the same codec
+// ([Hello.Append], [ParseHello], ...) through Poll methods. Failures are *[HandshakeError].
+//
+// Implementations: package transport/quic (QUIC over UDP) and transport/sim (a
+// deterministic in-memory network); transport/transporttest is their conformance suite.
+//
+// # Tasks
+//
+//   - Send a snapshot: [Conn.SendDatagram] with at most [Conn.MaxDatagramSize] bytes.
+//   - Send a spawn/despawn batch: [Conn.SendMessage].
+//   - Drain input once per tick: [Conn.PollDatagram], [Conn.PollMessage], [Listener.PollAccept].
+//   - Refuse a client: [Conn.CloseWithReason] with [CodeRejected].
+//   - Tell why a connection ended: [Conn.Done], [Conn.Err], [CloseError].
+//   - Check a client's build: [CheckHello], [ServerHandshake], [ClientHandshake].
+package transport

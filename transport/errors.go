@@ -1,0 +1,124 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// CloseCode says why a connection was closed. It travels to the peer with the close
+// (on QUIC as the application error code of the CONNECTION_CLOSE frame).
+//
+// Codes below [CodeApplication] are reserved for archenet; an application defines its
+// own codes as CodeApplication+n.
+type CloseCode uint16
+
+const (
+	// CodeNormal is an orderly close without an error.
+	CodeNormal CloseCode = 0
+	// CodeProtocolError: the peer sent something that violates the wire protocol
+	// (a malformed frame, an unexpected message, a QUIC transport error).
+	CodeProtocolError CloseCode = 1
+	// CodeMessageTooLarge: the peer announced a reliable message above the maximum size.
+	CodeMessageTooLarge CloseCode = 2
+	// CodeHandshakeFailed: the archenet handshake failed (version or protocol hash mismatch,
+	// malformed handshake message).
+	CodeHandshakeFailed CloseCode = 3
+	// CodeRejected: the server refused the client (authentication failed, server full).
+	CodeRejected CloseCode = 4
+	// CodeTimeout: no network activity for longer than the idle timeout.
+	CodeTimeout CloseCode = 5
+	// CodeFlood: the peer sent datagrams faster than the configured rate limit.
+	CodeFlood CloseCode = 6
+	// CodeInternal: a local failure unrelated to the peer's behaviour.
+	CodeInternal CloseCode = 7
+	// CodeApplication is the first code free for application use.
+	CodeApplication CloseCode = 0x100
+)
+
+// String returns the code's name, e.g. "flood" or "application+3".
+func (c CloseCode) String() string {
+	switch c {
+	case CodeNormal:
+		return "normal"
+	case CodeProtocolError:
+		return "protocol error"
+	case CodeMessageTooLarge:
+		return "message too large"
+	case CodeHandshakeFailed:
+		return "handshake failed"
+	case CodeRejected:
+		return "rejected"
+	case CodeTimeout:
+		return "timeout"
+	case CodeFlood:
+		return "flood"
+	case CodeInternal:
+		return "internal error"
+	}
+	if c >= CodeApplication {
+		return "application+" + strconv.Itoa(int(c-CodeApplication))
+	}
+	return "code " + strconv.Itoa(int(c))
+}
+
+var (
+	// ErrClosed is matched (errors.Is) by every error caused by a closed connection or listener.
+	ErrClosed = errors.New("transport: connection closed")
+	// ErrTimeout is matched (errors.Is) by the close error of a connection that timed out.
+	ErrTimeout = errors.New("transport: timeout")
+	// ErrMalformed is matched (errors.Is) by every decoding error of a wire message.
+	ErrMalformed = errors.New("transport: malformed message")
+)
+
+// CloseError says why a connection closed. It is what [Conn.Err] returns.
+// errors.Is(err, ErrClosed) holds for every CloseError; errors.Is(err, ErrTimeout) holds
+// for those with Code == CodeTimeout.
+type CloseError struct {
+	Code   CloseCode
+	Reason string
+	// Remote is true if the peer closed the connection, false if this end did
+	// (including closes this end decided on because of the peer's behaviour, and timeouts).
+	Remote bool
+}
+
+func (e *CloseError) Error() string {
+	who := "locally"
+	if e.Remote {
+		who = "by peer"
+	}
+	if e.Reason == "" {
+		return fmt.Sprintf("transport: connection closed %s (%s)", who, e.Code)
+	}
+	return fmt.Sprintf("transport: connection closed %s (%s): %s", who, e.Code, e.Reason)
+}
+
+// Is reports whether target is ErrClosed, or ErrTimeout for a timeout.
+func (e *CloseError) Is(target error) bool {
+	return target == ErrClosed || (target == ErrTimeout && e.Code == CodeTimeout)
+}
+
+// Timeout reports whether the connection closed because of a timeout (see net.Error).
+func (e *CloseError) Timeout() bool { return e.Code == CodeTimeout }
+
+// DatagramTooLargeError is returned by [Conn.SendDatagram] for a payload above the
+// current maximum datagram size.
+type DatagramTooLargeError struct {
+	Size int // length of the rejected payload
+	Max  int // largest payload that could have been sent
+}
+
+func (e *DatagramTooLargeError) Error() string {
+	return fmt.Sprintf("transport: datagram of %d bytes exceeds the maximum payload of %d bytes", e.Size, e.Max)
+}
+
+// MessageTooLargeError is returned by [Conn.SendMessage] for a message above
+// [Conn.MaxMessageSize]. The connection stays open.
+type MessageTooLargeError struct {
+	Size int // length of the rejected message
+	Max  int // the maximum message size
+}
+
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("transport: message of %d bytes exceeds the maximum of %d bytes", e.Size, e.Max)
+}
