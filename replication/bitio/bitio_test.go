@@ -26,9 +26,12 @@ func TestUvarintExactBytes(t *testing.T) {
 	require.Equal(t, []byte{0x01, 0xac, 0x02}, w.Bytes())
 	w.Reset(nil)
 	w.WriteExpGolomb(0, 0) // "1"
-	w.WriteExpGolomb(3, 0) // x=4 -> "00" "100"
+	w.WriteExpGolomb(3, 0) // x=4 -> "00" "1" then "00" (x below its leading one)
 	require.Equal(t, 6, w.BitLen())
 	require.Equal(t, []byte{0b001001}, w.Bytes())
+	w.Reset(nil)
+	w.WriteExpGolomb(4, 0) // x=5 -> "00" "1" then 01 LSB first: bits 0,0,1,1,0
+	require.Equal(t, []byte{0b01100}, w.Bytes())
 }
 
 type op struct {

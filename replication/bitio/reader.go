@@ -133,7 +133,7 @@ func (r *Reader) ReadVarint() int64 { return UnZigZag(r.ReadUvarint()) }
 func (r *Reader) ReadZigZag(n uint) int64 { return UnZigZag(r.ReadBits(n)) }
 
 // ReadExpGolomb reads a value written by [Writer.WriteExpGolomb] with the
-// same k. At most 62 leading zero bits are accepted (the writer's range), so
+// same k. At most 62−k leading zero bits are accepted (the writer's range), so
 // the loop is bounded; more is [ErrOverflow].
 func (r *Reader) ReadExpGolomb(k uint) uint64 {
 	if r.err != nil {
@@ -142,9 +142,8 @@ func (r *Reader) ReadExpGolomb(k uint) uint64 {
 	if k > 30 {
 		return r.fail(ErrOverflow)
 	}
-	zeros := uint(0)
+	z := uint(0)
 	for {
-		// Peek up to 32 bits at a time and count the zero prefix.
 		avail := r.max - r.pos
 		if avail == 0 {
 			return r.fail(ErrShortBuffer)
@@ -154,20 +153,20 @@ func (r *Reader) ReadExpGolomb(k uint) uint64 {
 		chunk := r.ReadBits(take)
 		if chunk != 0 {
 			tz := uint(bits.TrailingZeros64(chunk))
-			zeros += tz
-			r.pos = save + tz
+			z += tz
+			r.pos = save + tz + 1 // past the one bit
 			break
 		}
-		zeros += take
-		if zeros+k >= 63 {
+		z += take
+		if z+k > 62 {
 			return r.fail(ErrOverflow)
 		}
 	}
-	nb := zeros + k + 1
-	if nb > 63 {
+	if z+k > 62 {
 		return r.fail(ErrOverflow)
 	}
-	x := bits.Reverse64(r.ReadBits(nb)) >> (64 - nb)
+	l := z + k + 1
+	x := 1<<(l-1) | r.ReadBits(l-1)
 	if r.err != nil {
 		return 0
 	}

@@ -90,19 +90,27 @@ func (w *Writer) WriteVarint(v int64) { w.WriteUvarint(ZigZag(v)) }
 // guarantees that ZigZag(v) fits; higher bits are dropped.
 func (w *Writer) WriteZigZag(v int64, n uint) { w.WriteBits(ZigZag(v), n) }
 
-// WriteExpGolomb writes v with the order-k exponential-Golomb code: for
-// x = v + 2^k, (bit length of x) − k − 1 zero bits, then x in bit-length
-// bits, most significant bit first. Small values are cheap: with k = 0, 0
-// takes 1 bit, 1–2 take 3 bits, 3–6 take 5 bits. Panics if v ≥ 2^62 or k > 30
+// WriteExpGolomb writes v with an order-k exponential-Golomb code laid out
+// least significant bit first: for x = v + 2^k with bit length L, the code
+// is L−k−1 zero bits, a one bit, then the L−1 bits of x below its leading
+// one, least significant first. Small values are cheap: with k = 0, 0 takes
+// 1 bit, 1–2 take 3 bits, 3–6 take 5 bits. Panics if v ≥ 2^62 or k > 30
 // (callers pick k from trusted configuration).
 func (w *Writer) WriteExpGolomb(v uint64, k uint) {
 	if v >= 1<<62 || k > 30 {
 		panic("bitio: WriteExpGolomb out of range")
 	}
 	x := v + 1<<k
-	nb := uint(bits.Len64(x))
-	w.WriteBits(0, nb-k-1)
-	w.WriteBits(bits.Reverse64(x)>>(64-nb), nb)
+	l := uint(bits.Len64(x))
+	z := l - k - 1 // zero prefix
+	rest := x &^ (1 << (l - 1))
+	if 2*z+1+k <= 64 {
+		w.WriteBits(1<<z|rest<<(z+1), 2*z+1+k)
+		return
+	}
+	w.WriteBits(0, z)
+	w.WriteBits(1, 1)
+	w.WriteBits(rest, l-1)
 }
 
 // Align pads with zero bits up to the next byte boundary.

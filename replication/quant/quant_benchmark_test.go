@@ -1,12 +1,17 @@
 package quant
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func BenchmarkQuatQuantize(b *testing.B) {
 	b.ReportAllocs()
 	qc, _ := NewQuat(10)
 	var sink uint64
 	x, y, z, w := 0.1, -0.7, 0.2, 0.6
+	n := math.Sqrt(x*x + y*y + z*z + w*w)
+	x, y, z, w = x/n, y/n, z/n, w/n // games keep rotations normalized
 	for b.Loop() {
 		l, a, bb, c := qc.Quantize(x, y, z, w)
 		sink += l + a + bb + c

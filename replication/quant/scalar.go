@@ -22,8 +22,16 @@ var ErrBadParams = errors.New("quant: bad parameters")
 // NaN coordinate does not fling an entity to a corner of the world.
 type Scalar struct {
 	min, step, inv float64
+	maxQf          float64 // float64(maxQ)
 	maxQ           uint64
 	bits           uint8
+}
+
+// Float/int conversions go through int64: on amd64 a uint64 conversion
+// costs several extra instructions and branches, and codes stay below 2^32.
+
+func newScalar(min, step float64, maxQ uint64, bits uint8) Scalar {
+	return Scalar{min: min, step: step, inv: 1 / step, maxQf: float64(maxQ), maxQ: maxQ, bits: bits}
 }
 
 // NewScalarBits returns a scalar over [min, max] using exactly n bits:
@@ -37,7 +45,7 @@ func NewScalarBits(min, max float64, n uint) (Scalar, error) {
 	}
 	maxQ := uint64(1)<<n - 1
 	step := (max - min) / float64(maxQ)
-	return Scalar{min: min, step: step, inv: 1 / step, maxQ: maxQ, bits: uint8(n)}, nil
+	return newScalar(min, step, maxQ, uint8(n)), nil
 }
 
 // NewScalarStep returns a scalar over [min, max] with the given step; the
@@ -60,7 +68,7 @@ func NewScalarStep(min, max, step float64) (Scalar, error) {
 		return Scalar{}, fmt.Errorf("%w: range %v..%v at step %v needs more than %d bits", ErrBadParams, min, max, step, MaxBits)
 	}
 	maxQ := uint64(intervals)
-	return Scalar{min: min, step: step, inv: 1 / step, maxQ: maxQ, bits: uint8(bits.Len64(maxQ))}, nil
+	return newScalar(min, step, maxQ, uint8(bits.Len64(maxQ))), nil
 }
 
 // NewSymmetric returns a scalar over [−limit, +limit] whose middle code
@@ -78,7 +86,7 @@ func NewSymmetric(limit, step float64) (Scalar, error) {
 		return Scalar{}, fmt.Errorf("%w: ±%v at step %v needs more than %d bits", ErrBadParams, limit, step, MaxBits)
 	}
 	maxQ := uint64(2 * half)
-	return Scalar{min: -half * step, step: step, inv: 1 / step, maxQ: maxQ, bits: uint8(bits.Len64(maxQ))}, nil
+	return newScalar(-half*step, step, maxQ, uint8(bits.Len64(maxQ))), nil
 }
 
 // NewSymmetricBits returns a symmetric scalar over [−limit, +limit] with n
@@ -92,7 +100,7 @@ func NewSymmetricBits(limit float64, n uint) (Scalar, error) {
 	}
 	maxQ := uint64(1)<<n - 2
 	step := 2 * limit / float64(maxQ)
-	return Scalar{min: -limit, step: step, inv: 1 / step, maxQ: maxQ, bits: uint8(n)}, nil
+	return newScalar(-limit, step, maxQ, uint8(n)), nil
 }
 
 func checkRange(min, max float64) error {
@@ -114,28 +122,24 @@ func (s Scalar) Quantize(v float64) uint64 {
 	if !(t >= 1) { // also catches −Inf
 		return 0
 	}
-	if t >= float64(s.maxQ) { // also catches +Inf
+	if t >= s.maxQf { // also catches +Inf
 		return s.maxQ
 	}
-	return uint64(t)
+	return uint64(int64(t))
 }
 
-// floorParts returns the code just below v (clamped into the range) and
-// the errors Dequantize(code)−v and Dequantize(code+1)−v.
-func (s Scalar) floorParts(v float64) (q uint64, dDown, dUp float64) {
+// nearest returns the nearest code of v (clamped into the range) and the
+// rounding error Dequantize(code)−v in steps, in [−½, ½] inside the range.
+func (s *Scalar) nearest(v float64) (uint64, float64) {
 	t := (v - s.min) * s.inv
 	if !(t > 0) {
 		t = 0
 	}
-	if t >= float64(s.maxQ) {
-		t = float64(s.maxQ)
+	if t >= s.maxQf {
+		t = s.maxQf
 	}
-	q = uint64(t)
-	if q == s.maxQ && q > 0 {
-		q--
-	}
-	dDown = s.min + float64(q)*s.step - v
-	return q, dDown, dDown + s.step
+	qi := int64(t + 0.5)
+	return uint64(qi), float64(qi) - t
 }
 
 // Dequantize maps a code back to a value; codes above MaxQ clamp to MaxQ.
@@ -143,7 +147,7 @@ func (s Scalar) Dequantize(q uint64) float64 {
 	if q > s.maxQ {
 		q = s.maxQ
 	}
-	return s.min + float64(q)*s.step
+	return s.min + float64(int64(q))*s.step
 }
 
 // Round returns Dequantize(Quantize(v)): the value a receiver will see.
@@ -159,7 +163,7 @@ func (s Scalar) MaxQ() uint64 { return s.maxQ }
 func (s Scalar) Min() float64 { return s.min }
 
 // Max returns the value of code MaxQ.
-func (s Scalar) Max() float64 { return s.min + float64(s.maxQ)*s.step }
+func (s Scalar) Max() float64 { return s.min + s.maxQf*s.step }
 
 // Step returns the distance between adjacent codes.
 func (s Scalar) Step() float64 { return s.step }

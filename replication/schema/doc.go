@@ -1,0 +1,70 @@
+// Package schema compiles replicated component types, declared as plain Go
+// structs with `net:"..."` precision tags, into field plans that quantize,
+// bit-pack and decode component values without reflection per entity, and
+// computes the protocol hash clients check at connect.
+//
+// # Tag grammar
+//
+// A tag is a comma-separated list of options on an exported struct field;
+// unexported fields are never replicated.
+//
+//	net:"-"                          not replicated
+//	net:"range=MIN:MAX,step=S"       float: bounded, step S (bits = ⌈log2(⌈(MAX−MIN)/S⌉+1)⌉)
+//	net:"range=MIN:MAX,bits=N"       float: bounded, N bits (1..32), both ends exact
+//	net:"angle,bits=N"               float radians: N bits per full turn, wraps around
+//	net:"world,step=S[,cell=B]"      float: large-world coordinate, grid cell of 2^B steps
+//	                                  (default B=16) + in-cell offset; step S everywhere
+//	net:"raw"                        float: IEEE-754 bits, exact (32 or 64 bits)
+//	net:"quat,bits=N"                smallest-three rotation (N = 4..20 per component;
+//	                                  9 ≈ 0.3° worst, 10 ≈ 0.15°) on [4]float or a struct
+//	                                  of 4 floats (X, Y, Z, W by name, else field order)
+//	net:"vel,max=M,step=S|bits=N[,rest=R]"
+//	                                  3-vector, ±M per axis, 1-bit at-rest flag when every
+//	                                  axis is within R (default: step/2)
+//	net:"range=MIN:MAX"              integer: MIN..MAX in ⌈log2(MAX−MIN+1)⌉ bits
+//	(no tag) on an integer           zigzag varint (signed) or varint (unsigned)
+//	(no tag) on a bool               1 bit
+//	owner                            combines with any of the above: the field is sent
+//	                                  only to the client that owns the entity
+//
+// A float without precision is an error (add a range, angle, world or raw).
+// A struct field without a tag is walked recursively; a per-value tag (range,
+// angle, world, raw, varint) on a struct or fixed array applies to each of its
+// leaves, so `Pos Vec3 net:"world,step=0.001"` tags X, Y and Z. quat and vel
+// apply to the whole value. Strings, slices, maps, pointers and interfaces
+// cannot be replicated. Every error names the type, the field path and the
+// problem, e.g. `schema: game.Ship.Speed: float has no precision: ...`.
+//
+// # Lanes and groups
+//
+// A component value quantizes to a []uint64 of [Plan.NumLanes] lanes: one
+// integer per scalar, four for a quaternion (dropped index + three codes) or a
+// velocity (rest flag + three axes). Lanes are what the snapshot layer diffs:
+// "changed" means a quantized value changed. Lanes are grouped into fields
+// ([Group]); a field mask has one bit per group (at most 64 per component).
+//
+// # Outline
+//
+//   - [Registry], [Register], [MustRegister], [WithName], [PlanOf],
+//     [Registry.Hash]: component ids and the protocol hash.
+//   - [Plan.Quantize] / [Plan.Dequantize] (from/to the unsafe.Pointer arche's
+//     World.Get returns), [QuantizeValue] / [DequantizeValue] for typed pointers,
+//     [Plan.Round] for end-of-tick server rounding.
+//   - [Plan.Write] / [Plan.Read]: the full bit-packed encoding; [Plan.WriteGroup],
+//     [Plan.ReadGroup], [WriteLane], [ReadLane] for field-level encoders;
+//     [Lane.Delta] / [Lane.Apply] for delta coders.
+//
+// # Protocol hash
+//
+// [Registry.Hash] is FNV-1a 64 over a canonical text: a format version, then
+// per component (in id order) its id, name, and per replicated field its path,
+// Go kind, codec and exact precision parameters and owner flag
+// ([Plan.Describe]). It changes whenever a replicated type, a precision, an
+// owner flag, a name or the registration order changes.
+//
+// # Costs
+//
+// Quantize, Dequantize, Write and Read are allocation-free and do no
+// reflection; decoding validates every code and fails closed (errors wrap
+// [ErrCorrupt] or bitio.ErrShortBuffer). Registration uses reflection once.
+package schema

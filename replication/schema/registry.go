@@ -1,0 +1,147 @@
+package schema
+
+import (
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"unsafe"
+)
+
+// MaxComponents is the largest number of component types a [Registry]
+// holds, so that an entity's replicated component set fits in a uint64.
+const MaxComponents = 64
+
+// Registry assigns replicated component types their ids (in registration
+// order) and computes the protocol hash. Server and clients must register the
+// same types with the same precision in the same order; the hash, exchanged
+// at connect, detects any difference. A Registry is not safe for concurrent
+// registration; after setup it is read-only and safe to share.
+type Registry struct {
+	plans  []*Plan
+	byType map[reflect.Type]*Plan
+	byName map[string]*Plan
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byType: map[reflect.Type]*Plan{}, byName: map[string]*Plan{}}
+}
+
+// Option configures a registration.
+type Option func(*regOptions) error
+
+type regOptions struct{ name string }
+
+// WithName sets the registered name (default: the Go type's name). The name
+// is part of the protocol hash and must be unique in the registry.
+func WithName(name string) Option {
+	return func(o *regOptions) error {
+		if name == "" {
+			return fmt.Errorf("schema: empty component name")
+		}
+		o.name = name
+		return nil
+	}
+}
+
+// Register compiles the replication plan of component type T and adds it to
+// r. Errors name the type, the field and the problem, e.g.
+// "schema: game.Ship.Speed: float has no precision: ...". Cost: reflection,
+// once per type.
+func Register[T any](r *Registry, opts ...Option) (*Plan, error) {
+	return r.RegisterType(reflect.TypeFor[T](), opts...)
+}
+
+// MustRegister is [Register] that panics on error, for package-level setup
+// of types known to be valid.
+func MustRegister[T any](r *Registry, opts ...Option) *Plan {
+	p, err := Register[T](r, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// RegisterType is [Register] for a reflect.Type.
+func (r *Registry) RegisterType(t reflect.Type, opts ...Option) (*Plan, error) {
+	o := regOptions{name: t.Name()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.name == "" {
+		return nil, fmt.Errorf("schema: %s: unnamed type needs WithName", t)
+	}
+	if _, dup := r.byType[t]; dup {
+		return nil, fmt.Errorf("schema: %s registered twice", t)
+	}
+	if _, dup := r.byName[o.name]; dup {
+		return nil, fmt.Errorf("schema: %s: name %q already used; register with WithName", t, o.name)
+	}
+	if len(r.plans) >= MaxComponents {
+		return nil, fmt.Errorf("schema: %s: more than %d replicated component types", t, MaxComponents)
+	}
+	p, err := compile(t, o.name)
+	if err != nil {
+		return nil, err
+	}
+	p.ID = uint8(len(r.plans))
+	r.plans = append(r.plans, p)
+	r.byType[t] = p
+	r.byName[o.name] = p
+	return p, nil
+}
+
+// Len returns the number of registered components.
+func (r *Registry) Len() int { return len(r.plans) }
+
+// Plan returns the plan with the given id, or nil.
+func (r *Registry) Plan(id int) *Plan {
+	if id < 0 || id >= len(r.plans) {
+		return nil
+	}
+	return r.plans[id]
+}
+
+// Plans returns all plans in id order (do not modify).
+func (r *Registry) Plans() []*Plan { return r.plans }
+
+// ByType returns the plan of a Go type, or nil.
+func (r *Registry) ByType(t reflect.Type) *Plan { return r.byType[t] }
+
+// PlanOf returns the plan of T, or nil.
+func PlanOf[T any](r *Registry) *Plan { return r.byType[reflect.TypeFor[T]()] }
+
+// Hash returns the protocol hash: 64-bit FNV-1a over a canonical text of
+// every registered component in id order — its name and, per replicated
+// field, the field path, Go kind, codec and precision (see
+// [Plan.Describe]) — prefixed with the wire-format version. Any change of a
+// replicated type, its precision, owner-only flags or registration order
+// changes the hash.
+func (r *Registry) Hash() uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "archenet schema v1\n")
+	for _, p := range r.plans {
+		fmt.Fprintf(h, "component %d %s\n%s", p.ID, p.Name, p.desc)
+	}
+	return h.Sum64()
+}
+
+// QuantizeValue is [Plan.Quantize] for a typed pointer; it panics if T is
+// not the plan's type.
+func QuantizeValue[T any](p *Plan, v *T, lanes []uint64) {
+	if reflect.TypeFor[T]() != p.Type {
+		panic(fmt.Sprintf("schema: plan %s used with %T", p.Name, v))
+	}
+	p.Quantize(unsafe.Pointer(v), lanes)
+}
+
+// DequantizeValue is [Plan.Dequantize] into a typed pointer; it panics if T
+// is not the plan's type.
+func DequantizeValue[T any](p *Plan, lanes []uint64, v *T) {
+	if reflect.TypeFor[T]() != p.Type {
+		panic(fmt.Sprintf("schema: plan %s used with %T", p.Name, v))
+	}
+	p.Dequantize(lanes, unsafe.Pointer(v))
+}
