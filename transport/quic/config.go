@@ -1,0 +1,140 @@
+//go:build archenet_quic
+
+package quic
+
+import (
+	"crypto/tls"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// ALPN is the TLS application protocol archenet negotiates.
+const ALPN = "archenet/1"
+
+// Config configures Listen and Dial. The zero value is usable for Dial to a server with
+// a publicly trusted certificate; Listen needs TLS with a certificate. A nil *Config is
+// the zero value.
+type Config struct {
+	// TLS is the TLS configuration: for Listen it must hold the server certificate, for
+	// Dial it holds the roots to trust (see [DevCert.ClientTLS]). It is cloned; NextProtos
+	// is set to [ALPN] and MinVersion to TLS 1.3. Nil: for Dial, the system roots; for
+	// Listen, an error. Certificate verification is on unless InsecureSkipVerify is set.
+	TLS *tls.Config
+
+	// InsecureSkipVerify makes Dial accept ANY server certificate. DANGER: this disables
+	// server authentication entirely and allows a man-in-the-middle to read and alter all
+	// traffic, including handshake tokens. Only for throwaway local experiments; use
+	// [GenerateDevCert] and [DevCert.ClientTLS] instead, even in development.
+	// Zero: verification on.
+	InsecureSkipVerify bool
+
+	// HandshakeTimeout bounds the QUIC handshake plus opening the message stream.
+	// Zero: 10s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes the connection with transport.CodeTimeout after this long without
+	// network activity (the smaller of both peers' values applies). Zero: 30s.
+	IdleTimeout time.Duration
+	// KeepAlivePeriod is how often a keep-alive is sent while otherwise idle.
+	// Zero: IdleTimeout/3. Negative: no keep-alives.
+	KeepAlivePeriod time.Duration
+
+	// MaxMessageSize bounds reliable messages, sent and received; a peer announcing a
+	// larger one is disconnected with transport.CodeMessageTooLarge. Zero: 1 MiB.
+	MaxMessageSize int
+	// MessageQueueLen bounds received messages waiting for PollMessage/ReceiveMessage;
+	// when full, reading from the stream pauses (QUIC flow control then stalls the peer).
+	// Zero: 1024.
+	MessageQueueLen int
+	// MessageQueueBytes bounds the bytes of received messages waiting, like MessageQueueLen.
+	// Zero: 4 MiB.
+	MessageQueueBytes int
+	// DatagramQueueLen bounds received datagrams waiting for PollDatagram/ReceiveDatagram;
+	// datagrams arriving at a full queue are dropped and counted in Stats.DatagramsDropped.
+	// Zero: 1024.
+	DatagramQueueLen int
+
+	// DatagramRateLimit is the sustained number of datagrams per second the peer may send;
+	// a peer exceeding it (beyond DatagramBurst) is disconnected with transport.CodeFlood.
+	// Zero: 2000. Negative: unlimited.
+	DatagramRateLimit int
+	// DatagramBurst is the token bucket's depth: how many datagrams above the sustained
+	// rate are tolerated at once. Zero: DatagramRateLimit (one second's worth).
+	DatagramBurst int
+
+	// AcceptBacklog bounds connections that finished their handshake but were not yet
+	// accepted; more are closed with transport.CodeRejected. Listen only. Zero: 64.
+	AcceptBacklog int
+
+	// LocalAddr is the UDP address Dial binds. Zero: port 0 on 127.0.0.1 (or [::1]) if the
+	// server address is a loopback address, else on all interfaces.
+	LocalAddr string
+}
+
+const (
+	defaultHandshakeTimeout = 10 * time.Second
+	defaultIdleTimeout      = 30 * time.Second
+	defaultMaxMessageSize   = 1 << 20
+	defaultMessageQueueLen  = 1024
+	defaultMessageQueueSize = 4 << 20
+	defaultDatagramQueueLen = 1024
+	defaultDatagramRate     = 2000
+	defaultAcceptBacklog    = 64
+)
+
+// resolved returns a copy with every zero field replaced by its default.
+func (c *Config) resolved() Config {
+	var r Config
+	if c != nil {
+		r = *c
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if r.HandshakeTimeout <= 0 {
+		r.HandshakeTimeout = defaultHandshakeTimeout
+	}
+	if r.IdleTimeout <= 0 {
+		r.IdleTimeout = defaultIdleTimeout
+	}
+	if r.KeepAlivePeriod == 0 {
+		r.KeepAlivePeriod = r.IdleTimeout / 3
+	}
+	def(&r.MaxMessageSize, defaultMaxMessageSize)
+	def(&r.MessageQueueLen, defaultMessageQueueLen)
+	def(&r.MessageQueueBytes, defaultMessageQueueSize)
+	def(&r.DatagramQueueLen, defaultDatagramQueueLen)
+	def(&r.AcceptBacklog, defaultAcceptBacklog)
+	if r.DatagramRateLimit == 0 {
+		r.DatagramRateLimit = defaultDatagramRate
+	}
+	if r.DatagramBurst <= 0 {
+		r.DatagramBurst = max(r.DatagramRateLimit, 1)
+	}
+	return r
+}
+
+func (c *Config) quicConfig(server bool) *quicgo.Config {
+	qc := &quicgo.Config{
+		EnableDatagrams:      true,
+		HandshakeIdleTimeout: c.HandshakeTimeout,
+		MaxIdleTimeout:       c.IdleTimeout,
+		// The client opens exactly one bidirectional stream; nothing else is allowed.
+		MaxIncomingStreams:    -1,
+		MaxIncomingUniStreams: -1,
+	}
+	if server {
+		qc.MaxIncomingStreams = 1
+	}
+	if c.KeepAlivePeriod > 0 {
+		qc.KeepAlivePeriod = c.KeepAlivePeriod
+	}
+	// Let the stream window hold at least one maximal message plus its prefix.
+	if w := uint64(c.MaxMessageSize) + 16; w > 6<<20 {
+		qc.MaxStreamReceiveWindow = w
+		qc.MaxConnectionReceiveWindow = w + 1<<20
+	}
+	return qc
+}

@@ -1,0 +1,269 @@
+//go:build archenet_quic
+
+package quic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/queue"
+)
+
+// Listener accepts archenet connections over QUIC. It implements [transport.Listener].
+type Listener struct {
+	udp     *net.UDPConn
+	tr      *quicgo.Transport
+	ql      *quicgo.Listener
+	cfg     Config
+	pending *queue.Queue[*Conn]
+	ctx     context.Context
+	cancel  context.CancelFunc
+	setups  sync.WaitGroup
+	closed  chan struct{}
+
+	mu       sync.Mutex
+	conns    map[*Conn]struct{}
+	isClosed bool
+}
+
+var _ transport.Listener = (*Listener)(nil)
+
+// Listen listens for QUIC connections on the UDP address addr (e.g. "127.0.0.1:0").
+// cfg.TLS must hold a server certificate. A connection appears in Accept once the QUIC
+// handshake is done, datagram support is confirmed and the client opened the message
+// stream, all within cfg.HandshakeTimeout; the archenet handshake
+// (transport.ServerHandshake) is up to the caller.
+func Listen(addr string, cfg *Config) (*Listener, error) {
+	r := cfg.resolved()
+	tlsConf, err := serverTLS(&r)
+	if err != nil {
+		return nil, err
+	}
+	uaddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	udp, err := net.ListenUDP("udp", uaddr)
+	if err != nil {
+		return nil, err
+	}
+	tr := &quicgo.Transport{Conn: udp}
+	ql, err := tr.Listen(tlsConf, r.quicConfig(true))
+	if err != nil {
+		tr.Close()
+		udp.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Listener{
+		udp: udp, tr: tr, ql: ql, cfg: r,
+		pending: queue.New[*Conn](r.AcceptBacklog, 0, nil),
+		ctx:     ctx, cancel: cancel,
+		closed: make(chan struct{}),
+		conns:  make(map[*Conn]struct{}),
+	}
+	l.setups.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *Listener) acceptLoop() {
+	defer l.setups.Done()
+	for {
+		qc, err := l.ql.Accept(l.ctx)
+		if err != nil {
+			return
+		}
+		l.setups.Add(1)
+		go l.setup(qc)
+	}
+}
+
+// setup turns a QUIC connection into a Conn: datagrams must be supported and the
+// client must open the message stream with the preamble in time.
+func (l *Listener) setup(qc *quicgo.Conn) {
+	defer l.setups.Done()
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
+	defer cancel()
+	fail := func(code transport.CloseCode, reason string) {
+		qc.CloseWithError(quicgo.ApplicationErrorCode(code), reason)
+	}
+	if err := checkDatagrams(qc); err != nil {
+		fail(transport.CodeProtocolError, err.Error())
+		return
+	}
+	stream, err := qc.AcceptStream(ctx)
+	if err != nil {
+		fail(transport.CodeTimeout, "message stream not opened in time")
+		return
+	}
+	stream.SetReadDeadline(time.Now().Add(l.cfg.HandshakeTimeout))
+	var pre [1]byte
+	if _, err := io.ReadFull(stream, pre[:]); err != nil {
+		fail(transport.CodeProtocolError, "message stream preamble missing")
+		return
+	}
+	if pre[0] != streamPreamble {
+		fail(transport.CodeProtocolError, fmt.Sprintf("bad message stream preamble %#x", pre[0]))
+		return
+	}
+	stream.SetReadDeadline(time.Time{})
+
+	l.mu.Lock()
+	if l.isClosed {
+		l.mu.Unlock()
+		fail(transport.CodeNormal, "listener closed")
+		return
+	}
+	c := newConn(qc, stream, nil, l.cfg, l.forget)
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	if !l.pending.TryPush(c) {
+		c.closeNoWait(transport.CodeRejected, "server busy: accept backlog full")
+	}
+}
+
+func (l *Listener) forget(c *Conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}
+
+// Accept implements [transport.Listener].
+func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
+	c, err := l.AcceptConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AcceptConn is Accept returning the concrete type.
+func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
+	c, ok, err := l.pending.Wait(ctx, l.closed)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("quic: listener: %w", transport.ErrClosed)
+	}
+	return c, nil
+}
+
+// PollAccept implements [transport.Listener].
+func (l *Listener) PollAccept() (transport.Conn, bool) {
+	c, ok := l.pending.Pop()
+	if !ok {
+		return nil, false
+	}
+	return c, true
+}
+
+// Close implements [transport.Listener]: it stops accepting, closes every connection
+// it produced with CodeNormal, releases the UDP socket, and returns once all of the
+// listener's goroutines have exited.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.isClosed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.isClosed = true
+	l.mu.Unlock()
+	close(l.closed)
+	l.cancel()
+	err := l.ql.Close()
+	l.setups.Wait()
+
+	l.mu.Lock()
+	conns := make([]*Conn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.CloseWithReason(transport.CodeNormal, "listener closed")
+	}
+	l.pending.Drain()
+	if e := l.tr.Close(); err == nil {
+		err = e
+	}
+	if e := l.udp.Close(); err == nil && !errors.Is(e, net.ErrClosed) {
+		err = e
+	}
+	return err
+}
+
+// Addr implements [transport.Listener]: the bound UDP address.
+func (l *Listener) Addr() net.Addr { return l.udp.LocalAddr() }
+
+func checkDatagrams(qc *quicgo.Conn) error {
+	s := qc.ConnectionState().SupportsDatagrams
+	if !s.Local || !s.Remote {
+		return fmt.Errorf("quic: peer does not support QUIC datagrams (RFC 9221; local %v, remote %v)", s.Local, s.Remote)
+	}
+	return nil
+}
+
+// Dial connects to the archenet server at the UDP address addr, verifying its
+// certificate against cfg.TLS (see [Config]). It returns once the QUIC handshake is done,
+// datagram support is confirmed and the message stream is open; then run
+// transport.ClientHandshake. Closing the Conn releases its UDP socket.
+func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	r := cfg.resolved()
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	laddr := &net.UDPAddr{}
+	if r.LocalAddr != "" {
+		if laddr, err = net.ResolveUDPAddr("udp", r.LocalAddr); err != nil {
+			return nil, err
+		}
+	} else if raddr.IP.IsLoopback() {
+		laddr.IP = net.IPv4(127, 0, 0, 1)
+		if raddr.IP.To4() == nil {
+			laddr.IP = net.IPv6loopback
+		}
+	}
+	udp, err := net.ListenUDP("udp", laddr)
+	if err != nil {
+		return nil, err
+	}
+	tr := &quicgo.Transport{Conn: udp}
+	release := func() {
+		tr.Close()
+		udp.Close()
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.HandshakeTimeout)
+	defer cancel()
+	qc, err := tr.Dial(ctx, raddr, clientTLS(&r, addr), r.quicConfig(false))
+	if err != nil {
+		release()
+		return nil, err
+	}
+	fail := func(err error) (*Conn, error) {
+		qc.CloseWithError(quicgo.ApplicationErrorCode(transport.CodeProtocolError), err.Error())
+		release()
+		return nil, err
+	}
+	if err := checkDatagrams(qc); err != nil {
+		return fail(err)
+	}
+	stream, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("quic: opening message stream: %w", err))
+	}
+	if _, err := stream.Write([]byte{streamPreamble}); err != nil {
+		return fail(fmt.Errorf("quic: writing stream preamble: %w", err))
+	}
+	return newConn(qc, stream, nil, r, func(*Conn) { release() }), nil
+}
