@@ -74,7 +74,6 @@ func numOf(k reflect.Kind) (numKind, bool) {
 
 func (n numKind) isFloat() bool  { return n == numF32 || n == numF64 }
 func (n numKind) isSigned() bool { return n >= numI8 && n <= numI64 }
-func (n numKind) isInt() bool    { return n >= numI8 && n <= numU64 }
 
 // intLimits returns the value range of an integer kind.
 func (n numKind) intLimits() (int64, uint64) {

@@ -9,14 +9,14 @@ type LaneKind uint8
 
 // Lane kinds.
 const (
-	LaneFixed   LaneKind = iota // Bits bits, code ≤ Max (scalars, ints, raw floats)
-	LaneAngle                   // Bits bits, wraps around: deltas are taken modulo 2^Bits
-	LaneBool                    // 1 bit
-	LaneUvarint                 // unsigned varint (untagged unsigned integers)
-	LaneVarint                  // zigzag varint (untagged signed integers); value is an int64
-	LaneWorld                   // large-world coordinate q (an int64): varint cell + CellBits offset
-	LaneQuatIndex               // 2 bits: which quaternion component was dropped
-	LaneRest                    // 1 bit: velocity at rest; when 1 the next 3 lanes are not sent
+	LaneFixed     LaneKind = iota // Bits bits, code ≤ Max (scalars, ints, raw floats)
+	LaneAngle                     // Bits bits, wraps around: deltas are taken modulo 2^Bits
+	LaneBool                      // 1 bit
+	LaneUvarint                   // unsigned varint (untagged unsigned integers)
+	LaneVarint                    // zigzag varint (untagged signed integers); value is an int64
+	LaneWorld                     // large-world coordinate q (an int64): varint cell + CellBits offset
+	LaneQuatIndex                 // 2 bits: which quaternion component was dropped
+	LaneRest                      // 1 bit: velocity at rest; when 1 the next 3 lanes are not sent
 )
 
 var laneKindNames = [...]string{"fixed", "angle", "bool", "uvarint", "varint", "world", "quatidx", "rest"}

@@ -28,9 +28,9 @@ type Plan struct {
 	// Size is the struct size in bytes.
 	Size uintptr
 
-	lanes   []Lane
-	groups  []Group
-	ops     []op
+	lanes     []Lane
+	groups    []Group
+	ops       []op
 	desc      string
 	maxBits   int
 	ownerOnly uint64 // group mask

@@ -23,18 +23,18 @@ type inner struct {
 }
 
 type ship struct {
-	Yaw      float32    `net:"angle,bits=12"`
-	Throttle float64    `net:"range=0:1,step=0.01"`
-	Health   int32      `net:"range=-10:200"`
-	Score    int64      // varint
-	Kills    uint16     // uvarint
-	Alive    bool       //
-	Ammo     uint8      `net:"range=0:200,owner"`
-	Spin     [3]float32 `net:"range=-20:20,step=0.01,owner"`
+	Yaw      float32         `net:"angle,bits=12"`
+	Throttle float64         `net:"range=0:1,step=0.01"`
+	Health   int32           `net:"range=-10:200"`
+	Score    int64           // varint
+	Kills    uint16          // uvarint
+	Alive    bool            //
+	Ammo     uint8           `net:"range=0:200,owner"`
+	Spin     [3]float32      `net:"range=-20:20,step=0.01,owner"`
 	Vel      components.Vec3 `net:"vel,max=100,step=0.01"`
 	Engines  [2]inner
-	Exact    float64 `net:"raw"`
-	Exact32  float32 `net:"raw"`
+	Exact    float64    `net:"raw"`
+	Exact32  float32    `net:"raw"`
 	Scale    [4]float64 `net:"quat,bits=12"`
 	Local    float64    `net:"-"`
 	internal int
