@@ -15,6 +15,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/frame"
 	"github.com/archenet/archenet/transport/internal/queue"
 )
 
@@ -106,12 +107,12 @@ func (c *Conn) readMessages(br *bufio.Reader) {
 	defer c.readers.Done()
 	ctx := c.qc.Context()
 	for {
-		b, err := readFrame(br, c.cfg.MaxMessageSize)
+		b, err := frame.Read(br, c.cfg.MaxMessageSize)
 		if err != nil {
-			var fe *frameError
+			var fe *frame.Error
 			switch {
 			case errors.As(err, &fe):
-				c.closeNoWait(fe.code, fe.reason)
+				c.closeNoWait(fe.Code, fe.Reason)
 			case ctx.Err() == nil:
 				// The stream ended or was reset while the connection lives on.
 				c.closeNoWait(transport.CodeProtocolError, "message stream closed: "+err.Error())
@@ -225,7 +226,7 @@ func (c *Conn) SendMessage(b []byte) error {
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	c.wbuf = appendFrame(c.wbuf[:0], b)
+	c.wbuf = frame.Append(c.wbuf[:0], b)
 	_, err := c.stream.Write(c.wbuf)
 	if cap(c.wbuf) > 64<<10 {
 		c.wbuf = nil // don't pin a large buffer

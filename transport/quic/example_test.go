@@ -1,0 +1,66 @@
+//go:build archenet_quic
+
+package quic_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/quic"
+)
+
+// A server and a client on 127.0.0.1 with a development certificate, the archenet
+// handshake, one message and one datagram.
+func Example() {
+	cert, err := quic.GenerateDevCert(time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS()})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	served := make(chan transport.Conn)
+	go func() {
+		s, err := l.Accept(ctx)
+		if err != nil {
+			panic(err)
+		}
+		_, err = transport.ServerHandshake(ctx, s, 1, 0xabc, nil, func(transport.Hello) (transport.Welcome, error) {
+			return transport.Welcome{ClientID: 1}, nil
+		})
+		if err != nil {
+			panic(err)
+		}
+		served <- s
+	}()
+
+	c, err := quic.Dial(ctx, l.Addr().String(), &quic.Config{TLS: cert.ClientTLS()})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	w, err := transport.ClientHandshake(ctx, c, transport.Hello{Version: 1, ProtocolHash: 0xabc})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("client id:", w.ClientID)
+
+	s := <-served
+	s.SendMessage([]byte("spawn 42"))
+	m, _ := c.ReceiveMessage(ctx)
+	c.SendDatagram([]byte("input 1"))
+	d, _ := s.ReceiveDatagram(ctx)
+	fmt.Printf("%s / %s\n", m, d)
+	fmt.Println("max datagram >= 1200:", c.MaxDatagramSize() >= 1200)
+	// Output:
+	// client id: 1
+	// spawn 42 / input 1
+	// max datagram >= 1200: true
+}
