@@ -1,12 +1,14 @@
 module github.com/archenet/archenet
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/klauspost/compress v1.20.4 // indirect
-	github.com/mlange-42/arche v0.15.3 // indirect
-	github.com/quic-go/quic-go v0.65.0 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/mlange-42/arche v0.15.3
+	github.com/quic-go/quic-go v0.65.0
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.56.0 // indirect

@@ -1,5 +1,3 @@
-//go:build archenet_quic
-
 // Package quic carries archenet connections over QUIC (quic-go): unreliable datagrams
 // as QUIC DATAGRAM frames and reliable messages as length-prefixed frames on one stream.
 //
@@ -36,10 +34,4 @@
 //     [Config].MessageQueueBytes, [Config].DatagramQueueLen.
 //   - Defend against floods: [Config].DatagramRateLimit.
 //   - Inspect QUIC internals: [Conn.QUICConn].
-//
-// # Build note
-//
-// The package is behind the build tag archenet_quic because quic-go v0.65 declares
-// "go 1.26.0", above the module's "go 1.26" line; build with -tags archenet_quic (and a
-// go.mod whose go line is 1.26.0) until that line is raised.
 package quic

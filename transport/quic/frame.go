@@ -1,5 +1,3 @@
-//go:build archenet_quic
-
 package quic
 
 // streamPreamble is the first byte the client writes on the message stream; frames

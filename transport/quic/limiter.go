@@ -1,5 +1,3 @@
-//go:build archenet_quic
-
 package quic
 
 import "time"
