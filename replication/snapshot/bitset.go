@@ -1,0 +1,49 @@
+package snapshot
+
+// Bitset is a set of entity slots, one bit per slot.
+type Bitset []uint64
+
+// Has reports whether slot is in the set.
+func (b Bitset) Has(slot uint32) bool {
+	i := slot >> 6
+	return int(i) < len(b) && b[i]>>(slot&63)&1 != 0
+}
+
+// Set adds slot, growing the set as needed.
+func (b *Bitset) Set(slot uint32) {
+	i := int(slot >> 6)
+	for len(*b) <= i {
+		*b = append(*b, 0)
+	}
+	(*b)[i] |= 1 << (slot & 63)
+}
+
+// Clear removes slot.
+func (b Bitset) Clear(slot uint32) {
+	i := slot >> 6
+	if int(i) < len(b) {
+		b[i] &^= 1 << (slot & 63)
+	}
+}
+
+// Reset empties the set, keeping its memory.
+func (b *Bitset) Reset() {
+	clear(*b)
+	*b = (*b)[:0]
+}
+
+// Count returns the number of slots in the set.
+func (b Bitset) Count() int {
+	n := 0
+	for _, w := range b {
+		n += popcount(w)
+	}
+	return n
+}
+
+func (b Bitset) word(i int) uint64 {
+	if i < len(b) {
+		return b[i]
+	}
+	return 0
+}

@@ -1,0 +1,92 @@
+package snapshot
+
+// Client is the server's replication state for one client: the views it
+// was sent (what it holds after each datagram, used as baselines once
+// acked), its ack state and its per-entity priority accumulators.
+type Client struct {
+	// ID is the client's owner id: owner-only fields of entities whose
+	// Meta.Owner equals ID are sent to this client only. 0 = owns nothing.
+	ID uint8
+
+	views []view
+	acc   []float32
+
+	// Counters.
+	Sent, Acked uint64
+	// NewestAck is the newest tick the client acknowledged (0 = none).
+	NewestAck uint32
+}
+
+// view is what a client holds after decoding the datagram of tick: the
+// member entities, each at the newest frame's value except the "behind"
+// ones, which hold the value of an older frame (deferred by the budget).
+type view struct {
+	tick    uint32
+	used    bool
+	acked   bool
+	members Bitset
+	behind  []behindEntry // sorted by slot
+}
+
+type behindEntry struct{ slot, src uint32 }
+
+// NewClient returns the state of a client with owner id id, keeping depth
+// views (0 = DefaultDepth; use the World's depth).
+func NewClient(id uint8, depth int) *Client {
+	if depth <= 0 {
+		depth = DefaultDepth
+	}
+	return &Client{ID: id, views: make([]view, depth)}
+}
+
+func (c *Client) grow(n int) {
+	if len(c.acc) < n {
+		c.acc = append(c.acc, make([]float32, n-len(c.acc))...)
+	}
+}
+
+func (c *Client) viewFor(tick uint32) *view {
+	v := &c.views[tick%uint32(len(c.views))]
+	v.tick = tick
+	v.used = true
+	v.acked = false
+	return v
+}
+
+// Ack records the client's acknowledgement: newest is the newest tick it
+// decoded, and bit i of mask says it also decoded tick newest−1−i. Acks for
+// ticks that were never sent, or whose views were overwritten, are ignored,
+// so hostile acks cannot make the server use a baseline the client lacks
+// unless the client also decoded that tick.
+func (c *Client) Ack(newest, mask uint32) {
+	if newest == 0 {
+		return
+	}
+	c.ackOne(newest)
+	for i := uint32(0); i < 32; i++ {
+		if mask>>i&1 != 0 && newest > i+1 {
+			c.ackOne(newest - 1 - i)
+		}
+	}
+	if c.NewestAck == 0 || int32(newest-c.NewestAck) > 0 {
+		c.NewestAck = newest
+	}
+}
+
+func (c *Client) ackOne(t uint32) {
+	v := &c.views[t%uint32(len(c.views))]
+	if v.used && v.tick == t && !v.acked {
+		v.acked = true
+		c.Acked++
+	}
+}
+
+// Reset forgets every view (after a reconnect the client starts empty).
+func (c *Client) Reset() {
+	for i := range c.views {
+		c.views[i].used = false
+		c.views[i].acked = false
+	}
+	clear(c.acc)
+	c.NewestAck = 0
+}

@@ -1,0 +1,566 @@
+package snapshot
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// DefaultMTU is the default maximum datagram size in bytes: safe on every
+// path (QUIC guarantees 1200-byte UDP payloads before path MTU discovery).
+const DefaultMTU = 1200
+
+// KindSnapshot is the first byte of a snapshot datagram; bit 7 of that byte
+// flags a zstd-compressed body.
+const (
+	KindSnapshot   byte = 0x01
+	FlagCompressed byte = 0x80
+)
+
+// Encoder builds snapshot datagrams for many clients from one [World]. It
+// caches each encoded record per (entity, baseline tick, owner view) for the
+// current tick, so clients that acked the same baseline cost only selection
+// and bit copies ("encode once, copy many"). One Encoder per server; not
+// safe for concurrent use.
+type Encoder struct {
+	w          *World
+	plans      []*schema.Plan
+	ownerComps uint64 // components that have owner-only groups
+
+	tick    uint32 // tick the cache belongs to
+	arena   bitio.Writer
+	cache   []cacheSlot
+	present Bitset // slots present in the current frame
+
+	// scratch, reused by Build
+	cands   []cand
+	sel     []int
+	members Bitset
+	gapBuf  []uint64
+
+	// Cache statistics since the last Begin.
+	CacheHits, CacheMisses int
+}
+
+type cacheEntry struct {
+	tick     uint32 // frame tick the entry is valid for
+	src      uint32 // baseline tick of the record (0 = full)
+	owner    bool
+	kind     uint8 // kindDelta, kindFull, or kindNone (nothing changed)
+	maskBits uint16
+	mask     uint64 // mask bits when maskBits ≤ 64
+	maskOff  uint32 // arena offset of the mask when maskBits > 64
+	bodyOff  uint32 // arena byte offset of the body
+	bodyBits uint32
+}
+
+const kindNone = 3
+
+type cacheSlot struct {
+	e    [2]cacheEntry
+	next uint8
+}
+
+type cand struct {
+	slot  uint32
+	src   uint32 // baseline tick of the client's value (0 = none)
+	kind  uint8  // kindDelta, kindFull, kindRemoval
+	entry *cacheEntry
+	pri   float32
+	bits  int
+	mem   bool // member of the baseline view
+}
+
+// NewEncoder returns an encoder over w.
+func NewEncoder(w *World) *Encoder {
+	e := &Encoder{w: w, plans: w.reg.Plans()}
+	for _, p := range e.plans {
+		if p.OwnerOnlyMask() != 0 {
+			e.ownerComps |= 1 << p.ID
+		}
+	}
+	return e
+}
+
+// World returns the encoder's world.
+func (e *Encoder) World() *World { return e.w }
+
+// begin prepares the per-tick cache for the newest frame.
+func (e *Encoder) begin() {
+	f := e.w.Current()
+	if f == nil || f.Tick == e.tick {
+		return
+	}
+	e.tick = f.Tick
+	e.arena.Reset(e.arena.Bytes())
+	e.CacheHits, e.CacheMisses = 0, 0
+	if n := len(e.w.changedAt); len(e.cache) < n {
+		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
+	}
+	e.present.Reset()
+	for _, s := range f.Slots {
+		e.present.Set(s)
+	}
+}
+
+func (e *Encoder) ownerView(c *Client, m Meta) bool {
+	return c.ID != 0 && m.Owner == c.ID && m.Set&e.ownerComps != 0
+}
+
+// record returns the cached record of slot (entry i of frame f) for a
+// client whose value is from baseline tick src (0 = none: full record).
+func (e *Encoder) record(f *Frame, i int, src uint32, owner bool) *cacheEntry {
+	slot := f.Slots[i]
+	cs := &e.cache[slot]
+	for k := range cs.e {
+		ce := &cs.e[k]
+		if ce.tick == f.Tick && ce.src == src && ce.owner == owner {
+			e.CacheHits++
+			return ce
+		}
+	}
+	e.CacheMisses++
+	ce := &cs.e[cs.next]
+	cs.next ^= 1
+	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner}
+	m := f.Metas[i]
+	cur := f.EntityLanes(i)
+	if src != 0 {
+		bf := e.w.Frame(src)
+		bi := -1
+		if bf != nil {
+			bi = bf.Lookup(slot)
+		}
+		if bi >= 0 && bf.Metas[bi] == m {
+			base := bf.EntityLanes(bi)
+			e.arena.Bytes() // align to a byte boundary
+			start := e.arena.BitLen()
+			if !writeDeltaMask(&e.arena, e.plans, m.Set, base, cur, owner) {
+				e.arena.Bytes()
+				ce.kind = kindNone
+				return ce
+			}
+			maskBits := e.arena.BitLen() - start
+			buf := e.arena.Bytes()
+			ce.maskOff = uint32(start / 8)
+			ce.maskBits = uint16(maskBits)
+			if maskBits <= 64 {
+				r := bitio.NewReader(buf[start/8:])
+				ce.mask = r.ReadBits(uint(maskBits))
+			}
+			bodyStart := e.arena.BitLen()
+			ok := writeDeltaBody(&e.arena, e.plans, m.Set, base, cur, owner)
+			bodyBits := e.arena.BitLen() - bodyStart
+			e.arena.Bytes()
+			if ok && maskBits+bodyBits < e.fullBits(m, cur, owner) {
+				ce.kind = kindDelta
+				ce.bodyOff = uint32(bodyStart / 8)
+				ce.bodyBits = uint32(bodyBits)
+				return ce
+			}
+		}
+	}
+	// Full record.
+	e.arena.Bytes()
+	start := e.arena.BitLen()
+	writeFull(&e.arena, e.plans, m, cur, owner)
+	ce.kind = kindFull
+	ce.maskBits = 0
+	ce.bodyOff = uint32(start / 8)
+	ce.bodyBits = uint32(e.arena.BitLen() - start)
+	e.arena.Bytes()
+	return ce
+}
+
+func (e *Encoder) fullBits(m Meta, lanes []uint64, owner bool) int {
+	var w bitio.Writer
+	var buf [256]byte
+	w.Reset(buf[:0])
+	writeFull(&w, e.plans, m, lanes, owner)
+	return w.BitLen()
+}
+
+// BuildOptions selects what one datagram carries.
+type BuildOptions struct {
+	// Budget is the largest datagram in bytes; 0 means DefaultMTU. The
+	// highest-priority records that fit are sent; the rest stay changed
+	// against the baseline and gain priority.
+	Budget int
+	// Relevant is the client's interest set; nil means every entity.
+	Relevant Bitset
+	// Weights is the relevance weight per slot added to the client's priority
+	// accumulator each tick a changed entity waits; nil or a missing slot
+	// means 1.
+	Weights []float32
+}
+
+// BuildInfo reports what a datagram carries.
+type BuildInfo struct {
+	Tick, Baseline uint32 // Baseline 0 = against an empty world
+	Deltas, Fulls      int
+	Removals           int
+	Deferred           int // changed records left for later by the budget
+	Bytes              int
+}
+
+// Build writes the snapshot datagram of the newest frame for client c into
+// dst[:0] and returns it. It picks c's baseline (the newest acked view still
+// in the ring; none → full state against an empty world), selects changed,
+// new and removed entities by priority within the budget, and records what
+// c will hold if the datagram arrives, for use as a later baseline.
+// Allocation-free in steady state.
+func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildInfo) {
+	e.begin()
+	f := e.w.Current()
+	info := BuildInfo{}
+	if f == nil {
+		return dst[:0], info
+	}
+	S := f.Tick
+	info.Tick = S
+	budget := opt.Budget
+	if budget <= 0 {
+		budget = DefaultMTU
+	}
+	c.grow(len(e.w.changedAt))
+
+	// Baseline: newest acked view whose frame is still in the ring.
+	var base *view
+	for i := range c.views {
+		v := &c.views[i]
+		if v.used && v.acked && v.tick != S && int32(S-v.tick) > 0 && e.w.Frame(v.tick) != nil {
+			if base == nil || int32(v.tick-base.tick) > 0 {
+				base = v
+			}
+		}
+	}
+	var B uint32
+	var changed []uint32
+	var baseMembers Bitset
+	var behind []behindEntry
+	if base != nil {
+		B = base.tick
+		var ok bool
+		changed, ok = e.w.ChangedSince(B)
+		if !ok {
+			base, B = nil, 0
+		} else {
+			baseMembers = base.members
+			behind = base.behind
+		}
+	}
+	info.Baseline = B
+
+	// Relevant = interest ∩ present.
+	rel := e.present
+	if opt.Relevant != nil {
+		n := len(e.present)
+		e.members = append(e.members[:0], make(Bitset, n)...)
+		for i := 0; i < n; i++ {
+			e.members[i] = e.present[i] & opt.Relevant.word(i)
+		}
+		rel = e.members
+	}
+
+	// Candidates: merge changed-since-base, behind entries and membership
+	// differences, all in slot order.
+	e.cands = e.cands[:0]
+	ci, bi := 0, 0
+	words := max(len(rel), len(baseMembers))
+	wi := 0
+	var diff uint64
+	if words > 0 {
+		diff = rel.word(0) ^ baseMembers.word(0)
+	}
+	nextDiff := func() uint32 {
+		for diff == 0 {
+			wi++
+			if wi >= words {
+				return math.MaxUint32
+			}
+			diff = rel.word(wi) ^ baseMembers.word(wi)
+		}
+		return uint32(wi<<6 | bits.TrailingZeros64(diff))
+	}
+	nd := nextDiff()
+	for {
+		slot := uint32(math.MaxUint32)
+		if ci < len(changed) {
+			slot = changed[ci]
+		}
+		if bi < len(behind) && behind[bi].slot < slot {
+			slot = behind[bi].slot
+		}
+		if nd < slot {
+			slot = nd
+		}
+		if slot == math.MaxUint32 {
+			break
+		}
+		src := B
+		if ci < len(changed) && changed[ci] == slot {
+			ci++
+		}
+		if bi < len(behind) && behind[bi].slot == slot {
+			src = behind[bi].src
+			bi++
+		}
+		if nd == slot {
+			diff &= diff - 1
+			nd = nextDiff()
+		}
+		e.classify(c, f, slot, src, baseMembers.Has(slot), rel.Has(slot), opt.Weights)
+	}
+
+	// Select by priority within the budget. Estimates use the gap to the
+	// previous candidate; the exact size is checked after selection and the
+	// lowest-priority records are dropped until the datagram fits.
+	budgetBits := (budget-1)*8 - headerBits
+	total := 0
+	prevSlot := int64(-1)
+	for i := range e.cands {
+		cd := &e.cands[i]
+		cd.bits += egLen(uint64(int64(cd.slot)-prevSlot-1), 1)
+		prevSlot = int64(cd.slot)
+		total += cd.bits
+	}
+	e.sel = e.sel[:0]
+	for i := range e.cands {
+		e.sel = append(e.sel, i)
+	}
+	if total > budgetBits {
+		e.byPriority()
+		used, n := 0, 0
+		for _, i := range e.sel {
+			if used+e.cands[i].bits <= budgetBits {
+				used += e.cands[i].bits
+				e.sel[n] = i
+				n++
+			}
+		}
+		e.sel = e.sel[:n]
+		slices.Sort(e.sel)
+		for iter := 0; iter < 16; iter++ {
+			over := e.exactBits() - budgetBits
+			if over <= 0 {
+				break
+			}
+			e.dropLowest(over)
+		}
+	}
+	out := e.stitch(dst, S, B, budget, &info)
+
+	// Record the view the client will hold if this datagram arrives.
+	nv := c.viewFor(S)
+	nv.members = append(nv.members[:0], baseMembers...)
+	nv.behind = nv.behind[:0]
+	si := 0
+	for i := range e.cands {
+		cd := &e.cands[i]
+		sent := si < len(e.sel) && e.sel[si] == i
+		if sent {
+			si++
+			c.acc[cd.slot] = 0
+			if cd.kind == kindRemoval {
+				nv.members.Clear(cd.slot)
+			} else {
+				nv.members.Set(cd.slot)
+			}
+			continue
+		}
+		info.Deferred++
+		c.acc[cd.slot] += weight(opt.Weights, cd.slot)
+		if cd.mem { // the client keeps its older value
+			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
+		}
+	}
+	info.Bytes = len(out)
+	c.Sent++
+	return out, info
+}
+
+// headerBits is an upper bound of the header after the kind byte: tick (32),
+// baseline distance (≤ 11), record count (≤ 29), gap parameter (3),
+// extension flag (1).
+const headerBits = 32 + 11 + 29 + 3 + 1
+
+func (e *Encoder) byPriority() {
+	slices.SortFunc(e.sel, func(a, b int) int {
+		pa, pb := e.cands[a].pri, e.cands[b].pri
+		switch {
+		case pa > pb:
+			return -1
+		case pa < pb:
+			return 1
+		}
+		return int(e.cands[a].slot) - int(e.cands[b].slot)
+	})
+}
+
+// dropLowest removes the lowest-priority selected records whose estimated
+// sizes add up to at least over bits (keeping slot order).
+func (e *Encoder) dropLowest(over int) {
+	for over > 0 && len(e.sel) > 0 {
+		low := 0
+		for j, i := range e.sel {
+			if e.cands[i].pri < e.cands[e.sel[low]].pri {
+				low = j
+			}
+		}
+		over -= e.cands[e.sel[low]].bits
+		e.sel = append(e.sel[:low], e.sel[low+1:]...)
+	}
+}
+
+// exactBits returns the size in bits of the selected records as stitch
+// will write them (with the best gap parameter), excluding the header.
+func (e *Encoder) exactBits() int {
+	e.gapBuf = e.gapBuf[:0]
+	prev := int64(-1)
+	body := 0
+	var prevMask uint64
+	prevMaskBits := -1
+	for _, i := range e.sel {
+		cd := &e.cands[i]
+		s := int64(cd.slot)
+		e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
+		prev = s
+		switch cd.kind {
+		case kindRemoval:
+			body += 2
+		case kindFull:
+			body += 2 + int(cd.entry.bodyBits)
+		default:
+			ce := cd.entry
+			body += 2 + int(ce.bodyBits)
+			if !(int(ce.maskBits) <= 64 && int(ce.maskBits) == prevMaskBits && ce.mask == prevMask) {
+				body += int(ce.maskBits)
+				prevMaskBits, prevMask = int(ce.maskBits), ce.mask
+				if ce.maskBits > 64 {
+					prevMaskBits = -1
+				}
+			}
+		}
+	}
+	_, gapBits := bestGapK(e.gapBuf)
+	return body + gapBits
+}
+
+// bestGapK returns the exp-Golomb order (0..7) that codes gaps in the
+// fewest bits, and that number of bits.
+func bestGapK(gaps []uint64) (uint, int) {
+	bestK, bestBits := uint(0), math.MaxInt
+	for k := uint(0); k < 8; k++ {
+		n := 0
+		for _, g := range gaps {
+			n += egLen(g, k)
+		}
+		if n < bestBits {
+			bestK, bestBits = k, n
+		}
+	}
+	return bestK, bestBits
+}
+
+func weight(ws []float32, slot uint32) float32 {
+	if int(slot) < len(ws) {
+		return ws[slot]
+	}
+	return 1
+}
+
+// classify adds slot to the candidates if the client's value differs from
+// the newest frame.
+func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool, ws []float32) {
+	w := weight(ws, slot)
+	switch {
+	case inB && !inS:
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, pri: float32(math.Inf(1)), bits: 2, mem: true})
+	case !inB && inS:
+		i := f.Lookup(slot)
+		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]))
+		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, entry: ce, pri: c.acc[slot] + w, bits: int(ce.bodyBits) + 2})
+	case inB && inS:
+		if e.w.changedAt[slot] <= src && e.w.layoutAt[slot] <= src {
+			return // unchanged since the client's value
+		}
+		i := f.Lookup(slot)
+		s := src
+		if e.w.layoutAt[slot] > src {
+			s = 0 // new incarnation or layout: full
+		}
+		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]))
+		if ce.kind == kindNone {
+			return // changed and changed back
+		}
+		b := int(ce.bodyBits) + 2
+		if ce.kind == kindDelta {
+			b += int(ce.maskBits)
+		}
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, entry: ce, pri: c.acc[slot] + w, bits: b, mem: true})
+	}
+}
+
+// stitch writes the header and the selected records.
+func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo) []byte {
+	// Choose the gap code parameter that minimizes the gap bits.
+	e.gapBuf = e.gapBuf[:0]
+	prev := int64(-1)
+	for _, i := range e.sel {
+		s := int64(e.cands[i].slot)
+		e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
+		prev = s
+	}
+	bestK, _ := bestGapK(e.gapBuf)
+	var w bitio.Writer
+	w.Reset(dst[:0])
+	w.WriteBits(uint64(KindSnapshot), 8)
+	w.WriteBits(uint64(S), 32)
+	if B == 0 {
+		w.WriteExpGolomb(0, 0)
+	} else {
+		w.WriteExpGolomb(uint64(S-B), 0)
+	}
+	w.WriteExpGolomb(uint64(len(e.sel)), 0)
+	w.WriteBits(uint64(bestK), 3)
+	w.WriteBits(0, 1) // no extension block
+	arena := e.arena.Bytes()
+	var prevMask uint64
+	prevMaskBits := -1
+	for n, i := range e.sel {
+		cd := &e.cands[i]
+		w.WriteExpGolomb(e.gapBuf[n], bestK)
+		switch cd.kind {
+		case kindRemoval:
+			w.WriteBits(0b11, 2)
+			info.Removals++
+		case kindFull:
+			w.WriteBits(0b01, 2)
+			w.AppendBits(arena[cd.entry.bodyOff:], int(cd.entry.bodyBits))
+			info.Fulls++
+		default:
+			w.WriteBits(0, 1)
+			ce := cd.entry
+			if int(ce.maskBits) <= 64 && int(ce.maskBits) == prevMaskBits && ce.mask == prevMask {
+				w.WriteBits(1, 1) // same field masks as the previous delta
+			} else {
+				w.WriteBits(0, 1)
+				if ce.maskBits <= 64 {
+					w.WriteBits(ce.mask, uint(ce.maskBits))
+				} else {
+					w.AppendBits(arena[ce.maskOff:], int(ce.maskBits))
+				}
+				prevMaskBits, prevMask = int(ce.maskBits), ce.mask
+				if ce.maskBits > 64 {
+					prevMaskBits = -1
+				}
+			}
+			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
+			info.Deltas++
+		}
+	}
+	return w.Bytes()
+}

@@ -1,0 +1,257 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// Record kinds, as coded on the wire after the slot gap: "0" delta,
+// "10" full, "11" removal.
+const (
+	kindDelta   = 0
+	kindFull    = 1
+	kindRemoval = 2
+)
+
+// ErrCorrupt is wrapped by errors for datagrams that decode to impossible
+// content (a delta for an entity the baseline lacks, an unknown component).
+var ErrCorrupt = errors.New("snapshot: corrupt datagram")
+
+// maxGen bounds generations on the wire (they are exp-Golomb coded).
+const maxGen = 1<<31 - 1
+
+// writeDeltaMask writes the field masks of a delta record: per component of
+// the set, 1 bit "changed" and, if changed, one bit per group (owner-only
+// groups only when owner). It returns false if nothing changed.
+func writeDeltaMask(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur []uint64, owner bool) bool {
+	any := false
+	off := 0
+	for s := set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		n := p.NumLanes()
+		b, c := base[off:off+n], cur[off:off+n]
+		off += n
+		var mask uint64
+		groups := p.Groups()
+		for gi := range groups {
+			g := &groups[gi]
+			if !owner && g.OwnerOnly {
+				continue
+			}
+			for l := g.First; l < g.First+g.Count; l++ {
+				if b[l] != c[l] {
+					mask |= 1 << gi
+					break
+				}
+			}
+		}
+		if mask == 0 {
+			w.WriteBits(0, 1)
+			continue
+		}
+		any = true
+		w.WriteBits(1, 1)
+		for gi := range groups {
+			if !owner && groups[gi].OwnerOnly {
+				continue
+			}
+			w.WriteBits(mask>>gi&1, 1)
+		}
+	}
+	return any
+}
+
+// writeDeltaBody writes, for every changed group, the residuals of its lanes
+// (zigzag exp-Golomb of Lane.Delta; bools and rest flags as 1 bit; a resting
+// velocity sends no axes). It returns false if a residual is too large for
+// the code (≥ 2^62, only possible for raw 64-bit lanes); the caller then
+// sends a full record.
+func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur []uint64, owner bool) bool {
+	off := 0
+	for s := set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		n := p.NumLanes()
+		b, c := base[off:off+n], cur[off:off+n]
+		off += n
+		lanes := p.Lanes()
+		groups := p.Groups()
+		for gi := range groups {
+			g := &groups[gi]
+			if !owner && g.OwnerOnly {
+				continue
+			}
+			changed := false
+			for l := g.First; l < g.First+g.Count; l++ {
+				if b[l] != c[l] {
+					changed = true
+					break
+				}
+			}
+			if !changed {
+				continue
+			}
+			for l := g.First; l < g.First+g.Count; l++ {
+				ln := &lanes[l]
+				switch ln.Kind {
+				case schema.LaneBool:
+					w.WriteBits(c[l], 1)
+				case schema.LaneRest:
+					w.WriteBits(c[l], 1)
+					if c[l] != 0 {
+						l = g.First + g.Count // axes implied zero
+					}
+				default:
+					z := bitio.ZigZag(ln.Delta(b[l], c[l]))
+					if z >= 1<<62 {
+						return false
+					}
+					w.WriteExpGolomb(z, 0)
+				}
+			}
+		}
+	}
+	return true
+}
+
+// writeFull writes a full record body: generation, owner, component set and
+// every component's full encoding.
+func writeFull(w *bitio.Writer, plans []*schema.Plan, m Meta, lanes []uint64, owner bool) {
+	w.WriteExpGolomb(uint64(m.Gen&maxGen), 0)
+	w.WriteExpGolomb(uint64(m.Owner), 0)
+	w.WriteBits(m.Set, uint(len(plans)))
+	off := 0
+	for s := m.Set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		n := p.NumLanes()
+		p.Write(w, lanes[off:off+n], owner)
+		off += n
+	}
+}
+
+// readFull decodes a full record body into dst (appending lanes) and
+// returns the meta. Owner-only fields are on the wire when the entity's
+// owner is me (me ≠ 0); otherwise their lanes are zero.
+func readFull(r *bitio.Reader, plans []*schema.Plan, me uint8, dst []uint64) (Meta, []uint64, error) {
+	var m Meta
+	g := r.ReadExpGolomb(0)
+	if g > maxGen {
+		return m, dst, fmt.Errorf("%w: generation %d", ErrCorrupt, g)
+	}
+	m.Gen = uint32(g)
+	o := r.ReadExpGolomb(0)
+	if o > 255 {
+		return m, dst, fmt.Errorf("%w: owner %d", ErrCorrupt, o)
+	}
+	m.Owner = uint8(o)
+	m.Set = r.ReadBits(uint(len(plans)))
+	if err := r.Err(); err != nil {
+		return m, dst, err
+	}
+	if m.Set == 0 {
+		return m, dst, fmt.Errorf("%w: entity with no components", ErrCorrupt)
+	}
+	owner := me != 0 && m.Owner == me
+	for s := m.Set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		start := len(dst)
+		for i := 0; i < p.NumLanes(); i++ {
+			dst = append(dst, 0)
+		}
+		if err := p.Read(r, dst[start:], owner); err != nil {
+			return m, dst, err
+		}
+	}
+	return m, dst, nil
+}
+
+// readMasks reads the field masks of a delta record for set: per component
+// a "changed" bit and, if set, one bit per group (owner-only groups only
+// when owner). It returns the masks and, when the mask section is at most 64
+// bits, its raw value and length (for "same masks as the previous record").
+func readMasks(r *bitio.Reader, plans []*schema.Plan, set uint64, owner bool, masks *[schema.MaxComponents]uint64) (raw uint64, nbits int) {
+	ci := 0
+	put := func(b uint64) {
+		if nbits < 64 {
+			raw |= b << nbits
+		}
+		nbits++
+	}
+	for s := set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		masks[ci] = 0
+		ch := r.ReadBits(1)
+		put(ch)
+		if ch == 1 {
+			var mask uint64
+			groups := p.Groups()
+			for gi := range groups {
+				if !owner && groups[gi].OwnerOnly {
+					continue
+				}
+				b := r.ReadBits(1)
+				put(b)
+				mask |= b << gi
+			}
+			if mask == 0 {
+				r.SetErr(fmt.Errorf("%w: changed component with an empty field mask", ErrCorrupt))
+			}
+			masks[ci] = mask
+		}
+		ci++
+	}
+	return raw, nbits
+}
+
+func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []uint64, cur []uint64, owner bool) error {
+	off := 0
+	ci := 0
+	for s := set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		n := p.NumLanes()
+		c := cur[off : off+n]
+		off += n
+		mask := masks[ci]
+		ci++
+		if mask == 0 {
+			continue
+		}
+		lanes := p.Lanes()
+		groups := p.Groups()
+		for gi := range groups {
+			if mask>>gi&1 == 0 {
+				continue
+			}
+			g := &groups[gi]
+			for l := g.First; l < g.First+g.Count; l++ {
+				ln := &lanes[l]
+				switch ln.Kind {
+				case schema.LaneBool:
+					c[l] = r.ReadBits(1)
+				case schema.LaneRest:
+					c[l] = r.ReadBits(1)
+					if c[l] != 0 {
+						for a := l + 1; a < g.First+g.Count; a++ {
+							c[a] = lanes[a].Zero
+						}
+						l = g.First + g.Count
+					}
+				default:
+					d := bitio.UnZigZag(r.ReadExpGolomb(0))
+					v, ok := ln.Apply(c[l], d)
+					if !ok && r.Err() == nil {
+						r.SetErr(fmt.Errorf("%w: %s.%s delta out of range", ErrCorrupt, p.Name, g.Name))
+					}
+					c[l] = v
+				}
+			}
+		}
+		if r.Err() != nil {
+			return r.Err()
+		}
+	}
+	return r.Err()
+}

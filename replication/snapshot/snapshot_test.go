@@ -1,0 +1,87 @@
+package snapshot
+
+import (
+	"testing"
+
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/stretchr/testify/require"
+)
+
+// refEnt is the reference design's entity: x, y, z (18 bits each), yaw (9
+// bits, wrapping).
+type refEnt struct {
+	X   uint32  `net:"range=0:262143"`
+	Y   uint32  `net:"range=0:262143"`
+	Z   uint32  `net:"range=0:262143"`
+	Yaw float64 `net:"angle,bits=9"`
+}
+
+func refRegistry(t testing.TB) *schema.Registry {
+	reg := schema.NewRegistry()
+	_, err := schema.Register[refEnt](reg)
+	require.NoError(t, err)
+	return reg
+}
+
+// requireSameView checks that a receiver view equals a world frame exactly.
+func requireSameView(t testing.TB, want *Frame, got *Frame) {
+	t.Helper()
+	require.NotNil(t, got)
+	require.Equal(t, want.Tick, got.Tick)
+	require.Equal(t, want.Slots, got.Slots)
+	require.Equal(t, want.Metas, got.Metas)
+	require.Equal(t, len(want.Lanes), len(got.Lanes))
+	for i := range want.Slots {
+		require.Equal(t, want.EntityLanes(i), got.EntityLanes(i), "slot %d", want.Slots[i])
+	}
+}
+
+// TestReferenceCase is the reference design's delta test: 200 entities as
+// baseline; every 10th moves x by 3 steps and yaw by 1; entity 5 removed;
+// entity 900 added. The reference encodes it in 96 bytes; the goal is ≤ 64.
+func TestReferenceCase(t *testing.T) {
+	reg := refRegistry(t)
+	w := NewWorld(reg, 0)
+	enc := NewEncoder(w)
+	c := NewClient(0, 0)
+	rcv := NewReceiver(reg, 0, 0)
+	m := Meta{Gen: 0, Set: 1}
+
+	w.Begin(1)
+	for i := uint32(0); i < 200; i++ {
+		w.PutLanes(i, m, []uint64{uint64(i) * 100, 5000, 7, 300})
+	}
+	f1 := w.Commit()
+	dg, info := enc.Build(c, BuildOptions{Budget: 64 << 10}, nil)
+	require.Equal(t, 200, info.Fulls)
+	_, err := rcv.Decode(dg)
+	require.NoError(t, err)
+	requireSameView(t, f1, rcv.Latest())
+	c.Ack(rcv.Ack())
+
+	w.Begin(2)
+	for i := uint32(0); i < 200; i++ {
+		if i == 5 {
+			continue
+		}
+		x, yaw := uint64(i)*100, uint64(300)
+		if i%10 == 0 {
+			x += 3
+			yaw = (yaw + 1) % 512
+		}
+		w.PutLanes(i, m, []uint64{x, 5000, 7, yaw})
+	}
+	w.PutLanes(900, m, []uint64{1, 2, 3, 4})
+	f2 := w.Commit()
+	dg, info = enc.Build(c, BuildOptions{}, nil)
+	require.Equal(t, uint32(1), info.Baseline)
+	require.Equal(t, 20, info.Deltas)
+	require.Equal(t, 1, info.Fulls)
+	require.Equal(t, 1, info.Removals)
+	_, err = rcv.Decode(dg)
+	require.NoError(t, err)
+	requireSameView(t, f2, rcv.Latest())
+	t.Logf("reference case: %d bytes including the %d-byte header region (reference design: 96 bytes; full quantized snapshot: 1800 bytes)", len(dg), 7)
+	require.LessOrEqual(t, len(dg), 64)
+	require.Equal(t, 57, len(dg), "pin the size: a change must be deliberate")
+}
