@@ -200,10 +200,10 @@ type BuildOptions struct {
 // BuildInfo reports what a datagram carries.
 type BuildInfo struct {
 	Tick, Baseline uint32 // Baseline 0 = against an empty world
-	Deltas, Fulls      int
-	Removals           int
-	Deferred           int // changed records left for later by the budget
-	Bytes              int
+	Deltas, Fulls  int
+	Removals       int
+	Deferred       int // changed records left for later by the budget
+	Bytes          int
 }
 
 // Build writes the snapshot datagram of the newest frame for client c into
