@@ -9,6 +9,7 @@ require (
 )
 
 require (
+	github.com/klauspost/compress v1.20.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.56.0 // indirect

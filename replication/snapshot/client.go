@@ -15,6 +15,43 @@ type Client struct {
 	Sent, Acked uint64
 	// NewestAck is the newest tick the client acknowledged (0 = none).
 	NewestAck uint32
+
+	rate, burst, tokens float64 // byte budget per second (0 = unlimited)
+}
+
+// SetRate limits the client to bytesPerSecond of snapshot datagrams with
+// bursts up to burst bytes (a token bucket refilled by [Client.Refill]).
+// 0 removes the limit.
+func (c *Client) SetRate(bytesPerSecond, burst int) {
+	c.rate, c.burst = float64(bytesPerSecond), float64(max(burst, 0))
+	if c.tokens > c.burst {
+		c.tokens = c.burst
+	}
+}
+
+// Rate returns the byte budget per second (0 = unlimited).
+func (c *Client) Rate() int { return int(c.rate) }
+
+// Refill adds seconds × rate bytes to the budget, up to the burst size. The
+// server calls it once per net tick with the tick interval.
+func (c *Client) Refill(seconds float64) {
+	if c.rate > 0 {
+		c.tokens = min(c.burst, c.tokens+c.rate*seconds)
+	}
+}
+
+// budget returns the byte budget for the next datagram.
+func (c *Client) budget(limit int) int {
+	if c.rate <= 0 {
+		return limit
+	}
+	return min(limit, int(c.tokens))
+}
+
+func (c *Client) spend(n int) {
+	if c.rate > 0 {
+		c.tokens -= float64(n)
+	}
 }
 
 // view is what a client holds after decoding the datagram of tick: the

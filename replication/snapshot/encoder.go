@@ -41,6 +41,10 @@ type Encoder struct {
 	members Bitset
 	gapBuf  []uint64
 
+	// Compression, when set, zstd-compresses each datagram body that it
+	// strictly shrinks (see [Compressor]). Nil: never compress.
+	Compression *Compressor
+
 	// Cache statistics since the last Begin.
 	CacheHits, CacheMisses int
 }
@@ -204,7 +208,13 @@ type BuildInfo struct {
 	Removals       int
 	Deferred       int // changed records left for later by the budget
 	Bytes          int
+	Compressed     bool
+	Starved        bool // the client's byte rate left no budget: nothing built
 }
+
+// MinBudget is the smallest datagram budget worth building; with less the
+// tick is skipped for that client (its changes wait with rising priority).
+const MinBudget = 48
 
 // Build writes the snapshot datagram of the newest frame for client c into
 // dst[:0] and returns it. It picks c's baseline (the newest acked view still
@@ -224,6 +234,11 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 	budget := opt.Budget
 	if budget <= 0 {
 		budget = DefaultMTU
+	}
+	budget = c.budget(budget)
+	if budget < MinBudget {
+		info.Starved = true
+		return dst[:0], info // nothing worth sending this tick
 	}
 	c.grow(len(e.w.changedAt))
 
@@ -352,6 +367,13 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 		}
 	}
 	out := e.stitch(dst, S, B, budget, &info)
+	if e.Compression != nil && len(out) > 1 {
+		if z := e.Compression.compress(out[1:]); z != nil {
+			out = append(out[:1], z...)
+			out[0] |= FlagCompressed
+			info.Compressed = true
+		}
+	}
 
 	// Record the view the client will hold if this datagram arrives.
 	nv := c.viewFor(S)
@@ -378,6 +400,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 		}
 	}
 	info.Bytes = len(out)
+	c.spend(len(out))
 	c.Sent++
 	return out, info
 }

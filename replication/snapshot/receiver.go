@@ -45,8 +45,10 @@ type Receiver struct {
 	mask   uint32
 	latest *Frame
 	masks  [schema.MaxComponents]uint64
-	tmp    []uint64
-	dec    decompressor
+
+	maskBuf    [8]byte
+	maskReader bitio.Reader
+	dec        decompressor
 
 	// Counters.
 	Decoded, Dropped uint64
@@ -272,13 +274,12 @@ func (r *Receiver) merge(rd *bitio.Reader, base, out *Frame, S uint32, count int
 				if prevMaskBits < 0 {
 					return fmt.Errorf("%w: repeated field mask without a previous one", ErrCorrupt)
 				}
-				var mr bitio.Reader
-				var buf [8]byte
-				for i := range buf {
-					buf[i] = byte(prevMask >> (8 * i))
+				mr := &r.maskReader
+				for i := range r.maskBuf {
+					r.maskBuf[i] = byte(prevMask >> (8 * i))
 				}
-				mr.Reset(buf[:(prevMaskBits+7)/8])
-				_, nb := readMasks(&mr, r.plans, m.Set, owner, &r.masks)
+				mr.Reset(r.maskBuf[:(prevMaskBits+7)/8])
+				_, nb := readMasks(mr, r.plans, m.Set, owner, &r.masks)
 				if mr.Err() != nil || nb != prevMaskBits {
 					return fmt.Errorf("%w: repeated field mask does not fit slot %d", ErrCorrupt, slot)
 				}

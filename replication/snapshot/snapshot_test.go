@@ -85,3 +85,34 @@ func TestReferenceCase(t *testing.T) {
 	require.LessOrEqual(t, len(dg), 64)
 	require.Equal(t, 57, len(dg), "pin the size: a change must be deliberate")
 }
+
+func TestByteRateBudget(t *testing.T) {
+	reg := refRegistry(t)
+	w := NewWorld(reg, 0)
+	enc := NewEncoder(w)
+	c := NewClient(0, 0)
+	c.SetRate(3000, 1200) // 3 KB/s: at 30 Hz about 100 B per tick
+	rcv := NewReceiver(reg, 0, 0)
+	sent := 0
+	for tick := uint32(1); tick <= 90; tick++ {
+		w.Begin(tick)
+		for i := uint32(0); i < 300; i++ {
+			w.PutLanes(i, Meta{Set: 1}, []uint64{uint64(i) + uint64(tick), 1, 2, 3})
+		}
+		w.Commit()
+		c.Refill(1.0 / 30)
+		dg, info := enc.Build(c, BuildOptions{}, nil)
+		w.EndTick()
+		sent += len(dg)
+		if len(dg) > 0 {
+			_, err := rcv.Decode(dg)
+			require.NoError(t, err)
+			c.Ack(rcv.Ack())
+		} else {
+			require.True(t, info.Starved)
+		}
+	}
+	// 3 s at 3000 B/s plus the initial burst.
+	require.LessOrEqual(t, sent, 3*3000+1200)
+	require.Greater(t, sent, 3*3000-1200)
+}

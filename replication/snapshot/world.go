@@ -416,3 +416,22 @@ func sortU32(a []uint32) {
 	}
 	slicesSort(a)
 }
+
+// MemoryBytes returns the bytes held by the ring and the per-slot tables
+// (capacities, not lengths).
+func (w *World) MemoryBytes() int {
+	n := 0
+	for i := range w.ring {
+		f := &w.ring[i]
+		n += cap(f.Slots)*4 + cap(f.Metas)*int(unsafe.Sizeof(Meta{})) + cap(f.Offs)*4 + cap(f.Lanes)*8 + cap(f.index)*4
+	}
+	for i := range w.changes {
+		n += cap(w.changes[i]) * 4
+	}
+	n += (cap(w.changedAt) + cap(w.layoutAt) + cap(w.stamp)) * 4
+	n += cap(w.rawSet) * 8
+	for _, r := range w.raw {
+		n += cap(r) + 24
+	}
+	return n
+}

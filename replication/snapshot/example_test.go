@@ -1,0 +1,48 @@
+package snapshot_test
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+)
+
+type Body struct {
+	Pos components.Vec3 `net:"world,step=0.01"`
+}
+
+func Example() {
+	reg := schema.NewRegistry()
+	schema.MustRegister[Body](reg)
+
+	world := snapshot.NewWorld(reg, 0) // server: shared frame ring
+	enc := snapshot.NewEncoder(world)
+	client := snapshot.NewClient(1, 0)     // server's state of one client
+	rcv := snapshot.NewReceiver(reg, 1, 0) // that client's decoder
+	bodies := make([]Body, 100)
+	ptr := make([]unsafe.Pointer, 1)
+
+	for tick := uint32(1); tick <= 3; tick++ {
+		bodies[tick].Pos.X += 1 // one body moves each tick
+		world.Begin(tick)
+		for i := range bodies {
+			ptr[0] = unsafe.Pointer(&bodies[i])
+			world.Put(uint32(i), snapshot.Meta{Set: 1}, ptr)
+		}
+		world.Commit()
+		dg, info := enc.Build(client, snapshot.BuildOptions{}, nil)
+		world.EndTick()
+
+		if _, err := rcv.Decode(dg); err != nil {
+			panic(err)
+		}
+		client.Ack(rcv.Ack()) // the ack travels back to the server
+		fmt.Printf("tick %d: baseline %d, %d full, %d delta, %d bytes\n", tick, info.Baseline, info.Fulls, info.Deltas, len(dg))
+	}
+	// Output:
+	// tick 1: baseline 0, 100 full, 0 delta, 720 bytes
+	// tick 2: baseline 1, 0 full, 1 delta, 10 bytes
+	// tick 3: baseline 2, 0 full, 1 delta, 10 bytes
+}

@@ -1,0 +1,124 @@
+package snapshot
+
+import (
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/stretchr/testify/require"
+)
+
+// walkDatagrams runs n ticks of the random-walk scene (entities walkers,
+// 10% moving) with acks lagging by lag ticks, and returns the datagrams.
+func walkDatagrams(t testing.TB, entities, n, lag int, comp *Compressor, rcv *Receiver) ([][]byte, *World) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[walker](reg)
+	w := NewWorld(reg, 0)
+	enc := NewEncoder(w)
+	enc.Compression = comp
+	c := NewClient(0, 0)
+	if rcv == nil {
+		rcv = NewReceiver(reg, 0, 0)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	ents := make([]walker, entities)
+	for i := range ents {
+		ents[i].Pos = components.Vec3{X: rng.Float64() * 500, Z: rng.Float64() * 500}
+	}
+	ptrs := make([]unsafe.Pointer, 1)
+	var out [][]byte
+	var acks [][2]uint32
+	for tick := uint32(1); tick <= uint32(n); tick++ {
+		for i := range ents {
+			if rng.IntN(10) == 0 {
+				ents[i].Pos.X += rng.Float64()*0.04 - 0.02
+				ents[i].Pos.Z += rng.Float64()*0.04 - 0.02
+			}
+		}
+		w.Begin(tick)
+		for i := range ents {
+			ptrs[0] = unsafe.Pointer(&ents[i])
+			w.Put(uint32(i), Meta{Set: 1}, ptrs)
+		}
+		f := w.Commit()
+		dg, _ := enc.Build(c, BuildOptions{}, nil)
+		w.EndTick()
+		out = append(out, dg)
+		_, err := rcv.Decode(dg)
+		require.NoError(t, err)
+		if v := rcv.View(tick); v != nil && len(v.Slots) == entities && tick > 60 {
+			requireSameView(t, f, v)
+		}
+		n, m := rcv.Ack()
+		acks = append(acks, [2]uint32{n, m})
+		if len(acks) > lag {
+			c.Ack(acks[len(acks)-1-lag][0], acks[len(acks)-1-lag][1])
+		}
+	}
+	return out, w
+}
+
+func meanLen(ds [][]byte) float64 {
+	n := 0
+	for _, d := range ds {
+		n += len(d)
+	}
+	return float64(n) / float64(len(ds))
+}
+
+// TestZstdFigures measures zstd with and without a trained dictionary on
+// real datagrams, checks that compressed datagrams decode to the same state,
+// and logs the sizes (the closing figures of the snapshot issue).
+func TestZstdFigures(t *testing.T) {
+	raw, _ := walkDatagrams(t, 1000, 200, 6, nil, nil)
+	steady := raw[100:]
+	comp, err := NewCompressor(nil)
+	require.NoError(t, err)
+	reg := schema.NewRegistry()
+	schema.MustRegister[walker](reg)
+	rcv := NewReceiver(reg, 0, 0)
+	require.NoError(t, rcv.EnableZstd(nil))
+	zd, _ := walkDatagrams(t, 1000, 200, 6, comp, rcv)
+	t.Logf("1000 walkers, acks 6 ticks behind: raw %.0f B/tick, zstd %.0f B/tick (compressed %d of %d)",
+		meanLen(steady), meanLen(zd[100:]), comp.Won, comp.Tried)
+	require.LessOrEqual(t, meanLen(zd[100:]), meanLen(steady)) // never worse: raw fallback
+
+	dict, err := TrainDictionary(raw[20:100])
+	require.NoError(t, err)
+	dcomp, err := NewCompressor(dict)
+	require.NoError(t, err)
+	rcv2 := NewReceiver(reg, 0, 0)
+	require.NoError(t, rcv2.EnableZstd(dict))
+	dd, _ := walkDatagrams(t, 1000, 200, 6, dcomp, rcv2)
+	t.Logf("with a %d-byte dictionary: %.0f B/tick (compressed %d of %d)", len(dict), meanLen(dd[100:]), dcomp.Won, dcomp.Tried)
+
+	// Small datagrams: 100 walkers.
+	small, _ := walkDatagrams(t, 100, 200, 2, nil, nil)
+	sdict, err := TrainDictionary(small[20:100])
+	require.NoError(t, err)
+	scomp, _ := NewCompressor(sdict)
+	rcv3 := NewReceiver(reg, 0, 0)
+	require.NoError(t, rcv3.EnableZstd(sdict))
+	sd, _ := walkDatagrams(t, 100, 200, 2, scomp, rcv3)
+	t.Logf("100 walkers: raw %.0f B/tick, zstd+dict %.0f B/tick (compressed %d of %d)", meanLen(small[100:]), meanLen(sd[100:]), scomp.Won, scomp.Tried)
+}
+
+func TestZstdHostile(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[walker](reg)
+	rcv := NewReceiver(reg, 0, 0)
+	_, err := rcv.Decode([]byte{KindSnapshot | FlagCompressed, 0x28, 0xb5, 0x2f, 0xfd})
+	require.ErrorIs(t, err, errNoDecompressor)
+	require.NoError(t, rcv.EnableZstd(nil))
+	_, err = rcv.Decode([]byte{KindSnapshot | FlagCompressed, 0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0})
+	require.ErrorIs(t, err, ErrCorrupt)
+	// A frame that inflates past MaxBody is refused.
+	comp, err := NewCompressor(nil)
+	require.NoError(t, err)
+	bomb := comp.compress(make([]byte, 4*MaxBody))
+	require.NotNil(t, bomb)
+	_, err = rcv.Decode(append([]byte{KindSnapshot | FlagCompressed}, bomb...))
+	require.Error(t, err)
+}
