@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"unsafe"
 
 	"github.com/archenet/archenet/replication/schema"
 )
@@ -55,6 +56,11 @@ const (
 	groupResidual                  // fixed/angle lanes: residual or absolute per lane
 	groupFull                      // anything else: the group's full schema encoding
 )
+
+// Typed pointers go through unsafe.Pointer rather than
+// schema.QuantizeValue: the plan's type is I by construction, and the typed
+// helpers make their argument escape (it appears in a panic message), which
+// would cost an allocation per frame.
 
 // Codec encodes and decodes input frames of the game's input type I: plain
 // structs with `net` precision tags (see package schema). A Codec is
@@ -144,10 +150,10 @@ func (c *Codec[I]) BaselineWindow() int { return c.window }
 // Quantize converts an input value to lanes (len ≥ NumLanes). Values outside
 // a field's range clamp to its ends; NaN becomes 0 (see package quant).
 // Allocation-free.
-func (c *Codec[I]) Quantize(in *I, lanes []uint64) { schema.QuantizeValue(c.plan, in, lanes) }
+func (c *Codec[I]) Quantize(in *I, lanes []uint64) { c.plan.Quantize(unsafe.Pointer(in), lanes) }
 
 // Dequantize converts lanes back to an input value. Allocation-free.
-func (c *Codec[I]) Dequantize(lanes []uint64, out *I) { schema.DequantizeValue(c.plan, lanes, out) }
+func (c *Codec[I]) Dequantize(lanes []uint64, out *I) { c.plan.Dequantize(lanes, unsafe.Pointer(out)) }
 
 // Round replaces *in by the value the server will decode: what a client must
 // feed its own prediction so it matches the server bit for bit.

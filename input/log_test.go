@@ -233,3 +233,30 @@ func TestFeedbackRoundTrip(t *testing.T) {
 	_, err := ReadFeedback(bitio.NewReader(w.Bytes()), 0)
 	require.ErrorIs(t, err, ErrMalformed)
 }
+
+func TestSteadyStateAllocs(t *testing.T) {
+	c := newShooterCodec(t, Config{})
+	s := NewSender(c)
+	l, err := NewLog(c, LogConfig{})
+	require.NoError(t, err)
+	var w bitio.Writer
+	var r bitio.Reader
+	buf := make([]byte, 0, 128)
+	tick := uint32(1)
+	var got shooterInput
+	round := func() {
+		in := shooterInput{Keys: 3, DX: float32(tick % 9)}
+		s.Push(tick, &in)
+		w.Reset(buf)
+		s.AppendFrames(&w)
+		r.Reset(w.Bytes())
+		if _, err := l.Receive(&r, tick); err != nil {
+			t.Fatal(err)
+		}
+		l.Consume(tick, &got)
+		s.Ack(l.Feedback().Ack)
+		tick++
+	}
+	round()
+	require.Zero(t, testing.AllocsPerRun(200, round))
+}

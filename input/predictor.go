@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"reflect"
+	"unsafe"
 
 	"github.com/archenet/archenet/replication/schema"
 )
@@ -37,8 +38,8 @@ func NewRounder[S any](plan *schema.Plan) (*Rounder[S], error) {
 // Round quantizes *s and writes the dequantized value back (schema
 // Plan.Round). Allocation-free.
 func (r *Rounder[S]) Round(s *S) {
-	schema.QuantizeValue(r.plan, s, r.lanes)
-	schema.DequantizeValue(r.plan, r.lanes, s)
+	r.plan.Quantize(unsafe.Pointer(s), r.lanes)
+	r.plan.Dequantize(r.lanes, unsafe.Pointer(s))
 }
 
 // PredictorConfig configures a [Predictor]. Its zero value keeps 128 ticks
@@ -170,8 +171,8 @@ func (p *Predictor[S, I]) slotLanes(i int) []uint64 { return p.lanes[i*p.nl : (i
 
 // round rounds p.state and stores its lanes in dst.
 func (p *Predictor[S, I]) round(dst []uint64) {
-	schema.QuantizeValue(p.plan, &p.state, dst)
-	schema.DequantizeValue(p.plan, dst, &p.state)
+	p.plan.Quantize(unsafe.Pointer(&p.state), dst)
+	p.plan.Dequantize(dst, unsafe.Pointer(&p.state))
 }
 
 // Reset starts predicting from state, the state at the end of tick (e.g.
@@ -259,7 +260,7 @@ func (p *Predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[
 	default:
 		p.reconciled, p.hasReconciled = tick, true
 		i := p.slot(tick)
-		schema.QuantizeValue(p.plan, auth, p.scratch)
+		p.plan.Quantize(unsafe.Pointer(auth), p.scratch)
 		pred := p.slotLanes(i)
 		same := true
 		for j := range p.scratch {
@@ -273,7 +274,7 @@ func (p *Predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[
 			c.Status = ReconcileMatch
 			break
 		}
-		schema.QuantizeValue(p.plan, &p.state, p.old)
+		p.plan.Quantize(unsafe.Pointer(&p.state), p.old)
 		now := p.tick
 		p.state = *auth
 		p.round(pred)
@@ -290,9 +291,9 @@ func (p *Predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[
 	c.New = p.state
 	if c.Status == ReconcileCorrected || c.Status == ReconcileReset {
 		if c.Status == ReconcileReset {
-			schema.QuantizeValue(p.plan, &c.Old, p.old)
+			p.plan.Quantize(unsafe.Pointer(&c.Old), p.old)
 		}
-		schema.QuantizeValue(p.plan, &p.state, p.scratch)
+		p.plan.Quantize(unsafe.Pointer(&p.state), p.scratch)
 		lanes := p.plan.Lanes()
 		for j := range lanes {
 			d := lanes[j].Delta(p.old[j], p.scratch[j])
