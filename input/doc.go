@@ -1,0 +1,119 @@
+// Package input carries player input from clients to the authoritative
+// server — delta-coded, redundant input frames stamped with the server tick
+// they apply at — and predicts and reconciles the client's own entity.
+//
+// # Outline
+//
+//   - [Codec]: the game's input struct, compiled from `net` precision tags
+//     (package schema) by [NewCodec]. [Codec.AppendFrames] /
+//     [Codec.ReadFrames] write and read an input section; [Frames] holds a
+//     decoded one; [Codec.Round] gives the exact value the server will see.
+//   - [Sender] (client): [Sender.Push] one frame per input tick,
+//     [Sender.AppendFrames] the newest N into each datagram, [Sender.Ack]
+//     the server's [Feedback].Ack.
+//   - [Log] (server, one per client): [Log.Receive] stores frames
+//     (deduplicated, at most [LogConfig].MaxLead ahead, rate-limited with
+//     [ErrFlood]); [Log.Consume] returns the input of a tick once, or
+//     repeats the last one ([StatusMissing]); [Log.Feedback] and
+//     [AppendFeedback] / [ReadFeedback] tell the client its ack and input
+//     buffer depth; [Log.Stats] counts late, missing, duplicate, rejected.
+//   - [TickSync] (client): estimates the server tick from snapshot arrivals
+//     and RTT ([TickSync.ObserveSnapshot], [TickSync.ObserveRTT]), adapts the
+//     lead from server feedback ([TickSync.ObserveFeedback]), and
+//     [TickSync.Advance] says which input ticks to run now.
+//   - [Predictor] (client): [Predictor.Predict] runs the game's [StepFunc]
+//     with local input and records (tick, input, rounded state);
+//     [Predictor.Reconcile] compares the server's state with the prediction
+//     in quantized lanes and rewinds and replays on a difference, returning a
+//     [Correction] for smoothing. [Rounder] is the server's end-of-tick
+//     rounding of predicted entities.
+//
+// # Wire layout of an input section
+//
+// The replication layer frames the datagram; this package writes only the
+// input section, LSB-first with package bitio:
+//
+//	first    16 bits   low bits of the oldest frame's tick (the reader extends it
+//	                   to the tick nearest its own, so ticks stay within ±32767)
+//	count−1   5 bits   frames in the section, 1..Redundancy (a larger count is an error)
+//	based     1 bit    1: the oldest frame is coded against an acked baseline
+//	  off    EG0       zigzag(first − baseline − 1), within −33..BaselineWindow−1
+//	frame 0  mask      one bit per field group: fields that differ from the baseline
+//	                   (the acked frame, else the zero input)
+//	frame i  1 bit     1: same mask as frame i−1; 0: a new mask follows
+//	         mask      fields that differ from frame i−1
+//	then per set mask bit, in field order:
+//	  bool field          nothing (changed means flipped)
+//	  fixed/angle lane    ≤ 4 bits wide: the absolute code; else 1 bit:
+//	                      0: residual vs the same lane of the previous frame as an
+//	                         order-k exp-Golomb code of zigzag(Δ) (−1 for a one-lane
+//	                         field, whose Δ ≠ 0), k adapting to that lane's previous
+//	                         residual in this section (start 2); 1: the absolute code
+//	  other fields        the field's full schema encoding (Plan.WriteGroup)
+//
+// # Why this survives any loss
+//
+// Each section decodes on its own: its oldest frame is coded either against
+// the zero input or against a frame the server has told the client it holds
+// ([Feedback].Ack, the newest frame the [Log] stored; the log's ring keeps
+// stored frames, consumed or not, for MaxLead+128 ticks). Later frames are
+// coded against earlier frames of the same section. No section depends on
+// another section having arrived, so loss, duplication and reordering cost
+// only latency; with redundancy N a frame is lost only if N consecutive
+// datagrams are. If a baseline is nonetheless gone (only a misbehaving or
+// very stale client), decoding fails with [ErrNoBaseline] and nothing is
+// guessed; an honest client stops using an ack once it is more than
+// BaselineWindow ticks older than its oldest frame.
+//
+// # Ticks, lead and feedback
+//
+// Input frames carry the server tick they will be applied at. The client
+// runs ahead of the server by lead = upstream delay + JitterMargin × jitter +
+// Safety ticks. The upstream delay is RTT/2 until the server's feedback
+// arrives; then it is measured as lead − depth, where depth is the smallest
+// number of ticks of input the server held beyond each consumed tick. The
+// client tick rate is scaled within ±5% (default) to follow; it jumps only
+// beyond ResyncTicks of error, and never emits a tick twice.
+//
+// # Prediction and rounding
+//
+// The server must round ([Rounder.Round], schema Plan.Round) every
+// predicted entity's state at the end of each tick, and the [Predictor]
+// rounds its own state after every step the same way; inputs are rounded by
+// [Sender.Push] to what the server decodes. With the same deterministic step
+// function, the same rounded inputs give bit-identical states, so a
+// reconciliation finds an exact match unless the server saw something the
+// client did not (another player's push, a missing input): only then does the
+// predictor rewind and replay.
+//
+// # Task → API
+//
+//	declare the input                           struct with net tags; NewCodec[I]
+//	client: each input tick                     TickSync.Advance → Sender.Push, Predictor.Predict
+//	client: write the input section             Sender.AppendFrames
+//	client: on a snapshot                       TickSync.ObserveSnapshot/ObserveRTT/ObserveFeedback,
+//	                                            Sender.Ack, Predictor.Reconcile → interp.Smoother.Correct
+//	server: on an input datagram                Log.Receive (ErrFlood → consider disconnecting)
+//	server: each tick                           Log.Consume, step, Rounder.Round
+//	server: each snapshot                       Log.Feedback → AppendFeedback, Log.LastApplied
+//	watch a client's input health               Log.Stats, TickSync.Lead, Predictor.Stats
+//
+// # Costs
+//
+// Measured with go test -bench . ./input/ (AMD EPYC-class VM, 2 cores), a
+// shooter input (16-bit keys held, mouse dx/dy at 0.25 px moving every tick,
+// 3-bit buttons) in steady state with N = 4 and acks 9 ticks old:
+//
+//	input section                      11.5 bytes per datagram, 2.9 bytes per frame
+//	marginal frame in a section        13.6 bits
+//	Sender.Push + AppendFrames         ≈ 360 ns, 0 allocs
+//	Log.Receive + Consume              ≈ 330 ns, 0 allocs
+//	Predictor.Predict                  ≈ 70 ns + the step, 0 allocs
+//	Reconcile with a 9-tick replay     ≈ 0.9 µs, 0 allocs
+//
+// Over transport/sim with 150 ms RTT, ±10 ms jitter and 10% loss each way
+// (TestSimLossyLink, 3,420 measured ticks), 100% of ticks had the client's
+// input, the lead stayed within 8.0–8.3 ticks, and every correction was
+// caused by a server-side push; predicted states matched the server's
+// exactly afterwards.
+package input
