@@ -160,8 +160,8 @@ func compile(t reflect.Type, name string) (*Plan, error) {
 		}
 		return nil, &compileError{typ: t.String(), err: err}
 	}
-	if len(p.groups) == 0 {
-		return nil, &compileError{typ: t.String(), err: fmt.Errorf("no replicated fields (exported fields not tagged net:\"-\")")}
+	if len(p.groups) == 0 && t.NumField() != 0 {
+		return nil, &compileError{typ: t.String(), err: fmt.Errorf("no replicated fields (exported fields not tagged net:\"-\"); a marker component must be an empty struct")}
 	}
 	p.desc = c.desc.String()
 	p.finish()

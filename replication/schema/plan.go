@@ -193,6 +193,9 @@ func storeInt(ptr unsafe.Pointer, off uintptr, n numKind, v uint64) {
 // p.Type, e.g. from arche's World.Get) into lanes. Allocation-free, no
 // reflection. Panics if len(lanes) < NumLanes; src must point to a p.Type.
 func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
+	if len(p.lanes) == 0 {
+		return // a marker component
+	}
 	_ = lanes[len(p.lanes)-1]
 	for i := range p.ops {
 		o := &p.ops[i]
@@ -237,6 +240,9 @@ func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
 // panics on decoded input. Fields that are not replicated are left as they
 // are. Panics if len(lanes) < NumLanes.
 func (p *Plan) Dequantize(lanes []uint64, dst unsafe.Pointer) {
+	if len(p.lanes) == 0 {
+		return
+	}
 	_ = lanes[len(p.lanes)-1]
 	for i := range p.ops {
 		o := &p.ops[i]

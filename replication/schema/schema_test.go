@@ -155,7 +155,7 @@ func TestBadTags(t *testing.T) {
 		{func(r *Registry) error { _, err := Register[angleNoBits](r); return err }, "angle needs bits=N"},
 		{func(r *Registry) error { _, err := Register[twoKinds](r); return err }, "exclude each other"},
 		{func(r *Registry) error { _, err := Register[velNoMax](r); return err }, "vel needs max=M"},
-		{func(r *Registry) error { _, err := Register[empty](r); return err }, "no replicated fields"},
+		{func(r *Registry) error { _, err := Register[empty](r); return err }, "a marker component must be an empty struct"},
 		{func(r *Registry) error { _, err := Register[nested](r); return err }, "nested.Inner.Speed: float has no precision"},
 		{func(r *Registry) error { _, err := Register[int](r); return err }, "must be a struct"},
 		{func(r *Registry) error {
@@ -169,6 +169,21 @@ func TestBadTags(t *testing.T) {
 		require.Error(t, err, c.want)
 		require.Contains(t, err.Error(), c.want)
 	}
+}
+
+func TestMarkerComponent(t *testing.T) {
+	type marker struct{}
+	r := NewRegistry()
+	p, err := Register[marker](r)
+	require.NoError(t, err)
+	require.Equal(t, 0, p.NumLanes())
+	var m marker
+	QuantizeValue(p, &m, nil)
+	DequantizeValue(p, nil, &m)
+	var w bitio.Writer
+	p.Write(&w, nil, true)
+	require.Equal(t, 0, w.BitLen())
+	require.NoError(t, p.Read(bitio.NewReader(nil), nil, true))
 }
 
 func TestRoundTripProperty(t *testing.T) {

@@ -207,6 +207,7 @@ func (r *Receiver) merge(rd *bitio.Reader, base, out *Frame, S uint32, count int
 	out.Metas = out.Metas[:0]
 	out.Offs = out.Offs[:0]
 	out.Lanes = out.Lanes[:0]
+	out.Srcs = out.Srcs[:0]
 	bi := 0
 	nb := 0
 	if base != nil {
@@ -217,6 +218,7 @@ func (r *Receiver) merge(rd *bitio.Reader, base, out *Frame, S uint32, count int
 		out.Metas = append(out.Metas, base.Metas[i])
 		out.Offs = append(out.Offs, uint32(len(out.Lanes)))
 		out.Lanes = append(out.Lanes, base.EntityLanes(i)...)
+		out.Srcs = append(out.Srcs, base.Srcs[i])
 	}
 	prev := int64(-1)
 	var prevMask uint64
@@ -263,6 +265,7 @@ func (r *Receiver) merge(rd *bitio.Reader, base, out *Frame, S uint32, count int
 			out.Slots = append(out.Slots, slot)
 			out.Metas = append(out.Metas, m)
 			out.Offs = append(out.Offs, uint32(start))
+			out.Srcs = append(out.Srcs, S)
 		default:
 			if !inBase {
 				return fmt.Errorf("%w: delta for slot %d not in the baseline", ErrCorrupt, slot)
@@ -304,6 +307,7 @@ func (r *Receiver) merge(rd *bitio.Reader, base, out *Frame, S uint32, count int
 			out.Slots = append(out.Slots, slot)
 			out.Metas = append(out.Metas, m)
 			out.Offs = append(out.Offs, uint32(start))
+			out.Srcs = append(out.Srcs, S)
 			bi++
 		}
 		if len(out.Slots) > r.MaxEntities {

@@ -29,6 +29,11 @@ type Frame struct {
 	Metas []Meta
 	Offs  []uint32 // first lane of each entry in Lanes
 	Lanes []uint64
+	// Srcs (receiver views only) is, per entry, the tick of the datagram
+	// whose record last set the entry's state along the baseline chain: the
+	// client applies an entry to its mirror only when Srcs is newer than
+	// what it applied.
+	Srcs []uint32
 
 	index []int32 // slot → entry, −1 if absent (dense, len = World slot capacity)
 	valid bool
@@ -434,4 +439,29 @@ func (w *World) MemoryBytes() int {
 		n += cap(r) + 24
 	}
 	return n
+}
+
+// Keep adds an entity with the same lanes it had in the previous frame,
+// without reading or quantizing it (dormant entities, send-rate divisors).
+// It returns false — and adds nothing — if the previous frame lacks the slot
+// or its identity or layout differ; the caller then uses [World.Put].
+func (w *World) Keep(slot uint32, m Meta) bool {
+	if !w.open {
+		panic("snapshot: Keep outside Begin/Commit")
+	}
+	if slot < w.last || w.prev == nil {
+		return false
+	}
+	pi := w.prev.Lookup(slot)
+	if pi < 0 || w.prev.Metas[pi] != m {
+		return false
+	}
+	w.last = slot + 1
+	f := w.cur
+	f.Slots = append(f.Slots, slot)
+	f.Metas = append(f.Metas, m)
+	f.Offs = append(f.Offs, uint32(len(f.Lanes)))
+	f.Lanes = append(f.Lanes, w.prev.EntityLanes(pi)...)
+	w.Reused++
+	return true
 }

@@ -1,0 +1,68 @@
+package components
+
+// NetID is the network identity of a replicated entity. The server assigns
+// it; client mirrors carry the same value. Handle packs the owner (8 bits,
+// 0 = server) and a slot index (24 bits); Gen grows each time a slot is
+// reused, so a recycled handle is never confused with the entity that held
+// it before.
+type NetID struct {
+	Handle uint32
+	Gen    uint32
+}
+
+// MakeHandle packs an owner id and a slot index (index < 2^24).
+func MakeHandle(owner uint8, index uint32) uint32 { return uint32(owner)<<24 | index&0xffffff }
+
+// Owner returns the owning client id (0 = server).
+func (n NetID) Owner() uint8 { return uint8(n.Handle >> 24) }
+
+// Index returns the slot index.
+func (n NetID) Index() uint32 { return n.Handle & 0xffffff }
+
+// IsZero reports whether n is unset.
+func (n NetID) IsZero() bool { return n == NetID{} }
+
+// Owner marks the client that owns an entity (its player avatar, its
+// projectiles). Owned entities receive owner-only fields and may be
+// predicted by their owner. Client 0 is the server (no client owns it).
+type Owner struct {
+	Client uint8
+}
+
+// Replicated marks an entity for replication. Its replicated components are
+// those registered with the replication registry that the entity has.
+type Replicated struct {
+	// Priority weights the entity when a client's budget cannot carry every
+	// change: its priority accumulator grows by Priority each tick it waits.
+	// 0 means 1.
+	Priority float32
+	// SendEvery sends the entity's changes only every N-th net tick
+	// (staggered across entities); 0 or 1 means every net tick.
+	SendEvery uint8
+	// Dormant entities are not read or compared each tick: their state is
+	// re-read only after Server.MarkDirty. For large sets of mostly static
+	// entities.
+	Dormant bool
+}
+
+// Transform is the standard replicated pose: a large-world position at
+// 1 mm (grid cells of 65.536 m, so precision is the same anywhere) and a
+// smallest-three rotation at 10 bits per component (≤ 0.15° error).
+type Transform struct {
+	Pos Vec3 `net:"world,step=0.001"`
+	Rot Quat `net:"quat,bits=10"`
+}
+
+// Velocity is the standard replicated linear velocity: ±100 m/s per axis at
+// 1 cm/s, one bit when at rest.
+type Velocity struct {
+	Linear Vec3 `net:"vel,max=100,step=0.01"`
+}
+
+// Predicted marks an entity that its owning client simulates ahead with
+// its own inputs and reconciles against the server's state.
+type Predicted struct{}
+
+// Interpolated marks an entity that clients draw from a buffer of snapshots
+// (see package interp); mirrors get a Visual component.
+type Interpolated struct{}

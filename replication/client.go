@@ -1,0 +1,537 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"reflect"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	anecs "github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/interp"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
+	"github.com/mlange-42/arche/ecs"
+)
+
+// ClientConfig configures a [Client]. Every zero value has a documented
+// default.
+type ClientConfig struct {
+	// Registry holds the replicated component types; it must match the
+	// server's (the protocol hash is checked at connect). Required.
+	Registry *schema.Registry
+	// Token is passed to the server's Authenticator. Nil: none.
+	Token []byte
+	// Interpolation gives every mirror with a Transform an interp.Buffer and
+	// a components.Visual, fed from snapshots; add interp.NewSystem with
+	// [Client.InterpClock] to your frame loop. False: mirrors only.
+	Interpolation bool
+	// InterpClock configures the render clock. Zero: interp defaults with
+	// the server's tick interval.
+	InterpClock interp.ClockConfig
+	// Input, if set, appends the input section of each client datagram
+	// (package input encodes it) after the ack. Nil: acks only.
+	Input func(dst []byte) []byte
+	// MaxEntities bounds mirrored entities. 0: 65536.
+	MaxEntities int
+	// Now is the clock for interpolation. Nil: time.Now.
+	Now func() time.Time
+	// Logger receives connection events. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// ClientState is where a client is in its connection.
+type ClientState uint8
+
+// Client states.
+const (
+	StateConnecting ClientState = iota // Hello sent, waiting for Welcome
+	StateJoined                        // welcomed; receiving the initial world
+	StateReady                         // the initial world has arrived
+	StateClosed                        // disconnected; see Client.Err
+)
+
+func (s ClientState) String() string {
+	return [...]string{"connecting", "joined", "ready", "closed"}[s]
+}
+
+type mirror struct {
+	entity ecs.Entity
+	gen    uint32
+	set    uint64
+	src    uint32 // server tick of the applied state
+	alive  bool
+}
+
+// Client mirrors a server's replicated entities into its own arche world.
+// Add [Client.ReceiveSystem] first and [Client.SendSystem] last to the
+// client's scheduler (net-tick systems), or call [Client.Receive] and
+// [Client.Send]. Not safe for concurrent use.
+type Client struct {
+	cfg   ClientConfig
+	world *ecs.World
+	conn  transport.Conn
+	plans []*schema.Plan
+	ids   []ecs.ID
+
+	idNetID, idBuffer, idVisual ecs.ID
+	transPlan                   *schema.Plan
+	transOK                     bool
+
+	state ClientState
+	err   error
+	id    ClientID
+	info  welcomeInfo
+	rcv   *snapshot.Receiver
+	clock *interp.Clock
+
+	mirrors []mirror
+	applied uint32 // newest view tick applied
+	idBuf   []ecs.ID
+	dgBuf   []byte
+	readyAt uint32
+	onReady []func()
+	// Stats since start.
+	Stats ClientStats
+}
+
+// ClientStats are cumulative client counters.
+type ClientStats struct {
+	Datagrams, DatagramsDropped uint64
+	BytesIn, BytesOut           uint64
+	Spawns, Despawns            uint64
+	Applied                     uint64 // entity states written into mirrors
+}
+
+// NewClient attaches replication to world over conn (already connected)
+// and sends the Hello. The handshake completes in later [Client.Receive]
+// calls; a mismatch ends in StateClosed with a *transport.HandshakeError
+// (e.g. "protocol hash mismatch: server 0x…, client 0x…") from [Client.Err].
+func NewClient(world *ecs.World, conn transport.Conn, cfg ClientConfig) (*Client, error) {
+	if cfg.Registry == nil {
+		return nil, errors.New("replication: ClientConfig.Registry is required")
+	}
+	if cfg.MaxEntities <= 0 {
+		cfg.MaxEntities = snapshot.DefaultMaxEntities
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans()}
+	for _, p := range c.plans {
+		c.ids = append(c.ids, ecs.TypeID(world, p.Type))
+	}
+	c.idNetID = ecs.ComponentID[components.NetID](world)
+	if p := cfg.Registry.ByType(reflect.TypeFor[components.Transform]()); p != nil {
+		c.transPlan, c.transOK = p, true
+	}
+	if cfg.Interpolation {
+		if !c.transOK {
+			return nil, errors.New("replication: Interpolation needs components.Transform in the registry")
+		}
+		c.idBuffer = ecs.ComponentID[interp.Buffer](world)
+		c.idVisual = ecs.ComponentID[components.Visual](world)
+	}
+	if err := c.start(conn); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) start(conn transport.Conn) error {
+	c.conn = conn
+	c.state = StateConnecting
+	c.err = nil
+	c.applied = 0
+	c.rcv = snapshot.NewReceiver(c.cfg.Registry, 0, 0)
+	c.rcv.MaxEntities = c.cfg.MaxEntities
+	h := transport.Hello{Version: ProtocolVersion, ProtocolHash: c.cfg.Registry.Hash(), Token: c.cfg.Token}
+	return conn.SendMessage(h.Append(nil))
+}
+
+// Reconnect starts over on a new connection: every mirror is removed and the
+// client rejoins as a late joiner (generations keep old and new entities
+// apart).
+func (c *Client) Reconnect(conn transport.Conn) error {
+	if c.conn != nil {
+		_ = c.conn.Close()
+	}
+	c.removeAllMirrors()
+	return c.start(conn)
+}
+
+func (c *Client) removeAllMirrors() {
+	for i := range c.mirrors {
+		m := &c.mirrors[i]
+		if m.alive && c.world.Alive(m.entity) {
+			c.world.RemoveEntity(m.entity)
+		}
+		*m = mirror{}
+	}
+}
+
+// State returns the connection state.
+func (c *Client) State() ClientState { return c.state }
+
+// Err returns why the client is closed (nil while connected).
+func (c *Client) Err() error { return c.err }
+
+// ID returns the client id the server assigned (0 before the Welcome).
+func (c *Client) ID() ClientID { return c.id }
+
+// Ready reports whether the initial world has arrived (the "ready" event).
+func (c *Client) Ready() bool { return c.state == StateReady }
+
+// OnReady registers fn to run once when the initial world has arrived.
+func (c *Client) OnReady(fn func()) { c.onReady = append(c.onReady, fn) }
+
+// ServerTick returns the tick of the newest snapshot decoded.
+func (c *Client) ServerTick() uint32 { n, _ := c.rcv.Ack(); return n }
+
+// NetRate returns the server's net tick rate (0 before the Welcome).
+func (c *Client) NetRate() int { return int(c.info.TickRate) }
+
+// InterpClock returns the render clock of interpolated mirrors (nil
+// without Interpolation or before the Welcome).
+func (c *Client) InterpClock() *interp.Clock { return c.clock }
+
+// Receiver returns the snapshot receiver (decoded views, ack state).
+func (c *Client) Receiver() *snapshot.Receiver { return c.rcv }
+
+// Entity returns the mirror entity of a net handle and generation.
+func (c *Client) Entity(id components.NetID) (ecs.Entity, bool) {
+	slot := id.Index()
+	if int(slot) >= len(c.mirrors) {
+		return ecs.Entity{}, false
+	}
+	m := &c.mirrors[slot]
+	if !m.alive || m.gen != id.Gen {
+		return ecs.Entity{}, false
+	}
+	return m.entity, true
+}
+
+// Mirrors returns the number of mirrored entities.
+func (c *Client) Mirrors() int {
+	n := 0
+	for i := range c.mirrors {
+		if c.mirrors[i].alive {
+			n++
+		}
+	}
+	return n
+}
+
+// ReceiveSystem returns an ecs.System running [Client.Receive].
+func (c *Client) ReceiveSystem() anecs.System { return systemFunc{update: c.Receive} }
+
+// SendSystem returns an ecs.System running [Client.Send].
+func (c *Client) SendSystem() anecs.System {
+	return systemFunc{update: c.Send, final: func() {
+		if c.conn != nil {
+			_ = c.conn.Close()
+		}
+	}}
+}
+
+func (c *Client) fail(err error) {
+	if c.state == StateClosed {
+		return
+	}
+	c.state = StateClosed
+	c.err = err
+	c.cfg.Logger.Info("archenet: disconnected", "client", c.id, "err", err)
+}
+
+// Receive processes the handshake, reliable spawn and despawn messages, and
+// snapshot datagrams, and writes the newest state into the mirrors.
+func (c *Client) Receive() {
+	if c.state == StateClosed {
+		return
+	}
+	for {
+		m, ok := c.conn.PollMessage()
+		if !ok {
+			break
+		}
+		if err := c.handleMessage(m); err != nil {
+			_ = c.conn.CloseWithReason(transport.CodeProtocolError, err.Error())
+			c.fail(err)
+			return
+		}
+		if c.state == StateClosed {
+			return
+		}
+	}
+	select {
+	case <-c.conn.Done():
+		c.fail(c.conn.Err())
+		return
+	default:
+	}
+	if c.state == StateConnecting {
+		return
+	}
+	now := c.cfg.Now()
+	newest := c.applied
+	for {
+		d, ok := c.conn.PollDatagram()
+		if !ok {
+			break
+		}
+		c.Stats.BytesIn += uint64(len(d))
+		S, err := c.rcv.Decode(d)
+		if err != nil {
+			c.Stats.DatagramsDropped++
+			continue
+		}
+		c.Stats.Datagrams++
+		if c.clock != nil {
+			c.clock.Observe(S, now)
+			c.pushInterp(c.rcv.View(S))
+		}
+		if int32(S-newest) > 0 {
+			newest = S
+		}
+	}
+	if newest != c.applied {
+		c.applyView(c.rcv.View(newest))
+		c.applied = newest
+	}
+}
+
+func (c *Client) handleMessage(m []byte) error {
+	switch c.state {
+	case StateConnecting:
+		switch transport.TypeOf(m) {
+		case transport.MessageWelcome:
+			w, err := transport.ParseWelcome(m)
+			if err != nil {
+				return err
+			}
+			info, err := parseWelcomeInfo(w.Payload)
+			if err != nil {
+				return err
+			}
+			c.id, c.info = w.ClientID, info
+			c.rcv = snapshot.NewReceiver(c.cfg.Registry, w.ClientID, int(info.Depth))
+			c.rcv.MaxEntities = c.cfg.MaxEntities
+			if c.cfg.Interpolation {
+				cc := c.cfg.InterpClock
+				if cc.TickInterval == 0 {
+					cc.TickInterval = time.Second / time.Duration(info.TickRate)
+				}
+				clk, err := interp.NewClock(cc)
+				if err != nil {
+					return err
+				}
+				c.clock = clk
+			}
+			c.state = StateJoined
+			return nil
+		case transport.MessageReject:
+			rj, err := transport.ParseReject(m)
+			if err != nil {
+				return err
+			}
+			c.fail(rj.Err(ProtocolVersion, c.cfg.Registry.Hash()))
+			_ = c.conn.Close()
+			return nil
+		}
+		return fmt.Errorf("%w: message type 0x%02x before the welcome", ErrMalformed, transport.TypeOf(m))
+	default:
+		if len(m) == 0 {
+			return fmt.Errorf("%w: empty message", ErrMalformed)
+		}
+		switch m[0] {
+		case kindSpawns:
+			// Validate the whole batch before applying any of it.
+			if err := parseSpawns(m, c.plans, c.id, schema.MaxLanes*4, func(uint32, spawnEntry) {}); err != nil {
+				return err
+			}
+			return parseSpawns(m, c.plans, c.id, schema.MaxLanes*4, c.applySpawn)
+		case kindReady:
+			if len(m) != 5 {
+				return fmt.Errorf("%w: ready message", ErrMalformed)
+			}
+			if c.state == StateJoined {
+				c.state = StateReady
+				for _, fn := range c.onReady {
+					fn()
+				}
+			}
+			return nil
+		}
+		return fmt.Errorf("%w: unknown message type 0x%02x", ErrMalformed, m[0])
+	}
+}
+
+func (c *Client) mirrorAt(slot uint32) *mirror {
+	for int(slot) >= len(c.mirrors) {
+		c.mirrors = append(c.mirrors, mirror{})
+	}
+	return &c.mirrors[slot]
+}
+
+func (c *Client) applySpawn(tick uint32, e spawnEntry) {
+	if e.Slot >= snapshot.MaxSlots {
+		return
+	}
+	if e.Despawn {
+		if int(e.Slot) < len(c.mirrors) {
+			m := &c.mirrors[e.Slot]
+			if m.alive && m.gen == e.Meta.Gen {
+				c.removeMirror(m)
+				c.Stats.Despawns++
+			}
+		}
+		return
+	}
+	if c.Mirrors() >= c.cfg.MaxEntities && (int(e.Slot) >= len(c.mirrors) || !c.mirrors[e.Slot].alive) {
+		return
+	}
+	m := c.mirrorAt(e.Slot)
+	if m.alive && m.gen != e.Meta.Gen {
+		c.removeMirror(m) // the slot was reused: the old entity is gone
+	}
+	if !m.alive {
+		c.idBuf = c.idBuf[:0]
+		for set := e.Meta.Set; set != 0; set &= set - 1 {
+			c.idBuf = append(c.idBuf, c.ids[bits.TrailingZeros64(set)])
+		}
+		c.idBuf = append(c.idBuf, c.idNetID)
+		if c.clock != nil && e.Meta.Set&(1<<c.transPlan.ID) != 0 {
+			c.idBuf = append(c.idBuf, c.idBuffer, c.idVisual)
+		}
+		m.entity = c.world.NewEntity(c.idBuf...)
+		m.alive, m.gen, m.set = true, e.Meta.Gen, e.Meta.Set
+		c.Stats.Spawns++
+	} else if m.set != e.Meta.Set {
+		c.exchange(m, e.Meta.Set)
+	}
+	*(*components.NetID)(c.world.Get(m.entity, c.idNetID)) = components.NetID{Handle: components.MakeHandle(e.Meta.Owner, e.Slot), Gen: e.Meta.Gen}
+	c.write(m, e.Meta.Set, e.Lanes)
+	m.src = tick
+	// A datagram may already have brought a newer state.
+	if v := c.rcv.Latest(); v != nil {
+		if i := v.Find(e.Slot); i >= 0 && v.Metas[i].Gen == m.gen && v.Metas[i].Set == m.set && int32(v.Srcs[i]-m.src) > 0 {
+			c.write(m, m.set, v.EntityLanes(i))
+			m.src = v.Srcs[i]
+		}
+	}
+}
+
+func (c *Client) exchange(m *mirror, set uint64) {
+	var add, rem []ecs.ID
+	for s := set &^ m.set; s != 0; s &= s - 1 {
+		add = append(add, c.ids[bits.TrailingZeros64(s)])
+	}
+	for s := m.set &^ set; s != 0; s &= s - 1 {
+		rem = append(rem, c.ids[bits.TrailingZeros64(s)])
+	}
+	if c.clock != nil {
+		had, has := m.set&(1<<c.transPlan.ID) != 0, set&(1<<c.transPlan.ID) != 0
+		if has && !had {
+			add = append(add, c.idBuffer, c.idVisual)
+		} else if had && !has {
+			rem = append(rem, c.idBuffer, c.idVisual)
+		}
+	}
+	c.world.Exchange(m.entity, add, rem)
+	m.set = set
+}
+
+func (c *Client) removeMirror(m *mirror) {
+	if c.world.Alive(m.entity) {
+		c.world.RemoveEntity(m.entity)
+	}
+	*m = mirror{}
+}
+
+// write dequantizes lanes (all components of set) into the mirror.
+func (c *Client) write(m *mirror, set uint64, lanes []uint64) {
+	off := 0
+	for s := set; s != 0; s &= s - 1 {
+		id := bits.TrailingZeros64(s)
+		p := c.plans[id]
+		n := p.NumLanes()
+		if n > 0 {
+			p.Dequantize(lanes[off:off+n], c.world.Get(m.entity, c.ids[id]))
+		}
+		off += n
+	}
+	c.Stats.Applied++
+}
+
+// applyView writes the entries of view v that are newer than what each
+// mirror holds.
+func (c *Client) applyView(v *snapshot.Frame) {
+	if v == nil {
+		return
+	}
+	for i, slot := range v.Slots {
+		if int(slot) >= len(c.mirrors) {
+			continue
+		}
+		m := &c.mirrors[slot]
+		if !m.alive || m.gen != v.Metas[i].Gen || m.set != v.Metas[i].Set || int32(v.Srcs[i]-m.src) <= 0 {
+			continue
+		}
+		c.write(m, m.set, v.EntityLanes(i))
+		m.src = v.Srcs[i]
+	}
+}
+
+// pushInterp feeds every interpolated mirror's transform at the view's tick.
+func (c *Client) pushInterp(v *snapshot.Frame) {
+	if v == nil {
+		return
+	}
+	tid := c.transPlan.ID
+	var tr components.Transform
+	for i, slot := range v.Slots {
+		if int(slot) >= len(c.mirrors) {
+			continue
+		}
+		m := &c.mirrors[slot]
+		if !m.alive || m.gen != v.Metas[i].Gen || m.set&(1<<tid) == 0 {
+			continue
+		}
+		off := 0
+		for s := m.set & (1<<tid - 1); s != 0; s &= s - 1 {
+			off += c.plans[bits.TrailingZeros64(s)].NumLanes()
+		}
+		lanes := v.EntityLanes(i)
+		c.transPlan.Dequantize(lanes[off:off+c.transPlan.NumLanes()], unsafePointer(&tr))
+		(*interp.Buffer)(c.world.Get(m.entity, c.idBuffer)).Push(v.Tick, tr.Pos, tr.Rot)
+	}
+}
+
+// Send sends this net tick's client datagram: the snapshot ack and, if
+// configured, the input section.
+func (c *Client) Send() {
+	if c.state != StateJoined && c.state != StateReady {
+		return
+	}
+	newest, mask := c.rcv.Ack()
+	c.dgBuf = appendClientHeader(c.dgBuf[:0], newest, mask)
+	if c.cfg.Input != nil {
+		c.dgBuf = c.cfg.Input(c.dgBuf)
+	}
+	if err := c.conn.SendDatagram(c.dgBuf); err != nil {
+		select {
+		case <-c.conn.Done():
+			c.fail(c.conn.Err())
+		default:
+			c.cfg.Logger.Debug("archenet: send failed", "err", err)
+		}
+		return
+	}
+	c.Stats.BytesOut += uint64(len(c.dgBuf))
+}

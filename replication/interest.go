@@ -1,0 +1,164 @@
+package replication
+
+import (
+	"errors"
+	"math"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/mlange-42/arche/ecs"
+)
+
+// Interest configures per-client relevance: each client receives the
+// entities within Radius of its focus point (found with a spatial hash
+// grid), entities without a Transform (global state), and the entities it
+// owns. An entity that is relevant stays relevant until it is farther than
+// Radius × (1 + Hysteresis), so an entity on the border does not flap
+// between spawned and despawned.
+type Interest struct {
+	// Radius of the area of interest in metres. Required (> 0).
+	Radius float64
+	// Hysteresis widens the leave radius: 0 means 0.15.
+	Hysteresis float64
+	// CellSize of the spatial hash grid. 0: Radius.
+	CellSize float64
+	// Focus returns a client's point of interest. Nil (or ok = false): the
+	// position of the first entity the client owns that has a Transform;
+	// a client with no such entity gets only global and owned entities.
+	Focus func(c ClientID) (pos components.Vec3, ok bool)
+	// Filter, if set, must also accept an entity for it to be relevant.
+	Filter func(c ClientID, e ecs.Entity) bool
+}
+
+func (i *Interest) validate() error {
+	if !(i.Radius > 0) || math.IsInf(i.Radius, 0) {
+		return errors.New("replication: Interest.Radius must be positive")
+	}
+	if i.Hysteresis < 0 {
+		return errors.New("replication: Interest.Hysteresis must not be negative")
+	}
+	return nil
+}
+
+type cellKey struct{ x, z int32 }
+
+// interestGrid is a spatial hash over the x/z plane of every replicated
+// entity with a Transform, rebuilt each net tick; cell lists keep their
+// memory across ticks.
+type interestGrid struct {
+	cfg     Interest
+	leave   float64
+	cell    float64
+	cells   map[cellKey][]uint32
+	pos     []components.Vec3 // by slot
+	hasPos  snapshot.Bitset
+	global  snapshot.Bitset // alive without Transform
+	owned   map[ClientID]components.Vec3
+	ownedOK map[ClientID]bool
+}
+
+func newInterestGrid(cfg *Interest) *interestGrid {
+	g := &interestGrid{cfg: *cfg, cells: map[cellKey][]uint32{}, owned: map[ClientID]components.Vec3{}, ownedOK: map[ClientID]bool{}}
+	h := cfg.Hysteresis
+	if h == 0 {
+		h = 0.15
+	}
+	g.leave = cfg.Radius * (1 + h)
+	g.cell = cfg.CellSize
+	if g.cell <= 0 {
+		g.cell = cfg.Radius
+	}
+	return g
+}
+
+func (g *interestGrid) key(p components.Vec3) cellKey {
+	return cellKey{int32(math.Floor(p.X / g.cell)), int32(math.Floor(p.Z / g.cell))}
+}
+
+func (g *interestGrid) rebuild(s *Server) {
+	for k, v := range g.cells {
+		if len(v) == 0 {
+			delete(g.cells, k) // forget cells that stayed empty a tick
+			continue
+		}
+		g.cells[k] = v[:0]
+	}
+	g.hasPos.Reset()
+	g.global.Reset()
+	clear(g.ownedOK)
+	for len(g.pos) < len(s.slots) {
+		g.pos = append(g.pos, components.Vec3{})
+	}
+	for slot := range s.slots {
+		si := &s.slots[slot]
+		if !si.alive {
+			continue
+		}
+		if !s.world.Has(si.entity, s.idTrans) {
+			g.global.Set(uint32(slot))
+			continue
+		}
+		p := (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos
+		g.pos[slot] = p
+		g.hasPos.Set(uint32(slot))
+		k := g.key(p)
+		g.cells[k] = append(g.cells[k], uint32(slot))
+		if o := si.meta.Owner; o != 0 && !g.ownedOK[o] {
+			g.owned[o], g.ownedOK[o] = p, true
+		}
+	}
+}
+
+// relevantFor computes c.relevant for this tick.
+func (g *interestGrid) relevantFor(s *Server, c *serverClient) {
+	prev := c.relevant
+	next := snapshot.Bitset(nil)
+	if cap(c.relevantNext) > 0 {
+		next = c.relevantNext[:0]
+	}
+	next = append(next, make(snapshot.Bitset, len(s.alive))...)
+	clear(next)
+	accept := func(slot uint32) bool {
+		return g.cfg.Filter == nil || g.cfg.Filter(c.id, s.slots[slot].entity)
+	}
+	for wi, w := range g.global {
+		for ; w != 0; w &= w - 1 {
+			if slot := uint32(wi*64 + tz64(w)); accept(slot) {
+				next.Set(slot)
+			}
+		}
+	}
+	var focus components.Vec3
+	ok := false
+	if g.cfg.Focus != nil {
+		focus, ok = g.cfg.Focus(c.id)
+	}
+	if !ok {
+		focus, ok = g.owned[c.id], g.ownedOK[c.id]
+	}
+	if ok {
+		r := int32(math.Ceil(g.leave / g.cell))
+		k := g.key(focus)
+		enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
+		for dx := -r; dx <= r; dx++ {
+			for dz := -r; dz <= r; dz++ {
+				for _, slot := range g.cells[cellKey{k.x + dx, k.z + dz}] {
+					p := g.pos[slot]
+					ddx, ddz := p.X-focus.X, p.Z-focus.Z
+					d2 := ddx*ddx + ddz*ddz
+					if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
+						next.Set(slot)
+					}
+				}
+			}
+		}
+	}
+	// Owned entities are always relevant to their owner.
+	for slot := range s.slots {
+		if si := &s.slots[slot]; si.alive && si.meta.Owner == c.id && c.id != 0 {
+			next.Set(uint32(slot))
+		}
+	}
+	c.relevantNext = prev
+	c.relevant = next
+}

@@ -1,0 +1,631 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"reflect"
+	"time"
+	"unsafe"
+
+	"github.com/archenet/archenet/components"
+	anecs "github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/mlange-42/arche/ecs/event"
+)
+
+// ClientID identifies a connected client (1..254); 0 is the server.
+type ClientID = uint8
+
+// ServerConfig configures a [Server]. Every zero value has a documented
+// default.
+type ServerConfig struct {
+	// Registry holds the replicated component types. Required.
+	Registry *schema.Registry
+	// NetRate is the number of net ticks per second (snapshot rate). 0: 30.
+	NetRate int
+	// Depth is the snapshot ring depth in net ticks. 0: 32.
+	Depth int
+	// MTU is the largest snapshot datagram. 0: 1200 bytes.
+	MTU int
+	// MaxBytesPerSecond caps each client's snapshot bandwidth; the adaptive
+	// budget moves below it. 0: 64 KiB/s.
+	MaxBytesPerSecond int
+	// MinBytesPerSecond is the floor of the adaptive budget. 0: 4 KiB/s.
+	MinBytesPerSecond int
+	// MaxClients bounds connected clients (≤ 254). 0: 64.
+	MaxClients int
+	// Authenticator, if set, decides whether a client may join (after the
+	// version and protocol-hash checks). Nil: everyone may.
+	Authenticator transport.Authenticator
+	// Interest limits what each client receives. Nil: every entity.
+	Interest *Interest
+	// HandshakeTimeout drops connections that send no valid Hello in time.
+	// 0: 5 s.
+	HandshakeTimeout time.Duration
+	// Input receives the input section of each client datagram (package
+	// input decodes it). A returned error drops that client with the error
+	// as the reason. Nil: input sections are ignored.
+	Input func(c ClientID, ackTick uint32, section []byte) error
+	// Now is the clock for RTT and timeouts. Nil: time.Now.
+	Now func() time.Time
+	// Logger receives connection events. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *ServerConfig) defaults() error {
+	if c.Registry == nil {
+		return errors.New("replication: ServerConfig.Registry is required")
+	}
+	if c.NetRate <= 0 {
+		c.NetRate = 30
+	}
+	if c.Depth <= 0 {
+		c.Depth = snapshot.DefaultDepth
+	}
+	if c.Depth > 128 {
+		return fmt.Errorf("replication: Depth %d > 128", c.Depth)
+	}
+	if c.MTU <= 0 {
+		c.MTU = snapshot.DefaultMTU
+	}
+	if c.MaxBytesPerSecond <= 0 {
+		c.MaxBytesPerSecond = 64 << 10
+	}
+	if c.MinBytesPerSecond <= 0 {
+		c.MinBytesPerSecond = 4 << 10
+	}
+	c.MinBytesPerSecond = min(c.MinBytesPerSecond, c.MaxBytesPerSecond)
+	if c.MaxClients <= 0 {
+		c.MaxClients = 64
+	}
+	c.MaxClients = min(c.MaxClients, 254)
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// slotInfo is the server's record of one net slot.
+type slotInfo struct {
+	entity ecs.Entity
+	gen    uint32
+	meta   snapshot.Meta
+	alive  bool
+	dirty  bool // MarkDirty since the last frame
+	rep    components.Replicated
+}
+
+// Server replicates an arche world to the clients of a transport listener.
+// Add [Server.ReceiveSystem] first and [Server.SendSystem] last to the
+// server's scheduler (as net-tick systems), or call [Server.Receive] and
+// [Server.Send] yourself once per net tick. Not safe for concurrent use;
+// everything runs on the simulation goroutine.
+type Server struct {
+	cfg      ServerConfig
+	world    *ecs.World
+	listener transport.Listener
+	plans    []*schema.Plan
+	compIDs  []ecs.ID
+	idRep    ecs.ID
+	idOwner  ecs.ID
+	idTrans  ecs.ID
+	hasTrans bool
+	transPl  *schema.Plan
+
+	snap *snapshot.World
+	enc  *snapshot.Encoder
+	tick uint32
+
+	slots    []slotInfo
+	free     []uint32
+	byEntity map[ecs.Entity]uint32
+	touched  map[ecs.Entity]struct{}
+	relayout []uint32 // slots whose gen or set changed this tick
+	weights  []float32
+	ptrs     []unsafe.Pointer
+	alive    snapshot.Bitset
+
+	clients  []*serverClient // index = ClientID
+	pending  []*pendingConn
+	nextID   int
+	buf      []byte
+	msgBuf   []byte
+	spawnW   spawnWriter
+	interest *interestGrid
+
+	// Stats since start.
+	Stats ServerStats
+}
+
+// ServerStats are cumulative server counters.
+type ServerStats struct {
+	Connected, Disconnected, Rejected int
+	SnapshotBytes, SpawnBytes         uint64
+	Spawns, Despawns                  uint64
+	BuildFrame, BuildClients          time.Duration // time in frame building / per-client work
+}
+
+type pendingConn struct {
+	conn  transport.Conn
+	since time.Time
+}
+
+// NewServer attaches replication to world, serving clients that connect
+// through l (nil: add connections with [Server.AddConn]). It installs an
+// arche listener through archenet's listener fan-out (ecs.AddListener), so
+// the game's own listeners keep working.
+func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Server, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, world: world, listener: l, plans: cfg.Registry.Plans(),
+		byEntity: map[ecs.Entity]uint32{}, touched: map[ecs.Entity]struct{}{},
+		clients: make([]*serverClient, 256), nextID: 1,
+	}
+	for _, p := range s.plans {
+		s.compIDs = append(s.compIDs, ecs.TypeID(world, p.Type))
+	}
+	s.idRep = ecs.ComponentID[components.Replicated](world)
+	s.idOwner = ecs.ComponentID[components.Owner](world)
+	if p := cfg.Registry.ByType(reflect.TypeFor[components.Transform]()); p != nil {
+		s.hasTrans, s.transPl = true, p
+		s.idTrans = ecs.ComponentID[components.Transform](world)
+	}
+	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
+	s.enc = snapshot.NewEncoder(s.snap)
+	if cfg.Interest != nil {
+		if err := cfg.Interest.validate(); err != nil {
+			return nil, err
+		}
+		if !s.hasTrans {
+			return nil, errors.New("replication: Interest needs components.Transform in the registry")
+		}
+		s.interest = newInterestGrid(cfg.Interest)
+	}
+	anecs.AddListener(world, s)
+	// Entities that exist already are replicated too.
+	q := world.Query(ecs.All(s.idRep))
+	for q.Next() {
+		s.touched[q.Entity()] = struct{}{}
+	}
+	return s, nil
+}
+
+// Notify implements arche's Listener: structural changes are collected and
+// applied at the next Send.
+func (s *Server) Notify(_ *ecs.World, e ecs.EntityEvent) { s.touched[e.Entity] = struct{}{} }
+
+// Subscriptions implements arche's Listener.
+func (s *Server) Subscriptions() event.Subscription {
+	return event.EntityCreated | event.EntityRemoved | event.ComponentAdded | event.ComponentRemoved
+}
+
+// Components implements arche's Listener: all components (the server
+// filters on Replicated itself, so adding any replicated component to a
+// replicated entity is seen).
+func (s *Server) Components() *ecs.Mask { return nil }
+
+// Tick returns the current net tick (the tick of the newest snapshot).
+func (s *Server) Tick() uint32 { return s.tick }
+
+// Registry returns the component registry.
+func (s *Server) Registry() *schema.Registry { return s.cfg.Registry }
+
+// NetID returns the network identity of a replicated entity.
+func (s *Server) NetID(e ecs.Entity) (components.NetID, bool) {
+	slot, ok := s.byEntity[e]
+	if !ok {
+		return components.NetID{}, false
+	}
+	si := &s.slots[slot]
+	return components.NetID{Handle: components.MakeHandle(si.meta.Owner, slot), Gen: si.gen}, true
+}
+
+// Resolve returns the entity a client names by net handle and generation.
+// A stale reference (the slot was reused, or the entity is gone) or a
+// handle whose owner bits disagree is rejected: ok is false and the caller
+// must not change any state.
+func (s *Server) Resolve(id components.NetID) (ecs.Entity, bool) {
+	slot := id.Index()
+	if int(slot) >= len(s.slots) {
+		return ecs.Entity{}, false
+	}
+	si := &s.slots[slot]
+	if !si.alive || si.gen != id.Gen || si.meta.Owner != id.Owner() || !s.world.Alive(si.entity) {
+		return ecs.Entity{}, false
+	}
+	return si.entity, true
+}
+
+// MarkDirty tells the server that a dormant entity's state changed; it is
+// re-read at the next snapshot (push model). No effect on other entities,
+// which are compared every tick.
+func (s *Server) MarkDirty(e ecs.Entity) {
+	if slot, ok := s.byEntity[e]; ok {
+		s.slots[slot].dirty = true
+	}
+}
+
+// AddConn adds a connection that was accepted elsewhere; it goes through
+// the handshake like an accepted one.
+func (s *Server) AddConn(c transport.Conn) {
+	s.pending = append(s.pending, &pendingConn{conn: c, since: s.cfg.Now()})
+}
+
+// Clients returns the ids of connected clients (after the handshake).
+func (s *Server) Clients() []ClientID {
+	var ids []ClientID
+	for id, c := range s.clients {
+		if c != nil {
+			ids = append(ids, ClientID(id))
+		}
+	}
+	return ids
+}
+
+// ClientInfo is a snapshot of one client's replication state.
+type ClientInfo struct {
+	ID                ClientID
+	Ready             bool
+	RTT               time.Duration
+	Loss              float64 // fraction of snapshots not acked (recent window)
+	BytesPerSecond    int     // current adaptive budget
+	SnapshotBytes     uint64
+	SpawnBytes        uint64
+	Spawned, Relevant int
+	NewestAck         uint32
+}
+
+// Client returns the replication state of client id.
+func (s *Server) Client(id ClientID) (ClientInfo, bool) {
+	c := s.clients[id]
+	if c == nil {
+		return ClientInfo{}, false
+	}
+	return ClientInfo{ID: id, Ready: c.ready, RTT: c.rtt.srtt, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
+		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.relevant.Count(),
+		NewestAck: c.snap.NewestAck}, true
+}
+
+// Kick disconnects a client with a reason.
+func (s *Server) Kick(id ClientID, reason string) {
+	if c := s.clients[id]; c != nil {
+		s.drop(c, transport.CodeApplication, reason)
+	}
+}
+
+// Close disconnects every client and closes the listener.
+func (s *Server) Close() error {
+	for _, c := range s.clients {
+		if c != nil {
+			s.drop(c, transport.CodeNormal, "server closing")
+		}
+	}
+	for _, p := range s.pending {
+		_ = p.conn.CloseWithReason(transport.CodeNormal, "server closing")
+	}
+	s.pending = nil
+	if s.listener != nil {
+		return s.listener.Close()
+	}
+	return nil
+}
+
+func (s *Server) drop(c *serverClient, code transport.CloseCode, reason string) {
+	s.cfg.Logger.Info("archenet: client dropped", "client", c.id, "reason", reason)
+	_ = c.conn.CloseWithReason(code, reason)
+	s.clients[c.id] = nil
+	s.Stats.Disconnected++
+}
+
+// ReceiveSystem returns an ecs.System that runs [Server.Receive]: add it
+// first, as a net-tick system.
+func (s *Server) ReceiveSystem() anecs.System { return systemFunc{update: s.Receive} }
+
+// SendSystem returns an ecs.System that runs [Server.Send]: add it last,
+// as a net-tick system.
+func (s *Server) SendSystem() anecs.System {
+	return systemFunc{update: s.Send, final: func() { _ = s.Close() }}
+}
+
+type systemFunc struct {
+	update func()
+	final  func()
+}
+
+func (f systemFunc) Initialize(*ecs.World) {}
+func (f systemFunc) Update(*ecs.World)     { f.update() }
+func (f systemFunc) Finalize(*ecs.World) {
+	if f.final != nil {
+		f.final()
+	}
+}
+
+// Receive accepts connections, runs handshakes, and drains every client's
+// datagrams (acks and inputs) and messages. Call it at the start of a net
+// tick.
+func (s *Server) Receive() {
+	if s.listener != nil {
+		for {
+			c, ok := s.listener.PollAccept()
+			if !ok {
+				break
+			}
+			s.AddConn(c)
+		}
+	}
+	s.handshakes()
+	now := s.cfg.Now()
+	for _, c := range s.clients {
+		if c == nil {
+			continue
+		}
+		select {
+		case <-c.conn.Done():
+			s.cfg.Logger.Info("archenet: client disconnected", "client", c.id, "err", c.conn.Err())
+			s.clients[c.id] = nil
+			s.Stats.Disconnected++
+			continue
+		default:
+		}
+		if err := s.receiveClient(c, now); err != nil {
+			s.drop(c, transport.CodeProtocolError, err.Error())
+		}
+	}
+}
+
+func (s *Server) receiveClient(c *serverClient, now time.Time) error {
+	for n := 0; ; n++ {
+		d, ok := c.conn.PollDatagram()
+		if !ok {
+			break
+		}
+		newest, mask, rest, err := parseClientHeader(d)
+		if err != nil {
+			return err
+		}
+		if newest != 0 && int32(newest-s.tick) > 0 {
+			return fmt.Errorf("ack of tick %d from the future (server tick %d)", newest, s.tick)
+		}
+		c.onAck(newest, mask, now)
+		if len(rest) > 0 && s.cfg.Input != nil {
+			if err := s.cfg.Input(c.id, newest, rest); err != nil {
+				return err
+			}
+		}
+	}
+	if m, ok := c.conn.PollMessage(); ok {
+		return fmt.Errorf("unexpected reliable message of %d bytes (type 0x%02x)", len(m), transport.TypeOf(m))
+	}
+	return nil
+}
+
+func (s *Server) handshakes() {
+	now := s.cfg.Now()
+	hash := s.cfg.Registry.Hash()
+	keep := s.pending[:0]
+	for _, p := range s.pending {
+		m, ok := p.conn.PollMessage()
+		if !ok {
+			select {
+			case <-p.conn.Done():
+				continue
+			default:
+			}
+			if now.Sub(p.since) > s.cfg.HandshakeTimeout {
+				_ = p.conn.CloseWithReason(transport.CodeHandshakeFailed, "no hello in time")
+				s.Stats.Rejected++
+				continue
+			}
+			keep = append(keep, p)
+			continue
+		}
+		h, err := transport.ParseHello(m)
+		if err == nil {
+			err = transport.CheckHello(h, ProtocolVersion, hash)
+		}
+		if err == nil && s.cfg.Authenticator != nil {
+			if aerr := s.cfg.Authenticator(context.Background(), p.conn.RemoteAddr(), h.Token); aerr != nil {
+				err = &transport.HandshakeError{Kind: transport.HandshakeRejected, Reason: aerr.Error(), Err: aerr,
+					ServerVersion: ProtocolVersion, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
+			}
+		}
+		id, full := s.allocClientID()
+		if err == nil && full {
+			err = &transport.HandshakeError{Kind: transport.HandshakeRejected, Reason: "server full",
+				ServerVersion: ProtocolVersion, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
+		}
+		if err != nil {
+			s.reject(p.conn, err, hash)
+			continue
+		}
+		info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick}
+		w := transport.Welcome{ClientID: id, Payload: info.append(nil)}
+		if err := p.conn.SendMessage(w.Append(nil)); err != nil {
+			_ = p.conn.CloseWithReason(transport.CodeInternal, "welcome failed")
+			continue
+		}
+		c := newServerClient(id, p.conn, s)
+		s.clients[id] = c
+		s.Stats.Connected++
+		s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())
+	}
+	s.pending = keep
+}
+
+func (s *Server) reject(c transport.Conn, err error, hash uint64) {
+	s.Stats.Rejected++
+	he, ok := err.(*transport.HandshakeError)
+	if !ok {
+		he = &transport.HandshakeError{Kind: transport.HandshakeMalformed, Reason: err.Error(), Err: err, ServerVersion: ProtocolVersion, ServerHash: hash}
+	}
+	rj := transport.Reject{Code: he.CloseCode(), Version: ProtocolVersion, ProtocolHash: hash, Reason: transport.TruncateReason(he.Error(), transport.MaxReasonLen)}
+	_ = c.SendMessage(rj.Append(nil))
+	_ = c.CloseWithReason(he.CloseCode(), transport.TruncateReason(he.Error(), 200))
+	s.cfg.Logger.Info("archenet: client rejected", "remote", c.RemoteAddr(), "reason", he.Error())
+}
+
+func (s *Server) allocClientID() (ClientID, bool) {
+	n := 0
+	for _, c := range s.clients {
+		if c != nil {
+			n++
+		}
+	}
+	if n >= s.cfg.MaxClients {
+		return 0, true
+	}
+	for i := 0; i < 254; i++ {
+		id := (s.nextID-1+i)%254 + 1
+		if s.clients[id] == nil {
+			s.nextID = id%254 + 1
+			return ClientID(id), false
+		}
+	}
+	return 0, true
+}
+
+// Send applies structural changes, builds this net tick's snapshot frame
+// (one pass over replicated entities), and sends every client its spawn and
+// despawn messages and its snapshot datagram. Call it at the end of a net
+// tick.
+func (s *Server) Send() {
+	t0 := time.Now()
+	s.tick++
+	s.applyStructure()
+	s.buildFrame()
+	t1 := time.Now()
+	s.Stats.BuildFrame += t1.Sub(t0)
+	if s.interest != nil {
+		s.interest.rebuild(s)
+	}
+	now := s.cfg.Now()
+	for _, c := range s.clients {
+		if c == nil {
+			continue
+		}
+		if err := s.sendClient(c, now); err != nil {
+			s.drop(c, transport.CodeInternal, err.Error())
+		}
+	}
+	s.snap.EndTick()
+	s.relayout = s.relayout[:0]
+	s.Stats.BuildClients += time.Since(t1)
+}
+
+// applyStructure turns the entities touched by listener events into slot
+// allocations, layout changes and frees.
+func (s *Server) applyStructure() {
+	for e := range s.touched {
+		delete(s.touched, e)
+		slot, has := s.byEntity[e]
+		if !s.world.Alive(e) || !s.world.Has(e, s.idRep) {
+			if has {
+				s.freeSlot(slot)
+			}
+			continue
+		}
+		set := s.setOf(e)
+		if set == 0 {
+			if has {
+				s.freeSlot(slot)
+			}
+			continue
+		}
+		var owner uint8
+		if s.world.Has(e, s.idOwner) {
+			owner = (*components.Owner)(s.world.Get(e, s.idOwner)).Client
+		}
+		if !has {
+			slot = s.allocSlot(e)
+		}
+		si := &s.slots[slot]
+		m := snapshot.Meta{Gen: si.gen, Owner: owner, Set: set}
+		if !has || si.meta != m {
+			si.meta = m
+			s.relayout = append(s.relayout, slot)
+		}
+		si.rep = *(*components.Replicated)(s.world.Get(e, s.idRep))
+		w := si.rep.Priority
+		if w <= 0 {
+			w = 1
+		}
+		s.weights[slot] = w
+	}
+}
+
+func (s *Server) setOf(e ecs.Entity) uint64 {
+	var set uint64
+	for i, id := range s.compIDs {
+		if s.world.Has(e, id) {
+			set |= 1 << i
+		}
+	}
+	return set
+}
+
+func (s *Server) allocSlot(e ecs.Entity) uint32 {
+	var slot uint32
+	if n := len(s.free); n > 0 {
+		slot = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.slots[slot].gen++ // a reused slot is a new incarnation
+	} else {
+		slot = uint32(len(s.slots))
+		s.slots = append(s.slots, slotInfo{})
+		s.weights = append(s.weights, 1)
+	}
+	si := &s.slots[slot]
+	si.entity, si.alive, si.dirty = e, true, true
+	s.byEntity[e] = slot
+	s.alive.Set(slot)
+	return slot
+}
+
+func (s *Server) freeSlot(slot uint32) {
+	si := &s.slots[slot]
+	delete(s.byEntity, si.entity)
+	si.alive = false
+	si.entity = ecs.Entity{}
+	s.alive.Clear(slot)
+	s.free = append(s.free, slot)
+	s.relayout = append(s.relayout, slot)
+}
+
+// buildFrame runs the one pass over replicated entities.
+func (s *Server) buildFrame() {
+	s.snap.Begin(s.tick)
+	for slot := range s.slots {
+		si := &s.slots[slot]
+		if !si.alive {
+			continue
+		}
+		m := si.meta
+		// Dormant entities and send-rate divisors keep last frame's state.
+		if (si.rep.Dormant && !si.dirty) || (si.rep.SendEvery > 1 && (s.tick+uint32(slot))%uint32(si.rep.SendEvery) != 0) {
+			if s.snap.Keep(uint32(slot), m) {
+				continue
+			}
+		}
+		si.dirty = false
+		s.ptrs = s.ptrs[:0]
+		for set := m.Set; set != 0; set &= set - 1 {
+			s.ptrs = append(s.ptrs, s.world.Get(si.entity, s.compIDs[bits.TrailingZeros64(set)]))
+		}
+		s.snap.Put(uint32(slot), m, s.ptrs)
+	}
+	s.snap.Commit()
+}

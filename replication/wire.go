@@ -1,0 +1,192 @@
+package replication
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+)
+
+// ProtocolVersion is the replication wire version checked at connect.
+const ProtocolVersion uint16 = 1
+
+// Message and datagram kinds (first byte). Handshake messages (package
+// transport) use 0x01–0x03.
+const (
+	kindClientDatagram byte = 0x02 // client → server: ack (+ input section)
+	kindSpawns         byte = 0x10 // server → client, reliable: spawn/despawn batch
+	kindReady          byte = 0x11 // server → client, reliable: initial world sent
+)
+
+// ErrMalformed wraps decode errors of replication messages.
+var ErrMalformed = errors.New("replication: malformed message")
+
+// welcomeInfo is the Welcome payload: what a client needs to know about the
+// server's replication.
+type welcomeInfo struct {
+	TickRate uint16 // net ticks per second
+	Depth    uint8  // snapshot ring depth
+	Tick     uint32 // server net tick at welcome
+}
+
+func (w welcomeInfo) append(b []byte) []byte {
+	b = append(b, 1) // payload version
+	b = binary.LittleEndian.AppendUint16(b, w.TickRate)
+	b = append(b, w.Depth)
+	return binary.LittleEndian.AppendUint32(b, w.Tick)
+}
+
+func parseWelcomeInfo(b []byte) (welcomeInfo, error) {
+	if len(b) != 8 || b[0] != 1 {
+		return welcomeInfo{}, fmt.Errorf("%w: welcome payload of %d bytes", ErrMalformed, len(b))
+	}
+	w := welcomeInfo{TickRate: binary.LittleEndian.Uint16(b[1:]), Depth: b[3], Tick: binary.LittleEndian.Uint32(b[4:])}
+	if w.TickRate == 0 || w.Depth < 2 || w.Depth > 128 {
+		return w, fmt.Errorf("%w: welcome tick rate %d depth %d", ErrMalformed, w.TickRate, w.Depth)
+	}
+	return w, nil
+}
+
+// clientHeaderLen is the fixed part of a client datagram: kind, ack newest,
+// ack mask.
+const clientHeaderLen = 9
+
+func appendClientHeader(b []byte, newest, mask uint32) []byte {
+	b = append(b, kindClientDatagram)
+	b = binary.LittleEndian.AppendUint32(b, newest)
+	return binary.LittleEndian.AppendUint32(b, mask)
+}
+
+func parseClientHeader(b []byte) (newest, mask uint32, rest []byte, err error) {
+	if len(b) < clientHeaderLen || b[0] != kindClientDatagram {
+		return 0, 0, nil, fmt.Errorf("%w: client datagram of %d bytes", ErrMalformed, len(b))
+	}
+	return binary.LittleEndian.Uint32(b[1:]), binary.LittleEndian.Uint32(b[5:]), b[clientHeaderLen:], nil
+}
+
+// spawnEntry is one entity of a spawn batch: a spawn (or a component set
+// change: same slot and generation, new set) with its full state, or a
+// despawn.
+type spawnEntry struct {
+	Despawn bool
+	Slot    uint32
+	Meta    snapshot.Meta
+	Lanes   []uint64 // all components of Meta.Set, registry id order
+}
+
+// spawnWriter builds a spawn batch message:
+//
+//	kind 0x10 | tick u32 LE | bit stream: count exp-Golomb(0), then per entry
+//	despawn bit, slot 24 bits, gen exp-Golomb(0), and for spawns owner
+//	exp-Golomb(0), set (registry-size bits) and each component's full encoding
+//	(owner-only fields when the receiving client owns the entity).
+type spawnWriter struct {
+	w     bitio.Writer
+	body  bitio.Writer
+	count int
+}
+
+func (s *spawnWriter) reset() {
+	s.body.Reset(s.body.Bytes())
+	s.count = 0
+}
+
+func (s *spawnWriter) add(plans []*schema.Plan, e spawnEntry, owner bool) {
+	s.count++
+	s.body.WriteBool(e.Despawn)
+	s.body.WriteBits(uint64(e.Slot), 24)
+	s.body.WriteExpGolomb(uint64(e.Meta.Gen&(1<<31-1)), 0)
+	if e.Despawn {
+		return
+	}
+	s.body.WriteExpGolomb(uint64(e.Meta.Owner), 0)
+	s.body.WriteBits(e.Meta.Set, uint(len(plans)))
+	off := 0
+	for set := e.Meta.Set; set != 0; set &= set - 1 {
+		p := plans[bits.TrailingZeros64(set)]
+		n := p.NumLanes()
+		p.Write(&s.body, e.Lanes[off:off+n], owner)
+		off += n
+	}
+}
+
+// bytes returns the message for tick (nil if empty).
+func (s *spawnWriter) bytes(tick uint32, dst []byte) []byte {
+	if s.count == 0 {
+		return nil
+	}
+	body := s.body.Bytes()
+	s.w.Reset(dst)
+	s.w.WriteBits(uint64(kindSpawns), 8)
+	s.w.WriteBits(uint64(tick), 32) // = little-endian u32 at byte 1
+	s.w.WriteExpGolomb(uint64(s.count), 0)
+	nbits := s.body.BitLen()
+	s.w.AppendBits(body, nbits)
+	return s.w.Bytes()
+}
+
+// parseSpawns decodes a spawn batch, calling fn per entry (lanes are only
+// valid during the call). me is the receiving client's owner id.
+func parseSpawns(b []byte, plans []*schema.Plan, me uint8, maxLanes int, fn func(tick uint32, e spawnEntry)) error {
+	if len(b) < 5 || b[0] != kindSpawns {
+		return fmt.Errorf("%w: spawn batch of %d bytes", ErrMalformed, len(b))
+	}
+	tick := binary.LittleEndian.Uint32(b[1:])
+	r := bitio.NewReader(b[5:])
+	count := r.ReadExpGolomb(0)
+	if r.Err() != nil || count > uint64(r.BitsLeft()) {
+		return fmt.Errorf("%w: spawn count", ErrMalformed)
+	}
+	lanes := make([]uint64, 0, 64)
+	for i := uint64(0); i < count; i++ {
+		var e spawnEntry
+		e.Despawn = r.ReadBool()
+		e.Slot = uint32(r.ReadBits(24))
+		g := r.ReadExpGolomb(0)
+		if g > 1<<31-1 {
+			return fmt.Errorf("%w: generation", ErrMalformed)
+		}
+		e.Meta.Gen = uint32(g)
+		if !e.Despawn {
+			o := r.ReadExpGolomb(0)
+			if o > 255 {
+				return fmt.Errorf("%w: owner %d", ErrMalformed, o)
+			}
+			e.Meta.Owner = uint8(o)
+			e.Meta.Set = r.ReadBits(uint(len(plans)))
+			if r.Err() == nil && e.Meta.Set == 0 {
+				return fmt.Errorf("%w: spawn with no components", ErrMalformed)
+			}
+			owner := me != 0 && e.Meta.Owner == me
+			lanes = lanes[:0]
+			for set := e.Meta.Set; set != 0; set &= set - 1 {
+				p := plans[bits.TrailingZeros64(set)]
+				start := len(lanes)
+				if start+p.NumLanes() > maxLanes {
+					return fmt.Errorf("%w: entity too large", ErrMalformed)
+				}
+				for j := 0; j < p.NumLanes(); j++ {
+					lanes = append(lanes, 0)
+				}
+				if err := p.Read(r, lanes[start:], owner); err != nil {
+					return fmt.Errorf("%w: %v", ErrMalformed, err)
+				}
+			}
+			e.Lanes = lanes
+		}
+		if err := r.Err(); err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		fn(tick, e)
+	}
+	return nil
+}
+
+func appendReady(b []byte, tick uint32) []byte {
+	b = append(b, kindReady)
+	return binary.LittleEndian.AppendUint32(b, tick)
+}

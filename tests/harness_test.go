@@ -1,0 +1,218 @@
+package tests
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/bits"
+	"testing"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/sim"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+)
+
+// Health is a replicated component with an owner-only field.
+type Health struct {
+	HP   int16  `net:"range=0:1000"`
+	Ammo uint16 `net:"range=0:500,owner"`
+}
+
+// Team is a small replicated tag component.
+type Team struct {
+	ID uint8 `net:"range=0:7"`
+}
+
+func newRegistry() *schema.Registry {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	schema.MustRegister[components.Velocity](reg)
+	schema.MustRegister[Health](reg)
+	schema.MustRegister[Team](reg)
+	return reg
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+const netRate = 30
+
+var tickDt = time.Second / netRate
+
+// harness steps one server world and N client worlds tick by tick over a
+// simulated network.
+type harness struct {
+	t       *testing.T
+	net     *sim.Network
+	reg     *schema.Registry
+	sw      *ecs.World
+	srv     *replication.Server
+	clients []*clientSide
+	link    sim.Link
+	game    func(tick int) // server game logic, run each tick before Send
+	tick    int
+}
+
+type clientSide struct {
+	w    *ecs.World
+	c    *replication.Client
+	conn *sim.Conn
+}
+
+func newHarness(t *testing.T, nClients int, link sim.Link, tweak func(*replication.ServerConfig)) *harness {
+	h := &harness{t: t, net: sim.NewNetwork(1, time.Unix(1000, 0)), reg: newRegistry(), link: link}
+	sw := ecs.NewWorld()
+	h.sw = &sw
+	cfg := replication.ServerConfig{Registry: h.reg, NetRate: netRate, Now: h.net.Now, Logger: quiet}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	srv, err := replication.NewServer(h.sw, h.net.Listen("server"), cfg)
+	require.NoError(t, err)
+	h.srv = srv
+	for i := 0; i < nClients; i++ {
+		h.addClient()
+	}
+	return h
+}
+
+func (h *harness) addClient() *clientSide {
+	conn, err := h.net.Dial("server", h.link)
+	require.NoError(h.t, err)
+	w := ecs.NewWorld()
+	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: h.reg, Now: h.net.Now, Logger: quiet})
+	require.NoError(h.t, err)
+	cs := &clientSide{w: &w, c: c, conn: conn}
+	h.clients = append(h.clients, cs)
+	return cs
+}
+
+func (h *harness) step() {
+	h.tick++
+	h.srv.Receive()
+	if h.game != nil {
+		h.game(h.tick)
+	}
+	h.srv.Send()
+	h.net.Advance(tickDt)
+	for _, c := range h.clients {
+		c.c.Receive()
+		c.c.Send()
+	}
+}
+
+func (h *harness) run(n int) {
+	for i := 0; i < n; i++ {
+		h.step()
+	}
+}
+
+// spawn creates a replicated server entity.
+func (h *harness) spawn(owner uint8, pos components.Vec3, extra ...ecs.ID) ecs.Entity {
+	ids := []ecs.ID{ecs.ComponentID[components.Replicated](h.sw), ecs.ComponentID[components.Transform](h.sw)}
+	if owner != 0 {
+		ids = append(ids, ecs.ComponentID[components.Owner](h.sw))
+	}
+	ids = append(ids, extra...)
+	e := h.sw.NewEntity(ids...)
+	tr := (*components.Transform)(h.sw.Get(e, ids[1]))
+	tr.Pos, tr.Rot = pos, components.QuatIdentity()
+	if owner != 0 {
+		(*components.Owner)(h.sw.Get(e, ecs.ComponentID[components.Owner](h.sw))).Client = owner
+	}
+	return e
+}
+
+// mirrorState quantizes every replicated component of e in world w.
+func mirrorState(reg *schema.Registry, w *ecs.World, e ecs.Entity, owner bool) (uint64, []uint64) {
+	var set uint64
+	var lanes []uint64
+	for _, p := range reg.Plans() {
+		id := ecs.TypeID(w, p.Type)
+		if !w.Has(e, id) {
+			continue
+		}
+		set |= 1 << p.ID
+		l := make([]uint64, p.NumLanes())
+		p.Quantize(w.Get(e, id), l)
+		if !owner {
+			for _, g := range p.Groups() {
+				if g.OwnerOnly {
+					for i := g.First; i < g.First+g.Count; i++ {
+						l[i] = 0
+					}
+				}
+			}
+		}
+		lanes = append(lanes, l...)
+	}
+	return set, lanes
+}
+
+// converged reports whether client ci mirrors exactly the server's
+// replicated entities relevant to it (all of them unless relevant is set),
+// at the server's quantized state. Owner-only fields are compared for the
+// owner and must be zero for everyone else.
+func (h *harness) converged(ci int, relevant func(e ecs.Entity) bool) error {
+	cs := h.clients[ci]
+	want := map[components.NetID]ecs.Entity{}
+	q := h.sw.Query(ecs.All(ecs.ComponentID[components.Replicated](h.sw)))
+	for q.Next() {
+		e := q.Entity()
+		if relevant != nil && !relevant(e) {
+			continue
+		}
+		id, ok := h.srv.NetID(e)
+		if !ok {
+			q.Close()
+			return fmt.Errorf("server entity %v has no net id", e)
+		}
+		want[id] = e
+	}
+	got := 0
+	cq := cs.w.Query(ecs.All(ecs.ComponentID[components.NetID](cs.w)))
+	for cq.Next() {
+		got++
+		id := *(*components.NetID)(cq.Get(ecs.ComponentID[components.NetID](cs.w)))
+		se, ok := want[id]
+		if !ok {
+			cq.Close()
+			return fmt.Errorf("client %d mirrors %v which the server does not have (or is not relevant)", ci, id)
+		}
+		owner := id.Owner() == cs.c.ID()
+		sset, slanes := mirrorState(h.reg, h.sw, se, owner)
+		cset, clanes := mirrorState(h.reg, cs.w, cq.Entity(), true)
+		if sset != cset {
+			cq.Close()
+			return fmt.Errorf("client %d %v: component set %b, server %b", ci, id, cset, sset)
+		}
+		for i := range slanes {
+			if slanes[i] != clanes[i] {
+				cq.Close()
+				return fmt.Errorf("client %d %v: lane %d = %d, server %d (set %b)", ci, id, i, clanes[i], slanes[i], bits.OnesCount64(sset))
+			}
+		}
+	}
+	if got != len(want) {
+		return fmt.Errorf("client %d mirrors %d entities, server has %d", ci, got, len(want))
+	}
+	return nil
+}
+
+func (h *harness) requireConverged(relevant func(ci int, e ecs.Entity) bool) {
+	h.t.Helper()
+	for ci := range h.clients {
+		var rel func(ecs.Entity) bool
+		if relevant != nil {
+			ci := ci
+			rel = func(e ecs.Entity) bool { return relevant(ci, e) }
+		}
+		require.NoError(h.t, h.converged(ci, rel))
+	}
+}
+
+var _ = transport.CodeNormal
