@@ -28,6 +28,10 @@ type serverClient struct {
 	snapBytes, spawnBytes uint64
 }
 
+// lossHorizon is how many net ticks a snapshot may wait for its ack before
+// it counts as lost.
+const lossHorizon = 45
+
 type sentRecord struct {
 	tick  uint32
 	at    time.Time
@@ -36,9 +40,12 @@ type sentRecord struct {
 }
 
 func newServerClient(id ClientID, conn transport.Conn, s *Server) *serverClient {
-	c := &serverClient{id: id, conn: conn, snap: snapshot.NewClient(id, s.cfg.Depth), sent: make([]sentRecord, s.cfg.Depth)}
+	// The sent ring is longer than the snapshot ring so that RTT is still
+	// measured when a congested queue delays acks by seconds.
+	c := &serverClient{id: id, conn: conn, snap: snapshot.NewClient(id, s.cfg.Depth), sent: make([]sentRecord, 512)}
 	c.budget = budgetController{min: float64(s.cfg.MinBytesPerSecond), max: float64(s.cfg.MaxBytesPerSecond)}
-	c.budget.rate = c.budget.max / 2
+	// Start conservatively (16 KiB/s) and grow while the link is clean.
+	c.budget.rate = math.Max(c.budget.min, math.Min(c.budget.max, 16<<10))
 	c.snap.SetRate(int(c.budget.rate), c.burst(s))
 	return c
 }
@@ -50,6 +57,9 @@ func (c *serverClient) burst(s *Server) int {
 func (c *serverClient) onAck(newest, mask uint32, now time.Time) {
 	if newest == 0 {
 		return
+	}
+	if newest != c.snap.NewestAck {
+		c.budget.lastAck = now
 	}
 	c.snap.Ack(newest, mask)
 	mark := func(t uint32, sample bool) {
@@ -104,6 +114,9 @@ type budgetController struct {
 	lastChange     time.Time
 	sent, lost     int // current loss window
 	windows        int
+	lossJudged     bool // the newest loss window already caused a back-off
+	lastAck        time.Time
+	started        time.Time
 }
 
 // account looks at the sent record about to be overwritten (or old enough to
@@ -115,19 +128,17 @@ func (b *budgetController) account(acked bool) {
 	}
 	if b.sent >= 32 {
 		f := float64(b.lost) / float64(b.sent)
-		if b.windows == 0 {
-			b.loss, b.lossBase = f, f
-		}
 		b.windows++
 		b.loss += (f - b.loss) / 2
-		b.lossBase += (f - b.lossBase) / 8
+		b.lossBase += (f - b.lossBase) / 4
+		b.lossJudged = false
 		b.sent, b.lost = 0, 0
 	}
 }
 
 // update adjusts the rate; it returns true if it changed.
 func (b *budgetController) update(now time.Time, rtt *rttEstimator, netRate int) bool {
-	interval := max(rtt.srtt, 100*time.Millisecond)
+	interval := min(max(rtt.srtt, 100*time.Millisecond), 500*time.Millisecond)
 	if !b.lastChange.IsZero() && now.Sub(b.lastChange) < interval {
 		return false
 	}
@@ -137,10 +148,26 @@ func (b *budgetController) update(now time.Time, rtt *rttEstimator, netRate int)
 	}
 	b.lastChange = now
 	old := b.rate
-	queueing := rtt.n > 4 && rtt.srtt > rtt.min+rtt.min/2+30*time.Millisecond
+	if b.started.IsZero() {
+		b.started = now
+	}
+	// Queueing: RTT well above its minimum, or so high that a standing queue
+	// is the only explanation (the minimum itself may have been measured
+	// through that queue).
+	queueing := rtt.n > 4 && (rtt.srtt > rtt.min+rtt.min/2+30*time.Millisecond || rtt.srtt > 750*time.Millisecond)
 	// Standing random loss (a lossy radio link) is not congestion: back off
-	// when loss rises above its long-run level, or when queueing delay grows.
-	if b.loss > b.lossBase+0.15 || queueing {
+	// at most once per loss window when loss rises above its long-run level,
+	// when queueing delay grows, or when acks stop arriving altogether.
+	lossy := b.loss > b.lossBase+0.15 && !b.lossJudged
+	if lossy {
+		b.lossJudged = true
+	}
+	last := b.lastAck
+	if last.IsZero() {
+		last = b.started
+	}
+	silent := now.Sub(last) > max(time.Second, 4*rtt.srtt)
+	if lossy || queueing || silent {
 		b.rate = math.Max(b.min, b.rate*0.75)
 	} else {
 		// Increase by 4 KiB/s or 10% per second of clean link, whichever is more.
@@ -225,11 +252,15 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 		}
 	}
 
-	// Adaptive budget, then the snapshot datagram.
-	rec := &c.sent[s.tick%uint32(len(c.sent))]
-	if rec.tick != 0 && rec.bytes > 0 {
-		c.budget.account(rec.acked)
+	// Adaptive budget, then the snapshot datagram. A snapshot not acked
+	// after lossHorizon ticks counts as lost.
+	if s.tick > lossHorizon {
+		old := &c.sent[(s.tick-lossHorizon)%uint32(len(c.sent))]
+		if old.tick == s.tick-lossHorizon && old.bytes > 0 {
+			c.budget.account(old.acked)
+		}
 	}
+	rec := &c.sent[s.tick%uint32(len(c.sent))]
 	if c.budget.update(now, &c.rtt, s.cfg.NetRate) {
 		c.snap.SetRate(int(c.budget.rate), c.burst(s))
 	}
