@@ -139,6 +139,7 @@ type Server struct {
 
 	clients  []*serverClient // index = ClientID
 	pending  []*pendingConn
+	closing  []closingConn
 	nextID   int
 	buf      []byte
 	msgBuf   []byte
@@ -318,6 +319,10 @@ func (s *Server) Close() error {
 		_ = p.conn.CloseWithReason(transport.CodeNormal, "server closing")
 	}
 	s.pending = nil
+	for _, cc := range s.closing {
+		_ = cc.conn.CloseWithReason(cc.code, cc.reason)
+	}
+	s.closing = nil
 	if s.listener != nil {
 		return s.listener.Close()
 	}
@@ -413,8 +418,29 @@ func (s *Server) receiveClient(c *serverClient, now time.Time) error {
 	return nil
 }
 
+type closingConn struct {
+	conn   transport.Conn
+	at     time.Time
+	code   transport.CloseCode
+	reason string
+}
+
 func (s *Server) handshakes() {
 	now := s.cfg.Now()
+	keepClosing := s.closing[:0]
+	for _, cc := range s.closing {
+		select {
+		case <-cc.conn.Done():
+			continue
+		default:
+		}
+		if now.After(cc.at) {
+			_ = cc.conn.CloseWithReason(cc.code, cc.reason)
+			continue
+		}
+		keepClosing = append(keepClosing, cc)
+	}
+	s.closing = keepClosing
 	hash := s.cfg.Registry.Hash()
 	keep := s.pending[:0]
 	for _, p := range s.pending {
@@ -474,7 +500,11 @@ func (s *Server) reject(c transport.Conn, err error, hash uint64) {
 	}
 	rj := transport.Reject{Code: he.CloseCode(), Version: ProtocolVersion, ProtocolHash: hash, Reason: transport.TruncateReason(he.Error(), transport.MaxReasonLen)}
 	_ = c.SendMessage(rj.Append(nil))
-	_ = c.CloseWithReason(he.CloseCode(), transport.TruncateReason(he.Error(), 200))
+	// Close after a linger, so the Reject arrives before the close (a QUIC
+	// close may discard stream data in flight); the client closes first
+	// once it has read the Reject.
+	s.closing = append(s.closing, closingConn{conn: c, at: s.cfg.Now().Add(transport.RejectLinger), code: he.CloseCode(),
+		reason: transport.TruncateReason(he.Error(), 200)})
 	s.cfg.Logger.Info("archenet: client rejected", "remote", c.RemoteAddr(), "reason", he.Error())
 }
 

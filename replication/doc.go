@@ -1,0 +1,68 @@
+// Package replication makes an arche world multiplayer: a [Server]
+// replicates the entities of an authoritative world to every connected
+// [Client]'s own arche world.
+//
+// # Setup
+//
+// Register the replicated component types (with `net` precision tags, see
+// package schema) in a schema.Registry — the same types in the same order on
+// both sides. On the server, give entities components.Replicated (and
+// components.Owner for the client that owns them); [NewServer] attaches to the
+// world and a transport listener. On each client, [NewClient] attaches to the
+// client's world and a connection. Both offer a ReceiveSystem (add it first)
+// and a SendSystem (add it last) for archenet's ecs.Scheduler, as net-tick
+// systems; or call Receive and Send once per net tick yourself.
+//
+// # What travels how
+//
+//   - Handshake (reliable): protocol version, the registry's protocol hash
+//     and an auth token; a mismatch fails on both sides with a clear
+//     *transport.HandshakeError ("protocol hash mismatch: server 0x…, client
+//     0x…"). The Welcome assigns the client id (1..254).
+//   - Spawns and despawns (reliable, ordered, batched per tick): net handle
+//     slot, generation, owner, component set and full initial state; also
+//     component add/remove. A late joiner gets every relevant entity, then a
+//     "ready" message ([Client.Ready], [Client.OnReady]).
+//   - State (unreliable datagrams): package snapshot's deltas against the
+//     client's acknowledged baseline, with field masks; lost datagrams cost
+//     nothing. The client acks with every datagram it sends.
+//
+// # Server features
+//
+//   - Net handles (owner:8 | slot:24) with a generation bumped on slot reuse;
+//     [Server.Resolve] rejects stale references before any state change.
+//   - Dirty detection by comparing quantized values with the last frame; for
+//     large static sets, components.Replicated.Dormant plus [Server.MarkDirty]
+//     (push model); Replicated.SendEvery sends an entity every N-th net tick.
+//   - Owner-only fields (tag option owner) reach only the owning client.
+//   - [Interest]: per-client relevance from a spatial hash grid around a focus
+//     point, with hysteresis, plus a filter; entering interest spawns the
+//     entity on that client, leaving despawns it there.
+//   - Adaptive budget: each client's snapshot byte rate backs off on loss
+//     spikes, queueing delay or silent acks and grows back while the link is
+//     clean ([ClientInfo].BytesPerSecond).
+//   - Input hooks: [ServerConfig].Input and [ClientConfig].Input carry the
+//     input section (package input) in the client's datagrams.
+//
+// # Client features
+//
+// Mirrors get the same components plus components.NetID; [Client.Entity]
+// maps a net handle to the mirror. A datagram naming an entity whose spawn has
+// not arrived is kept in the snapshot view and applied when the spawn lands.
+// With [ClientConfig].Interpolation, mirrors with a Transform get an
+// interp.Buffer and a components.Visual fed from every decoded snapshot
+// ([Client.InterpClock]). [Client.Reconnect] removes every mirror and rejoins
+// as a late joiner.
+//
+// # Task index
+//
+//	serve a world                      NewServer(world, listener, ServerConfig{Registry: reg})
+//	join a server                      NewClient(world, conn, ClientConfig{Registry: reg})
+//	per net tick                       Server.Receive … game … Server.Send; Client.Receive, Client.Send
+//	entity ↔ network id                Server.NetID, Server.Resolve, Client.Entity
+//	limit what a client sees           ServerConfig.Interest
+//	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)
+//	drop a client                      Server.Kick
+//
+// See the package example for a complete server and client in one program.
+package replication

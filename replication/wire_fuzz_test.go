@@ -1,0 +1,92 @@
+package replication
+
+import (
+	"testing"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+)
+
+type fuzzHP struct {
+	HP   int16  `net:"range=0:100"`
+	Ammo uint16 `net:"range=0:500,owner"`
+}
+
+func fuzzRegistry() *schema.Registry {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	schema.MustRegister[fuzzHP](reg)
+	return reg
+}
+
+// FuzzClientMessages feeds arbitrary bytes to every decoder of messages a
+// server sends (spawn batches, welcome payloads) and a client sends
+// (datagram headers). They must never panic.
+func FuzzClientMessages(f *testing.F) {
+	reg := fuzzRegistry()
+	plans := reg.Plans()
+	var sw spawnWriter
+	tr := components.Transform{Pos: components.Vec3{X: 1, Y: 2, Z: 3}, Rot: components.QuatIdentity()}
+	lanes := make([]uint64, plans[0].NumLanes()+plans[1].NumLanes())
+	schema.QuantizeValue(plans[0], &tr, lanes)
+	hp := fuzzHP{HP: 50, Ammo: 7}
+	schema.QuantizeValue(plans[1], &hp, lanes[plans[0].NumLanes():])
+	sw.add(plans, spawnEntry{Slot: 5, Meta: snapshot.Meta{Gen: 2, Owner: 1, Set: 3}, Lanes: lanes}, true)
+	sw.add(plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
+	f.Add(sw.bytes(77, nil))
+	f.Add(welcomeInfo{TickRate: 30, Depth: 32, Tick: 9}.append(nil))
+	f.Add(appendClientHeader(nil, 10, 0xff))
+	f.Add(appendReady(nil, 3))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n := 0
+		_ = parseSpawns(b, plans, 1, schema.MaxLanes, func(tick uint32, e spawnEntry) {
+			n++
+			if !e.Despawn && len(e.Lanes) == 0 && e.Meta.Set != 0 {
+				t.Fatalf("spawn without lanes")
+			}
+		})
+		_, _ = parseWelcomeInfo(b)
+		_, _, _, _ = parseClientHeader(b)
+	})
+}
+
+func TestSpawnBatchRoundTrip(t *testing.T) {
+	reg := fuzzRegistry()
+	plans := reg.Plans()
+	var sw spawnWriter
+	lanes := make([]uint64, plans[0].NumLanes()+plans[1].NumLanes())
+	tr := components.Transform{Pos: components.Vec3{X: 1}, Rot: components.QuatIdentity()}
+	schema.QuantizeValue(plans[0], &tr, lanes)
+	hp := fuzzHP{HP: 50, Ammo: 7}
+	schema.QuantizeValue(plans[1], &hp, lanes[plans[0].NumLanes():])
+	for _, owner := range []uint8{1, 2} {
+		sw.reset()
+		sw.add(plans, spawnEntry{Slot: 5, Meta: snapshot.Meta{Gen: 2, Owner: 1, Set: 3}, Lanes: lanes}, owner == 1)
+		sw.add(plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
+		msg := sw.bytes(77, nil)
+		var got []spawnEntry
+		err := parseSpawns(msg, plans, owner, schema.MaxLanes, func(tick uint32, e spawnEntry) {
+			if tick != 77 {
+				t.Fatalf("tick %d", tick)
+			}
+			e.Lanes = append([]uint64(nil), e.Lanes...)
+			got = append(got, e)
+		})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("owner %d: %v %v", owner, err, got)
+		}
+		wantAmmo := uint64(7)
+		if owner != 1 {
+			wantAmmo = 0
+		}
+		if got[0].Slot != 5 || got[0].Meta.Gen != 2 || got[0].Lanes[len(lanes)-1] != wantAmmo || !got[1].Despawn || got[1].Slot != 9 {
+			t.Fatalf("owner %d: %+v", owner, got)
+		}
+		for cut := 0; cut < len(msg)-1; cut++ {
+			if err := parseSpawns(msg[:cut], plans, owner, schema.MaxLanes, func(uint32, spawnEntry) {}); err == nil {
+				t.Fatalf("prefix %d of %d parsed", cut, len(msg))
+			}
+		}
+	}
+}
