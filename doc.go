@@ -1,0 +1,23 @@
+// Package archenet replicates an arche ECS world from an authoritative
+// server to many clients over QUIC: reliable spawns and despawns, unreliable
+// quantized delta snapshots against each client's acknowledged baseline,
+// input frames with client-side prediction, and snapshot interpolation.
+//
+// This root package holds no code; it is the map of the module:
+//
+//	replication            Server and Client: the ECS systems users add to their worlds
+//	replication/bitio      bit writer/reader (LSB-first, fail-closed)
+//	replication/quant      bounded scalars, angles, smallest-three quaternions, grid-origin positions
+//	replication/schema     `net` struct tags → compiled field plans, registry, protocol hash
+//	replication/snapshot   shared frame ring, per-client delta datagrams, acks, budgets, zstd
+//	transport              Conn/Listener interfaces, handshake messages, close codes
+//	transport/quic         QUIC (quic-go) datagrams + one reliable stream, dev certificates
+//	transport/sim          deterministic in-memory network: latency, jitter, loss, bandwidth, outages
+//	ecs                    fixed-step scheduler, tick clock, listener fan-out for arche
+//	components             Vec3/Quat, Transform, Velocity, NetID, Owner, Replicated, markers, Visual
+//	input                  input frames, redundancy, server input log, tick sync, prediction
+//	interp                 snapshot interpolation buffers, render clock, correction smoothing
+//	examples/arena         a small game: server + bot clients over QUIC
+//	examples/loadtest      scale report over the simulated network or QUIC
+//	tests                  integration tests driven tick by tick
+package archenet
