@@ -1,0 +1,479 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mlange-42/arche/ecs"
+
+	"github.com/archenet/archenet/components"
+	anecs "github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/input"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/transport"
+)
+
+// ServerOptions configures a [ServerGame].
+type ServerOptions struct {
+	// Listener accepts clients (QUIC or transport/sim). Required.
+	Listener transport.Listener
+	// NPCs is the number of wandering, shooting bots the server simulates.
+	NPCs int
+	// Interest is the interest radius in metres; 0 sends every entity to
+	// every client.
+	Interest float64
+	// Seed seeds the NPCs' randomness.
+	Seed uint64
+	// Now is the clock of the replication layer (RTT, timeouts). Nil: time.Now.
+	Now func() time.Time
+	// Logger receives connection events. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// npc is the server-only state of a wandering bot.
+type npc struct {
+	Turn   float64 // rad/s
+	FireIn int     // ticks until the next shot
+}
+
+// player is the server's state of one connected client.
+type player struct {
+	id     replication.ClientID
+	log    *input.Log[ShooterInput]
+	avatar ecs.Entity
+	has    bool
+	in     ShooterInput
+	pushes uint64 // hits by projectiles: state changes the client cannot predict
+}
+
+// ServerStats are the game server's cumulative counters.
+type ServerStats struct {
+	Ticks                               uint64
+	ProjectilesSpawned, ProjectilesGone uint64
+	Hits                                uint64
+	InputDatagrams, InputRejected       uint64
+	// Input ticks consumed with the client's own frame / without it, summed
+	// over every player that has left or is connected.
+	InputReceived, InputMissing, InputLate uint64
+}
+
+// ServerGame is the authoritative arena: an arche world stepped by an
+// archenet scheduler at 60 Hz, replicated at 30 Hz.
+type ServerGame struct {
+	opts  ServerOptions
+	world *ecs.World
+	sched *anecs.Scheduler
+	srv   *replication.Server
+	ln    *trackingListener
+	codec *input.Codec[ShooterInput]
+	round *input.Rounder[Avatar]
+	rng   *rand.Rand
+	log   *slog.Logger
+
+	players [256]*player
+	order   []*player // connected players in join order (deterministic iteration)
+
+	idRep, idTrans, idVel, idOwner, idPred, idAvatar, idInfo, idProj, idNPC ecs.ID
+
+	spawnQueue []projectileSpawn
+	removeQ    []ecs.Entity
+
+	last    time.Time
+	started bool
+	stats   ServerStats
+	closed  bool
+}
+
+type projectileSpawn struct {
+	pos, vel components.Vec3
+	shooter  uint8
+}
+
+// NewServerGame creates the world, the replication server and the NPCs.
+func NewServerGame(opts ServerOptions) (*ServerGame, error) {
+	if opts.Listener == nil {
+		return nil, errors.New("arena: ServerOptions.Listener is required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	w := ecs.NewWorld()
+	g := &ServerGame{opts: opts, world: &w, rng: rand.New(rand.NewPCG(opts.Seed, 0xa4e4a)), log: opts.Logger}
+	g.idRep = ecs.ComponentID[components.Replicated](g.world)
+	g.idTrans = ecs.ComponentID[components.Transform](g.world)
+	g.idVel = ecs.ComponentID[components.Velocity](g.world)
+	g.idOwner = ecs.ComponentID[components.Owner](g.world)
+	g.idPred = ecs.ComponentID[components.Predicted](g.world)
+	g.idAvatar = ecs.ComponentID[Avatar](g.world)
+	g.idInfo = ecs.ComponentID[PredictionInfo](g.world)
+	g.idProj = ecs.ComponentID[Projectile](g.world)
+	g.idNPC = ecs.ComponentID[npc](g.world)
+
+	reg := newRegistry()
+	var err error
+	if g.codec, err = input.NewCodec[ShooterInput](input.Config{}); err != nil {
+		return nil, err
+	}
+	if g.round, err = input.NewRounder[Avatar](reg.ByType(typeOf[Avatar]())); err != nil {
+		return nil, err
+	}
+	g.ln = &trackingListener{Listener: opts.Listener}
+	cfg := replication.ServerConfig{
+		Registry: reg,
+		NetRate:  netRate,
+		Input:    g.receiveInput,
+		Now:      opts.Now,
+		Logger:   opts.Logger,
+	}
+	if opts.Interest > 0 {
+		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
+	}
+	// The replication server must exist before the scheduler's first tick:
+	// its net tick n is then simulation tick n·netDivisor, which clients use
+	// to stamp inputs (checked in afterSend).
+	if g.srv, err = replication.NewServer(g.world, g.ln, cfg); err != nil {
+		return nil, err
+	}
+	if g.sched, err = anecs.New(g.world, anecs.Config{TickRate: simRate, NetDivisor: netDivisor}); err != nil {
+		return nil, err
+	}
+	g.sched.AddNetSystem(g.srv.ReceiveSystem())
+	g.sched.AddNetSystem(sysFunc(g.syncPlayers))
+	g.sched.AddSystem(sysFunc(g.stepAvatars))
+	g.sched.AddSystem(sysFunc(g.stepNPCs))
+	g.sched.AddSystem(sysFunc(g.stepProjectiles))
+	g.sched.AddSystem(sysFunc(g.endOfTick))
+	g.sched.AddNetSystem(g.srv.SendSystem())
+	g.sched.AddNetSystem(sysFunc(g.afterSend))
+
+	for i := 0; i < opts.NPCs; i++ {
+		g.spawnNPC()
+	}
+	return g, nil
+}
+
+// Frame advances the simulation to now (fixed 60 Hz ticks; a frame may run
+// zero or several).
+func (g *ServerGame) Frame(now time.Time) {
+	if !g.started {
+		g.started, g.last = true, now
+		return
+	}
+	g.sched.Advance(now.Sub(g.last))
+	g.last = now
+}
+
+// Step runs exactly one simulation tick (tests).
+func (g *ServerGame) Step() { g.sched.Step() }
+
+// Close disconnects every client and closes the listener.
+func (g *ServerGame) Close() {
+	if g.closed {
+		return
+	}
+	g.closed = true
+	g.sched.Close() // finalizes SendSystem: Server.Close, listener close
+	_ = g.srv.Close()
+}
+
+// Tick returns the last simulation tick run.
+func (g *ServerGame) Tick() uint64 { return g.sched.Info().Tick }
+
+// Replication returns the replication server.
+func (g *ServerGame) Replication() *replication.Server { return g.srv }
+
+// Stats returns the game counters; input counters include connected
+// players' logs.
+func (g *ServerGame) Stats() ServerStats {
+	s := g.stats
+	for _, p := range g.order {
+		st := p.log.Stats()
+		s.InputReceived += st.Received
+		s.InputMissing += st.Missing
+		s.InputLate += st.Late
+	}
+	return s
+}
+
+// Pushes returns how many times client id's avatar was hit (a state change
+// its prediction cannot know about).
+func (g *ServerGame) Pushes(id replication.ClientID) uint64 {
+	if p := g.players[id]; p != nil {
+		return p.pushes
+	}
+	return 0
+}
+
+// InputStats returns the input log counters of client id.
+func (g *ServerGame) InputStats(id replication.ClientID) (input.Stats, bool) {
+	if p := g.players[id]; p != nil {
+		return p.log.Stats(), true
+	}
+	return input.Stats{}, false
+}
+
+// Entities returns the number of replicated entities.
+func (g *ServerGame) Entities() int {
+	q := g.world.Query(ecs.All(g.idRep))
+	n := q.Count()
+	q.Close()
+	return n
+}
+
+// RTT returns the mean transport RTT over connected clients (0 if unknown).
+func (g *ServerGame) RTT() time.Duration { return g.ln.meanRTT() }
+
+// ConnectedClients returns the number of clients past the handshake.
+func (g *ServerGame) ConnectedClients() int { return len(g.srv.Clients()) }
+
+// BytesDown returns the bytes sent to clients so far (snapshots and spawn
+// messages).
+func (g *ServerGame) BytesDown() (snapshots, spawns uint64) {
+	return g.srv.Stats.SnapshotBytes, g.srv.Stats.SpawnBytes
+}
+
+// receiveInput is ServerConfig.Input: it stores the frames of a client
+// datagram's input section in the client's log.
+func (g *ServerGame) receiveInput(c replication.ClientID, _ uint32, section []byte) error {
+	p, err := g.player(c)
+	if err != nil {
+		return err
+	}
+	// Receive runs at the start of the tick being simulated: that is the
+	// next tick the log will consume.
+	_, err = p.log.Receive(bitio.NewReader(section), uint32(g.sched.Info().Tick))
+	switch {
+	case err == nil:
+		g.stats.InputDatagrams++
+	case errors.Is(err, input.ErrMalformed):
+		return fmt.Errorf("input: %w", err) // untrusted bytes: drop the client
+	default:
+		g.stats.InputRejected++ // ErrNoBaseline, ErrFlood: drop the datagram only
+	}
+	return nil
+}
+
+func (g *ServerGame) player(c replication.ClientID) (*player, error) {
+	if p := g.players[c]; p != nil {
+		return p, nil
+	}
+	l, err := input.NewLog(g.codec, input.LogConfig{})
+	if err != nil {
+		return nil, err
+	}
+	p := &player{id: c, log: l}
+	g.players[c] = p
+	g.order = append(g.order, p)
+	return p, nil
+}
+
+// syncPlayers spawns an avatar for every new client and removes the avatars
+// of clients that left (net ticks, after Receive).
+func (g *ServerGame) syncPlayers(*ecs.World) {
+	connected := [256]bool{}
+	for _, id := range g.srv.Clients() {
+		connected[id] = true
+		p, err := g.player(id)
+		if err != nil {
+			g.log.Error("arena: input log", "err", err)
+			continue
+		}
+		if !p.has {
+			g.spawnAvatar(p)
+		}
+	}
+	keep := g.order[:0]
+	for _, p := range g.order {
+		if connected[p.id] {
+			keep = append(keep, p)
+			continue
+		}
+		if p.has && g.world.Alive(p.avatar) {
+			g.world.RemoveEntity(p.avatar)
+		}
+		st := p.log.Stats()
+		g.stats.InputReceived += st.Received
+		g.stats.InputMissing += st.Missing
+		g.stats.InputLate += st.Late
+		g.players[p.id] = nil
+	}
+	clear(g.order[len(keep):])
+	g.order = keep
+}
+
+func (g *ServerGame) spawnAvatar(p *player) {
+	e := g.world.NewEntity(g.idRep, g.idTrans, g.idOwner, g.idPred, g.idAvatar, g.idInfo)
+	(*components.Replicated)(g.world.Get(e, g.idRep)).Priority = 4
+	(*components.Owner)(g.world.Get(e, g.idOwner)).Client = p.id
+	av := (*Avatar)(g.world.Get(e, g.idAvatar))
+	// Spread players on a circle around the centre.
+	a := float64(p.id) * 2.4
+	av.X, av.Z = 20*math.Cos(a), 20*math.Sin(a)
+	g.round.Round(av)
+	*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: components.Vec3{X: av.X, Z: av.Z}, Rot: yawRot(av.Yaw)}
+	(*PredictionInfo)(g.world.Get(e, g.idInfo)).SimTick = uint32(g.sched.Info().Tick)
+	p.avatar, p.has = e, true
+	g.log.Info("arena: avatar spawned", "client", p.id)
+}
+
+func (g *ServerGame) spawnNPC() {
+	e := g.world.NewEntity(g.idRep, g.idTrans, g.idVel, g.idNPC)
+	tr := (*components.Transform)(g.world.Get(e, g.idTrans))
+	tr.Pos = components.Vec3{X: (g.rng.Float64()*2 - 1) * arenaHalf * 0.9, Z: (g.rng.Float64()*2 - 1) * arenaHalf * 0.9}
+	yaw := g.rng.Float64() * 2 * math.Pi
+	tr.Rot = yawRot(yaw)
+	sin, cos := math.Sincos(yaw)
+	(*components.Velocity)(g.world.Get(e, g.idVel)).Linear = components.Vec3{X: cos * npcSpeed, Z: sin * npcSpeed}
+	n := (*npc)(g.world.Get(e, g.idNPC))
+	n.FireIn = npcFireMinTick + g.rng.IntN(npcFireMaxTick-npcFireMinTick)
+}
+
+// stepAvatars consumes each player's input for this tick and steps the
+// avatar with the same function the client predicts with.
+func (g *ServerGame) stepAvatars(*ecs.World) {
+	tick := uint32(g.sched.Info().Tick)
+	for _, p := range g.order {
+		if !p.has {
+			continue
+		}
+		p.log.Consume(tick, &p.in)
+		av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
+		before := *av
+		stepAvatar(av, &p.in, simDt)
+		if fired(&before, av) {
+			sin, cos := math.Sincos(av.Yaw)
+			dir := components.Vec3{X: cos, Z: sin}
+			g.spawnQueue = append(g.spawnQueue, projectileSpawn{
+				pos: components.Vec3{X: av.X, Z: av.Z}.Add(dir.Scale(1)), vel: dir.Scale(projectileVel), shooter: p.id,
+			})
+		}
+	}
+}
+
+// stepNPCs makes the NPCs wander and fire.
+func (g *ServerGame) stepNPCs(*ecs.World) {
+	q := g.world.Query(ecs.All(g.idNPC, g.idTrans, g.idVel))
+	for q.Next() {
+		n := (*npc)(q.Get(g.idNPC))
+		tr := (*components.Transform)(q.Get(g.idTrans))
+		v := (*components.Velocity)(q.Get(g.idVel))
+		if g.rng.IntN(60) == 0 {
+			n.Turn = (g.rng.Float64()*2 - 1) * 1.5
+		}
+		yaw := math.Atan2(v.Linear.Z, v.Linear.X) + n.Turn*simDt
+		// Turn back toward the centre near the walls.
+		if math.Abs(tr.Pos.X) > arenaHalf*0.9 || math.Abs(tr.Pos.Z) > arenaHalf*0.9 {
+			yaw = math.Atan2(-tr.Pos.Z, -tr.Pos.X)
+		}
+		sin, cos := math.Sincos(yaw)
+		v.Linear = components.Vec3{X: cos * npcSpeed, Z: sin * npcSpeed}
+		tr.Pos = tr.Pos.Add(v.Linear.Scale(simDt))
+		tr.Rot = yawRot(yaw)
+		if n.FireIn--; n.FireIn <= 0 {
+			n.FireIn = npcFireMinTick + g.rng.IntN(npcFireMaxTick-npcFireMinTick)
+			aim := yaw + (g.rng.Float64()*2-1)*0.5
+			s, c := math.Sincos(aim)
+			dir := components.Vec3{X: c, Z: s}
+			g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: tr.Pos.Add(dir), vel: dir.Scale(projectileVel)})
+		}
+	}
+}
+
+// stepProjectiles spawns the shots of this tick, moves projectiles, pushes
+// the avatars they hit and removes them when their TTL runs out.
+func (g *ServerGame) stepProjectiles(*ecs.World) {
+	for _, s := range g.spawnQueue {
+		e := g.world.NewEntity(g.idRep, g.idTrans, g.idVel, g.idProj)
+		*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: s.pos, Rot: components.QuatIdentity()}
+		(*components.Velocity)(g.world.Get(e, g.idVel)).Linear = s.vel
+		*(*Projectile)(g.world.Get(e, g.idProj)) = Projectile{Shooter: s.shooter, TTL: projectileTTL}
+		g.stats.ProjectilesSpawned++
+	}
+	g.spawnQueue = g.spawnQueue[:0]
+
+	q := g.world.Query(ecs.All(g.idProj, g.idTrans, g.idVel))
+	for q.Next() {
+		pr := (*Projectile)(q.Get(g.idProj))
+		tr := (*components.Transform)(q.Get(g.idTrans))
+		v := (*components.Velocity)(q.Get(g.idVel)).Linear
+		tr.Pos = tr.Pos.Add(v.Scale(simDt))
+		pr.TTL--
+		gone := pr.TTL == 0 || math.Abs(tr.Pos.X) > arenaHalf+5 || math.Abs(tr.Pos.Z) > arenaHalf+5
+		for _, p := range g.order {
+			if gone || !p.has || p.id == pr.Shooter {
+				continue
+			}
+			av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
+			dx, dz := av.X-tr.Pos.X, av.Z-tr.Pos.Z
+			if dx*dx+dz*dz < hitRadius*hitRadius {
+				f := knockback / projectileVel
+				av.VX += v.X * f
+				av.VZ += v.Z * f
+				p.pushes++
+				g.stats.Hits++
+				gone = true
+			}
+		}
+		if gone {
+			g.removeQ = append(g.removeQ, q.Entity())
+		}
+	}
+	for _, e := range g.removeQ {
+		g.world.RemoveEntity(e)
+		g.stats.ProjectilesGone++
+	}
+	g.removeQ = g.removeQ[:0]
+}
+
+// endOfTick rounds every avatar to what its owner receives (the Predictor
+// rounds its own state the same way), derives the replicated Transform, and
+// records the prediction info for the owner.
+func (g *ServerGame) endOfTick(*ecs.World) {
+	info := g.sched.Info()
+	g.stats.Ticks = info.Tick
+	for _, p := range g.order {
+		if !p.has {
+			continue
+		}
+		av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
+		g.round.Round(av)
+		*(*components.Transform)(g.world.Get(p.avatar, g.idTrans)) = components.Transform{Pos: components.Vec3{X: av.X, Z: av.Z}, Rot: yawRot(av.Yaw)}
+		pi := (*PredictionInfo)(g.world.Get(p.avatar, g.idInfo))
+		pi.SimTick = uint32(info.Tick)
+		if t, ok := p.log.LastApplied(); ok {
+			pi.Applied = t
+		}
+		if info.IsNetTick {
+			// Feedback starts a new depth window: once per snapshot.
+			fb := p.log.Feedback()
+			if fb.HasAck {
+				pi.Held = fb.Ack
+				pi.Depth = int16(min(max(fb.Depth, -255), 255))
+			}
+		}
+	}
+}
+
+func (g *ServerGame) afterSend(*ecs.World) {
+	if info := g.sched.Info(); uint64(g.srv.Tick())*netDivisor != info.Tick {
+		g.log.Warn("arena: net tick does not match the simulation tick", "net", g.srv.Tick(), "sim", info.Tick)
+	}
+}
+
+// focus is the interest focus of a client: its avatar.
+func (g *ServerGame) focus(c replication.ClientID) (components.Vec3, bool) {
+	p := g.players[c]
+	if p == nil || !p.has {
+		return components.Vec3{}, false
+	}
+	av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
+	return components.Vec3{X: av.X, Z: av.Z}, true
+}
