@@ -55,10 +55,12 @@ type interestGrid struct {
 	global  snapshot.Bitset // alive without Transform
 	owned   map[ClientID]components.Vec3
 	ownedOK map[ClientID]bool
+	ownedBy map[ClientID][]uint32 // slots owned by each client
 }
 
 func newInterestGrid(cfg *Interest) *interestGrid {
-	g := &interestGrid{cfg: *cfg, cells: map[cellKey][]uint32{}, owned: map[ClientID]components.Vec3{}, ownedOK: map[ClientID]bool{}}
+	g := &interestGrid{cfg: *cfg, cells: map[cellKey][]uint32{}, owned: map[ClientID]components.Vec3{}, ownedOK: map[ClientID]bool{},
+		ownedBy: map[ClientID][]uint32{}}
 	h := cfg.Hysteresis
 	if h == 0 {
 		h = 0.15
@@ -86,6 +88,9 @@ func (g *interestGrid) rebuild(s *Server) {
 	g.hasPos.Reset()
 	g.global.Reset()
 	clear(g.ownedOK)
+	for k, v := range g.ownedBy {
+		g.ownedBy[k] = v[:0]
+	}
 	for len(g.pos) < len(s.slots) {
 		g.pos = append(g.pos, components.Vec3{})
 	}
@@ -93,6 +98,9 @@ func (g *interestGrid) rebuild(s *Server) {
 		si := &s.slots[slot]
 		if !si.alive {
 			continue
+		}
+		if o := si.meta.Owner; o != 0 {
+			g.ownedBy[o] = append(g.ownedBy[o], uint32(slot))
 		}
 		if !s.world.Has(si.entity, s.idTrans) {
 			g.global.Set(uint32(slot))
@@ -154,10 +162,8 @@ func (g *interestGrid) relevantFor(s *Server, c *serverClient) {
 		}
 	}
 	// Owned entities are always relevant to their owner.
-	for slot := range s.slots {
-		if si := &s.slots[slot]; si.alive && si.meta.Owner == c.id && c.id != 0 {
-			next.Set(uint32(slot))
-		}
+	for _, slot := range g.ownedBy[c.id] {
+		next.Set(slot)
 	}
 	c.relevantNext = prev
 	c.relevant = next
