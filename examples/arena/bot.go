@@ -37,8 +37,11 @@ type BotStats struct {
 	Matches     uint64 // reconciliations that found the prediction exact
 	Resets      uint64 // predictor restarts from the server's state
 	MaxError    uint64 // largest correction, in quantized steps
-	Snapshots   uint64 // new snapshot ticks seen
-	Projectiles int    // projectile mirrors right now
+	// MaxCorrection is the largest position change a correction made to
+	// the predicted avatar, in metres (the smoother hides it).
+	MaxCorrection float64
+	Snapshots     uint64 // new snapshot ticks seen
+	Projectiles   int    // projectile mirrors right now
 	// Interpolating counts remote entities drawn from two snapshots in the
 	// last frame (the rest extrapolate or hold).
 	Interpolating, Extrapolating, Holding int
@@ -67,6 +70,7 @@ type Bot struct {
 	lastNet                                     uint32 // newest snapshot tick observed
 	lastFrame                                   time.Time
 	drawn                                       components.Visual
+	shift                                       components.Vec3 // sum of the corrections' position changes
 
 	rng    *rand.Rand
 	script ShooterInput
@@ -228,6 +232,8 @@ func (b *Bot) reconcile() {
 	case input.ReconcileCorrected:
 		b.stats.Corrections++
 		b.stats.MaxError = max(b.stats.MaxError, c.MaxError)
+		b.stats.MaxCorrection = max(b.stats.MaxCorrection, math.Hypot(c.New.X-c.Old.X, c.New.Z-c.Old.Z))
+		b.shift = b.shift.Add(components.Vec3{X: c.New.X - c.Old.X, Z: c.New.Z - c.Old.Z})
 		// Keep drawing where the avatar was; the offset decays.
 		b.smooth.Correct(b.drawn, avatarVisual(&c.New))
 	case input.ReconcileReset:
@@ -276,7 +282,7 @@ func (b *Bot) draw(now time.Time) {
 	q := b.world.Query(ecs.All(b.idProj))
 	b.stats.Projectiles = q.Count()
 	q.Close()
-	if !b.findAvatar() {
+	if !b.findAvatar() || b.lastState == 0 {
 		return
 	}
 	// The interpolation system also drew the avatar (the client gives every
@@ -286,5 +292,12 @@ func (b *Bot) draw(now time.Time) {
 	*(*components.Visual)(b.world.Get(b.avatar, b.idVisual)) = b.drawn
 }
 
-// Visual returns the drawn pose of the local avatar.
-func (b *Bot) Visual() (components.Visual, bool) { return b.drawn, b.hasAvatar }
+// Poses returns the drawn position of the local avatar and its motion: the
+// predicted position minus every correction so far, a path without the
+// corrections' jumps. ok is false until prediction has started.
+func (b *Bot) Poses() (drawn, motion components.Vec3, ok bool) {
+	if !b.hasAvatar || b.lastState == 0 {
+		return drawn, motion, false
+	}
+	return b.drawn.Pos, avatarVisual(b.pred.State()).Pos.Sub(b.shift), true
+}

@@ -27,6 +27,8 @@ const (
 	npcSpeed       = 3.0  // m/s
 	npcFireMinTick = 40
 	npcFireMaxTick = 100
+	npcAimRange    = 15.0 // m: NPCs shoot at avatars this close
+	npcAimSpread   = 0.1  // rad
 )
 
 // Movement keys of [ShooterInput].Keys.

@@ -379,12 +379,33 @@ func (g *ServerGame) stepNPCs(*ecs.World) {
 		tr.Rot = yawRot(yaw)
 		if n.FireIn--; n.FireIn <= 0 {
 			n.FireIn = npcFireMinTick + g.rng.IntN(npcFireMaxTick-npcFireMinTick)
-			aim := yaw + (g.rng.Float64()*2-1)*0.5
+			aim := yaw
+			if target, ok := g.nearestAvatar(tr.Pos, npcAimRange); ok {
+				aim = math.Atan2(target.Z-tr.Pos.Z, target.X-tr.Pos.X)
+			}
+			aim += (g.rng.Float64()*2 - 1) * npcAimSpread
 			s, c := math.Sincos(aim)
 			dir := components.Vec3{X: c, Z: s}
 			g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: tr.Pos.Add(dir), vel: dir.Scale(projectileVel)})
 		}
 	}
+}
+
+// nearestAvatar returns the position of the avatar nearest to p within r.
+func (g *ServerGame) nearestAvatar(p components.Vec3, r float64) (components.Vec3, bool) {
+	best, ok := r*r, false
+	var at components.Vec3
+	for _, pl := range g.order {
+		if !pl.has {
+			continue
+		}
+		av := (*Avatar)(g.world.Get(pl.avatar, g.idAvatar))
+		dx, dz := av.X-p.X, av.Z-p.Z
+		if d := dx*dx + dz*dz; d < best {
+			best, ok, at = d, true, components.Vec3{X: av.X, Z: av.Z}
+		}
+	}
+	return at, ok
 }
 
 // stepProjectiles spawns the shots of this tick, moves projectiles, pushes
