@@ -92,7 +92,6 @@ type Client struct {
 	applied uint32 // newest view tick applied
 	idBuf   []ecs.ID
 	dgBuf   []byte
-	readyAt uint32
 	onReady []func()
 	// Stats since start.
 	Stats ClientStats
