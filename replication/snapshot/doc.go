@@ -41,7 +41,7 @@
 //	baseline        exp-Golomb(0) of tick − baseline tick, 0 = none
 //	count           exp-Golomb(0) number of records
 //	gap order k     3 bits
-//	extension       1 bit (0)
+//	extension       1 bit; if 1: input ack, 32 bits (newest input tick applied)
 //	records         count × [gap exp-Golomb(k)][kind: 0 delta | 10 full | 11 removal][body]
 //
 // Bits are LSB-first (see package bitio). Everything an attacker controls is

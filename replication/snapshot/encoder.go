@@ -199,6 +199,11 @@ type BuildOptions struct {
 	// accumulator each tick a changed entity waits; nil or a missing slot
 	// means 1.
 	Weights []float32
+	// InputAck, when HasInputAck is set, tells the client the newest input
+	// tick the server has applied for it (the reconciliation point of its
+	// predicted entities); it rides in the datagram header.
+	InputAck    uint32
+	HasInputAck bool
 }
 
 // BuildInfo reports what a datagram carries.
@@ -366,7 +371,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 			e.dropLowest(over)
 		}
 	}
-	out := e.stitch(dst, S, B, budget, &info)
+	out := e.stitch(dst, S, B, budget, &info, opt)
 	if e.Compression != nil && len(out) > 1 {
 		if z := e.Compression.compress(out[1:]); z != nil {
 			out = append(out[:1], z...)
@@ -407,8 +412,8 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 
 // headerBits is an upper bound of the header after the kind byte: tick (32),
 // baseline distance (≤ 11), record count (≤ 29), gap parameter (3),
-// extension flag (1).
-const headerBits = 32 + 11 + 29 + 3 + 1
+// extension flag (1), input ack (32).
+const headerBits = 32 + 11 + 29 + 3 + 1 + 32
 
 func (e *Encoder) byPriority() {
 	slices.SortFunc(e.sel, func(a, b int) int {
@@ -528,7 +533,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 }
 
 // stitch writes the header and the selected records.
-func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo) []byte {
+func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, opt BuildOptions) []byte {
 	// Choose the gap code parameter that minimizes the gap bits.
 	e.gapBuf = e.gapBuf[:0]
 	prev := int64(-1)
@@ -549,7 +554,12 @@ func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo) [
 	}
 	w.WriteExpGolomb(uint64(len(e.sel)), 0)
 	w.WriteBits(uint64(bestK), 3)
-	w.WriteBits(0, 1) // no extension block
+	if opt.HasInputAck {
+		w.WriteBits(1, 1) // extension: the input ack
+		w.WriteBits(uint64(opt.InputAck), 32)
+	} else {
+		w.WriteBits(0, 1)
+	}
 	arena := e.arena.Bytes()
 	var prevMask uint64
 	prevMaskBits := -1

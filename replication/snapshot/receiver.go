@@ -147,8 +147,12 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	if S == 0 || d >= uint64(depth) || uint64(S) <= d {
 		return S, fmt.Errorf("%w: tick %d baseline distance %d", ErrCorrupt, S, d)
 	}
+	var inputAck uint32
 	if ext != 0 {
-		return S, fmt.Errorf("%w: unknown extension block", ErrCorrupt)
+		inputAck = uint32(rd.ReadBits(32))
+		if err := rd.Err(); err != nil {
+			return S, err
+		}
 	}
 	if count > uint64(rd.BitsLeft()) {
 		return S, fmt.Errorf("%w: %d records in %d bits", ErrCorrupt, count, rd.BitsLeft())
@@ -174,6 +178,7 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 		return S, err
 	}
 	out.Tick = S
+	out.InputAck, out.HasInputAck = inputAck, ext != 0
 	out.valid = true
 	r.noteDecoded(S)
 	return S, nil

@@ -116,3 +116,27 @@ func TestByteRateBudget(t *testing.T) {
 	require.LessOrEqual(t, sent, 3*3000+1200)
 	require.Greater(t, sent, 3*3000-1200)
 }
+
+func TestInputAckExtension(t *testing.T) {
+	reg := refRegistry(t)
+	w := NewWorld(reg, 0)
+	enc := NewEncoder(w)
+	c := NewClient(0, 0)
+	rcv := NewReceiver(reg, 0, 0)
+	w.Begin(1)
+	w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, 4})
+	w.Commit()
+	dg, _ := enc.Build(c, BuildOptions{InputAck: 123456, HasInputAck: true}, nil)
+	_, err := rcv.Decode(dg)
+	require.NoError(t, err)
+	v := rcv.Latest()
+	require.True(t, v.HasInputAck)
+	require.Equal(t, uint32(123456), v.InputAck)
+	w.Begin(2)
+	w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, 4})
+	w.Commit()
+	dg, _ = enc.Build(c, BuildOptions{}, nil)
+	_, err = rcv.Decode(dg)
+	require.NoError(t, err)
+	require.False(t, rcv.Latest().HasInputAck)
+}

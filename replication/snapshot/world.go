@@ -34,6 +34,10 @@ type Frame struct {
 	// client applies an entry to its mirror only when Srcs is newer than
 	// what it applied.
 	Srcs []uint32
+	// InputAck (receiver views only, when HasInputAck) is the newest input
+	// tick the server had applied for this client when it sent the view.
+	InputAck    uint32
+	HasInputAck bool
 
 	index []int32 // slot → entry, −1 if absent (dense, len = World slot capacity)
 	valid bool
