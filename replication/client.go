@@ -193,6 +193,18 @@ func (c *Client) OnReady(fn func()) { c.onReady = append(c.onReady, fn) }
 // ServerTick returns the tick of the newest snapshot decoded.
 func (c *Client) ServerTick() uint32 { n, _ := c.rcv.Ack(); return n }
 
+// InputAck returns the newest input tick the server had applied for this
+// client, as of the newest snapshot applied, and the server tick of that
+// snapshot; ok is false if the server does not report input acks
+// (ServerConfig.InputAck) or no snapshot arrived yet.
+func (c *Client) InputAck() (inputTick, serverTick uint32, ok bool) {
+	v := c.rcv.View(c.applied)
+	if v == nil || !v.HasInputAck {
+		return 0, 0, false
+	}
+	return v.InputAck, v.Tick, true
+}
+
 // NetRate returns the server's net tick rate (0 before the Welcome).
 func (c *Client) NetRate() int { return int(c.info.TickRate) }
 

@@ -52,6 +52,10 @@ type ServerConfig struct {
 	// input decodes it). A returned error drops that client with the error
 	// as the reason. Nil: input sections are ignored.
 	Input func(c ClientID, ackTick uint32, section []byte) error
+	// InputAck, if set, returns the newest input tick the server applied for
+	// a client; it rides in that client's snapshot datagrams (see
+	// Client.InputAck) so predicted entities reconcile at the right tick.
+	InputAck func(c ClientID) (tick uint32, ok bool)
 	// Now is the clock for RTT and timeouts. Nil: time.Now.
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().

@@ -267,7 +267,11 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 	c.snap.Refill(1 / float64(s.cfg.NetRate))
 	budget := min(s.cfg.MTU, c.conn.MaxDatagramSize())
 	var info snapshot.BuildInfo
-	s.buf, info = s.enc.Build(c.snap, snapshot.BuildOptions{Budget: budget, Relevant: c.spawned, Weights: s.weights}, s.buf)
+	opt := snapshot.BuildOptions{Budget: budget, Relevant: c.spawned, Weights: s.weights}
+	if s.cfg.InputAck != nil {
+		opt.InputAck, opt.HasInputAck = s.cfg.InputAck(c.id)
+	}
+	s.buf, info = s.enc.Build(c.snap, opt, s.buf)
 	*rec = sentRecord{tick: s.tick, at: now, bytes: len(s.buf)}
 	if len(s.buf) == 0 {
 		return nil

@@ -307,3 +307,23 @@ func TestBudgetBacksOffUnderBandwidthCap(t *testing.T) {
 	h.requireConverged(nil)
 	_ = math.Abs
 }
+
+func TestInputAckReachesClient(t *testing.T) {
+	applied := map[uint8]uint32{}
+	h := newHarness(t, 2, sim.Link{}, func(c *replication.ServerConfig) {
+		c.InputAck = func(id uint8) (uint32, bool) { v, ok := applied[id]; return v, ok }
+	})
+	h.spawn(1, components.Vec3{})
+	h.run(3)
+	_, _, ok := h.clients[0].c.InputAck()
+	require.False(t, ok)
+	applied[1] = 500
+	h.game = func(tick int) { applied[1]++ }
+	h.run(3)
+	in, st, ok := h.clients[0].c.InputAck()
+	require.True(t, ok)
+	require.Equal(t, uint32(503), in)
+	require.Equal(t, h.srv.Tick(), st)
+	_, _, ok = h.clients[1].c.InputAck()
+	require.False(t, ok, "only client 1 has an input ack")
+}
