@@ -1,0 +1,160 @@
+package main
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+)
+
+//go:generate go run . -gen-trace testdata/falling.trace.gz
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main with its exit code: 0 converged, 1 not converged, 2 error.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg     Config
+		asJSON  = fs.Bool("json", false, "print the report as one JSON object on the last line")
+		trace   = fs.String("trace", "", "replay a transform trace (CSV, optionally .gz) instead of the synthetic scene")
+		genPath = fs.String("gen-trace", "", "write the generated falling-cubes trace to `FILE` (gzip if it ends in .gz) and exit")
+		cpuProf = fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE`; server work carries the label side=server")
+		verbose = fs.Bool("v", false, "log replication events to stderr")
+		quiet   = fs.Bool("q", false, "no progress lines")
+	)
+	fs.StringVar(&cfg.Transport, "transport", "sim", "sim (in-memory network, simulated time) or quic (127.0.0.1, real time)")
+	fs.IntVar(&cfg.Clients, "clients", 64, "clients (1..254; with -trace: 1)")
+	fs.IntVar(&cfg.Entities, "entities", 2000, "scene entities, besides one avatar per client")
+	fs.Float64Var(&cfg.Moving, "moving", 0.25, "fraction of scene entities moving every tick")
+	fs.Float64Var(&cfg.World, "world", 1024, "side of the square world in metres")
+	fs.Float64Var(&cfg.Interest, "interest", 150, "interest radius in metres around each client's avatar; 0 = everything (with -trace: 0)")
+	fs.IntVar(&cfg.Ticks, "ticks", 900, "measured net ticks (with -trace: the whole trace)")
+	fs.IntVar(&cfg.Rate, "rate", 30, "net ticks per second (with -trace: the trace's rate)")
+	fs.Float64Var(&cfg.Loss, "loss", 0, "sim: loss probability per direction (datagrams; reliable messages are retransmitted)")
+	fs.DurationVar(&cfg.Latency, "latency", 0, "sim: one-way latency")
+	fs.DurationVar(&cfg.Jitter, "jitter", 0, "sim: one-way jitter (uniform)")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed (scene and simulated network)")
+	fs.IntVar(&cfg.Settle, "settle", 0, "ticks without loss and movement before the convergence check (0: 30 + four one-way delays)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: loadtest [flags]\n\nRuns an archenet server and many clients in one process and reports bandwidth, server time and convergence.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "loadtest: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	if *genPath != "" {
+		if err := writeTraceFile(*genPath, GenerateTrace(TraceGenConfig{Seed: uint64(cfg.Seed)})); err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		return 0
+	}
+	if *trace != "" {
+		if set["rate"] {
+			fmt.Fprintln(stderr, "loadtest: -rate cannot be used with -trace (the trace's rate is used)")
+			return 2
+		}
+		t, err := readTraceFile(*trace)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		cfg.Trace, cfg.TraceName, cfg.Rate = t, *trace, t.Rate
+		if !set["clients"] {
+			cfg.Clients = 1
+		}
+		if !set["interest"] {
+			cfg.Interest = 0
+		}
+	}
+	if !*quiet {
+		cfg.Progress = stderr
+	}
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+		cfg.LabelServer = true
+	}
+
+	rep, err := Run(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadtest: %v\n", err)
+		return 2
+	}
+	rep.WriteText(stdout)
+	if *asJSON {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	}
+	if !rep.Converged {
+		return 1
+	}
+	return 0
+}
+
+func readTraceFile(path string) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := ParseTrace(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+func writeTraceFile(path string, t *Trace) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	if !strings.HasSuffix(path, ".gz") {
+		return WriteTrace(f, t)
+	}
+	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	if err != nil {
+		return err
+	}
+	zw.ModTime = time.Time{} // reproducible bytes
+	if err := WriteTrace(zw, t); err != nil {
+		return err
+	}
+	return zw.Close()
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+)
+
+// Report holds the figures of one run. KB is 1000 bytes; bytes are payload
+// bytes handed to the transport (snapshot datagrams and reliable
+// spawn/despawn messages downstream, ack datagrams upstream), not counting
+// QUIC/UDP/IP headers.
+type Report struct {
+	Transport       string  `json:"transport"`
+	Clients         int     `json:"clients"`
+	Entities        int     `json:"entities"` // scene entities (trace: most bodies in a frame), not counting avatars
+	Avatars         int     `json:"avatars"`
+	MovingFraction  float64 `json:"moving_fraction"`
+	WorldM          float64 `json:"world_m"`
+	InterestRadiusM float64 `json:"interest_radius_m"`
+	Ticks           int     `json:"ticks"` // measured net ticks
+	NetRateHz       int     `json:"net_rate_hz"`
+	Loss            float64 `json:"loss"`
+	LatencyMs       float64 `json:"latency_ms"`
+	JitterMs        float64 `json:"jitter_ms"`
+	Seed            int64   `json:"seed"`
+	JoinTicks       int     `json:"join_ticks"`   // ticks until every client was ready (not measured)
+	SettleTicks     int     `json:"settle_ticks"` // ticks without loss and movement before the convergence check
+
+	MirrorsPerClient float64 `json:"mirrors_per_client_mean"`
+
+	DownKBpsMean float64 `json:"down_kbytes_per_s_mean"`
+	DownKBpsP99  float64 `json:"down_kbytes_per_s_p99"` // over one-second windows of every client
+	UpKBpsMean   float64 `json:"up_kbytes_per_s_mean"`
+	UpKBpsP99    float64 `json:"up_kbytes_per_s_p99"`
+
+	ServerMsMean        float64 `json:"server_ms_per_tick_mean"` // srv.Receive + srv.Send
+	ServerMsP99         float64 `json:"server_ms_per_tick_p99"`
+	ReceiveMsMean       float64 `json:"receive_ms_per_tick_mean"`
+	SendMsMean          float64 `json:"send_ms_per_tick_mean"`
+	SnapshotBuildMsMean float64 `json:"snapshot_build_ms_per_tick_mean"` // ServerStats.BuildFrame
+	SnapshotBuildMsP99  float64 `json:"snapshot_build_ms_per_tick_p99"`
+	ClientBuildMsMean   float64 `json:"client_build_ms_per_tick_mean"` // ServerStats.BuildClients: interest, spawns, datagrams, sends
+	ClientBuildMsP99    float64 `json:"client_build_ms_per_tick_p99"`
+	ClientBuildUsPerCl  float64 `json:"client_build_us_per_client_mean"`
+	SnapshotNsPerEntity float64 `json:"snapshot_ns_per_entity"`
+
+	BytesPerEntityUpdate   float64 `json:"bytes_per_entity_update"`
+	UpdatesPerClientPerTic float64 `json:"entity_updates_per_client_per_tick"`
+	SnapshotBytes          uint64  `json:"snapshot_bytes"`
+	SpawnBytes             uint64  `json:"spawn_bytes"`
+	SpawnsSent             uint64  `json:"spawns_sent"`
+	DespawnsSent           uint64  `json:"despawns_sent"`
+	SpawnsApplied          uint64  `json:"spawns_applied"`
+	DespawnsApplied        uint64  `json:"despawns_applied"`
+	DatagramsDropped       uint64  `json:"datagrams_dropped"` // by the clients' decoders (missing baseline, ...)
+
+	HeapMB      float64 `json:"heap_mbytes"` // HeapInuse of the whole process (server and every client world)
+	WallSeconds float64 `json:"wall_seconds"`
+	GoVersion   string  `json:"go_version"`
+
+	Converged     bool   `json:"converged"`
+	ConvergeError string `json:"converge_error,omitempty"`
+
+	*TraceReport
+}
+
+// TraceReport holds the figures of a trace replay. Position error is per
+// axis (the quantizer's bound is step/2 per axis); the Euclidean maximum is
+// given too. Errors are of each client's mirrors against the trace at the
+// tick of the client's newest snapshot, over the playback ("settled": after
+// the settle ticks, against the last frame).
+type TraceReport struct {
+	Trace             string  `json:"trace"`
+	TraceRateHz       int     `json:"trace_rate_hz"`
+	TraceFrames       int     `json:"trace_frames"`
+	DownKbitPerS      float64 `json:"down_kbit_per_s"`
+	Samples           int     `json:"error_samples"`
+	PosErrMeanM       float64 `json:"pos_err_mean_m"`
+	PosErrMaxM        float64 `json:"pos_err_max_m"`
+	PosErrMaxEuclidM  float64 `json:"pos_err_max_euclid_m"`
+	RotErrMeanDeg     float64 `json:"rot_err_mean_deg"`
+	RotErrMaxDeg      float64 `json:"rot_err_max_deg"`
+	SettledPosErrMaxM float64 `json:"settled_pos_err_max_m"`
+	SettledRotErrMax  float64 `json:"settled_rot_err_max_deg"`
+}
+
+// fill sets the configuration and the measured window's figures;
+// replicated is the number of server entities.
+func (rep *Report) fill(r *rig, m *meter, entities, replicated int) {
+	c := r.cfg
+	rep.Transport, rep.Clients, rep.Entities = c.Transport, c.Clients, entities
+	rep.MovingFraction, rep.WorldM, rep.InterestRadiusM = c.Moving, c.World, c.Interest
+	rep.Ticks, rep.NetRateHz, rep.Loss, rep.Seed = m.ticks, c.Rate, c.Loss, c.Seed
+	rep.LatencyMs, rep.JitterMs = ms(c.Latency), ms(c.Jitter)
+	rep.DownKBpsMean, rep.DownKBpsP99, rep.UpKBpsMean, rep.UpKBpsP99 = m.rates(r)
+	server := make([]float64, len(m.recv))
+	for i := range server {
+		server[i] = m.recv[i] + m.send[i]
+	}
+	rep.ServerMsMean, rep.ServerMsP99 = mean(server), percentile(server, 0.99)
+	rep.ReceiveMsMean, rep.SendMsMean = mean(m.recv), mean(m.send)
+	rep.SnapshotBuildMsMean, rep.SnapshotBuildMsP99 = mean(m.frame), percentile(m.frame, 0.99)
+	rep.ClientBuildMsMean, rep.ClientBuildMsP99 = mean(m.clients), percentile(m.clients, 0.99)
+	rep.ClientBuildUsPerCl = rep.ClientBuildMsMean * 1000 / float64(c.Clients)
+	if replicated > 0 {
+		rep.SnapshotNsPerEntity = rep.SnapshotBuildMsMean * 1e6 / float64(replicated)
+	}
+	if m.records > 0 {
+		rep.BytesPerEntityUpdate = float64(m.recBytes) / float64(m.records)
+	}
+	if m.samples > 0 {
+		rep.UpdatesPerClientPerTic = float64(m.records) / float64(m.samples)
+	}
+}
+
+// finish fills the cumulative counters at the end of the run.
+func (rep *Report) finish(r *rig, start time.Time) {
+	st := r.srv.Stats
+	rep.SnapshotBytes, rep.SpawnBytes = st.SnapshotBytes, st.SpawnBytes
+	rep.SpawnsSent, rep.DespawnsSent = st.Spawns, st.Despawns
+	mirrors := 0
+	for _, p := range r.peers {
+		rep.SpawnsApplied += p.c.Stats.Spawns
+		rep.DespawnsApplied += p.c.Stats.Despawns
+		rep.DatagramsDropped += p.c.Stats.DatagramsDropped
+		mirrors += p.c.Mirrors()
+	}
+	rep.MirrorsPerClient = float64(mirrors) / float64(len(r.peers))
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rep.HeapMB = float64(ms.HeapInuse) / 1e6
+	rep.WallSeconds = time.Since(start).Seconds()
+	rep.GoVersion = runtime.Version()
+}
+
+// WriteText writes the report for people.
+func (rep *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "archenet load test: %s, %d clients, %d entities (+%d avatars), %.0f%% moving, world %.0f m, interest %.0f m, %d Hz, %d ticks\n",
+		rep.Transport, rep.Clients, rep.Entities, rep.Avatars, rep.MovingFraction*100, rep.WorldM, rep.InterestRadiusM, rep.NetRateHz, rep.Ticks)
+	if rep.Transport == "sim" {
+		fmt.Fprintf(w, "  link: loss %.1f%%, latency %.0f ms, jitter %.0f ms (each way), seed %d\n", rep.Loss*100, rep.LatencyMs, rep.JitterMs, rep.Seed)
+	}
+	fmt.Fprintf(w, "  per client:  down %.2f KB/s mean, %.2f p99   up %.2f KB/s mean, %.2f p99   %.0f mirrors\n",
+		rep.DownKBpsMean, rep.DownKBpsP99, rep.UpKBpsMean, rep.UpKBpsP99, rep.MirrorsPerClient)
+	fmt.Fprintf(w, "  server/tick: %.3f ms mean, %.3f ms p99 (receive %.3f, send %.3f)\n", rep.ServerMsMean, rep.ServerMsP99, rep.ReceiveMsMean, rep.SendMsMean)
+	fmt.Fprintf(w, "    snapshot build %.3f ms mean (%.0f ns/entity), per-client packets %.3f ms mean (%.1f µs/client)\n",
+		rep.SnapshotBuildMsMean, rep.SnapshotNsPerEntity, rep.ClientBuildMsMean, rep.ClientBuildUsPerCl)
+	fmt.Fprintf(w, "  snapshots:   %.2f bytes/entity update, %.1f updates/client/tick; %d B snapshots, %d B spawn messages\n",
+		rep.BytesPerEntityUpdate, rep.UpdatesPerClientPerTic, rep.SnapshotBytes, rep.SpawnBytes)
+	fmt.Fprintf(w, "  structure:   %d spawns / %d despawns sent, %d / %d applied; %d datagrams dropped by decoders\n",
+		rep.SpawnsSent, rep.DespawnsSent, rep.SpawnsApplied, rep.DespawnsApplied, rep.DatagramsDropped)
+	if t := rep.TraceReport; t != nil {
+		fmt.Fprintf(w, "  trace %s: %d frames at %d Hz, %.1f kbit/s per client\n", t.Trace, t.TraceFrames, t.TraceRateHz, t.DownKbitPerS)
+		fmt.Fprintf(w, "    position error %.3f mm mean, %.3f mm max per axis (%.3f mm Euclidean); rotation %.4f° mean, %.4f° max; settled %.3f mm, %.4f°\n",
+			t.PosErrMeanM*1e3, t.PosErrMaxM*1e3, t.PosErrMaxEuclidM*1e3, t.RotErrMeanDeg, t.RotErrMaxDeg, t.SettledPosErrMaxM*1e3, t.SettledRotErrMax)
+	}
+	fmt.Fprintf(w, "  heap in use %.1f MB (whole process), %.1f s wall\n", rep.HeapMB, rep.WallSeconds)
+	if rep.Converged {
+		fmt.Fprintf(w, "  converged after %d settle ticks\n", rep.SettleTicks)
+	} else {
+		fmt.Fprintf(w, "  NOT CONVERGED after %d settle ticks: %s\n", rep.SettleTicks, rep.ConvergeError)
+	}
+}
