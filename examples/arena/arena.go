@@ -179,9 +179,9 @@ type Summary struct {
 	Corrections    uint64
 	CorrRate       float64 // per second per bot
 	Matches        uint64
-	MaxError       uint64
-	InputTicks     uint64 // sampled by the bots
-	Spawned, Gone  uint64 // projectiles on the server
+	MaxCorrection  float64 // metres the largest correction moved a predicted avatar
+	InputTicks     uint64  // sampled by the bots
+	Spawned, Gone  uint64  // projectiles on the server
 	Hits           uint64
 	MirrorSpawns   uint64 // summed over bots
 	MirrorDespawns uint64
@@ -214,7 +214,7 @@ func (a *Arena) Summary(now time.Time) Summary {
 		st := b.Stats()
 		s.Corrections += st.Corrections
 		s.Matches += st.Matches
-		s.MaxError = max(s.MaxError, st.MaxError)
+		s.MaxCorrection = max(s.MaxCorrection, st.MaxCorrection)
 		s.InputTicks += st.InputTicks
 		s.MirrorSpawns += b.Client().Stats.Spawns
 		s.MirrorDespawns += b.Client().Stats.Despawns
@@ -241,8 +241,8 @@ func (s Summary) String() string {
 	}
 	fmt.Fprintf(&b, "\n  rtt         %.2f ms (mean of the status lines)\n", float64(s.RTT.Microseconds())/1000)
 	if s.Bots > 0 {
-		fmt.Fprintf(&b, "  prediction  %d corrections (%.2f/s per client), %d exact matches, largest %d steps; %d input ticks sent\n",
-			s.Corrections, s.CorrRate, s.Matches, s.MaxError, s.InputTicks)
+		fmt.Fprintf(&b, "  prediction  %d corrections (%.2f/s per client), %d exact matches, largest %.3f m (smoothed); %d input ticks sent\n",
+			s.Corrections, s.CorrRate, s.Matches, s.MaxCorrection, s.InputTicks)
 		fmt.Fprintf(&b, "  mirrors     %d spawns, %d despawns seen by %d bots\n", s.MirrorSpawns, s.MirrorDespawns, s.Bots)
 	}
 	if s.Spawned > 0 || s.InputReceived+s.InputMissing > 0 {

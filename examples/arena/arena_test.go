@@ -40,10 +40,10 @@ type simArena struct {
 	poses   map[*Bot][2]components.Vec3
 }
 
-func newSimArena(t *testing.T, seed int64, bots int, link sim.Link) *simArena {
+func newSimArena(t *testing.T, seed int64, bots int, link sim.Link, interest float64) *simArena {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &simArena{t: t, net: sim.NewNetwork(seed, start), now: start, nextStatus: start.Add(time.Second), poses: map[*Bot][2]components.Vec3{}}
-	srv, err := NewServerGame(ServerOptions{Listener: s.net.Listen("arena"), NPCs: 24, Seed: uint64(seed), Now: s.net.Now, Logger: quiet})
+	srv, err := NewServerGame(ServerOptions{Listener: s.net.Listen("arena"), NPCs: 24, Interest: interest, Seed: uint64(seed), Now: s.net.Now, Logger: quiet})
 	require.NoError(t, err)
 	s.arena = &Arena{Server: srv, ReadyTimeout: time.Second}
 	for i := 0; i < bots; i++ {
@@ -132,7 +132,7 @@ func checkSmoothing(t *testing.T, s *simArena) {
 // perfect link: clients join, avatars are predicted exactly except after
 // hits, projectiles come and go on the clients, and the figures are sane.
 func TestArenaPerfectLink(t *testing.T) {
-	s := newSimArena(t, 1, 3, sim.Link{})
+	s := newSimArena(t, 1, 3, sim.Link{}, 0)
 	s.run(time.Second)
 	for i, b := range s.arena.Bots {
 		require.True(t, b.Client().Ready(), "bot %d not ready: %v", i, b.Client().Err())
@@ -191,7 +191,7 @@ func TestArenaPerfectLink(t *testing.T) {
 // correction is still explained by a hit or a missing input.
 func TestArenaLossyLink(t *testing.T) {
 	cond := sim.Conditions{Latency: 25 * time.Millisecond, Jitter: 8 * time.Millisecond, Loss: 0.2}
-	s := newSimArena(t, 2, 2, sim.Link{Up: cond, Down: cond})
+	s := newSimArena(t, 2, 2, sim.Link{Up: cond, Down: cond}, 0)
 	s.run(12 * time.Second)
 	corrections, explained := checkPrediction(t, s)
 	gs := s.arena.Server.Stats()
@@ -206,9 +206,27 @@ func TestArenaLossyLink(t *testing.T) {
 	require.InDelta(t, 50, float64(sum.RTT.Milliseconds()), 25)
 }
 
+// TestArenaInterest: with a 15 m interest radius each bot mirrors only
+// its neighbourhood and receives fewer bytes; prediction is unaffected.
+func TestArenaInterest(t *testing.T) {
+	full := newSimArena(t, 4, 3, sim.Link{}, 0)
+	full.run(8 * time.Second)
+	near := newSimArena(t, 4, 3, sim.Link{}, 15)
+	near.run(8 * time.Second)
+	checkPrediction(t, near)
+	entities := near.arena.Server.Entities()
+	for i, b := range near.arena.Bots {
+		require.Less(t, b.Client().Mirrors(), entities/2, "bot %d mirrors only what is near", i)
+		require.Greater(t, b.Client().Mirrors(), 0)
+	}
+	fs, ns := full.arena.Summary(full.now), near.arena.Summary(near.now)
+	t.Logf("down per client: %.2f KB/s with every entity, %.2f KB/s within 15 m", fs.Down, ns.Down)
+	require.Less(t, ns.Down, fs.Down/2)
+}
+
 // TestBotNotReadyIsFatal: a bot that cannot join fails the frame.
 func TestBotNotReadyIsFatal(t *testing.T) {
-	s := newSimArena(t, 3, 1, sim.Link{})
+	s := newSimArena(t, 3, 1, sim.Link{}, 0)
 	s.arena.Server = nil // the server never runs: the Hello is never answered
 	var err error
 	for i := 0; i < 240 && err == nil; i++ {
