@@ -35,6 +35,14 @@ type ClientConfig struct {
 	// Input, if set, appends the input section of each client datagram
 	// (package input encodes it) after the ack. Nil: acks only.
 	Input func(dst []byte) []byte
+	// Interpolate, if set, decides per mirror (by owner and component set)
+	// whether it gets an interpolation buffer when Interpolation is on, e.g.
+	// to leave out the client's own predicted entities. Nil: every mirror
+	// with a Transform.
+	Interpolate func(owner ClientID, set uint64) bool
+	// OnSnapshot, if set, is called for every snapshot datagram decoded, with
+	// its server tick and arrival time (tick synchronization, statistics).
+	OnSnapshot func(tick uint32, arrival time.Time)
 	// MaxEntities bounds mirrored entities. 0: 65536.
 	MaxEntities int
 	// Now is the clock for interpolation. Nil: time.Now.
@@ -60,6 +68,7 @@ func (s ClientState) String() string {
 
 type mirror struct {
 	entity ecs.Entity
+	owner  uint8
 	gen    uint32
 	set    uint64
 	src    uint32 // server tick of the applied state
@@ -303,6 +312,9 @@ func (c *Client) Receive() {
 			continue
 		}
 		c.Stats.Datagrams++
+		if c.cfg.OnSnapshot != nil {
+			c.cfg.OnSnapshot(S, now)
+		}
 		if c.clock != nil {
 			c.clock.Observe(S, now)
 			c.pushInterp(c.rcv.View(S))
@@ -417,11 +429,11 @@ func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 			c.idBuf = append(c.idBuf, c.ids[bits.TrailingZeros64(set)])
 		}
 		c.idBuf = append(c.idBuf, c.idNetID)
-		if c.clock != nil && e.Meta.Set&(1<<c.transPlan.ID) != 0 {
+		if c.interpolated(e.Meta) {
 			c.idBuf = append(c.idBuf, c.idBuffer, c.idVisual)
 		}
 		m.entity = c.world.NewEntity(c.idBuf...)
-		m.alive, m.gen, m.set = true, e.Meta.Gen, e.Meta.Set
+		m.alive, m.gen, m.set, m.owner = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner
 		c.Stats.Spawns++
 	} else if m.set != e.Meta.Set {
 		c.exchange(m, e.Meta.Set)
@@ -438,6 +450,13 @@ func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 	}
 }
 
+func (c *Client) interpolated(m snapshot.Meta) bool {
+	if c.clock == nil || m.Set&(1<<c.transPlan.ID) == 0 {
+		return false
+	}
+	return c.cfg.Interpolate == nil || c.cfg.Interpolate(m.Owner, m.Set)
+}
+
 func (c *Client) exchange(m *mirror, set uint64) {
 	var add, rem []ecs.ID
 	for s := set &^ m.set; s != 0; s &= s - 1 {
@@ -447,7 +466,8 @@ func (c *Client) exchange(m *mirror, set uint64) {
 		rem = append(rem, c.ids[bits.TrailingZeros64(s)])
 	}
 	if c.clock != nil {
-		had, has := m.set&(1<<c.transPlan.ID) != 0, set&(1<<c.transPlan.ID) != 0
+		had := c.world.Has(m.entity, c.idBuffer)
+		has := c.interpolated(snapshot.Meta{Gen: m.gen, Owner: m.owner, Set: set})
 		if has && !had {
 			add = append(add, c.idBuffer, c.idVisual)
 		} else if had && !has {
@@ -511,7 +531,7 @@ func (c *Client) pushInterp(v *snapshot.Frame) {
 			continue
 		}
 		m := &c.mirrors[slot]
-		if !m.alive || m.gen != v.Metas[i].Gen || m.set&(1<<tid) == 0 {
+		if !m.alive || m.gen != v.Metas[i].Gen || m.set&(1<<tid) == 0 || !c.world.Has(m.entity, c.idBuffer) {
 			continue
 		}
 		off := 0

@@ -56,6 +56,10 @@ type ServerConfig struct {
 	// a client; it rides in that client's snapshot datagrams (see
 	// Client.InputAck) so predicted entities reconcile at the right tick.
 	InputAck func(c ClientID) (tick uint32, ok bool)
+	// OnConnect and OnDisconnect, if set, are called when a client completes
+	// the handshake and when it is gone (with the reason).
+	OnConnect    func(c ClientID)
+	OnDisconnect func(c ClientID, reason error)
 	// Now is the clock for RTT and timeouts. Nil: time.Now.
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
@@ -336,8 +340,15 @@ func (s *Server) Close() error {
 func (s *Server) drop(c *serverClient, code transport.CloseCode, reason string) {
 	s.cfg.Logger.Info("archenet: client dropped", "client", c.id, "reason", reason)
 	_ = c.conn.CloseWithReason(code, reason)
+	s.gone(c, &transport.CloseError{Code: code, Reason: reason})
+}
+
+func (s *Server) gone(c *serverClient, reason error) {
 	s.clients[c.id] = nil
 	s.Stats.Disconnected++
+	if s.cfg.OnDisconnect != nil {
+		s.cfg.OnDisconnect(c.id, reason)
+	}
 }
 
 // ReceiveSystem returns an ecs.System that runs [Server.Receive]: add it
@@ -385,8 +396,7 @@ func (s *Server) Receive() {
 		select {
 		case <-c.conn.Done():
 			s.cfg.Logger.Info("archenet: client disconnected", "client", c.id, "err", c.conn.Err())
-			s.clients[c.id] = nil
-			s.Stats.Disconnected++
+			s.gone(c, c.conn.Err())
 			continue
 		default:
 		}
@@ -492,6 +502,9 @@ func (s *Server) handshakes() {
 		s.clients[id] = c
 		s.Stats.Connected++
 		s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())
+		if s.cfg.OnConnect != nil {
+			s.cfg.OnConnect(id)
+		}
 	}
 	s.pending = keep
 }

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"unsafe"
 
@@ -398,9 +399,33 @@ func (p *Plan) Write(w *bitio.Writer, lanes []uint64, owner bool) {
 				si++ // a resting velocity sends no axes
 			}
 		default:
-			WriteLane(w, &ls[st.first], lanes[st.first])
+			l := &ls[st.first]
+			if l.Kind == LaneWorld {
+				writeWorld(w, l, lanes[st.first])
+			} else {
+				WriteLane(w, l, lanes[st.first])
+			}
 		}
 	}
+}
+
+// writeWorld is WriteLane for a world lane with the exp-Golomb cell code
+// and the offset fused into one write when they fit 64 bits.
+func writeWorld(w *bitio.Writer, l *Lane, v uint64) {
+	cell, off := l.World.Split(int64(v))
+	zz := bitio.ZigZag(cell)
+	if zz < 1<<20 {
+		x := zz + 1
+		z := uint(bits.Len64(x)) - 1
+		width := 2*z + 1
+		if width+uint(l.Bits) <= 64 {
+			code := 1<<z | (x&^(1<<z))<<(z+1)
+			w.WriteBits(code|off<<width, width+uint(l.Bits))
+			return
+		}
+	}
+	w.WriteExpGolomb(zz, 0)
+	w.WriteBits(off, uint(l.Bits))
 }
 
 // Read decodes a full encoding written by [Plan.Write] with the same owner

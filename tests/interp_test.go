@@ -1,0 +1,81 @@
+package tests
+
+import (
+	"testing"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/interp"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/transport/sim"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInterpolatedMirrors: with Interpolation on, remote mirrors get a
+// buffer and a Visual that the interp system moves smoothly behind the
+// authoritative state; the client's own entity is left out by Interpolate;
+// connection and snapshot callbacks fire.
+func TestInterpolatedMirrors(t *testing.T) {
+	var connected, disconnected []uint8
+	h := newHarness(t, 0, sim.Link{Up: sim.Conditions{Latency: 40e6, Jitter: 10e6}, Down: sim.Conditions{Latency: 40e6, Jitter: 10e6}},
+		func(c *replication.ServerConfig) {
+			c.OnConnect = func(id uint8) { connected = append(connected, id) }
+			c.OnDisconnect = func(id uint8, _ error) { disconnected = append(disconnected, id) }
+		})
+	conn, err := h.net.Dial("server", h.link)
+	require.NoError(t, err)
+	w := ecs.NewWorld()
+	snapshots := 0
+	cl, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: h.reg, Now: h.net.Now, Logger: quiet,
+		Interpolation: true,
+		Interpolate:   func(owner uint8, _ uint64) bool { return owner != 1 },
+		OnSnapshot:    func(uint32, time.Time) { snapshots++ }})
+	require.NoError(t, err)
+	h.clients = append(h.clients, &clientSide{w: &w, c: cl, conn: conn})
+
+	mover := h.spawn(0, components.Vec3{})
+	mine := h.spawn(1, components.Vec3{X: 5})
+	h.run(8)
+	require.NotNil(t, cl.InterpClock())
+	sys := interp.NewSystem(cl.InterpClock(), 0)
+	sys.Initialize(&w)
+	mid, _ := h.srv.NetID(mover)
+	oid, _ := h.srv.NetID(mine)
+	me, _ := cl.Entity(mid)
+	oe, _ := cl.Entity(oid)
+	require.True(t, w.Has(me, ecs.ComponentID[interp.Buffer](&w)))
+	require.True(t, w.Has(me, ecs.ComponentID[components.Visual](&w)))
+	require.False(t, w.Has(oe, ecs.ComponentID[interp.Buffer](&w)), "own entity not interpolated")
+
+	// The mover goes at 3 m/s (0.1 m per tick); Visual follows behind,
+	// smoothly.
+	vid := ecs.ComponentID[components.Visual](&w)
+	var lastX float64
+	maxStep := 0.0
+	for i := 0; i < 90; i++ {
+		h.pos(mover).X += 0.1
+		h.step()
+		cl.InterpClock().Advance(h.net.Now())
+		sys.Update(&w)
+		x := (*components.Visual)(w.Get(me, vid)).Pos.X
+		if i > 30 {
+			maxStep = max(maxStep, x-lastX)
+			require.GreaterOrEqual(t, x, lastX, "never moves backwards")
+		}
+		lastX = x
+	}
+	truth := h.pos(mover).X
+	behind := truth - lastX
+	t.Logf("visual %.3f m behind the server (delay %v), max step %.3f m per 33 ms", behind, cl.InterpClock().Delay(), maxStep)
+	require.Greater(t, behind, 0.0)
+	require.Less(t, behind, 1.0) // ~ (latency + interpolation delay) × 3 m/s
+	require.Less(t, maxStep, 0.2)
+	require.Greater(t, snapshots, 80)
+	require.Equal(t, []uint8{1}, connected)
+	require.NoError(t, conn.Close())
+	for i := 0; i < 30 && len(disconnected) == 0; i++ {
+		h.step()
+	}
+	require.Equal(t, []uint8{1}, disconnected)
+}
