@@ -18,8 +18,9 @@ const hysteresis = 0.15
 // registered component of e. Owner-only fields are zeroed unless owner is
 // true. With roundTrip the lanes are dequantized and quantized again: a
 // mirror holds Dequantize(lanes), and requantizing a dequantized
-// quaternion does not always give back the same codes (see the report in
-// BENCHMARKS.md), so both sides are compared after the same round trip.
+// quaternion does not always give back the same codes (near |y| = |w| the
+// dropped-component index can flip between equivalent encodings), so both
+// sides are compared after the same round trip.
 func quantized(reg *schema.Registry, w *ecs.World, e ecs.Entity, owner, roundTrip bool) (uint64, []uint64) {
 	var set uint64
 	var lanes []uint64
