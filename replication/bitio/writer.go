@@ -133,21 +133,26 @@ func (w *Writer) WriteBytesAligned(p []byte) {
 }
 
 // AppendBits appends the first nbits bits of src (a stream produced by
-// another Writer) at the current bit position. Cost: O(nbits/64).
+// another Writer) at the current bit position. Cost: O(nbits/64), one
+// 64-bit write per word.
 func (w *Writer) AppendBits(src []byte, nbits int) {
 	for nbits >= 64 {
 		w.WriteBits(binary.LittleEndian.Uint64(src), 64)
 		src = src[8:]
 		nbits -= 64
 	}
-	for nbits >= 8 {
-		w.WriteBits(uint64(src[0]), 8)
-		src = src[1:]
-		nbits -= 8
+	if nbits <= 0 {
+		return
 	}
-	if nbits > 0 {
-		w.WriteBits(uint64(src[0]), uint(nbits))
+	var v uint64
+	if len(src) >= 8 {
+		v = binary.LittleEndian.Uint64(src)
+	} else {
+		for i := 0; i < len(src) && i*8 < nbits; i++ {
+			v |= uint64(src[i]) << (8 * i)
+		}
 	}
+	w.WriteBits(v, uint(nbits))
 }
 
 // Bytes flushes pending bits (padding the last byte with zeros) and returns

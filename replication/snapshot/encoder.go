@@ -36,6 +36,7 @@ type Encoder struct {
 	present Bitset // slots present in the current frame
 
 	// scratch, reused by Build
+	scratch bitio.Writer
 	cands   []cand
 	sel     []int
 	members Bitset
@@ -69,13 +70,13 @@ type cacheSlot struct {
 }
 
 type cand struct {
-	slot  uint32
-	src   uint32 // baseline tick of the client's value (0 = none)
-	kind  uint8  // kindDelta, kindFull, kindRemoval
-	entry *cacheEntry
-	pri   float32
-	bits  int
-	mem   bool // member of the baseline view
+	slot uint32
+	src  uint32 // baseline tick of the client's value (0 = none)
+	kind uint8  // kindDelta, kindFull, kindRemoval
+	way  uint8  // cache way of the record (in e.cache[slot])
+	pri  float32
+	bits int
+	mem  bool // member of the baseline view
 }
 
 // NewEncoder returns an encoder over w.
@@ -112,6 +113,17 @@ func (e *Encoder) begin() {
 
 func (e *Encoder) ownerView(c *Client, m Meta) bool {
 	return c.ID != 0 && m.Owner == c.ID && m.Set&e.ownerComps != 0
+}
+
+// entry returns the cache entry of a candidate. Candidates hold a way index,
+// not a pointer, so appending them needs no GC write barrier.
+func (e *Encoder) entry(cd *cand) *cacheEntry { return &e.cache[cd.slot].e[cd.way] }
+
+func (e *Encoder) wayOf(slot uint32, ce *cacheEntry) uint8 {
+	if ce == &e.cache[slot].e[0] {
+		return 0
+	}
+	return 1
 }
 
 // record returns the cached record of slot (entry i of frame f) for a
@@ -180,11 +192,9 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool) *cacheEntry {
 }
 
 func (e *Encoder) fullBits(m Meta, lanes []uint64, owner bool) int {
-	var w bitio.Writer
-	var buf [256]byte
-	w.Reset(buf[:0])
-	writeFull(&w, e.plans, m, lanes, owner)
-	return w.BitLen()
+	e.scratch.Reset(e.scratch.Bytes())
+	writeFull(&e.scratch, e.plans, m, lanes, owner)
+	return e.scratch.BitLen()
 }
 
 // BuildOptions selects what one datagram carries.
@@ -258,7 +268,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 		}
 	}
 	var B uint32
-	var changed []uint32
+	var changed Bitset
 	var baseMembers Bitset
 	var behind []behindEntry
 	if base != nil {
@@ -285,54 +295,31 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 		rel = e.members
 	}
 
-	// Candidates: merge changed-since-base, behind entries and membership
-	// differences, all in slot order.
+	// Candidates, word by word: changed since the baseline and relevant or
+	// held by the client, entering or leaving the client's view, and
+	// entries deferred earlier ("behind"). O(words + candidates).
 	e.cands = e.cands[:0]
-	ci, bi := 0, 0
 	words := max(len(rel), len(baseMembers))
-	wi := 0
-	var diff uint64
-	if words > 0 {
-		diff = rel.word(0) ^ baseMembers.word(0)
-	}
-	nextDiff := func() uint32 {
-		for diff == 0 {
-			wi++
-			if wi >= words {
-				return math.MaxUint32
-			}
-			diff = rel.word(wi) ^ baseMembers.word(wi)
-		}
-		return uint32(wi<<6 | bits.TrailingZeros64(diff))
-	}
-	nd := nextDiff()
-	for {
-		slot := uint32(math.MaxUint32)
-		if ci < len(changed) {
-			slot = changed[ci]
-		}
-		if bi < len(behind) && behind[bi].slot < slot {
-			slot = behind[bi].slot
-		}
-		if nd < slot {
-			slot = nd
-		}
-		if slot == math.MaxUint32 {
-			break
-		}
-		src := B
-		if ci < len(changed) && changed[ci] == slot {
-			ci++
-		}
-		if bi < len(behind) && behind[bi].slot == slot {
-			src = behind[bi].src
+	bi := 0
+	for wi := 0; wi < words || bi < len(behind); wi++ {
+		r, m := rel.word(wi), baseMembers.word(wi)
+		cw := changed.word(wi)&(r|m) | (r ^ m)
+		bj := bi
+		for bi < len(behind) && int(behind[bi].slot>>6) == wi {
+			cw |= 1 << (behind[bi].slot & 63)
 			bi++
 		}
-		if nd == slot {
-			diff &= diff - 1
-			nd = nextDiff()
+		for ; cw != 0; cw &= cw - 1 {
+			slot := uint32(wi<<6 | bits.TrailingZeros64(cw))
+			src := B
+			for bj < bi && behind[bj].slot < slot {
+				bj++
+			}
+			if bj < bi && behind[bj].slot == slot {
+				src = behind[bj].src
+			}
+			e.classify(c, f, slot, src, m>>(slot&63)&1 != 0, r>>(slot&63)&1 != 0, opt.Weights)
 		}
-		e.classify(c, f, slot, src, baseMembers.Has(slot), rel.Has(slot), opt.Weights)
 	}
 
 	// Select by priority within the budget. Estimates use the gap to the
@@ -460,9 +447,9 @@ func (e *Encoder) exactBits() int {
 		case kindRemoval:
 			body += 2
 		case kindFull:
-			body += 2 + int(cd.entry.bodyBits)
+			body += 2 + int(e.entry(cd).bodyBits)
 		default:
-			ce := cd.entry
+			ce := e.entry(cd)
 			body += 2 + int(ce.bodyBits)
 			if !(int(ce.maskBits) <= 64 && int(ce.maskBits) == prevMaskBits && ce.mask == prevMask) {
 				body += int(ce.maskBits)
@@ -480,17 +467,19 @@ func (e *Encoder) exactBits() int {
 // bestGapK returns the exp-Golomb order (0..7) that codes gaps in the
 // fewest bits, and that number of bits.
 func bestGapK(gaps []uint64) (uint, int) {
-	bestK, bestBits := uint(0), math.MaxInt
-	for k := uint(0); k < 8; k++ {
-		n := 0
-		for _, g := range gaps {
-			n += egLen(g, k)
-		}
-		if n < bestBits {
-			bestK, bestBits = k, n
+	var n [8]int
+	for _, g := range gaps {
+		for k := uint(0); k < 8; k++ {
+			n[k] += egLen(g, k)
 		}
 	}
-	return bestK, bestBits
+	bestK := uint(0)
+	for k := uint(1); k < 8; k++ {
+		if n[k] < n[bestK] {
+			bestK = k
+		}
+	}
+	return bestK, n[bestK]
 }
 
 func weight(ws []float32, slot uint32) float32 {
@@ -510,7 +499,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 	case !inB && inS:
 		i := f.Lookup(slot)
 		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]))
-		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, entry: ce, pri: c.acc[slot] + w, bits: int(ce.bodyBits) + 2})
+		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits) + 2})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src && e.w.layoutAt[slot] <= src {
 			return // unchanged since the client's value
@@ -528,7 +517,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 		if ce.kind == kindDelta {
 			b += int(ce.maskBits)
 		}
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, entry: ce, pri: c.acc[slot] + w, bits: b, mem: true})
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: b, mem: true})
 	}
 }
 
@@ -572,11 +561,12 @@ func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, o
 			info.Removals++
 		case kindFull:
 			w.WriteBits(0b01, 2)
-			w.AppendBits(arena[cd.entry.bodyOff:], int(cd.entry.bodyBits))
+			ce := e.entry(cd)
+			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
 			info.Fulls++
 		default:
 			w.WriteBits(0, 1)
-			ce := cd.entry
+			ce := e.entry(cd)
 			if int(ce.maskBits) <= 64 && int(ce.maskBits) == prevMaskBits && ce.mask == prevMask {
 				w.WriteBits(1, 1) // same field masks as the previous delta
 			} else {

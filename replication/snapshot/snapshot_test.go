@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/archenet/archenet/replication/schema"
@@ -139,4 +141,26 @@ func TestInputAckExtension(t *testing.T) {
 	_, err = rcv.Decode(dg)
 	require.NoError(t, err)
 	require.False(t, rcv.Latest().HasInputAck)
+}
+
+// bestGapK's three-order search must find the same optimum as trying all 8.
+func TestBestGapKMatchesExhaustive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for iter := 0; iter < 2000; iter++ {
+		gaps := make([]uint64, 1+rng.IntN(200))
+		scale := uint64(1) << rng.IntN(12)
+		for i := range gaps {
+			gaps[i] = rng.Uint64N(scale + 1)
+		}
+		best := math.MaxInt
+		for k := uint(0); k < 8; k++ {
+			n := 0
+			for _, g := range gaps {
+				n += egLen(g, k)
+			}
+			best = min(best, n)
+		}
+		_, got := bestGapK(gaps)
+		require.Equal(t, best, got, "gaps %v", gaps[:min(len(gaps), 10)])
+	}
 }

@@ -89,10 +89,8 @@ type World struct {
 	raw        [][]byte   // last raw component bytes per slot
 	rawSet     []uint64   // set the raw bytes belong to
 	changes    [][]uint32 // per ring index: slots changed at that frame's tick (sorted)
-	sinceCache map[uint32][]uint32
-	sinceBuf   [][]uint32
-	stamp      []uint32
-	stampGen   uint32
+	sinceCache map[uint32]Bitset
+	sinceBuf   []Bitset
 
 	// Stats of the last Commit.
 	Quantized, Reused int
@@ -105,7 +103,7 @@ func NewWorld(reg *schema.Registry, depth int) *World {
 		depth = DefaultDepth
 	}
 	w := &World{reg: reg, depth: depth, ring: make([]Frame, depth), changes: make([][]uint32, depth),
-		sinceCache: map[uint32][]uint32{}}
+		sinceCache: map[uint32]Bitset{}}
 	w.plans = reg.Plans()
 	return w
 }
@@ -125,7 +123,6 @@ func (w *World) growSlots(n int) {
 		w.layoutAt = append(w.layoutAt, 0)
 		w.raw = append(w.raw, nil)
 		w.rawSet = append(w.rawSet, 0)
-		w.stamp = append(w.stamp, 0)
 	}
 }
 
@@ -359,11 +356,11 @@ func (w *World) LayoutAt(slot uint32) uint32 {
 	return w.layoutAt[slot]
 }
 
-// ChangedSince returns the sorted slots that changed (values, layout, spawn
+// ChangedSince returns the set of slots that changed (values, layout, spawn
 // or despawn) in the ticks after base up to the newest frame, or ok=false if
-// base is older than the ring. The result is computed once per base tick and
+// base is older than the ring. The set is computed once per base tick and
 // shared by all clients acking that base; do not modify it.
-func (w *World) ChangedSince(base uint32) (slots []uint32, ok bool) {
+func (w *World) ChangedSince(base uint32) (slots Bitset, ok bool) {
 	if base == w.tick {
 		return nil, true
 	}
@@ -373,32 +370,21 @@ func (w *World) ChangedSince(base uint32) (slots []uint32, ok bool) {
 	if s, hit := w.sinceCache[base]; hit {
 		return s, true
 	}
-	w.stampGen++
-	if w.stampGen == 0 {
-		for i := range w.stamp {
-			w.stamp[i] = 0
-		}
-		w.stampGen = 1
-	}
-	var out []uint32
+	var out Bitset
 	if n := len(w.sinceBuf); n > 0 {
-		out = w.sinceBuf[n-1][:0]
+		out = w.sinceBuf[n-1]
 		w.sinceBuf = w.sinceBuf[:n-1]
 	}
-	sorted := true
+	words := (len(w.changedAt) + 63) / 64
+	if cap(out) < words {
+		out = make(Bitset, words)
+	}
+	out = out[:words]
+	clear(out)
 	for t := base + 1; int32(t-w.tick) <= 0; t++ {
 		for _, s := range w.changes[t%uint32(w.depth)] {
-			if w.stamp[s] != w.stampGen {
-				w.stamp[s] = w.stampGen
-				if len(out) > 0 && s < out[len(out)-1] {
-					sorted = false
-				}
-				out = append(out, s)
-			}
+			out[s>>6] |= 1 << (s & 63)
 		}
-	}
-	if !sorted {
-		sortU32(out)
 	}
 	w.sinceCache[base] = out
 	return out, true
@@ -413,19 +399,6 @@ func (w *World) EndTick() {
 	}
 }
 
-func sortU32(a []uint32) {
-	// Insertion sort for short lists, otherwise a simple radix-free sort.
-	if len(a) < 64 {
-		for i := 1; i < len(a); i++ {
-			for j := i; j > 0 && a[j] < a[j-1]; j-- {
-				a[j], a[j-1] = a[j-1], a[j]
-			}
-		}
-		return
-	}
-	slicesSort(a)
-}
-
 // MemoryBytes returns the bytes held by the ring and the per-slot tables
 // (capacities, not lengths).
 func (w *World) MemoryBytes() int {
@@ -437,7 +410,7 @@ func (w *World) MemoryBytes() int {
 	for i := range w.changes {
 		n += cap(w.changes[i]) * 4
 	}
-	n += (cap(w.changedAt) + cap(w.layoutAt) + cap(w.stamp)) * 4
+	n += (cap(w.changedAt) + cap(w.layoutAt)) * 4
 	n += cap(w.rawSet) * 8
 	for _, r := range w.raw {
 		n += cap(r) + 24
