@@ -20,7 +20,7 @@ type Interest struct {
 	Radius float64
 	// Hysteresis widens the leave radius: 0 means 0.15.
 	Hysteresis float64
-	// CellSize of the spatial hash grid. 0: Radius.
+	// CellSize of the spatial hash grid. 0: Radius/2.
 	CellSize float64
 	// Focus returns a client's point of interest. Nil (or ok = false): the
 	// position of the first entity the client owns that has a Transform;
@@ -68,7 +68,7 @@ func newInterestGrid(cfg *Interest) *interestGrid {
 	g.leave = cfg.Radius * (1 + h)
 	g.cell = cfg.CellSize
 	if g.cell <= 0 {
-		g.cell = cfg.Radius
+		g.cell = cfg.Radius / 2
 	}
 	return g
 }
@@ -150,6 +150,13 @@ func (g *interestGrid) relevantFor(s *Server, c *serverClient) {
 		enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
 		for dx := -r; dx <= r; dx++ {
 			for dz := -r; dz <= r; dz++ {
+				// Skip cells entirely outside the leave radius.
+				cx0, cz0 := float64(k.x+dx)*g.cell, float64(k.z+dz)*g.cell
+				nx := math.Max(cx0, math.Min(focus.X, cx0+g.cell)) - focus.X
+				nz := math.Max(cz0, math.Min(focus.Z, cz0+g.cell)) - focus.Z
+				if nx*nx+nz*nz > leave2 {
+					continue
+				}
 				for _, slot := range g.cells[cellKey{k.x + dx, k.z + dz}] {
 					p := g.pos[slot]
 					ddx, ddz := p.X-focus.X, p.Z-focus.Z

@@ -140,7 +140,8 @@ type Server struct {
 	free     []uint32
 	byEntity map[ecs.Entity]uint32
 	touched  map[ecs.Entity]struct{}
-	relayout []uint32 // slots whose gen or set changed this tick
+	order    []ecs.Entity // touched entities in event order (deterministic)
+	relayout []uint32     // slots whose gen or set changed this tick
 	weights  []float32
 	ptrs     []unsafe.Pointer
 	alive    snapshot.Bitset
@@ -208,14 +209,21 @@ func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Serve
 	// Entities that exist already are replicated too.
 	q := world.Query(ecs.All(s.idRep))
 	for q.Next() {
-		s.touched[q.Entity()] = struct{}{}
+		s.touch(q.Entity())
 	}
 	return s, nil
 }
 
 // Notify implements arche's Listener: structural changes are collected and
 // applied at the next Send.
-func (s *Server) Notify(_ *ecs.World, e ecs.EntityEvent) { s.touched[e.Entity] = struct{}{} }
+func (s *Server) Notify(_ *ecs.World, e ecs.EntityEvent) { s.touch(e.Entity) }
+
+func (s *Server) touch(e ecs.Entity) {
+	if _, ok := s.touched[e]; !ok {
+		s.touched[e] = struct{}{}
+		s.order = append(s.order, e)
+	}
+}
 
 // Subscriptions implements arche's Listener.
 func (s *Server) Subscriptions() event.Subscription {
@@ -576,7 +584,7 @@ func (s *Server) Send() {
 // applyStructure turns the entities touched by listener events into slot
 // allocations, layout changes and frees.
 func (s *Server) applyStructure() {
-	for e := range s.touched {
+	for _, e := range s.order {
 		delete(s.touched, e)
 		slot, has := s.byEntity[e]
 		if !s.world.Alive(e) || !s.world.Has(e, s.idRep) {
@@ -612,6 +620,7 @@ func (s *Server) applyStructure() {
 		}
 		s.weights[slot] = w
 	}
+	s.order = s.order[:0]
 }
 
 func (s *Server) setOf(e ecs.Entity) uint64 {

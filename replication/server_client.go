@@ -44,8 +44,8 @@ func newServerClient(id ClientID, conn transport.Conn, s *Server) *serverClient 
 	// measured when a congested queue delays acks by seconds.
 	c := &serverClient{id: id, conn: conn, snap: snapshot.NewClient(id, s.cfg.Depth), sent: make([]sentRecord, 512)}
 	c.budget = budgetController{min: float64(s.cfg.MinBytesPerSecond), max: float64(s.cfg.MaxBytesPerSecond)}
-	// Start conservatively (16 KiB/s) and grow while the link is clean.
-	c.budget.rate = math.Max(c.budget.min, math.Min(c.budget.max, 16<<10))
+	// Start at half the cap and adapt from there.
+	c.budget.rate = math.Max(c.budget.min, c.budget.max/2)
 	c.snap.SetRate(int(c.budget.rate), c.burst(s))
 	return c
 }

@@ -275,3 +275,27 @@ func TestIntRange(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint(3), e.Bits())
 }
+
+// Quantizing a dequantized rotation again gives the same codes (a server
+// that rounds its state every tick does not drift; mirrors compare equal).
+func TestQuatRequantizeStable(t *testing.T) {
+	for _, bits := range []uint{9, 10, 12} {
+		qc, err := NewQuat(bits)
+		require.NoError(t, err)
+		check := func(x, y, z, w float64) {
+			l, a, b, c := qc.Quantize(x, y, z, w)
+			x2, y2, z2, w2 := qc.Dequantize(l, a, b, c)
+			l2, a2, b2, c2 := qc.Quantize(x2, y2, z2, w2)
+			require.Equal(t, [4]uint64{l, a, b, c}, [4]uint64{l2, a2, b2, c2}, "bits %d q %v %v %v %v", bits, x, y, z, w)
+		}
+		// A yaw sweep crosses |y| = |w| (the case that used to flip index).
+		for i := 0; i < 200_000; i++ {
+			s, c := math.Sincos(float64(i) * 2 * math.Pi / 200_000 / 2)
+			check(0, s, 0, c)
+		}
+		rng := rand.New(rand.NewPCG(5, uint64(bits)))
+		for i := 0; i < 100_000; i++ {
+			check(randomUnitQuat(rng))
+		}
+	}
+}

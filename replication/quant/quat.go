@@ -151,6 +151,13 @@ func stepCode(q uint64, up bool) uint64 {
 func (qc *Quat) Dequantize(largest, a, b, c uint64) (x, y, z, w float64) {
 	p, r, s := qc.c.Dequantize(a), qc.c.Dequantize(b), qc.c.Dequantize(c)
 	l := math.Sqrt(math.Max(0, 1-p*p-r*r-s*s))
+	// Keep the dropped component strictly the largest, so that quantizing
+	// the result again picks the same index (near |l| = |other| the rebuilt
+	// value can come out a hair smaller). The nudge is 1e-9, far below any
+	// quantization step.
+	if m := math.Max(math.Abs(p), math.Max(math.Abs(r), math.Abs(s))); l <= m {
+		l = m + 1e-9
+	}
 	switch largest & 3 {
 	case 0:
 		x, y, z, w = l, p, r, s
