@@ -59,6 +59,7 @@ func (c *Client) spend(n int) {
 // ones, which hold the value of an older frame (deferred by the budget).
 type view struct {
 	tick    uint32
+	base    uint32 // the baseline tick the view was built against (0 = none)
 	used    bool
 	acked   bool
 	members Bitset

@@ -15,7 +15,10 @@
 // client's interest, entities deferred earlier), and writes records:
 //
 //   - delta: the field masks of the changed fields and, per changed lane, the
-//     zigzag exp-Golomb residual against the baseline value;
+//     zigzag exp-Golomb residual against the baseline value — or, when the
+//     record's prediction bit is set, against the linear extrapolation of the
+//     value through view B2 and the baseline (exact integer arithmetic, so
+//     both sides agree; the encoder picks whichever is shorter per record);
 //   - full: generation, owner, component set and every field (new entities,
 //     a new generation or component set, or a baseline too old to diff);
 //   - removal: the entity left the client's view.
@@ -39,6 +42,8 @@
 //
 //	tick            32 bits
 //	baseline        exp-Golomb(0) of tick − baseline tick, 0 = none
+//	prediction      if baseline ≠ 0: 1 bit, then exp-Golomb(0) of baseline − B2 − 1,
+//	                where B2 is the view the baseline was decoded against
 //	count           exp-Golomb(0) number of records
 //	gap order k     3 bits
 //	extension       1 bit; if 1: input ack, 32 bits (newest input tick applied)

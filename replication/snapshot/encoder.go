@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sort"
 
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
@@ -36,11 +37,13 @@ type Encoder struct {
 	present Bitset // slots present in the current frame
 
 	// scratch, reused by Build
-	scratch bitio.Writer
-	cands   []cand
-	sel     []int
-	members Bitset
-	gapBuf  []uint64
+	scratch, scratch2, scratch3 bitio.Writer
+	pred                        []uint64
+	pc                          predCtx
+	cands                       []cand
+	sel                         []int
+	members                     Bitset
+	gapBuf                      []uint64
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
@@ -48,11 +51,19 @@ type Encoder struct {
 
 	// Cache statistics since the last Begin.
 	CacheHits, CacheMisses int
+	// Predicted counts records (since the last Begin) whose residuals are
+	// against the linear extrapolation, because that was shorter.
+	Predicted int
+	// NoPrediction turns the linear-extrapolation predictor off (it is on by
+	// default: each record uses it only when it is shorter).
+	NoPrediction bool
 }
 
 type cacheEntry struct {
 	tick     uint32 // frame tick the entry is valid for
 	src      uint32 // baseline tick of the record (0 = full)
+	pb, pb2  uint32 // prediction views (baseline, its baseline); 0 = off
+	src2     uint32 // value tick of the entity in view pb2 (0 = none)
 	owner    bool
 	kind     uint8 // kindDelta, kindFull, or kindNone (nothing changed)
 	maskBits uint16
@@ -101,7 +112,7 @@ func (e *Encoder) begin() {
 	}
 	e.tick = f.Tick
 	e.arena.Reset(e.arena.Bytes())
-	e.CacheHits, e.CacheMisses = 0, 0
+	e.CacheHits, e.CacheMisses, e.Predicted = 0, 0, 0
 	if n := len(e.w.changedAt); len(e.cache) < n {
 		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
 	}
@@ -126,14 +137,32 @@ func (e *Encoder) wayOf(slot uint32, ce *cacheEntry) uint8 {
 	return 1
 }
 
+// predCtx is a packet's prediction context: the baseline view B and its
+// own baseline B2 (both held by the client), and for the current record the
+// tick whose value the client's view B2 holds for the entity (src2, 0 =
+// not in B2). With on, every delta record starts with a bit that says
+// whether its residuals are against the linear extrapolation through B2 and
+// B (1) or against B alone (0).
+type predCtx struct {
+	on      bool
+	B, B2   uint32
+	src2    uint32
+	members Bitset
+	behind  []behindEntry
+}
+
 // record returns the cached record of slot (entry i of frame f) for a
 // client whose value is from baseline tick src (0 = none: full record).
-func (e *Encoder) record(f *Frame, i int, src uint32, owner bool) *cacheEntry {
+func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *cacheEntry {
 	slot := f.Slots[i]
+	var pb, pb2, src2 uint32
+	if pc.on && src != 0 {
+		pb, pb2, src2 = pc.B, pc.B2, pc.src2
+	}
 	cs := &e.cache[slot]
 	for k := range cs.e {
 		ce := &cs.e[k]
-		if ce.tick == f.Tick && ce.src == src && ce.owner == owner {
+		if ce.tick == f.Tick && ce.src == src && ce.owner == owner && ce.pb == pb && ce.pb2 == pb2 && ce.src2 == src2 {
 			e.CacheHits++
 			return ce
 		}
@@ -141,7 +170,7 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool) *cacheEntry {
 	e.CacheMisses++
 	ce := &cs.e[cs.next]
 	cs.next ^= 1
-	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner}
+	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner, pb: pb, pb2: pb2, src2: src2}
 	m := f.Metas[i]
 	cur := f.EntityLanes(i)
 	if src != 0 {
@@ -164,14 +193,38 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool) *cacheEntry {
 			ce.maskOff = uint32(start / 8)
 			ce.maskBits = uint16(maskBits)
 			if maskBits <= 64 {
-				r := bitio.NewReader(buf[start/8:])
+				var r bitio.Reader
+				r.Reset(buf[start/8:])
 				ce.mask = r.ReadBits(uint(maskBits))
 			}
-			bodyStart := e.arena.BitLen()
-			ok := writeDeltaBody(&e.arena, e.plans, m.Set, base, cur, owner)
-			bodyBits := e.arena.BitLen() - bodyStart
-			e.arena.Bytes()
+			// Plain residuals (against the baseline value) …
+			e.scratch.Reset(e.scratch.Bytes())
+			if pb != 0 {
+				e.scratch.WriteBits(0, 1)
+			}
+			ok := writeDeltaBody(&e.scratch, e.plans, m.Set, base, base, cur, owner)
+			body := &e.scratch
+			// … or against the extrapolation through the older view, if shorter.
+			if ok && pb != 0 && src2 != 0 {
+				if pf := e.w.Frame(src2); pf != nil {
+					if pi := pf.Lookup(slot); pi >= 0 && pf.Metas[pi] == m {
+						e.pred = append(e.pred[:0], base...)
+						predict(e.plans, m.Set, base, pf.EntityLanes(pi), int64(f.Tick-pb), int64(pb-pb2), e.pred)
+						e.scratch2.Reset(e.scratch2.Bytes())
+						e.scratch2.WriteBits(1, 1)
+						if writeDeltaBody(&e.scratch2, e.plans, m.Set, base, e.pred, cur, owner) && e.scratch2.BitLen() < e.scratch.BitLen() {
+							body = &e.scratch2
+							e.Predicted++
+						}
+					}
+				}
+			}
+			bodyBits := body.BitLen()
 			if ok && maskBits+bodyBits < e.fullBits(m, cur, owner) {
+				e.arena.Bytes()
+				bodyStart := e.arena.BitLen()
+				e.arena.AppendBits(body.Bytes(), bodyBits)
+				e.arena.Bytes()
 				ce.kind = kindDelta
 				ce.bodyOff = uint32(bodyStart / 8)
 				ce.bodyBits = uint32(bodyBits)
@@ -192,9 +245,9 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool) *cacheEntry {
 }
 
 func (e *Encoder) fullBits(m Meta, lanes []uint64, owner bool) int {
-	e.scratch.Reset(e.scratch.Bytes())
-	writeFull(&e.scratch, e.plans, m, lanes, owner)
-	return e.scratch.BitLen()
+	e.scratch3.Reset(e.scratch3.Bytes())
+	writeFull(&e.scratch3, e.plans, m, lanes, owner)
+	return e.scratch3.BitLen()
 }
 
 // BuildOptions selects what one datagram carries.
@@ -284,6 +337,17 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 	}
 	info.Baseline = B
 
+	// Prediction: the client also holds the view its baseline was decoded
+	// against (B2), as long as no newer tick can have replaced it in its ring.
+	e.pc = predCtx{}
+	if base != nil && !e.NoPrediction && base.base != 0 {
+		B2 := base.base
+		v2 := &c.views[B2%uint32(len(c.views))]
+		if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
+			e.pc = predCtx{on: true, B: B, B2: B2, members: v2.members, behind: v2.behind}
+		}
+	}
+
 	// Relevant = interest ∩ present.
 	rel := e.present
 	if opt.Relevant != nil {
@@ -369,6 +433,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 
 	// Record the view the client will hold if this datagram arrives.
 	nv := c.viewFor(S)
+	nv.base = B
 	nv.members = append(nv.members[:0], baseMembers...)
 	nv.behind = nv.behind[:0]
 	si := 0
@@ -398,9 +463,10 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 }
 
 // headerBits is an upper bound of the header after the kind byte: tick (32),
-// baseline distance (≤ 11), record count (≤ 29), gap parameter (3),
+// baseline distance (≤ 11), prediction flag and distance (≤ 12), record
+// count (≤ 29), gap parameter (3),
 // extension flag (1), input ack (32).
-const headerBits = 32 + 11 + 29 + 3 + 1 + 32
+const headerBits = 32 + 11 + 1 + 11 + 29 + 3 + 1 + 32
 
 func (e *Encoder) byPriority() {
 	slices.SortFunc(e.sel, func(a, b int) int {
@@ -498,7 +564,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, pri: float32(math.Inf(1)), bits: 2, mem: true})
 	case !inB && inS:
 		i := f.Lookup(slot)
-		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]))
+		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]), &e.pc)
 		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits) + 2})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src && e.w.layoutAt[slot] <= src {
@@ -509,7 +575,16 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 		if e.w.layoutAt[slot] > src {
 			s = 0 // new incarnation or layout: full
 		}
-		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]))
+		e.pc.src2 = 0
+		if s != 0 && e.pc.on && e.pc.members.Has(slot) {
+			e.pc.src2 = e.pc.B2
+			bh := e.pc.behind
+			j := sort.Search(len(bh), func(j int) bool { return bh[j].slot >= slot })
+			if j < len(bh) && bh[j].slot == slot {
+				e.pc.src2 = bh[j].src
+			}
+		}
+		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]), &e.pc)
 		if ce.kind == kindNone {
 			return // changed and changed back
 		}
@@ -540,6 +615,10 @@ func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, o
 		w.WriteExpGolomb(0, 0)
 	} else {
 		w.WriteExpGolomb(uint64(S-B), 0)
+		w.WriteBool(e.pc.on)
+		if e.pc.on {
+			w.WriteExpGolomb(uint64(e.pc.B-e.pc.B2-1), 0)
+		}
 	}
 	w.WriteExpGolomb(uint64(len(e.sel)), 0)
 	w.WriteBits(uint64(bestK), 3)

@@ -48,6 +48,7 @@ type Receiver struct {
 
 	maskBuf    [8]byte
 	maskReader bitio.Reader
+	pred       []uint64
 	dec        decompressor
 
 	// Counters.
@@ -137,6 +138,14 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	rd.Reset(body)
 	S := uint32(rd.ReadBits(32))
 	d := rd.ReadExpGolomb(0)
+	var predOn bool
+	var dd uint64
+	if d != 0 {
+		predOn = rd.ReadBool()
+		if predOn {
+			dd = rd.ReadExpGolomb(0) + 1
+		}
+	}
 	count := rd.ReadExpGolomb(0)
 	k := uint(rd.ReadBits(3))
 	ext := rd.ReadBits(1)
@@ -163,18 +172,27 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	if r.newest != 0 && int32(r.newest-S) >= int32(depth) {
 		return S, ErrTooOld
 	}
-	var base *Frame
+	var base, base2 *Frame
 	if d != 0 {
 		base = r.View(S - uint32(d))
 		if base == nil {
 			return S, ErrMissingBaseline
+		}
+		if predOn {
+			if d+dd >= uint64(depth) || uint64(S) <= d+dd {
+				return S, fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, d+dd)
+			}
+			base2 = r.View(S - uint32(d+dd))
+			if base2 == nil {
+				return S, ErrMissingBaseline
+			}
 		}
 	}
 	// The ring slot of S holds nothing a server can still name as a
 	// baseline (a tick at least one ring depth older), so it is reused.
 	out := &r.ring[S%depth]
 	out.valid = false
-	if err := r.merge(&rd, base, out, S, int(count), k); err != nil {
+	if err := r.merge(&rd, base, base2, out, S, int(count), k); err != nil {
 		return S, err
 	}
 	out.Tick = S
@@ -207,7 +225,7 @@ func (r *Receiver) noteDecoded(S uint32) {
 	}
 }
 
-func (r *Receiver) merge(rd *bitio.Reader, base, out *Frame, S uint32, count int, k uint) error {
+func (r *Receiver) merge(rd *bitio.Reader, base, base2, out *Frame, S uint32, count int, k uint) error {
 	out.Slots = out.Slots[:0]
 	out.Metas = out.Metas[:0]
 	out.Offs = out.Offs[:0]
@@ -303,10 +321,21 @@ func (r *Receiver) merge(rd *bitio.Reader, base, out *Frame, S uint32, count int
 				return err
 			}
 			baseLanes := base.EntityLanes(bi)
+			pred := baseLanes
+			if base2 != nil && rd.ReadBool() {
+				// Residuals against the extrapolation through view base2.
+				i2 := base2.Find(slot)
+				if i2 < 0 || base2.Metas[i2] != m {
+					return fmt.Errorf("%w: predicted slot %d not in the prediction view", ErrCorrupt, slot)
+				}
+				r.pred = append(r.pred[:0], baseLanes...)
+				predict(r.plans, m.Set, baseLanes, base2.EntityLanes(i2), int64(S-base.Tick), int64(base.Tick-base2.Tick), r.pred)
+				pred = r.pred
+			}
 			start := len(out.Lanes)
 			out.Lanes = append(out.Lanes, baseLanes...)
 			nc := bits.OnesCount64(m.Set)
-			if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], owner); err != nil {
+			if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, owner); err != nil {
 				return err
 			}
 			out.Slots = append(out.Slots, slot)

@@ -70,12 +70,12 @@ func writeDeltaMask(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur
 // velocity sends no axes). It returns false if a residual is too large for
 // the code (≥ 2^62, only possible for raw 64-bit lanes); the caller then
 // sends a full record.
-func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur []uint64, owner bool) bool {
+func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, pred, cur []uint64, owner bool) bool {
 	off := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
-		b, c := base[off:off+n], cur[off:off+n]
+		b, c, pr := base[off:off+n], cur[off:off+n], pred[off:off+n]
 		off += n
 		lanes := p.Lanes()
 		groups := p.Groups()
@@ -105,7 +105,7 @@ func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur
 						l = g.First + g.Count // axes implied zero
 					}
 				default:
-					z := bitio.ZigZag(ln.Delta(b[l], c[l]))
+					z := bitio.ZigZag(ln.Delta(pr[l], c[l]))
 					if z >= 1<<62 {
 						return false
 					}
@@ -206,13 +206,13 @@ func readMasks(r *bitio.Reader, plans []*schema.Plan, set uint64, owner bool, ma
 	return raw, nbits
 }
 
-func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []uint64, cur []uint64, owner bool) error {
+func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []uint64, cur, pred []uint64, owner bool) error {
 	off := 0
 	ci := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
-		c := cur[off : off+n]
+		c, pr := cur[off:off+n], pred[off:off+n]
 		off += n
 		mask := masks[ci]
 		ci++
@@ -241,7 +241,7 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 					}
 				default:
 					d := bitio.UnZigZag(r.ReadExpGolomb(0))
-					v, ok := ln.Apply(c[l], d)
+					v, ok := ln.Apply(pr[l], d)
 					if !ok && r.Err() == nil {
 						r.SetErr(fmt.Errorf("%w: %s.%s delta out of range", ErrCorrupt, p.Name, g.Name))
 					}
@@ -254,4 +254,54 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 		}
 	}
 	return r.Err()
+}
+
+// predict fills out with the linear extrapolation of each lane from its
+// value in an older view (v2, view tick t2) through its value in the
+// baseline view (v1, tick t1) to tick t: v1 + round((v1 − v2)·(t − t1)/(t1 − t2)),
+// in exact integer arithmetic (wrapping for angles) so encoder and decoder
+// agree bit for bit. Bools, rest flags and quaternion indexes are not
+// extrapolated (out = v1), nor are the lanes of a quaternion whose dropped
+// component differs between the two views.
+func predict(plans []*schema.Plan, set uint64, v1, v2 []uint64, num, den int64, out []uint64) {
+	off := 0
+	for s := set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		n := p.NumLanes()
+		a, b, o := v1[off:off+n], v2[off:off+n], out[off:off+n]
+		off += n
+		lanes := p.Lanes()
+		groups := p.Groups()
+		for gi := range groups {
+			g := &groups[gi]
+			skip := false
+			for l := g.First; l < g.First+g.Count; l++ {
+				if lanes[l].Kind == schema.LaneQuatIndex && a[l] != b[l] {
+					skip = true
+				}
+			}
+			for l := g.First; l < g.First+g.Count; l++ {
+				ln := &lanes[l]
+				switch {
+				case skip, ln.Kind == schema.LaneBool, ln.Kind == schema.LaneRest, ln.Kind == schema.LaneQuatIndex:
+					o[l] = a[l]
+				default:
+					d := ln.Delta(b[l], a[l])
+					if d > 1<<40 || d < -(1<<40) {
+						o[l] = a[l] // a jump, not motion
+						continue
+					}
+					o[l] = a[l] + uint64(divRound(d*num, den))
+				}
+			}
+		}
+	}
+}
+
+// divRound returns a/b rounded to nearest, ties away from zero (b > 0).
+func divRound(a, b int64) int64 {
+	if a >= 0 {
+		return (a + b/2) / b
+	}
+	return -((-a + b/2) / b)
 }

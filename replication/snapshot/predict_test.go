@@ -1,0 +1,96 @@
+package snapshot
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/stretchr/testify/require"
+)
+
+type pose struct {
+	Pos components.Vec3 `net:"world,step=0.001"`
+	Rot components.Quat `net:"quat,bits=10"`
+}
+
+// smoothRun replicates entities moving on smooth curves (constant speed,
+// slowly turning) for n ticks with acks lag ticks late and returns the mean
+// datagram size; every decoded view must equal the server's view model.
+func smoothRun(t *testing.T, noPred bool, lag int) (float64, int) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[pose](reg)
+	w := NewWorld(reg, 0)
+	enc := NewEncoder(w)
+	enc.NoPrediction = noPred
+	c := NewClient(0, 0)
+	rcv := NewReceiver(reg, 0, 0)
+	rng := rand.New(rand.NewPCG(2, 2))
+	type mover struct{ heading, speed, turn float64 }
+	ents := make([]pose, 300)
+	ms := make([]mover, len(ents))
+	for i := range ents {
+		ents[i].Pos = components.Vec3{X: rng.Float64() * 500, Z: rng.Float64() * 500}
+		ms[i] = mover{heading: rng.Float64() * 6, speed: 1 + rng.Float64()*4, turn: (rng.Float64() - 0.5) * 0.5}
+	}
+	ptr := make([]unsafe.Pointer, 1)
+	var acks [][2]uint32
+	total, n := 0, 0
+	predicted := 0
+	for tick := uint32(1); tick <= 240; tick++ {
+		for i := range ents {
+			m := &ms[i]
+			m.heading += m.turn / 30
+			ents[i].Pos.X += math.Cos(m.heading) * m.speed / 30
+			ents[i].Pos.Z += math.Sin(m.heading) * m.speed / 30
+			ents[i].Rot = components.QuatAxisAngle(components.Vec3{Y: 1}, m.heading)
+		}
+		w.Begin(tick)
+		for i := range ents {
+			ptr[0] = unsafe.Pointer(&ents[i])
+			w.Put(uint32(i), Meta{Set: 1}, ptr)
+		}
+		w.Commit()
+		dg, _ := enc.Build(c, BuildOptions{Budget: 8 << 10}, nil)
+		predicted += enc.Predicted
+		w.EndTick()
+		_, err := rcv.Decode(dg)
+		require.NoError(t, err)
+		slots, lanes, ok := expectedView(w, c, tick)
+		require.True(t, ok)
+		v := rcv.View(tick)
+		require.Equal(t, slots, v.Slots)
+		for i := range slots {
+			require.Equal(t, lanes[i], v.EntityLanes(i), "tick %d slot %d", tick, slots[i])
+		}
+		nn, mm := rcv.Ack()
+		acks = append(acks, [2]uint32{nn, mm})
+		if len(acks) > lag {
+			c.Ack(acks[len(acks)-1-lag][0], acks[len(acks)-1-lag][1])
+		}
+		if tick > 60 {
+			total += len(dg)
+			n++
+		}
+	}
+	return float64(total) / float64(n), predicted
+}
+
+func TestPredictorWinsOnSmoothMotion(t *testing.T) {
+	for _, lag := range []int{0, 3, 6} {
+		plain, _ := smoothRun(t, true, lag)
+		pred, used := smoothRun(t, false, lag)
+		t.Logf("300 bodies on smooth curves, acks %d ticks late: %.0f B/tick plain, %.0f B/tick predicted (%.0f%%), %d records predicted",
+			lag, plain, pred, 100*pred/plain, used)
+		require.Greater(t, used, 1000)
+		require.Less(t, pred, plain*0.8, "prediction must win on smooth motion")
+	}
+}
+
+func TestDivRound(t *testing.T) {
+	for _, c := range []struct{ a, b, want int64 }{{7, 2, 4}, {-7, 2, -4}, {5, 3, 2}, {-5, 3, -2}, {4, 3, 1}, {-4, 3, -1}, {0, 5, 0}} {
+		require.Equal(t, c.want, divRound(c.a, c.b), "%d/%d", c.a, c.b)
+	}
+}
