@@ -28,6 +28,10 @@ type Interest struct {
 	Focus func(c ClientID) (pos components.Vec3, ok bool)
 	// Filter, if set, must also accept an entity for it to be relevant.
 	Filter func(c ClientID, e ecs.Entity) bool
+	// Every recomputes relevance every N-th net tick (entities spawned in
+	// between wait for the next update). 0: every 2nd net tick (15 Hz at
+	// 30 Hz); 1: every tick.
+	Every int
 }
 
 func (i *Interest) validate() error {
@@ -36,6 +40,9 @@ func (i *Interest) validate() error {
 	}
 	if i.Hysteresis < 0 {
 		return errors.New("replication: Interest.Hysteresis must not be negative")
+	}
+	if i.Every < 0 {
+		return errors.New("replication: Interest.Every must not be negative")
 	}
 	return nil
 }
@@ -47,6 +54,8 @@ type cellKey struct{ x, z int32 }
 // memory across ticks.
 type interestGrid struct {
 	cfg     Interest
+	every   uint32
+	fresh   snapshot.Bitset // slots (re)allocated since the last update
 	leave   float64
 	cell    float64
 	cells   map[cellKey][]uint32
@@ -66,6 +75,10 @@ func newInterestGrid(cfg *Interest) *interestGrid {
 		h = 0.15
 	}
 	g.leave = cfg.Radius * (1 + h)
+	g.every = uint32(cfg.Every)
+	if g.every == 0 {
+		g.every = 2
+	}
 	g.cell = cfg.CellSize
 	if g.cell <= 0 {
 		g.cell = cfg.Radius / 2
@@ -117,17 +130,28 @@ func (g *interestGrid) rebuild(s *Server) {
 	}
 }
 
+// due reports whether relevance is recomputed this net tick.
+func (g *interestGrid) due(tick uint32) bool { return tick%g.every == 0 }
+
+// effective narrows a client's last computed relevance to this tick: alive
+// slots that were not reallocated since the relevance was computed.
+func (g *interestGrid) effective(s *Server, c *serverClient) {
+	for i := range c.relevant {
+		c.relevant[i] &= s.alive.Word(i) &^ g.fresh.Word(i)
+	}
+}
+
 // relevantFor computes c.relevant for this tick.
 func (g *interestGrid) relevantFor(s *Server, c *serverClient) {
 	prev := c.relevant
-	next := snapshot.Bitset(nil)
-	if cap(c.relevantNext) > 0 {
-		next = c.relevantNext[:0]
+	next := c.relevantNext[:0]
+	for len(next) < len(s.alive) {
+		next = append(next, 0)
 	}
-	next = append(next, make(snapshot.Bitset, len(s.alive))...)
 	clear(next)
+	filter := g.cfg.Filter
 	accept := func(slot uint32) bool {
-		return g.cfg.Filter == nil || g.cfg.Filter(c.id, s.slots[slot].entity)
+		return filter == nil || filter(c.id, s.slots[slot].entity)
 	}
 	for wi, w := range g.global {
 		for ; w != 0; w &= w - 1 {

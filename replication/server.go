@@ -565,7 +565,10 @@ func (s *Server) Send() {
 	t1 := time.Now()
 	s.Stats.BuildFrame += t1.Sub(t0)
 	if s.interest != nil {
-		s.interest.rebuild(s)
+		if s.interest.due(s.tick) {
+			s.interest.rebuild(s)
+			s.interest.fresh.Reset()
+		}
 	}
 	now := s.cfg.Now()
 	for _, c := range s.clients {
@@ -648,6 +651,9 @@ func (s *Server) allocSlot(e ecs.Entity) uint32 {
 	si.entity, si.alive, si.dirty = e, true, true
 	s.byEntity[e] = slot
 	s.alive.Set(slot)
+	if s.interest != nil {
+		s.interest.fresh.Set(slot)
+	}
 	return slot
 }
 

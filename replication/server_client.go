@@ -180,7 +180,11 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 	f := s.snap.Current()
 	// Interest.
 	if s.interest != nil {
-		s.interest.relevantFor(s, c)
+		if s.interest.due(s.tick) || c.relevant == nil {
+			s.interest.relevantFor(s, c)
+		} else {
+			s.interest.effective(s, c)
+		}
 	} else {
 		c.relevant = append(c.relevant[:0], s.alive...)
 	}

@@ -47,3 +47,6 @@ func (b Bitset) word(i int) uint64 {
 	}
 	return 0
 }
+
+// Word returns the i-th 64-slot word (0 beyond the end).
+func (b Bitset) Word(i int) uint64 { return b.word(i) }
