@@ -17,6 +17,7 @@ type Client struct {
 	NewestAck uint32
 
 	rate, burst, tokens float64 // byte budget per second (0 = unlimited)
+	predOff             bool    // prediction did not pay off lately
 }
 
 // SetRate limits the client to bytesPerSecond of snapshot datagrams with

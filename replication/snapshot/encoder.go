@@ -65,7 +65,9 @@ type cacheEntry struct {
 	pb, pb2  uint32 // prediction views (baseline, its baseline); 0 = off
 	src2     uint32 // value tick of the entity in view pb2 (0 = none)
 	owner    bool
-	kind     uint8 // kindDelta, kindFull, or kindNone (nothing changed)
+	usePred  bool   // the body's residuals are against the extrapolation
+	saved    uint16 // bits that prediction saved against the plain residuals
+	kind     uint8  // kindDelta, kindFull, or kindNone (nothing changed)
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
 	maskOff  uint32 // arena offset of the mask when maskBits > 64
@@ -213,7 +215,9 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 						e.scratch2.Reset(e.scratch2.Bytes())
 						e.scratch2.WriteBits(1, 1)
 						if writeDeltaBody(&e.scratch2, e.plans, m.Set, base, e.pred, cur, owner) && e.scratch2.BitLen() < e.scratch.BitLen() {
+							ce.saved = uint16(min(e.scratch.BitLen()-e.scratch2.BitLen(), math.MaxUint16))
 							body = &e.scratch2
+							ce.usePred = true
 							e.Predicted++
 						}
 					}
@@ -273,11 +277,14 @@ type BuildOptions struct {
 type BuildInfo struct {
 	Tick, Baseline uint32 // Baseline 0 = against an empty world
 	Deltas, Fulls  int
-	Removals       int
-	Deferred       int // changed records left for later by the budget
-	Bytes          int
-	Compressed     bool
-	Starved        bool // the client's byte rate left no budget: nothing built
+	// PredictedDeltas counts deltas coded against the extrapolation.
+	PredictedDeltas int
+	predSaved       int
+	Removals        int
+	Deferred        int // changed records left for later by the budget
+	Bytes           int
+	Compressed      bool
+	Starved         bool // the client's byte rate left no budget: nothing built
 }
 
 // MinBudget is the smallest datagram budget worth building; with less the
@@ -340,7 +347,10 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 	// Prediction: the client also holds the view its baseline was decoded
 	// against (B2), as long as no newer tick can have replaced it in its ring.
 	e.pc = predCtx{}
-	if base != nil && !e.NoPrediction && base.base != 0 {
+	// A client whose recent packets gained nothing from prediction (random
+	// motion) gets it only on every 16th packet, as a probe: it saves the
+	// per-record prediction bit.
+	if base != nil && !e.NoPrediction && base.base != 0 && (!c.predOff || c.Sent%16 == 0) {
 		B2 := base.base
 		v2 := &c.views[B2%uint32(len(c.views))]
 		if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
@@ -457,6 +467,11 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 		}
 	}
 	info.Bytes = len(out)
+	if e.pc.on && info.Deltas >= 8 {
+		// Prediction pays if the bits it saved exceed the one bit per delta
+		// record it costs.
+		c.predOff = info.predSaved <= info.Deltas
+	}
 	c.spend(len(out))
 	c.Sent++
 	return out, info
@@ -662,6 +677,10 @@ func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, o
 			}
 			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
 			info.Deltas++
+			if ce.usePred {
+				info.PredictedDeltas++
+				info.predSaved += int(ce.saved)
+			}
 		}
 	}
 	return w.Bytes()
