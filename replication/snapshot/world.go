@@ -157,22 +157,10 @@ func (w *World) Begin(tick uint32) {
 // the i-th set component's type, e.g. from arche's World.Get). Allocation-free
 // in steady state. Panics on misuse (slots out of order, pointer count).
 func (w *World) Put(slot uint32, m Meta, comps []unsafe.Pointer) {
-	if !w.open {
-		panic("snapshot: Put outside Begin/Commit")
-	}
-	if slot < w.last || slot >= MaxSlots {
-		panic(fmt.Sprintf("snapshot: Put slot %d out of order or range", slot))
-	}
 	if len(comps) != bits.OnesCount64(m.Set) {
 		panic("snapshot: Put needs one pointer per component in the set")
 	}
-	w.last = slot + 1
-	w.growSlots(int(slot) + 1)
-	f := w.cur
-	f.Slots = append(f.Slots, slot)
-	f.Metas = append(f.Metas, m)
-	off := len(f.Lanes)
-	f.Offs = append(f.Offs, uint32(off))
+	f := w.addEntry("Put", slot, m)
 
 	// Raw-bytes cache: if the component bytes equal last tick's and the
 	// previous frame has this slot with the same layout, copy its lanes.
@@ -223,14 +211,23 @@ func (w *World) Put(slot uint32, m Meta, comps []unsafe.Pointer) {
 // PutLanes adds an entity whose lanes the caller quantized itself (tests,
 // tools): lanes holds all components of the set in registry id order.
 func (w *World) PutLanes(slot uint32, m Meta, lanes []uint64) {
-	if !w.open {
-		panic("snapshot: PutLanes outside Begin/Commit")
-	}
-	if slot < w.last || slot >= MaxSlots {
-		panic(fmt.Sprintf("snapshot: PutLanes slot %d out of order or range", slot))
-	}
 	if len(lanes) != w.lanesOf(m.Set) {
 		panic("snapshot: PutLanes lane count does not match the set")
+	}
+	f := w.addEntry("PutLanes", slot, m)
+	f.Lanes = append(f.Lanes, lanes...)
+	w.rawSet[slot] = 0 // raw cache unknown
+	w.Quantized++
+}
+
+// addEntry checks the call and appends slot's index entry (slot, meta,
+// lane offset) to the frame being built; the caller appends the lanes.
+func (w *World) addEntry(op string, slot uint32, m Meta) *Frame {
+	if !w.open {
+		panic("snapshot: " + op + " outside Begin/Commit")
+	}
+	if slot < w.last || slot >= MaxSlots {
+		panic(fmt.Sprintf("snapshot: %s slot %d out of order or range", op, slot))
 	}
 	w.last = slot + 1
 	w.growSlots(int(slot) + 1)
@@ -238,9 +235,7 @@ func (w *World) PutLanes(slot uint32, m Meta, lanes []uint64) {
 	f.Slots = append(f.Slots, slot)
 	f.Metas = append(f.Metas, m)
 	f.Offs = append(f.Offs, uint32(len(f.Lanes)))
-	f.Lanes = append(f.Lanes, lanes...)
-	w.rawSet[slot] = 0 // raw cache unknown
-	w.Quantized++
+	return f
 }
 
 func (w *World) lanesOf(set uint64) int {
