@@ -50,7 +50,7 @@ func (qc Quat) Bits() uint { return uint(qc.bits) }
 // and the codes of the other three in x, y, z, w order.
 func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
 	n := x*x + y*y + z*z + w*w
-	if !(n > 0) || math.IsInf(n, 0) || math.IsNaN(n) {
+	if !(n > 0 && n <= math.MaxFloat64) { // zero, NaN or infinite
 		x, y, z, w = 0, 0, 0, 1
 	} else if n != 1 {
 		var inv float64
@@ -105,13 +105,13 @@ func (qc *Quat) roundBest(p, r, s, l float64) (uint64, uint64, uint64) {
 	q1, d1 := sc.nearest(r)
 	q2, d2 := sc.nearest(s)
 	l2 := l * l
-	S := p*d0 + r*d1 + s*d2
-	// Rounding component i the other way moves its error by δ = ∓1 and
-	// changes |E|²·l² by l²(1 − 2|d|) + c² + 2·S·c·δ. Take the best flip if
-	// it helps (a second flip never changed the measured worst case).
-	g0, u0 := flipGain(sc, q0, d0, p, S, l2)
-	g1, u1 := flipGain(sc, q1, d1, r, S, l2)
-	g2, u2 := flipGain(sc, q2, d2, s, S, l2)
+	S2 := 2 * (p*d0 + r*d1 + s*d2)
+	// Rounding component i the other way moves its error by δ = −sign(d)
+	// and changes |E|²·l² by l²(1 − 2|d|) + c² + 2·S·c·δ. Take the best flip
+	// if it helps (a second flip never changed the measured worst case).
+	g0, u0 := flipGain(q0, sc.maxQ, d0, p, S2, l2)
+	g1, u1 := flipGain(q1, sc.maxQ, d1, r, S2, l2)
+	g2, u2 := flipGain(q2, sc.maxQ, d2, s, S2, l2)
 	switch {
 	case g0 < 0 && g0 <= g1 && g0 <= g2:
 		q0 = stepCode(q0, u0)
@@ -124,19 +124,20 @@ func (qc *Quat) roundBest(p, r, s, l float64) (uint64, uint64, uint64) {
 }
 
 // flipGain returns the change of |E|²·l² if code q (rounding error d, in
-// steps) of component c were rounded the other way, and whether that is up.
-// A code at an end of the range cannot move out of it: +Inf.
-func flipGain(sc *Scalar, q uint64, d, c, S, l2 float64) (gain float64, up bool) {
-	delta := 1.0
-	ad := -d
-	if d > 0 {
-		delta, ad = -1, d
+// steps) of component c were rounded the other way, and whether that is up
+// (S2 = 2·Σ c·d). A code at an end of the range cannot move out of it: a
+// positive gain, never taken.
+func flipGain(q, maxQ uint64, d, c, S2, l2 float64) (float64, bool) {
+	if d > 0 { // rounded up: the other way is down
+		if q == 0 {
+			return 1, false
+		}
+		return l2*(1-2*d) + c*c - S2*c, false
 	}
-	up = delta > 0
-	if (up && q >= sc.maxQ) || (!up && q == 0) {
-		return math.Inf(1), up
+	if q >= maxQ {
+		return 1, true
 	}
-	return l2*(1-2*ad) + c*c + 2*S*c*delta, up
+	return l2*(1+2*d) + c*c + S2*c, true
 }
 
 func stepCode(q uint64, up bool) uint64 {

@@ -45,14 +45,18 @@ func (g World) Quantize(v float64) int64 {
 	if v != v {
 		return 0
 	}
-	t := math.Floor(v*g.inv + 0.5)
+	t := v*g.inv + 0.5
 	if t >= float64(WorldLimitSteps) {
 		return WorldLimitSteps
 	}
 	if t <= -float64(WorldLimitSteps) {
 		return -WorldLimitSteps
 	}
-	return int64(t)
+	i := int64(t) // truncates toward zero; floor below
+	if float64(i) > t {
+		i--
+	}
+	return i
 }
 
 // Dequantize returns the coordinate of q: Origin(cell) + offset × Step.

@@ -381,51 +381,67 @@ func (p *Plan) Write(w *bitio.Writer, lanes []uint64, owner bool) {
 	}
 	ls := p.lanes
 	lanes = lanes[:len(ls)]
+	// Bits gather in a local accumulator and reach the writer 64 at a time.
+	var acc uint64
+	var n uint
+	put := func(v uint64, width uint) {
+		if n+width <= 64 {
+			acc |= v << n
+			n += width
+			return
+		}
+		w.WriteBits(acc, n)
+		acc, n = v, width
+	}
 	for si := 0; si < len(prog); si++ {
 		st := &prog[si]
 		switch st.kind {
 		case stepPack:
-			var acc uint64
+			var v uint64
 			var sh uint8
 			for i := int(st.first); i < int(st.first)+int(st.count); i++ {
-				acc |= lanes[i] << sh
+				v |= lanes[i] << sh
 				sh += ls[i].Bits
 			}
-			w.WriteBits(acc, uint(st.bits))
+			put(v, uint(st.bits))
 		case stepRest:
 			v := lanes[st.first] & 1
-			w.WriteBits(v, 1)
+			put(v, 1)
 			if v != 0 {
 				si++ // a resting velocity sends no axes
 			}
 		default:
 			l := &ls[st.first]
 			if l.Kind == LaneWorld {
-				writeWorld(w, l, lanes[st.first])
-			} else {
-				WriteLane(w, l, lanes[st.first])
+				if v, width, ok := worldCode(l, lanes[st.first]); ok {
+					put(v, width)
+					continue
+				}
 			}
+			w.WriteBits(acc, n)
+			acc, n = 0, 0
+			WriteLane(w, l, lanes[st.first])
 		}
 	}
+	w.WriteBits(acc, n)
 }
 
-// writeWorld is WriteLane for a world lane with the exp-Golomb cell code
-// and the offset fused into one write when they fit 64 bits.
-func writeWorld(w *bitio.Writer, l *Lane, v uint64) {
+// worldCode returns a world lane's exp-Golomb cell code and in-cell offset
+// as one value when they fit 64 bits.
+func worldCode(l *Lane, v uint64) (uint64, uint, bool) {
 	cell, off := l.World.Split(int64(v))
 	zz := bitio.ZigZag(cell)
-	if zz < 1<<20 {
-		x := zz + 1
-		z := uint(bits.Len64(x)) - 1
-		width := 2*z + 1
-		if width+uint(l.Bits) <= 64 {
-			code := 1<<z | (x&^(1<<z))<<(z+1)
-			w.WriteBits(code|off<<width, width+uint(l.Bits))
-			return
-		}
+	if zz >= 1<<20 {
+		return 0, 0, false
 	}
-	w.WriteExpGolomb(zz, 0)
-	w.WriteBits(off, uint(l.Bits))
+	x := zz + 1
+	z := uint(bits.Len64(x)) - 1
+	width := 2*z + 1
+	if width+uint(l.Bits) > 64 {
+		return 0, 0, false
+	}
+	code := 1<<z | (x&^(1<<z))<<(z+1)
+	return code | off<<width, width + uint(l.Bits), true
 }
 
 // Read decodes a full encoding written by [Plan.Write] with the same owner
