@@ -43,14 +43,20 @@ type Plan struct {
 // lanes packed into one ≤ 64-bit word, or one variable-width lane.
 type step struct {
 	first, count uint16
-	bits         uint8 // total width of a packed run
+	bits         uint8 // total width of a packed run; a world lane's cell bits
 	kind         uint8
+	w            [maxPack]uint8 // lane widths of a packed run
 }
 
+// maxPack bounds the lanes of one packed step, so their widths sit in the
+// step itself.
+const maxPack = 8
+
 const (
-	stepPack uint8 = iota // lanes[first:first+count] are fixed width, packed
-	stepRest              // a Rest lane; when set, the next step (the axes) is skipped
-	stepLane              // a variable-width lane (varint, world)
+	stepPack  uint8 = iota // lanes[first:first+count] are fixed width, packed
+	stepRest               // a Rest lane; when set, the next step (the axes) is skipped
+	stepLane               // a variable-width lane (varint)
+	stepWorld              // a world lane: exp-Golomb cell + offset
 )
 
 func (p *Plan) program(owner bool) []step {
@@ -65,18 +71,21 @@ func (p *Plan) program(owner bool) []step {
 			prog = append(prog, step{first: uint16(i), count: 1, bits: 1, kind: stepRest})
 			// The three axes form their own packed step, skipped when at rest.
 			ax := &p.lanes[i+1]
-			prog = append(prog, step{first: uint16(i + 1), count: 3, bits: 3 * ax.Bits, kind: stepPack})
+			prog = append(prog, step{first: uint16(i + 1), count: 3, bits: 3 * ax.Bits, kind: stepPack, w: [maxPack]uint8{ax.Bits, ax.Bits, ax.Bits}})
 			i += 3
-		case LaneWorld, LaneVarint, LaneUvarint:
+		case LaneWorld:
+			prog = append(prog, step{first: uint16(i), count: 1, bits: l.Bits, kind: stepWorld})
+		case LaneVarint, LaneUvarint:
 			prog = append(prog, step{first: uint16(i), count: 1, kind: stepLane})
 		default:
 			n := len(prog)
-			if n > 0 && prog[n-1].kind == stepPack && int(prog[n-1].bits)+int(l.Bits) <= 64 &&
+			if n > 0 && prog[n-1].kind == stepPack && int(prog[n-1].bits)+int(l.Bits) <= 64 && prog[n-1].count < maxPack &&
 				int(prog[n-1].first+prog[n-1].count) == i && (n < 2 || prog[n-2].kind != stepRest) {
+				prog[n-1].w[prog[n-1].count] = l.Bits
 				prog[n-1].count++
 				prog[n-1].bits += l.Bits
 			} else {
-				prog = append(prog, step{first: uint16(i), count: 1, bits: l.Bits, kind: stepPack})
+				prog = append(prog, step{first: uint16(i), count: 1, bits: l.Bits, kind: stepPack, w: [maxPack]uint8{l.Bits}})
 			}
 		}
 	}
@@ -379,69 +388,58 @@ func (p *Plan) Write(w *bitio.Writer, lanes []uint64, owner bool) {
 	if !owner {
 		prog = p.progOther
 	}
-	ls := p.lanes
-	lanes = lanes[:len(ls)]
+	lanes = lanes[:len(p.lanes)]
 	// Bits gather in a local accumulator and reach the writer 64 at a time.
 	var acc uint64
 	var n uint
-	put := func(v uint64, width uint) {
-		if n+width <= 64 {
-			acc |= v << n
-			n += width
-			return
-		}
-		w.WriteBits(acc, n)
-		acc, n = v, width
-	}
 	for si := 0; si < len(prog); si++ {
 		st := &prog[si]
+		var v uint64
+		var width uint
 		switch st.kind {
 		case stepPack:
-			var v uint64
+			ls := lanes[st.first : st.first+st.count]
 			var sh uint8
-			for i := int(st.first); i < int(st.first)+int(st.count); i++ {
-				v |= lanes[i] << sh
-				sh += ls[i].Bits
+			for j, x := range ls {
+				v |= x << sh
+				sh += st.w[j&(maxPack-1)]
 			}
-			put(v, uint(st.bits))
+			width = uint(st.bits)
+		case stepWorld:
+			q := int64(lanes[st.first])
+			cb := uint(st.bits)
+			zz := bitio.ZigZag(q >> cb)
+			off := uint64(q) & (1<<cb - 1)
+			if zz >= 1<<20 || 2*uint(bits.Len64(zz+1))-1+cb > 64 {
+				w.WriteBits(acc, n)
+				acc, n = 0, 0
+				WriteLane(w, &p.lanes[st.first], lanes[st.first])
+				continue
+			}
+			x := zz + 1
+			z := uint(bits.Len64(x)) - 1
+			code := 1<<z | (x&^(1<<z))<<(z+1)
+			v, width = code|off<<(2*z+1), 2*z+1+cb
 		case stepRest:
-			v := lanes[st.first] & 1
-			put(v, 1)
+			v, width = lanes[st.first]&1, 1
 			if v != 0 {
 				si++ // a resting velocity sends no axes
 			}
 		default:
-			l := &ls[st.first]
-			if l.Kind == LaneWorld {
-				if v, width, ok := worldCode(l, lanes[st.first]); ok {
-					put(v, width)
-					continue
-				}
-			}
 			w.WriteBits(acc, n)
 			acc, n = 0, 0
-			WriteLane(w, l, lanes[st.first])
+			WriteLane(w, &p.lanes[st.first], lanes[st.first])
+			continue
+		}
+		if n+width <= 64 {
+			acc |= v << n
+			n += width
+		} else {
+			w.WriteBits(acc, n)
+			acc, n = v, width
 		}
 	}
 	w.WriteBits(acc, n)
-}
-
-// worldCode returns a world lane's exp-Golomb cell code and in-cell offset
-// as one value when they fit 64 bits.
-func worldCode(l *Lane, v uint64) (uint64, uint, bool) {
-	cell, off := l.World.Split(int64(v))
-	zz := bitio.ZigZag(cell)
-	if zz >= 1<<20 {
-		return 0, 0, false
-	}
-	x := zz + 1
-	z := uint(bits.Len64(x)) - 1
-	width := 2*z + 1
-	if width+uint(l.Bits) > 64 {
-		return 0, 0, false
-	}
-	code := 1<<z | (x&^(1<<z))<<(z+1)
-	return code | off<<width, width + uint(l.Bits), true
 }
 
 // Read decodes a full encoding written by [Plan.Write] with the same owner
