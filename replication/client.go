@@ -36,9 +36,10 @@ type ClientConfig struct {
 	// (package input encodes it) after the ack. Nil: acks only.
 	Input func(dst []byte) []byte
 	// Interpolate, if set, decides per mirror (by owner and component set)
-	// whether it gets an interpolation buffer when Interpolation is on, e.g.
-	// to leave out the client's own predicted entities. Nil: every mirror
-	// with a Transform.
+	// whether it gets an interpolation buffer when Interpolation is on. Nil:
+	// every mirror with a Transform except the client's own entities that
+	// carry components.Predicted (if registered): those are predicted, not
+	// interpolated.
 	Interpolate func(owner ClientID, set uint64) bool
 	// OnSnapshot, if set, is called for every snapshot datagram decoded, with
 	// its server tick and arrival time (tick synchronization, statistics).
@@ -454,7 +455,13 @@ func (c *Client) interpolated(m snapshot.Meta) bool {
 	if c.clock == nil || m.Set&(1<<c.transPlan.ID) == 0 {
 		return false
 	}
-	return c.cfg.Interpolate == nil || c.cfg.Interpolate(m.Owner, m.Set)
+	if c.cfg.Interpolate != nil {
+		return c.cfg.Interpolate(m.Owner, m.Set)
+	}
+	if p := c.cfg.Registry.ByType(reflect.TypeFor[components.Predicted]()); p != nil && m.Owner == c.id && c.id != 0 && m.Set&(1<<p.ID) != 0 {
+		return false
+	}
+	return true
 }
 
 func (c *Client) exchange(m *mirror, set uint64) {

@@ -51,7 +51,9 @@
 // not arrived is kept in the snapshot view and applied when the spawn lands.
 // With [ClientConfig].Interpolation, mirrors with a Transform get an
 // interp.Buffer and a components.Visual fed from every decoded snapshot
-// ([Client.InterpClock]). [Client.Reconnect] removes every mirror and rejoins
+// ([Client.InterpClock]) — except the client's own entities marked
+// components.Predicted, which it predicts instead ([ClientConfig].Interpolate
+// overrides the rule). [Client.Reconnect] removes every mirror and rejoins
 // as a late joiner.
 //
 // # Task index

@@ -34,6 +34,7 @@ func newRegistry() *schema.Registry {
 	schema.MustRegister[components.Velocity](reg)
 	schema.MustRegister[Health](reg)
 	schema.MustRegister[Team](reg)
+	schema.MustRegister[components.Predicted](reg)
 	return reg
 }
 

@@ -79,3 +79,25 @@ func TestInterpolatedMirrors(t *testing.T) {
 	}
 	require.Equal(t, []uint8{1}, disconnected)
 }
+
+func TestOwnPredictedNotInterpolatedByDefault(t *testing.T) {
+	h := newHarness(t, 0, sim.Link{}, nil)
+	conn, err := h.net.Dial("server", h.link)
+	require.NoError(t, err)
+	w := ecs.NewWorld()
+	cl, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: h.reg, Now: h.net.Now, Logger: quiet, Interpolation: true})
+	require.NoError(t, err)
+	h.clients = append(h.clients, &clientSide{w: &w, c: cl, conn: conn})
+	pid := ecs.ComponentID[components.Predicted](h.sw)
+	mine := h.spawn(1, components.Vec3{}, pid)
+	other := h.spawn(2, components.Vec3{X: 1}, pid)
+	plain := h.spawn(1, components.Vec3{X: 2})
+	h.run(4)
+	buf := ecs.ComponentID[interp.Buffer](&w)
+	for e, want := range map[ecs.Entity]bool{mine: false, other: true, plain: true} {
+		id, _ := h.srv.NetID(e)
+		me, ok := cl.Entity(id)
+		require.True(t, ok)
+		require.Equal(t, want, w.Has(me, buf), "%v", id)
+	}
+}
