@@ -238,6 +238,20 @@ func (c *Client) Entity(id components.NetID) (ecs.Entity, bool) {
 	return m.entity, true
 }
 
+// StateTick returns the server tick of the state last written into the
+// mirror of id (the reconciliation point of a predicted entity).
+func (c *Client) StateTick(id components.NetID) (uint32, bool) {
+	slot := id.Index()
+	if int(slot) >= len(c.mirrors) {
+		return 0, false
+	}
+	m := &c.mirrors[slot]
+	if !m.alive || m.gen != id.Gen {
+		return 0, false
+	}
+	return m.src, true
+}
+
 // Mirrors returns the number of mirrored entities.
 func (c *Client) Mirrors() int {
 	n := 0

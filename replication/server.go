@@ -295,9 +295,13 @@ func (s *Server) Clients() []ClientID {
 
 // ClientInfo is a snapshot of one client's replication state.
 type ClientInfo struct {
-	ID                ClientID
-	Ready             bool
+	ID    ClientID
+	Ready bool
+	// RTT is measured from snapshot send to ack processing, so it includes
+	// up to a net tick of waiting on each side; TransportRTT is the
+	// transport's own estimate (0 if it has none).
 	RTT               time.Duration
+	TransportRTT      time.Duration
 	Loss              float64 // fraction of snapshots not acked (recent window)
 	BytesPerSecond    int     // current adaptive budget
 	SnapshotBytes     uint64
@@ -312,7 +316,7 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 	if c == nil {
 		return ClientInfo{}, false
 	}
-	return ClientInfo{ID: id, Ready: c.ready, RTT: c.rtt.srtt, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
+	return ClientInfo{ID: id, Ready: c.ready, RTT: c.rtt.srtt, TransportRTT: c.conn.Stats().RTT, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
 		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.relevant.Count(),
 		NewestAck: c.snap.NewestAck}, true
 }

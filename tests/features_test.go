@@ -333,6 +333,19 @@ func TestInputAckReachesClient(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, uint32(503), in)
 	require.Equal(t, h.srv.Tick(), st)
+	// The mirror's state tick is the tick of the snapshot that last changed it.
+	e := h.spawn(0, components.Vec3{})
+	h.run(2)
+	id, _ := h.srv.NetID(e)
+	before, ok := h.clients[0].c.StateTick(id)
+	require.True(t, ok)
+	h.pos(e).X = 3
+	h.run(1)
+	after, ok := h.clients[0].c.StateTick(id)
+	require.True(t, ok)
+	require.Equal(t, h.srv.Tick(), after)
+	require.Less(t, before, after)
+
 	_, _, ok = h.clients[1].c.InputAck()
 	require.False(t, ok, "only client 1 has an input ack")
 }
