@@ -34,6 +34,7 @@ type Plan struct {
 	ops       []op
 	desc      string
 	maxBits   int
+	minBits   int    // lower bound of the full encoding without owner-only groups
 	ownerOnly uint64 // group mask
 	progAll   []step // full-encoding program with owner-only groups
 	progOther []step // full-encoding program without them
@@ -106,6 +107,25 @@ func (p *Plan) finish() {
 		}
 	}
 	p.maxBits = bits
+	for i := 0; i < len(p.lanes); i++ {
+		l := &p.lanes[i]
+		if p.groups[l.Group].OwnerOnly {
+			continue
+		}
+		switch l.Kind {
+		case LaneUvarint, LaneVarint:
+			p.minBits += 8
+		case LaneWorld:
+			p.minBits += 1 + int(l.Bits)
+		case LaneFixed, LaneAngle, LaneBool, LaneQuatIndex, LaneRest:
+			if l.Kind == LaneRest {
+				p.minBits++ // the axes may be skipped
+				i += 3
+				continue
+			}
+			p.minBits += int(l.Bits)
+		}
+	}
 	p.progAll = p.program(true)
 	p.progOther = p.program(false)
 	for i, g := range p.groups {
@@ -135,6 +155,10 @@ func (p *Plan) AllGroups() uint64 {
 	}
 	return 1<<len(p.groups) - 1
 }
+
+// MinBits returns a lower bound of the full encoding's size in bits, for
+// any owner flag.
+func (p *Plan) MinBits() int { return p.minBits }
 
 // MaxBits returns an upper bound of the full encoding's size in bits.
 func (p *Plan) MaxBits() int { return p.maxBits }

@@ -438,3 +438,28 @@ func TestQuantizeAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+func TestMinBitsIsALowerBound(t *testing.T) {
+	r := NewRegistry()
+	p := MustRegister[ship](r)
+	tp := MustRegister[transform](r)
+	rng := rand.New(rand.NewPCG(4, 4))
+	var w bitio.Writer
+	for i := 0; i < 2000; i++ {
+		s := newShip(rng)
+		lanes := make([]uint64, p.NumLanes())
+		QuantizeValue(p, &s, lanes)
+		for _, owner := range []bool{true, false} {
+			w.Reset(nil)
+			p.Write(&w, lanes, owner)
+			require.LessOrEqual(t, p.MinBits(), w.BitLen())
+		}
+		tr := transform{Pos: components.Vec3{X: rng.NormFloat64() * 100}, Rot: components.QuatIdentity()}
+		tl := make([]uint64, tp.NumLanes())
+		QuantizeValue(tp, &tr, tl)
+		w.Reset(nil)
+		tp.Write(&w, tl, true)
+		require.LessOrEqual(t, tp.MinBits(), w.BitLen())
+	}
+	require.Equal(t, 3*17+32, tp.MinBits())
+}

@@ -224,7 +224,7 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 				}
 			}
 			bodyBits := body.BitLen()
-			if ok && maskBits+bodyBits < e.fullBits(m, cur, owner) {
+			if ok && (maskBits+bodyBits < e.minFullBits(m.Set) || maskBits+bodyBits < e.fullBits(m, cur, owner)) {
 				e.arena.Bytes()
 				bodyStart := e.arena.BitLen()
 				e.arena.AppendBits(body.Bytes(), bodyBits)
@@ -246,6 +246,16 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 	ce.bodyBits = uint32(e.arena.BitLen() - start)
 	e.arena.Bytes()
 	return ce
+}
+
+// minFullBits is a lower bound of a full record's size: when a delta is
+// below it, the full encoding need not be measured.
+func (e *Encoder) minFullBits(set uint64) int {
+	n := 3 // generation, owner, component set: at least 1 bit each
+	for s := set; s != 0; s &= s - 1 {
+		n += e.plans[bits.TrailingZeros64(s)].MinBits()
+	}
+	return n
 }
 
 func (e *Encoder) fullBits(m Meta, lanes []uint64, owner bool) int {
