@@ -98,11 +98,12 @@ type Client struct {
 	rcv   *snapshot.Receiver
 	clock *interp.Clock
 
-	mirrors []mirror
-	applied uint32 // newest view tick applied
-	idBuf   []ecs.ID
-	dgBuf   []byte
-	onReady []func()
+	mirrors  []mirror
+	nMirrors int    // alive mirrors, kept so spawns need not count them
+	applied  uint32 // newest view tick applied
+	idBuf    []ecs.ID
+	dgBuf    []byte
+	onReady  []func()
 	// Stats since start.
 	Stats ClientStats
 }
@@ -177,11 +178,9 @@ func (c *Client) Reconnect(conn transport.Conn) error {
 
 func (c *Client) removeAllMirrors() {
 	for i := range c.mirrors {
-		m := &c.mirrors[i]
-		if m.alive && c.world.Alive(m.entity) {
-			c.world.RemoveEntity(m.entity)
+		if m := &c.mirrors[i]; m.alive {
+			c.removeMirror(m)
 		}
-		*m = mirror{}
 	}
 }
 
@@ -253,15 +252,7 @@ func (c *Client) StateTick(id components.NetID) (uint32, bool) {
 }
 
 // Mirrors returns the number of mirrored entities.
-func (c *Client) Mirrors() int {
-	n := 0
-	for i := range c.mirrors {
-		if c.mirrors[i].alive {
-			n++
-		}
-	}
-	return n
-}
+func (c *Client) Mirrors() int { return c.nMirrors }
 
 // ReceiveSystem returns an ecs.System running [Client.Receive].
 func (c *Client) ReceiveSystem() anecs.System { return systemFunc{update: c.Receive} }
@@ -449,6 +440,7 @@ func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 		}
 		m.entity = c.world.NewEntity(c.idBuf...)
 		m.alive, m.gen, m.set, m.owner = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner
+		c.nMirrors++
 		c.Stats.Spawns++
 	} else if m.set != e.Meta.Set {
 		c.exchange(m, e.Meta.Set)
@@ -504,6 +496,7 @@ func (c *Client) removeMirror(m *mirror) {
 		c.world.RemoveEntity(m.entity)
 	}
 	*m = mirror{}
+	c.nMirrors--
 }
 
 // write dequantizes lanes (all components of set) into the mirror.
