@@ -53,6 +53,24 @@ func expectedView(w *World, c *Client, S uint32) (slots []uint32, lanes [][]uint
 	return slots, lanes, true
 }
 
+// walkTick moves 10% of the walkers by up to ±2 cm on x and z and commits
+// the frame of tick.
+func walkTick(w *World, rng *rand.Rand, ents []walker, tick uint32) {
+	for i := range ents {
+		if rng.IntN(10) == 0 {
+			ents[i].Pos.X += rng.Float64()*0.04 - 0.02
+			ents[i].Pos.Z += rng.Float64()*0.04 - 0.02
+		}
+	}
+	ptrs := []unsafe.Pointer{nil}
+	w.Begin(tick)
+	for i := range ents {
+		ptrs[0] = unsafe.Pointer(&ents[i])
+		w.Put(uint32(i), Meta{Set: 1}, ptrs)
+	}
+	w.Commit()
+}
+
 func tz(w uint64) int {
 	n := 0
 	for w&1 == 0 {
@@ -94,7 +112,6 @@ func TestConvergenceUnderLoss(t *testing.T) {
 	for i := range ents {
 		ents[i].Pos = components.Vec3{X: rng.Float64()*1000 - 500, Z: rng.Float64()*1000 - 500}
 	}
-	ptrs := make([]unsafe.Pointer, 1)
 	var buf []byte
 	var ack [8]byte
 	decoded, checked, converged, bytesSent := 0, 0, 0, 0
@@ -105,18 +122,7 @@ func TestConvergenceUnderLoss(t *testing.T) {
 			calm.Loss = 0
 			cc.SetConditions(calm, calm)
 		}
-		for i := range ents {
-			if rng.IntN(10) == 0 {
-				ents[i].Pos.X += rng.Float64()*0.04 - 0.02
-				ents[i].Pos.Z += rng.Float64()*0.04 - 0.02
-			}
-		}
-		w.Begin(tick)
-		for i := range ents {
-			ptrs[0] = unsafe.Pointer(&ents[i])
-			w.Put(uint32(i), Meta{Set: 1}, ptrs)
-		}
-		w.Commit()
+		walkTick(w, rng, ents, tick)
 		var info BuildInfo
 		buf, info = enc.Build(c, BuildOptions{}, buf)
 		require.LessOrEqual(t, len(buf), DefaultMTU)

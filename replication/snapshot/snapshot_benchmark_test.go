@@ -77,16 +77,14 @@ func BenchmarkSnapshotBuildMoving(b *testing.B) { benchWorld(b, 1) }
 // through the raw-bytes cache.
 func BenchmarkSnapshotBuild25(b *testing.B) { benchWorld(b, 0.25) }
 
-// BenchmarkClientBuild: per-client datagram build for 1000 entities with 10%
-// changed since the client's acked baseline, records already cached by an
-// earlier client on the same baseline (the steady state of many clients).
-func BenchmarkClientBuild(b *testing.B) {
+// syncedClient returns a 1000-entity scene (10% moving per tick) with a
+// client fully synced over 30 ticks, and one more tick committed.
+func syncedClient(b *testing.B) (*benchScene, *Encoder, *Client, *Receiver, []byte) {
 	s := newBenchScene(1000)
 	enc := NewEncoder(s.w)
 	c := NewClient(0, 0)
 	rcv := NewReceiver(s.reg, 0, 0)
 	var buf []byte
-	// Sync the client fully.
 	for i := 0; i < 30; i++ {
 		s.step(0.1)
 		buf, _ = enc.Build(c, BuildOptions{Budget: 1 << 20}, buf)
@@ -96,6 +94,14 @@ func BenchmarkClientBuild(b *testing.B) {
 		c.Ack(rcv.Ack())
 	}
 	s.step(0.1)
+	return s, enc, c, rcv, buf
+}
+
+// BenchmarkClientBuild: per-client datagram build for 1000 entities with 10%
+// changed since the client's acked baseline, records already cached by an
+// earlier client on the same baseline (the steady state of many clients).
+func BenchmarkClientBuild(b *testing.B) {
+	_, enc, c, _, buf := syncedClient(b)
 	other := NewClient(0, 0)
 	*other = *c
 	other.views = append([]view(nil), c.views...)
@@ -112,20 +118,7 @@ func BenchmarkClientBuild(b *testing.B) {
 
 // BenchmarkReceiverDecode: the client side of BenchmarkClientBuild.
 func BenchmarkReceiverDecode(b *testing.B) {
-	s := newBenchScene(1000)
-	enc := NewEncoder(s.w)
-	c := NewClient(0, 0)
-	rcv := NewReceiver(s.reg, 0, 0)
-	var buf []byte
-	for i := 0; i < 30; i++ {
-		s.step(0.1)
-		buf, _ = enc.Build(c, BuildOptions{Budget: 1 << 20}, buf)
-		if _, err := rcv.Decode(buf); err != nil {
-			b.Fatal(err)
-		}
-		c.Ack(rcv.Ack())
-	}
-	s.step(0.1)
+	s, enc, c, rcv, buf := syncedClient(b)
 	buf, _ = enc.Build(c, BuildOptions{}, buf)
 	S := s.tick
 	b.ReportAllocs()

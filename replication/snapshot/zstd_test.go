@@ -3,7 +3,6 @@ package snapshot
 import (
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/schema"
@@ -27,22 +26,10 @@ func walkDatagrams(t testing.TB, entities, n, lag int, comp *Compressor, rcv *Re
 	for i := range ents {
 		ents[i].Pos = components.Vec3{X: rng.Float64() * 500, Z: rng.Float64() * 500}
 	}
-	ptrs := make([]unsafe.Pointer, 1)
 	var out [][]byte
 	var acks [][2]uint32
 	for tick := uint32(1); tick <= uint32(n); tick++ {
-		for i := range ents {
-			if rng.IntN(10) == 0 {
-				ents[i].Pos.X += rng.Float64()*0.04 - 0.02
-				ents[i].Pos.Z += rng.Float64()*0.04 - 0.02
-			}
-		}
-		w.Begin(tick)
-		for i := range ents {
-			ptrs[0] = unsafe.Pointer(&ents[i])
-			w.Put(uint32(i), Meta{Set: 1}, ptrs)
-		}
-		w.Commit()
+		walkTick(w, rng, ents, tick)
 		dg, _ := enc.Build(c, BuildOptions{}, nil)
 		w.EndTick()
 		out = append(out, dg)
