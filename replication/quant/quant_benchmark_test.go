@@ -2,6 +2,7 @@ package quant
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -39,6 +40,28 @@ func BenchmarkScalarQuantize(b *testing.B) {
 	for b.Loop() {
 		sink += s.Quantize(v)
 		v += 0.001
+	}
+	_ = sink
+}
+
+// BenchmarkQuatQuantizeMixed quantizes a cycle of 1024 random rotations, so
+// data-dependent branches (which component is largest, which way each code
+// rounds) cost what they cost on real entities.
+func BenchmarkQuatQuantizeMixed(b *testing.B) {
+	b.ReportAllocs()
+	qc, _ := NewQuat(10)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var qs [1024][4]float64
+	for i := range qs {
+		qs[i][0], qs[i][1], qs[i][2], qs[i][3] = randomUnitQuat(rng)
+	}
+	var sink uint64
+	i := 0
+	for b.Loop() {
+		q := &qs[i&1023]
+		l, a, bb, c := qc.Quantize(q[0], q[1], q[2], q[3])
+		sink += l + a + bb + c
+		i++
 	}
 	_ = sink
 }

@@ -48,47 +48,56 @@ func (qc Quat) Bits() uint { return uint(qc.bits) }
 
 // Quantize returns the index of the dropped component (0..3 for x, y, z, w)
 // and the codes of the other three in x, y, z, w order.
+//
+// Inputs within 2⁻²⁰ of unit length (what a game's rotations are) are used
+// as they are: the relative error of not normalizing is below 10⁻⁶, far
+// under the 10⁻³-sized steps, and skipping it takes the normalization off
+// the critical path. Others are normalized first.
 func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
-	n := x*x + y*y + z*z + w*w
-	if !(n > 0 && n <= math.MaxFloat64) { // zero, NaN or infinite
-		x, y, z, w = 0, 0, 0, 1
-	} else if n != 1 {
-		var inv float64
-		if math.Abs(n-1) < 1e-4 {
-			inv = 1.5 - 0.5*n // Newton step from 1: relative error < 1e-8
-		} else {
-			inv = 1 / math.Sqrt(n)
-		}
-		x, y, z, w = x*inv, y*inv, z*inv, w*inv
+	if d := x*x + y*y + z*z + w*w - 1; !(d < 1.0/(1<<20) && d > -1.0/(1<<20)) {
+		x, y, z, w = normalizeQuat(x, y, z, w)
 	}
-	ax, ay, az, aw := math.Abs(x), math.Abs(y), math.Abs(z), math.Abs(w)
+	// Pick the largest magnitude on the IEEE bit patterns: for
+	// non-negative floats they order like the values, and integer selects
+	// compile to conditional moves (no mispredicted branches on real data).
 	// Strict comparisons keep the lowest index on ties.
-	big, bv := uint64(0), ax
-	if ay > bv {
-		big, bv = 1, ay
+	const sign = 1 << 63
+	u := [4]uint64{math.Float64bits(x), math.Float64bits(y), math.Float64bits(z), math.Float64bits(w)}
+	big, bv := uint64(0), u[0]&^sign
+	if m := u[1] &^ sign; m > bv {
+		big, bv = 1, m
 	}
-	if az > bv {
-		big, bv = 2, az
+	if m := u[2] &^ sign; m > bv {
+		big, bv = 2, m
 	}
-	if aw > bv {
+	if m := u[3] &^ sign; m > bv {
 		big = 3
 	}
-	var p, r, s, l float64
-	switch big {
-	case 0:
-		l, p, r, s = x, y, z, w
-	case 1:
-		l, p, r, s = y, x, z, w
-	case 2:
-		l, p, r, s = z, x, y, w
-	default:
-		l, p, r, s = w, x, y, z
-	}
-	if l < 0 {
-		l, p, r, s = -l, -p, -r, -s
-	}
+	// The other three in x, y, z, w order, negated when the dropped one is
+	// negative (q and −q are the same rotation).
+	o := &quatOthers[big]
+	neg := u[big] & sign
+	p := math.Float64frombits(u[o[0]] ^ neg)
+	r := math.Float64frombits(u[o[1]] ^ neg)
+	s := math.Float64frombits(u[o[2]] ^ neg)
+	l := math.Float64frombits(u[big] &^ sign)
 	a, b, c = qc.roundBest(p, r, s, l)
 	return big, a, b, c
+}
+
+// quatOthers lists, per dropped index, the indices of the three sent
+// components.
+var quatOthers = [4][3]uint8{{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}}
+
+// normalizeQuat scales (x, y, z, w) to unit length; a zero, NaN or
+// infinite quaternion becomes the identity.
+func normalizeQuat(x, y, z, w float64) (float64, float64, float64, float64) {
+	n := x*x + y*y + z*z + w*w
+	if !(n > 0 && n <= math.MaxFloat64) {
+		return 0, 0, 0, 1
+	}
+	inv := 1 / math.Sqrt(n)
+	return x * inv, y * inv, z * inv, w * inv
 }
 
 // roundBest picks, for each of the three sent components, rounding down or
@@ -104,47 +113,57 @@ func (qc *Quat) roundBest(p, r, s, l float64) (uint64, uint64, uint64) {
 	q0, d0 := sc.nearest(p)
 	q1, d1 := sc.nearest(r)
 	q2, d2 := sc.nearest(s)
+	// Rounding component i the other way moves its error d by δ = −sign(d)
+	// and changes |E|²·l² by g = l² + c² − 2·sign(d)·h with h = l²d + c·S,
+	// S = Σ c·d. g < 0 needs |h| > (l² + c²)/2; for about nine rotations in
+	// ten no component passes that test, and the codes stay as rounded.
 	l2 := l * l
-	S2 := 2 * (p*d0 + r*d1 + s*d2)
-	// Rounding component i the other way moves its error by δ = −sign(d)
-	// and changes |E|²·l² by l²(1 − 2|d|) + c² + 2·S·c·δ. Take the best flip
-	// if it helps (a second flip never changed the measured worst case).
-	g0, u0 := flipGain(q0, sc.maxQ, d0, p, S2, l2)
-	g1, u1 := flipGain(q1, sc.maxQ, d1, r, S2, l2)
-	g2, u2 := flipGain(q2, sc.maxQ, d2, s, S2, l2)
-	switch {
-	case g0 < 0 && g0 <= g1 && g0 <= g2:
-		q0 = stepCode(q0, u0)
-	case g1 < 0 && g1 <= g2:
-		q1 = stepCode(q1, u1)
-	case g2 < 0:
-		q2 = stepCode(q2, u2)
+	S := p*d0 + r*d1 + s*d2
+	h0, h1, h2 := l2*d0+p*S, l2*d1+r*S, l2*d2+s*S
+	t0, t1, t2 := l2+p*p, l2+r*r, l2+s*s
+	if 4*h0*h0 > t0*t0 || 4*h1*h1 > t1*t1 || 4*h2*h2 > t2*t2 {
+		q0, q1, q2 = qc.flipBest(q0, q1, q2, d0, d1, d2, h0, h1, h2, t0, t1, t2)
 	}
 	return q0, q1, q2
 }
 
-// flipGain returns the change of |E|²·l² if code q (rounding error d, in
-// steps) of component c were rounded the other way, and whether that is up
-// (S2 = 2·Σ c·d). A code at an end of the range cannot move out of it: a
-// positive gain, never taken.
-func flipGain(q, maxQ uint64, d, c, S2, l2 float64) (float64, bool) {
-	if d > 0 { // rounded up: the other way is down
-		if q == 0 {
-			return 1, false
-		}
-		return l2*(1-2*d) + c*c - S2*c, false
+// flipBest takes the single flip with the most negative gain
+// g = t − 2·sign(d)·h (t = l² + c²), if any is negative (a second flip never
+// changed the measured worst case).
+func (qc *Quat) flipBest(q0, q1, q2 uint64, d0, d1, d2, h0, h1, h2, t0, t1, t2 float64) (uint64, uint64, uint64) {
+	g0, g1, g2 := flipGain(d0, h0, t0), flipGain(d1, h1, t1), flipGain(d2, h2, t2)
+	maxQ := qc.c.maxQ
+	switch {
+	case g0 < 0 && g0 <= g1 && g0 <= g2:
+		q0 = stepCode(q0, d0, maxQ)
+	case g1 < 0 && g1 <= g2:
+		q1 = stepCode(q1, d1, maxQ)
+	case g2 < 0:
+		q2 = stepCode(q2, d2, maxQ)
 	}
-	if q >= maxQ {
-		return 1, true
-	}
-	return l2*(1+2*d) + c*c + S2*c, true
+	return q0, q1, q2
 }
 
-func stepCode(q uint64, up bool) uint64 {
-	if up {
-		return q + 1
+// flipGain returns the change of |E|²·l² if a code with rounding error d
+// (in steps) were rounded the other way: t − 2h if it was rounded up (d >
+// 0; the other way is down), else t + 2h.
+func flipGain(d, h, t float64) float64 {
+	if d > 0 {
+		return t - 2*h
 	}
-	return q - 1
+	return t + 2*h
+}
+
+// stepCode rounds code q the other way: down if its error d is positive,
+// else up; it never leaves 0..maxQ (a flip past an end is a no-op).
+func stepCode(q uint64, d float64, maxQ uint64) uint64 {
+	if d > 0 {
+		if q == 0 {
+			return 0
+		}
+		return q - 1
+	}
+	return min(q+1, maxQ)
 }
 
 // Dequantize rebuilds the unit quaternion (x, y, z, w) from its codes.

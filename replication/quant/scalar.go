@@ -138,8 +138,11 @@ func (s *Scalar) nearest(v float64) (uint64, float64) {
 	if t >= s.maxQf {
 		t = s.maxQf
 	}
-	qi := int64(t + 0.5)
-	return uint64(qi), float64(qi) - t
+	// Round to nearest by adding 2⁵²: for 0 ≤ t < 2⁵¹ the sum's low
+	// mantissa bits are the rounded integer (ties to even), and subtracting
+	// 2⁵² again gives it as a float, without two float↔int conversions.
+	r := t + 0x1p52
+	return math.Float64bits(r) & (1<<52 - 1), (r - 0x1p52) - t
 }
 
 // Dequantize maps a code back to a value; codes above MaxQ clamp to MaxQ.

@@ -40,23 +40,29 @@ func NewWorld(step float64, cellBits uint) (World, error) {
 	return World{step: step, inv: 1 / step, cellBits: uint8(cellBits)}, nil
 }
 
-// Quantize returns q = round(v / Step), clamped to ±[WorldLimitSteps].
+// Quantize returns q = round(v / Step) (ties to even), clamped to
+// ±[WorldLimitSteps]; NaN gives 0.
 func (g World) Quantize(v float64) int64 {
-	if v != v {
-		return 0
+	t := v * g.inv
+	if !(t < float64(WorldLimitSteps) && t > -float64(WorldLimitSteps)) {
+		return clampWorld(t)
 	}
-	t := v*g.inv + 0.5
-	if t >= float64(WorldLimitSteps) {
+	// Adding 1.5·2⁵² rounds t to an integer held in the low mantissa bits
+	// (|t| < 2⁵¹), so the difference of the bit patterns is q: no
+	// float→int conversion and no floor fix-up.
+	const magic = 0x1.8p52
+	return int64(math.Float64bits(t+magic) - math.Float64bits(magic))
+}
+
+// clampWorld is Quantize's path for |t| ≥ the limit and NaN.
+func clampWorld(t float64) int64 {
+	switch {
+	case t >= float64(WorldLimitSteps):
 		return WorldLimitSteps
-	}
-	if t <= -float64(WorldLimitSteps) {
+	case t <= -float64(WorldLimitSteps):
 		return -WorldLimitSteps
 	}
-	i := int64(t) // truncates toward zero; floor below
-	if float64(i) > t {
-		i--
-	}
-	return i
+	return 0 // NaN
 }
 
 // Dequantize returns the coordinate of q: Origin(cell) + offset × Step.

@@ -23,7 +23,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	in := Ship{Pos: components.Vec3{X: 12.345, Y: 0, Z: -3.2}, Yaw: 1.0, Health: 87, Ammo: 30}
+	in := Ship{Pos: components.Vec3{X: 12.346, Y: 0, Z: -3.2}, Yaw: 1.0, Health: 87, Ammo: 30}
 
 	lanes := make([]uint64, plan.NumLanes())
 	schema.QuantizeValue(plan, &in, lanes)

@@ -3,7 +3,6 @@ package schema
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"reflect"
 	"unsafe"
 
@@ -38,18 +37,24 @@ type Plan struct {
 	ownerOnly uint64 // group mask
 	progAll   []step // full-encoding program with owner-only groups
 	progOther []step // full-encoding program without them
+	pose      *pose  // the pose kernel, for plans of that shape (pose.go)
 }
 
 // step is one instruction of a full-encoding program: a run of fixed-width
-// lanes packed into one ≤ 64-bit word, or one variable-width lane.
+// lanes packed into one ≤ 64-bit word, a run of world lanes with the same
+// cell width, or one variable-width lane.
 type step struct {
-	first, count uint16
-	bits         uint8 // total width of a packed run; a world lane's cell bits
-	kind         uint8
-	w            [maxPack]uint8 // lane widths of a packed run
+	kind  uint8
+	bits  uint8 // total width of a packed run; the cell bits of a world run
+	count uint8
+	first uint16
+	// lim: a world run's zigzagged cells below lim (a power of two) take
+	// the one-word fast path (code and offset fit in 64 bits).
+	lim uint64
+	sh  [maxPack]uint8 // lane shifts inside a packed run's word
 }
 
-// maxPack bounds the lanes of one packed step, so their widths sit in the
+// maxPack bounds the lanes of one packed step, so their shifts sit in the
 // step itself.
 const maxPack = 8
 
@@ -57,11 +62,23 @@ const (
 	stepPack  uint8 = iota // lanes[first:first+count] are fixed width, packed
 	stepRest               // a Rest lane; when set, the next step (the axes) is skipped
 	stepLane               // a variable-width lane (varint)
-	stepWorld              // a world lane: exp-Golomb cell + offset
+	stepWorld              // world lanes[first:first+count]: exp-Golomb cell + offset each
 )
 
 func (p *Plan) program(owner bool) []step {
 	var prog []step
+	pack := func(i int, bits uint8) {
+		n := len(prog)
+		if n > 0 && prog[n-1].kind == stepPack && int(prog[n-1].bits)+int(bits) <= 64 && prog[n-1].count < maxPack &&
+			int(prog[n-1].first)+int(prog[n-1].count) == i && (n < 2 || prog[n-2].kind != stepRest) {
+			last := &prog[n-1]
+			last.sh[last.count] = last.bits
+			last.count++
+			last.bits += bits
+			return
+		}
+		prog = append(prog, step{first: uint16(i), count: 1, bits: bits, kind: stepPack})
+	}
 	for i := 0; i < len(p.lanes); i++ {
 		l := &p.lanes[i]
 		if !owner && p.groups[l.Group].OwnerOnly {
@@ -71,23 +88,27 @@ func (p *Plan) program(owner bool) []step {
 		case LaneRest:
 			prog = append(prog, step{first: uint16(i), count: 1, bits: 1, kind: stepRest})
 			// The three axes form their own packed step, skipped when at rest.
-			ax := &p.lanes[i+1]
-			prog = append(prog, step{first: uint16(i + 1), count: 3, bits: 3 * ax.Bits, kind: stepPack, w: [maxPack]uint8{ax.Bits, ax.Bits, ax.Bits}})
+			ax := p.lanes[i+1].Bits
+			prog = append(prog, step{first: uint16(i + 1), count: 3, bits: 3 * ax, kind: stepPack, sh: [maxPack]uint8{0, ax, 2 * ax}})
 			i += 3
 		case LaneWorld:
-			prog = append(prog, step{first: uint16(i), count: 1, bits: l.Bits, kind: stepWorld})
+			// Consecutive world lanes with one cell width form a run.
+			n := len(prog)
+			if n > 0 && prog[n-1].kind == stepWorld && prog[n-1].bits == l.Bits && prog[n-1].count < maxPack &&
+				int(prog[n-1].first)+int(prog[n-1].count) == i {
+				prog[n-1].count++
+				continue
+			}
+			// The code of zigzagged cell zz is 2z+1 bits, z = ⌊log2(zz+1)⌋;
+			// with the offset it fits one word while z ≤ (63−cellBits)/2,
+			// which zz < 2^z guarantees. lim is a power of two, so several
+			// cells can be tested at once by OR-ing them.
+			zmax := min((63-uint(l.Bits))/2, 20)
+			prog = append(prog, step{first: uint16(i), count: 1, bits: l.Bits, kind: stepWorld, lim: 1 << zmax})
 		case LaneVarint, LaneUvarint:
 			prog = append(prog, step{first: uint16(i), count: 1, kind: stepLane})
 		default:
-			n := len(prog)
-			if n > 0 && prog[n-1].kind == stepPack && int(prog[n-1].bits)+int(l.Bits) <= 64 && prog[n-1].count < maxPack &&
-				int(prog[n-1].first+prog[n-1].count) == i && (n < 2 || prog[n-2].kind != stepRest) {
-				prog[n-1].w[prog[n-1].count] = l.Bits
-				prog[n-1].count++
-				prog[n-1].bits += l.Bits
-			} else {
-				prog = append(prog, step{first: uint16(i), count: 1, bits: l.Bits, kind: stepPack, w: [maxPack]uint8{l.Bits}})
-			}
+			pack(i, l.Bits)
 		}
 	}
 	return prog
@@ -133,6 +154,7 @@ func (p *Plan) finish() {
 			p.ownerOnly |= 1 << i
 		}
 	}
+	p.pose = detectPose(p)
 }
 
 // NumLanes returns how many uint64 lanes a value of this component takes.
@@ -227,6 +249,10 @@ func storeInt(ptr unsafe.Pointer, off uintptr, n numKind, v uint64) {
 // p.Type, e.g. from arche's World.Get) into lanes. Allocation-free, no
 // reflection. Panics if len(lanes) < NumLanes; src must point to a p.Type.
 func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
+	if p.pose != nil {
+		p.pose.quantize(src, lanes)
+		return
+	}
 	if len(p.lanes) == 0 {
 		return // a marker component
 	}
@@ -408,62 +434,108 @@ func (p *Plan) ReadGroup(r *bitio.Reader, g int, lanes []uint64) {
 // Runs of fixed-width lanes are packed into single 64-bit writes.
 // Allocation-free once w's buffer has grown.
 func (p *Plan) Write(w *bitio.Writer, lanes []uint64, owner bool) {
+	if p.pose != nil && p.pose.write(w, lanes) {
+		return
+	}
 	prog := p.progAll
 	if !owner {
 		prog = p.progOther
 	}
 	lanes = lanes[:len(p.lanes)]
-	// Bits gather in a local accumulator and reach the writer 64 at a time.
+	var words [packWords]uint64
 	var acc uint64
 	var n uint
-	for si := 0; si < len(prog); si++ {
+	si, wj := 0, 0
+	for si < len(prog) {
+		var k int
+		si, wj, acc, n, k = pack(prog, lanes, si, wj, acc, n, &words)
+		for _, x := range words[:k] {
+			w.WriteBits(x, 64)
+		}
+		if si == len(prog) || k == len(words) {
+			continue
+		}
+		// pack stopped at a lane it leaves to us: a varint or a far world
+		// cell (lane wj of a world run).
+		st := &prog[si]
+		i := int(st.first) + wj
+		w.WriteBits(acc, n)
+		acc, n = 0, 0
+		WriteLane(w, &p.lanes[i], lanes[i])
+		if wj++; st.kind != stepWorld || wj == int(st.count) {
+			si, wj = si+1, 0
+		}
+	}
+	w.WriteBits(acc, n)
+}
+
+// packWords is how many full words [pack] gathers before it returns.
+const packWords = 4
+
+// pack runs the program from lane wj of step si, gathering bits in acc (n
+// bits) and full words in words. It returns when the program ends, when
+// words is full, or at a lane it leaves to the caller (a varint, a far world
+// cell): the step and lane where it stopped, the accumulator, and the number
+// of full words. It makes no calls, so the compiler keeps its state in
+// registers (Go's calling convention would spill every live value around a
+// call), and its shift counts, known to be below 64, are masked with &63,
+// which spares the compiler's oversized-shift fixups.
+func pack(prog []step, lanes []uint64, si, wj int, acc uint64, n uint, words *[packWords]uint64) (int, int, uint64, uint, int) {
+	k := 0
+	for ; si < len(prog); si++ {
+		if k == len(words) {
+			return si, wj, acc, n, k
+		}
 		st := &prog[si]
 		var v uint64
 		var width uint
 		switch st.kind {
 		case stepPack:
-			ls := lanes[st.first : st.first+st.count]
-			var sh uint8
-			for j, x := range ls {
-				v |= x << sh
-				sh += st.w[j&(maxPack-1)]
+			for j, x := range lanes[st.first : int(st.first)+int(st.count)] {
+				v |= x << (st.sh[j&(maxPack-1)] & 63)
 			}
 			width = uint(st.bits)
 		case stepWorld:
-			q := int64(lanes[st.first])
-			cb := uint(st.bits)
-			zz := bitio.ZigZag(q >> cb)
-			off := uint64(q) & (1<<cb - 1)
-			if zz >= 1<<20 || 2*uint(bits.Len64(zz+1))-1+cb > 64 {
-				w.WriteBits(acc, n)
-				acc, n = 0, 0
-				WriteLane(w, &p.lanes[st.first], lanes[st.first])
-				continue
+			// A run of world lanes: each is written here, and the step
+			// index only advances past the run when all are done.
+			cb := uint(st.bits) & 63
+			ls := lanes[st.first : int(st.first)+int(st.count)]
+			for j := wj; j < len(ls); j++ {
+				x := ls[j]
+				zz := bitio.ZigZag(int64(x) >> cb)
+				if zz >= st.lim || k == len(words) { // a far cell, or no room
+					return si, j, acc, n, k
+				}
+				v, width = worldCode(zz, x, cb)
+				acc, n, k = merge(acc, n, v, width, words, k)
 			}
-			x := zz + 1
-			z := uint(bits.Len64(x)) - 1
-			code := 1<<z | (x&^(1<<z))<<(z+1)
-			v, width = code|off<<(2*z+1), 2*z+1+cb
+			wj = 0
+			continue
 		case stepRest:
 			v, width = lanes[st.first]&1, 1
 			if v != 0 {
 				si++ // a resting velocity sends no axes
 			}
 		default:
-			w.WriteBits(acc, n)
-			acc, n = 0, 0
-			WriteLane(w, &p.lanes[st.first], lanes[st.first])
-			continue
+			return si, 0, acc, n, k
 		}
-		if n+width <= 64 {
-			acc |= v << n
-			n += width
-		} else {
-			w.WriteBits(acc, n)
-			acc, n = v, width
-		}
+		acc, n, k = merge(acc, n, v, width, words, k)
 	}
-	w.WriteBits(acc, n)
+	return si, 0, acc, n, k
+}
+
+// merge appends the width low bits of v (no higher bits set; 1 ≤ width ≤
+// 64) to the accumulator acc of n < 64 bits, moving a completed word to
+// words[k]. The caller leaves room for it.
+func merge(acc uint64, n uint, v uint64, width uint, words *[packWords]uint64, k int) (uint64, uint, int) {
+	if n+width < 64 {
+		return acc | v<<(n&63), n + width, k
+	}
+	words[k&(packWords-1)] = acc | v<<(n&63)
+	if n == 0 { // width 64: nothing is left over
+		return 0, 0, k + 1
+	}
+	return v >> ((64 - n) & 63), n + width - 64, k + 1
 }
 
 // Read decodes a full encoding written by [Plan.Write] with the same owner
@@ -502,6 +574,10 @@ func (p *Plan) Read(r *bitio.Reader, lanes []uint64, owner bool) error {
 				for i := int(st.first) + 1; i <= int(st.first)+3; i++ {
 					lanes[i] = ls[i].Zero
 				}
+			}
+		case stepWorld:
+			for i := int(st.first); i < int(st.first)+int(st.count); i++ {
+				lanes[i] = ReadLane(r, &ls[i])
 			}
 		default:
 			lanes[st.first] = ReadLane(r, &ls[st.first])

@@ -62,3 +62,18 @@ func BenchmarkTransformDecode(b *testing.B) {
 		p.Dequantize(lanes, unsafe.Pointer(&out))
 	}
 }
+
+// BenchmarkTransformWrite: the bit-packing half alone (what a full record
+// costs once its lanes are quantized).
+func BenchmarkTransformWrite(b *testing.B) {
+	b.ReportAllocs()
+	p, tr := benchTransform()
+	lanes := make([]uint64, p.NumLanes())
+	p.Quantize(unsafe.Pointer(&tr), lanes)
+	buf := make([]byte, 0, 64)
+	var w bitio.Writer
+	for b.Loop() {
+		w.Reset(buf)
+		p.Write(&w, lanes, true)
+	}
+}

@@ -1,0 +1,121 @@
+package schema
+
+import (
+	"math/bits"
+	"unsafe"
+
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/quant"
+)
+
+// Most of what a game replicates is poses: a large-world position and a
+// rotation (components.Transform and its look-alikes). A plan of exactly
+// that shape — three world coordinates on one grid, then a quaternion, all
+// float32 or all float64, nothing owner-only — skips the op interpreter:
+// quantizePose and writePose do the same work with the layout fixed when the
+// plan is compiled. They produce the same lanes and the same bits as the
+// general path (TestPoseKernelMatchesInterpreter compares them on random and
+// hostile values); only the speed differs.
+type pose struct {
+	pos [3]uintptr // offsets of X, Y, Z
+	rot [4]uintptr // offsets of x, y, z, w
+	wld quant.World
+	qt  quant.Quat
+	f32 bool
+	cb  uint8  // world cell bits
+	lim uint64 // zigzagged cells below lim take the one-word code
+	qb  uint8  // quaternion bits per component
+}
+
+// detectPose returns the pose kernel for p, or nil if p is not pose-shaped.
+func detectPose(p *Plan) *pose {
+	if len(p.ops) != 4 || len(p.lanes) != 7 || p.ownerOnly != 0 {
+		return nil
+	}
+	num := p.ops[0].num
+	if num != numF32 && num != numF64 {
+		return nil
+	}
+	k := &pose{wld: p.ops[0].wld, qt: p.ops[3].qt, f32: num == numF32}
+	for i := 0; i < 3; i++ {
+		o := &p.ops[i]
+		if o.kind != opWorld || o.num != num || o.lane != uint16(i) || o.wld != k.wld {
+			return nil
+		}
+		k.pos[i] = o.off[0]
+	}
+	q := &p.ops[3]
+	if q.kind != opQuat || q.num != num || q.lane != 3 {
+		return nil
+	}
+	k.rot = q.off
+	k.cb = uint8(k.wld.CellBits())
+	k.qb = uint8(k.qt.Bits())
+	// The same program the interpreter runs: one world run, one packed word.
+	prog := p.progAll
+	if len(prog) != 2 || prog[0].kind != stepWorld || prog[0].count != 3 || prog[1].kind != stepPack || prog[1].count != 4 {
+		return nil
+	}
+	k.lim = prog[0].lim
+	return k
+}
+
+func (k *pose) load(src unsafe.Pointer, off uintptr) float64 {
+	if k.f32 {
+		return float64(*(*float32)(unsafe.Add(src, off)))
+	}
+	return *(*float64)(unsafe.Add(src, off))
+}
+
+// quantize is Plan.Quantize for a pose.
+func (k *pose) quantize(src unsafe.Pointer, lanes []uint64) {
+	_ = lanes[6]
+	g := &k.wld
+	lanes[0] = uint64(g.Quantize(k.load(src, k.pos[0])))
+	lanes[1] = uint64(g.Quantize(k.load(src, k.pos[1])))
+	lanes[2] = uint64(g.Quantize(k.load(src, k.pos[2])))
+	lanes[3], lanes[4], lanes[5], lanes[6] = k.qt.Quantize(k.load(src, k.rot[0]), k.load(src, k.rot[1]),
+		k.load(src, k.rot[2]), k.load(src, k.rot[3]))
+}
+
+// write is Plan.Write for a pose. It reports false, having written
+// nothing, for a far grid cell, which the interpreter's general path
+// writes.
+func (k *pose) write(w *bitio.Writer, lanes []uint64) bool {
+	_ = lanes[6]
+	cb := uint(k.cb) & 63
+	x0, x1, x2 := lanes[0], lanes[1], lanes[2]
+	z0 := bitio.ZigZag(int64(x0) >> cb)
+	z1 := bitio.ZigZag(int64(x1) >> cb)
+	z2 := bitio.ZigZag(int64(x2) >> cb)
+	if z0|z1|z2 >= k.lim { // lim is a power of two
+		return false
+	}
+	var words [packWords]uint64
+	var nw int
+	acc, n := worldCode(z0, x0, cb)
+	v, width := worldCode(z1, x1, cb)
+	acc, n, nw = merge(acc, n, v, width, &words, nw)
+	v, width = worldCode(z2, x2, cb)
+	acc, n, nw = merge(acc, n, v, width, &words, nw)
+	qb := uint(k.qb) & 31
+	v = lanes[3] | lanes[4]<<2 | lanes[5]<<((2+qb)&63) | lanes[6]<<((2+2*qb)&63)
+	acc, n, nw = merge(acc, n, v, 2+3*qb, &words, nw)
+	for _, x := range words[:nw] {
+		w.WriteBits(x, 64)
+	}
+	w.WriteBits(acc, n)
+	return true
+}
+
+// worldCode returns the one-word full encoding of a world lane x whose
+// zigzagged cell is zz (zz < the step's lim): the exp-Golomb code of zz+1 =
+// 1xxx (z bits x) — z zeros, a one, then the x bits, LSB first — followed by
+// the cb-bit offset.
+func worldCode(zz, x uint64, cb uint) (uint64, uint) {
+	e := zz + 1
+	z := uint(bits.Len64(e)-1) & 31
+	v := (e<<1 | 1) << z                       // the leading one of e lands at bit 2z+1
+	v ^= (x&(1<<cb-1) ^ 1) << ((2*z + 1) & 63) // clear it; the offset goes there
+	return v, 2*z + 1 + cb
+}
