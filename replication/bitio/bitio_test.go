@@ -225,3 +225,26 @@ func TestWriterReuseAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// WriteBits ignores the bits of v above n at every alignment, including a
+// whole word, and refuses widths over 64.
+func TestWriteBitsIgnoresHighBits(t *testing.T) {
+	for align := uint(0); align < 64; align++ {
+		for _, n := range []uint{0, 1, 7, 33, 63, 64} {
+			var w Writer
+			w.WriteBits(0, align)
+			w.WriteBits(math.MaxUint64, n)
+			w.WriteBits(0, 5)
+			r := NewReader(w.Bytes())
+			require.Equal(t, uint64(0), r.ReadBits(align))
+			want := uint64(math.MaxUint64)
+			if n < 64 {
+				want = 1<<n - 1
+			}
+			require.Equal(t, want, r.ReadBits(n), "align %d n %d", align, n)
+			require.Equal(t, uint64(0), r.ReadBits(5), "align %d n %d", align, n)
+			require.NoError(t, r.Err())
+		}
+	}
+	require.Panics(t, func() { new(Writer).WriteBits(1, 65) })
+}

@@ -43,23 +43,24 @@ func (w *Writer) Len() int { return len(w.buf) + int(w.n+7)/8 }
 // ignored). Cost: O(1), allocation-free once the buffer has grown.
 // Panics if n > 64.
 func (w *Writer) WriteBits(v uint64, n uint) {
-	if n == 0 {
-		return
-	}
 	if n > 64 {
 		panic("bitio: WriteBits width > 64")
 	}
 	if n < 64 {
 		v &= 1<<n - 1
 	}
-	w.acc |= v << w.n // shifts ≥ 64 yield 0 in Go
+	// w.n < 64 always, so the shifts below are in range; the &63 tells the
+	// compiler, which then skips Go's oversized-shift rule.
+	w.acc |= v << (w.n & 63)
 	total := w.n + n
 	if total < 64 {
 		w.n = total
 		return
 	}
 	w.buf = binary.LittleEndian.AppendUint64(w.buf, w.acc)
-	w.acc = v >> (64 - w.n) // w.n == 0 gives v>>64 == 0
+	// The bits of v that did not fit: v >> (64 − w.n), which is 0 when
+	// w.n is 0 (two shifts, each below 64).
+	w.acc = v >> 1 >> ((63 - w.n) & 63)
 	w.n = total - 64
 }
 

@@ -62,32 +62,33 @@ func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
 	// compile to conditional moves (no mispredicted branches on real data).
 	// Strict comparisons keep the lowest index on ties.
 	const sign = 1 << 63
-	u := [4]uint64{math.Float64bits(x), math.Float64bits(y), math.Float64bits(z), math.Float64bits(w)}
-	big, bv := uint64(0), u[0]&^sign
-	if m := u[1] &^ sign; m > bv {
-		big, bv = 1, m
+	ux, uy, uz, uw := math.Float64bits(x), math.Float64bits(y), math.Float64bits(z), math.Float64bits(w)
+	big, bu, bv := uint64(0), ux, ux&^sign
+	if m := uy &^ sign; m > bv {
+		big, bu, bv = 1, uy, m
 	}
-	if m := u[2] &^ sign; m > bv {
-		big, bv = 2, m
+	if m := uz &^ sign; m > bv {
+		big, bu, bv = 2, uz, m
 	}
-	if m := u[3] &^ sign; m > bv {
-		big = 3
+	if m := uw &^ sign; m > bv {
+		big, bu, bv = 3, uw, m
 	}
 	// The other three in x, y, z, w order, negated when the dropped one is
 	// negative (q and −q are the same rotation).
-	o := &quatOthers[big]
-	neg := u[big] & sign
-	p := math.Float64frombits(u[o[0]] ^ neg)
-	r := math.Float64frombits(u[o[1]] ^ neg)
-	s := math.Float64frombits(u[o[2]] ^ neg)
-	l := math.Float64frombits(u[big] &^ sign)
-	a, b, c = qc.roundBest(p, r, s, l)
+	pu, ru, su := ux, uy, uz
+	if big == 0 {
+		pu = uy
+	}
+	if big <= 1 {
+		ru = uz
+	}
+	if big <= 2 {
+		su = uw
+	}
+	neg := bu & sign
+	a, b, c = qc.roundBest(math.Float64frombits(pu^neg), math.Float64frombits(ru^neg), math.Float64frombits(su^neg), math.Float64frombits(bv))
 	return big, a, b, c
 }
-
-// quatOthers lists, per dropped index, the indices of the three sent
-// components.
-var quatOthers = [4][3]uint8{{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}}
 
 // normalizeQuat scales (x, y, z, w) to unit length; a zero, NaN or
 // infinite quaternion becomes the identity.

@@ -130,19 +130,18 @@ func (s Scalar) Quantize(v float64) uint64 {
 
 // nearest returns the nearest code of v (clamped into the range) and the
 // rounding error Dequantize(code)−v in steps, in [−½, ½] inside the range.
+// v must be finite with |v − Min|/Step < 2⁵⁰ (quaternion components are).
 func (s *Scalar) nearest(v float64) (uint64, float64) {
+	// Adding 1.5·2⁵² rounds t to an integer held in the low mantissa bits
+	// (ties to even); the difference of the bit patterns is that integer.
+	// This takes no float→int conversion and no branch: the clamp is on
+	// the integer.
+	const magic = 0x1.8p52
 	t := (v - s.min) * s.inv
-	if !(t > 0) {
-		t = 0
-	}
-	if t >= s.maxQf {
-		t = s.maxQf
-	}
-	// Round to nearest by adding 2⁵²: for 0 ≤ t < 2⁵¹ the sum's low
-	// mantissa bits are the rounded integer (ties to even), and subtracting
-	// 2⁵² again gives it as a float, without two float↔int conversions.
-	r := t + 0x1p52
-	return math.Float64bits(r) & (1<<52 - 1), (r - 0x1p52) - t
+	r := t + magic
+	q := int64(math.Float64bits(r) - math.Float64bits(magic))
+	q = max(0, min(q, int64(s.maxQ)))
+	return uint64(q), float64(q) - t
 }
 
 // Dequantize maps a code back to a value; codes above MaxQ clamp to MaxQ.

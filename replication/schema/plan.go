@@ -249,8 +249,12 @@ func storeInt(ptr unsafe.Pointer, off uintptr, n numKind, v uint64) {
 // p.Type, e.g. from arche's World.Get) into lanes. Allocation-free, no
 // reflection. Panics if len(lanes) < NumLanes; src must point to a p.Type.
 func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
-	if p.pose != nil {
-		p.pose.quantize(src, lanes)
+	if k := p.pose; k != nil {
+		if k.f32 {
+			quantizePose[float32](k, src, lanes)
+		} else {
+			quantizePose[float64](k, src, lanes)
+		}
 		return
 	}
 	if len(p.lanes) == 0 {

@@ -17,14 +17,15 @@ import (
 // general path (TestPoseKernelMatchesInterpreter compares them on random and
 // hostile values); only the speed differs.
 type pose struct {
-	pos [3]uintptr // offsets of X, Y, Z
-	rot [4]uintptr // offsets of x, y, z, w
-	wld quant.World
-	qt  quant.Quat
-	f32 bool
-	cb  uint8  // world cell bits
-	lim uint64 // zigzagged cells below lim take the one-word code
-	qb  uint8  // quaternion bits per component
+	pos  [3]uintptr // offsets of X, Y, Z
+	rot  [4]uintptr // offsets of x, y, z, w
+	wld  quant.World
+	qt   quant.Quat
+	f32  bool
+	cb   uint8  // world cell bits
+	lim  uint64 // zigzagged cells below lim take the one-word code
+	qb   uint8  // quaternion bits per component
+	mask uint64 // 2^cb − 1: the in-cell offset
 }
 
 // detectPose returns the pose kernel for p, or nil if p is not pose-shaped.
@@ -57,25 +58,19 @@ func detectPose(p *Plan) *pose {
 		return nil
 	}
 	k.lim = prog[0].lim
+	k.mask = 1<<k.cb - 1
 	return k
 }
 
-func (k *pose) load(src unsafe.Pointer, off uintptr) float64 {
-	if k.f32 {
-		return float64(*(*float32)(unsafe.Add(src, off)))
-	}
-	return *(*float64)(unsafe.Add(src, off))
-}
-
-// quantize is Plan.Quantize for a pose.
-func (k *pose) quantize(src unsafe.Pointer, lanes []uint64) {
+// quantizePose is Plan.Quantize for a pose of float type F.
+func quantizePose[F float32 | float64](k *pose, src unsafe.Pointer, lanes []uint64) {
 	_ = lanes[6]
+	at := func(off uintptr) float64 { return float64(*(*F)(unsafe.Add(src, off))) }
 	g := &k.wld
-	lanes[0] = uint64(g.Quantize(k.load(src, k.pos[0])))
-	lanes[1] = uint64(g.Quantize(k.load(src, k.pos[1])))
-	lanes[2] = uint64(g.Quantize(k.load(src, k.pos[2])))
-	lanes[3], lanes[4], lanes[5], lanes[6] = k.qt.Quantize(k.load(src, k.rot[0]), k.load(src, k.rot[1]),
-		k.load(src, k.rot[2]), k.load(src, k.rot[3]))
+	lanes[0] = uint64(g.Quantize(at(k.pos[0])))
+	lanes[1] = uint64(g.Quantize(at(k.pos[1])))
+	lanes[2] = uint64(g.Quantize(at(k.pos[2])))
+	lanes[3], lanes[4], lanes[5], lanes[6] = k.qt.Quantize(at(k.rot[0]), at(k.rot[1]), at(k.rot[2]), at(k.rot[3]))
 }
 
 // write is Plan.Write for a pose. It reports false, having written
@@ -93,11 +88,23 @@ func (k *pose) write(w *bitio.Writer, lanes []uint64) bool {
 	}
 	var words [packWords]uint64
 	var nw int
-	acc, n := worldCode(z0, x0, cb)
-	v, width := worldCode(z1, x1, cb)
-	acc, n, nw = merge(acc, n, v, width, &words, nw)
-	v, width = worldCode(z2, x2, cb)
-	acc, n, nw = merge(acc, n, v, width, &words, nw)
+	var acc, v uint64
+	var n, width uint
+	if z0|z1|z2 < uint64(len(egTable)) { // cells near the origin: codes from the table
+		e0, e1, e2 := egTable[z0], egTable[z1], egTable[z2]
+		m := k.mask
+		acc, n = uint64(e0&egCodeMask)|(x0&m)<<(e0>>egWidthShift), uint(e0>>egWidthShift)+cb
+		v, width = uint64(e1&egCodeMask)|(x1&m)<<(e1>>egWidthShift), uint(e1>>egWidthShift)+cb
+		acc, n, nw = merge(acc, n, v, width, &words, nw)
+		v, width = uint64(e2&egCodeMask)|(x2&m)<<(e2>>egWidthShift), uint(e2>>egWidthShift)+cb
+		acc, n, nw = merge(acc, n, v, width, &words, nw)
+	} else {
+		acc, n = worldCode(z0, x0, cb)
+		v, width = worldCode(z1, x1, cb)
+		acc, n, nw = merge(acc, n, v, width, &words, nw)
+		v, width = worldCode(z2, x2, cb)
+		acc, n, nw = merge(acc, n, v, width, &words, nw)
+	}
 	qb := uint(k.qb) & 31
 	v = lanes[3] | lanes[4]<<2 | lanes[5]<<((2+qb)&63) | lanes[6]<<((2+2*qb)&63)
 	acc, n, nw = merge(acc, n, v, 2+3*qb, &words, nw)
@@ -119,3 +126,18 @@ func worldCode(zz, x uint64, cb uint) (uint64, uint) {
 	v ^= (x&(1<<cb-1) ^ 1) << ((2*z + 1) & 63) // clear it; the offset goes there
 	return v, 2*z + 1 + cb
 }
+
+// egTable holds the exp-Golomb codes of small zigzagged cells zz: the code
+// of zz+1 in the low bits, its width from bit egWidthShift.
+var egTable = func() (t [256]uint32) {
+	for zz := range t {
+		code, width := worldCode(uint64(zz), 0, 0)
+		t[zz] = uint32(code) | uint32(width)<<egWidthShift
+	}
+	return t
+}()
+
+const (
+	egWidthShift = 24
+	egCodeMask   = 1<<egWidthShift - 1
+)
