@@ -299,3 +299,32 @@ func TestQuatRequantizeStable(t *testing.T) {
 		}
 	}
 }
+
+// Quaternions far from unit length, tiny or huge, encode like their
+// normalized selves; normalizing them once is enough.
+func TestQuatNonUnitInput(t *testing.T) {
+	qc, err := NewQuat(10)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < 2000; i++ {
+		x, y, z, w := randomUnitQuat(rng)
+		l, a, b, c := qc.Quantize(x, y, z, w)
+		for _, k := range []float64{1e-300, 1e-160, 1e-5, 0.999, 1.001, 3, 1e150, 1e300} {
+			l2, a2, b2, c2 := qc.Quantize(x*k, y*k, z*k, w*k)
+			x2, y2, z2, w2 := qc.Dequantize(l2, a2, b2, c2)
+			require.Less(t, QuatAngle(x, y, z, w, x2, y2, z2, w2)*180/math.Pi, 0.15, "scale %g", k)
+			if k > 1e-5 && k < 1e5 {
+				require.Equal(t, [4]uint64{l, a, b, c}, [4]uint64{l2, a2, b2, c2}, "scale %g", k)
+			}
+		}
+	}
+	for _, c := range []struct{ in, want [4]float64 }{
+		{[4]float64{math.SmallestNonzeroFloat64, 0, 0, 0}, [4]float64{1, 0, 0, 0}},
+		{[4]float64{0, 0, 0, math.MaxFloat64}, [4]float64{0, 0, 0, 1}},
+		{[4]float64{math.MaxFloat64, math.MaxFloat64, -math.MaxFloat64, math.MaxFloat64}, [4]float64{0.5, 0.5, -0.5, 0.5}},
+	} {
+		l, a, b, cc := qc.Quantize(c.in[0], c.in[1], c.in[2], c.in[3])
+		l2, a2, b2, c2 := qc.Quantize(c.want[0], c.want[1], c.want[2], c.want[3])
+		require.Equal(t, [4]uint64{l2, a2, b2, c2}, [4]uint64{l, a, b, cc}, "%v", c.in)
+	}
+}

@@ -17,9 +17,9 @@ import (
 // first; a zero, NaN or infinite quaternion encodes as the identity.
 //
 // Measured worst-case rotation error over 100,000 random unit quaternions
-// (see the package tests), with the error-minimizing rounding of
-// roundBest: 0.29° at 9 bits, 0.15° at 10 bits (plain rounding: 0.52° and
-// 0.22°). The component scale has an exact 0, so the identity round-trips.
+// (see the package tests), with the error-minimizing rounding that
+// Quantize does: 0.29° at 9 bits, 0.15° at 10 bits (plain rounding: 0.52°
+// and 0.22°). The component scale has an exact 0, so the identity round-trips.
 type Quat struct {
 	c    Scalar
 	bits uint8
@@ -54,9 +54,6 @@ func (qc Quat) Bits() uint { return uint(qc.bits) }
 // under the 10⁻³-sized steps, and skipping it takes the normalization off
 // the critical path. Others are normalized first.
 func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
-	if d := x*x + y*y + z*z + w*w - 1; !(d < 1.0/(1<<20) && d > -1.0/(1<<20)) {
-		x, y, z, w = normalizeQuat(x, y, z, w)
-	}
 	// Pick the largest magnitude on the IEEE bit patterns: for
 	// non-negative floats they order like the values, and integer selects
 	// compile to conditional moves (no mispredicted branches on real data).
@@ -86,46 +83,77 @@ func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
 		su = uw
 	}
 	neg := bu & sign
-	a, b, c = qc.roundBest(math.Float64frombits(pu^neg), math.Float64frombits(ru^neg), math.Float64frombits(su^neg), math.Float64frombits(bv))
-	return big, a, b, c
-}
-
-// normalizeQuat scales (x, y, z, w) to unit length; a zero, NaN or
-// infinite quaternion becomes the identity.
-func normalizeQuat(x, y, z, w float64) (float64, float64, float64, float64) {
-	n := x*x + y*y + z*z + w*w
-	if !(n > 0 && n <= math.MaxFloat64) {
-		return 0, 0, 0, 1
+	p := math.Float64frombits(pu ^ neg)
+	r := math.Float64frombits(ru ^ neg)
+	s := math.Float64frombits(su ^ neg)
+	l := math.Float64frombits(bv)
+	// The squares serve the unit-length test here and the flip gains
+	// below. The argmax above is the same after normalizing, and NaN, ±Inf
+	// and zero fail the test.
+	pp, rr, ss, l2 := p*p, r*r, s*s, l*l
+	if d := l2 + pp + rr + ss - 1; !(d < 1.0/(1<<20) && d > -1.0/(1<<20)) {
+		return qc.quantizeOther(x, y, z, w)
 	}
-	inv := 1 / math.Sqrt(n)
-	return x * inv, y * inv, z * inv, w * inv
-}
 
-// roundBest picks, for each of the three sent components, rounding down or
-// up so that the rebuilt quaternion is close to the input. Plain
-// round-to-nearest leaves the error of the rebuilt component free:
-// Δl ≈ −(pΔp + rΔr + sΔs)/l, which near l = ½ triples the per-component
-// error. Starting from nearest rounding, the single-component flip that
-// most lowers |E|²·l² = l²(Δp²+Δr²+Δs²) + (pΔp+rΔr+sΔs)² is taken if it
-// helps (errors in steps; no division, no square root). This cuts the worst
-// case from 0.52° to 0.30° at 9 bits.
-func (qc *Quat) roundBest(p, r, s, l float64) (uint64, uint64, uint64) {
-	sc := &qc.c
-	q0, d0 := sc.nearest(p)
-	q1, d1 := sc.nearest(r)
-	q2, d2 := sc.nearest(s)
-	// Rounding component i the other way moves its error d by δ = −sign(d)
-	// and changes |E|²·l² by g = l² + c² − 2·sign(d)·h with h = l²d + c·S,
-	// S = Σ c·d. g < 0 needs |h| > (l² + c²)/2; for about nine rotations in
-	// ten no component passes that test, and the codes stay as rounded.
-	l2 := l * l
+	// Error-minimizing rounding. Plain round-to-nearest leaves the error
+	// of the rebuilt component free: Δl ≈ −(pΔp + rΔr + sΔs)/l, which near
+	// l = ½ triples the per-component error. Starting from nearest
+	// rounding, the single-component flip that most lowers
+	// |E|²·l² = l²(Δp²+Δr²+Δs²) + (pΔp+rΔr+sΔs)² is taken if it helps
+	// (errors in steps; no division, no square root). This cuts the worst
+	// case from 0.52° to 0.30° at 9 bits. Rounding component i the other
+	// way moves its error d by δ = −sign(d) and changes |E|²·l² by
+	// g = l² + c² − 2·sign(d)·h with h = l²d + c·S, S = Σ c·d. g < 0 needs
+	// |h| > (l² + c²)/2; for about nine rotations in ten no component
+	// passes that test, and the codes stay as rounded.
+	q0, d0 := qc.code(p)
+	q1, d1 := qc.code(r)
+	q2, d2 := qc.code(s)
 	S := p*d0 + r*d1 + s*d2
 	h0, h1, h2 := l2*d0+p*S, l2*d1+r*S, l2*d2+s*S
-	t0, t1, t2 := l2+p*p, l2+r*r, l2+s*s
+	t0, t1, t2 := l2+pp, l2+rr, l2+ss
 	if 4*h0*h0 > t0*t0 || 4*h1*h1 > t1*t1 || 4*h2*h2 > t2*t2 {
 		q0, q1, q2 = qc.flipBest(q0, q1, q2, d0, d1, d2, h0, h1, h2, t0, t1, t2)
 	}
-	return q0, q1, q2
+	return big, q0, q1, q2
+}
+
+// quantizeOther is Quantize for input that is not unit length to 2⁻²⁰:
+// it normalizes (a zero, NaN or infinite quaternion becomes the identity)
+// and quantizes that. normalizeQuat's result is unit length to a few ulps
+// for every input, so Quantize comes back here at most once.
+func (qc *Quat) quantizeOther(x, y, z, w float64) (uint64, uint64, uint64, uint64) {
+	return qc.Quantize(normalizeQuat(x, y, z, w))
+}
+
+// code returns the nearest code of a sent component v and its rounding
+// error in steps (code − exact). v is within ±1/√2 (1 + 2⁻²¹) — the
+// input is unit length to 2⁻²⁰ and v is not the largest — so the exact
+// position t lies in [−¼, MaxQ + ¼] and rounds into range; the unsigned
+// min only guards that bound.
+func (qc *Quat) code(v float64) (uint64, float64) {
+	// Adding 1.5·2⁵² rounds t to an integer held in the low mantissa bits
+	// (ties to even); the difference of the bit patterns is that integer.
+	const magic = 0x1.8p52
+	sc := &qc.c
+	t := (v - sc.min) * sc.inv
+	r := t + magic
+	q := min(math.Float64bits(r)-math.Float64bits(magic), sc.maxQ)
+	return q, (r - magic) - t
+}
+
+// normalizeQuat scales (x, y, z, w) to unit length; a zero, NaN or
+// infinite quaternion becomes the identity. Dividing by the largest
+// magnitude first keeps tiny and huge inputs from underflowing or
+// overflowing the sum of squares.
+func normalizeQuat(x, y, z, w float64) (float64, float64, float64, float64) {
+	m := max(math.Abs(x), math.Abs(y), math.Abs(z), math.Abs(w))
+	if !(m > 0 && m <= math.MaxFloat64) { // zero, NaN or infinite
+		return 0, 0, 0, 1
+	}
+	x, y, z, w = x/m, y/m, z/m, w/m
+	inv := 1 / math.Sqrt(x*x+y*y+z*z+w*w)
+	return x * inv, y * inv, z * inv, w * inv
 }
 
 // flipBest takes the single flip with the most negative gain

@@ -128,22 +128,6 @@ func (s Scalar) Quantize(v float64) uint64 {
 	return uint64(int64(t))
 }
 
-// nearest returns the nearest code of v (clamped into the range) and the
-// rounding error Dequantize(code)−v in steps, in [−½, ½] inside the range.
-// v must be finite with |v − Min|/Step < 2⁵⁰ (quaternion components are).
-func (s *Scalar) nearest(v float64) (uint64, float64) {
-	// Adding 1.5·2⁵² rounds t to an integer held in the low mantissa bits
-	// (ties to even); the difference of the bit patterns is that integer.
-	// This takes no float→int conversion and no branch: the clamp is on
-	// the integer.
-	const magic = 0x1.8p52
-	t := (v - s.min) * s.inv
-	r := t + magic
-	q := int64(math.Float64bits(r) - math.Float64bits(magic))
-	q = max(0, min(q, int64(s.maxQ)))
-	return uint64(q), float64(q) - t
-}
-
 // Dequantize maps a code back to a value; codes above MaxQ clamp to MaxQ.
 func (s Scalar) Dequantize(q uint64) float64 {
 	if q > s.maxQ {
