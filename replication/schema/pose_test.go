@@ -30,7 +30,7 @@ func poseValue(rng *rand.Rand) [7]float64 {
 	for i := range v {
 		switch rng.IntN(12) {
 		case 0:
-			v[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -0.0, 1e300, -1e300}[rng.IntN(7)]
+			v[i] = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 1e300, -1e300}[rng.IntN(7)]
 		case 1:
 			v[i] = (rng.Float64()*2 - 1) * 1e12 // far cells, clamped coordinates
 		default:
