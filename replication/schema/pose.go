@@ -91,7 +91,7 @@ func (k *pose) write(w *bitio.Writer, lanes []uint64) bool {
 	var acc, v uint64
 	var n, width uint
 	if z0|z1|z2 < uint64(len(egTable)) { // cells near the origin: codes from the table
-		e0, e1, e2 := egTable[z0], egTable[z1], egTable[z2]
+		e0, e1, e2 := egTable[z0&0xff], egTable[z1&0xff], egTable[z2&0xff]
 		m := k.mask
 		acc, n = uint64(e0&egCodeMask)|(x0&m)<<(e0>>egWidthShift), uint(e0>>egWidthShift)+cb
 		v, width = uint64(e1&egCodeMask)|(x1&m)<<(e1>>egWidthShift), uint(e1>>egWidthShift)+cb
