@@ -48,8 +48,8 @@ func (r *Reader) Err() error { return r.err }
 // can fail a stream for semantic reasons (a value out of range) the same way
 // as for truncation.
 func (r *Reader) SetErr(err error) {
-	if r.err == nil {
-		r.err = err
+	if err != nil {
+		r.fail(err)
 	}
 }
 
@@ -75,10 +75,22 @@ func (r *Reader) fail(err error) uint64 {
 // ReadBits reads an n-bit field (n ≤ 64). A request for n > 64 bits is an
 // error, like a read past the end.
 func (r *Reader) ReadBits(n uint) uint64 {
-	if n == 0 || r.err != nil {
-		return 0
+	// Small enough to inline: a field of up to 57 bits whose 8-byte window
+	// lies in the buffer (then it also ends in the buffer: pos+n ≤ 8i+64).
+	// After an error pos == max, so the window never fits and readBits
+	// fails every later read.
+	if i := r.pos >> 3; n <= 57 && uint64(i)+8 <= uint64(len(r.buf)) {
+		v := binary.LittleEndian.Uint64(r.buf[i:]) >> (r.pos & 7)
+		r.pos += n
+		return v & (1<<n - 1)
 	}
-	if n > 64 || n > r.max-r.pos {
+	return r.readBits(n)
+}
+
+// readBits is ReadBits for wide fields, the last bytes of the buffer and
+// failures.
+func (r *Reader) readBits(n uint) uint64 {
+	if n > r.max-r.pos || n > 64 {
 		return r.fail(ErrShortBuffer)
 	}
 	i := r.pos >> 3
@@ -87,19 +99,25 @@ func (r *Reader) ReadBits(n uint) uint64 {
 	if int(i)+8 <= len(r.buf) {
 		v = binary.LittleEndian.Uint64(r.buf[i:]) >> sh
 		if sh+n > 64 { // the field spills into a ninth byte
-			v |= uint64(r.buf[i+8]) << (64 - sh)
+			v |= uint64(r.buf[i+8]) << ((64 - sh) & 63)
 		}
 	} else {
-		// Tail: fewer than 8 bytes left from i; assemble byte by byte.
-		for k := uint(0); int(i+k) < len(r.buf) && k < 8; k++ {
-			v |= uint64(r.buf[i+k]) << (8 * k)
-		}
-		v >>= sh
-	}
-	if n < 64 {
-		v &= 1<<n - 1
+		v = r.tail(i) >> sh // sh+n ≤ 64 here: the field ends in the buffer
 	}
 	r.pos += n
+	return v & (1<<n - 1) // n = 64: 1<<64 is 0 in Go, and 0−1 is all ones
+}
+
+// tail returns the bytes from i on (fewer than 8) as a little-endian word.
+func (r *Reader) tail(i uint) uint64 {
+	b := r.buf
+	if len(b) >= 8 { // the last word of the buffer, shifted down to byte i
+		return binary.LittleEndian.Uint64(b[len(b)-8:]) >> ((8 * (i - uint(len(b)-8))) & 63)
+	}
+	var v uint64
+	for k := uint(0); i+k < uint(len(b)); k++ {
+		v |= uint64(b[i+k]) << ((8 * k) & 63)
+	}
 	return v
 }
 

@@ -199,26 +199,44 @@ func stepCode(q uint64, d float64, maxQ uint64) uint64 {
 // Any input (even corrupt codes) yields a finite unit quaternion.
 func (qc *Quat) Dequantize(largest, a, b, c uint64) (x, y, z, w float64) {
 	p, r, s := qc.c.Dequantize(a), qc.c.Dequantize(b), qc.c.Dequantize(c)
-	l := math.Sqrt(math.Max(0, 1-p*p-r*r-s*s))
-	// Keep the dropped component strictly the largest, so that quantizing
-	// the result again picks the same index (near |l| = |other| the rebuilt
-	// value can come out a hair smaller). The nudge is 1e-9, far below any
-	// quantization step.
-	if m := math.Max(math.Abs(p), math.Max(math.Abs(r), math.Abs(s))); l <= m {
-		l = m + 1e-9
+	m := max(abs(p), abs(r), abs(s))
+	l2 := 1 - p*p - r*r - s*s
+	var l float64
+	if l2 > m*m {
+		// The common case: the rebuilt component is the largest, and the
+		// four are unit length to rounding.
+		l = math.Sqrt(l2)
+	} else {
+		// Codes at the edge of (or, corrupt, outside) the sphere. Keep the
+		// dropped component strictly the largest, so that quantizing the
+		// result again picks the same index (near |l| = |other| the rebuilt
+		// value can come out a hair smaller); the nudge is 1e-9, far below
+		// any quantization step. Then renormalize (the norm is ≥ m > 0).
+		l = math.Sqrt(max(0, l2))
+		if l <= m {
+			l = m + 1e-9
+		}
+		inv := 1 / math.Sqrt(p*p+r*r+s*s+l*l)
+		p, r, s, l = p*inv, r*inv, s*inv, l*inv
 	}
 	switch largest & 3 {
 	case 0:
-		x, y, z, w = l, p, r, s
+		return l, p, r, s
 	case 1:
-		x, y, z, w = p, l, r, s
+		return p, l, r, s
 	case 2:
-		x, y, z, w = p, r, l, s
-	default:
-		x, y, z, w = p, r, s, l
+		return p, r, l, s
 	}
-	inv := 1 / math.Sqrt(x*x+y*y+z*z+w*w) // ≥ 1/2 in norm: never 0
-	return x * inv, y * inv, z * inv, w * inv
+	return p, r, s, l
+}
+
+// abs is math.Abs for the finite values here, as a compare (math.Abs goes
+// through the integer registers).
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // QuatAngle returns the rotation angle in radians between unit quaternions

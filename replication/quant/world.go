@@ -65,11 +65,12 @@ func clampWorld(t float64) int64 {
 	return 0 // NaN
 }
 
-// Dequantize returns the coordinate of q: Origin(cell) + offset × Step.
+// Dequantize returns the coordinate of q: q × Step, which equals the cell's
+// origin plus offset × Step (q is exact in a float64, |q| ≤ 2⁵⁰, so the
+// product has a single rounding).
 func (g World) Dequantize(q int64) float64 {
 	q = max(-WorldLimitSteps, min(WorldLimitSteps, q))
-	cell, off := g.Split(q)
-	return g.Origin(cell) + float64(off)*g.step
+	return float64(q) * g.step
 }
 
 // Split returns the cell index and the offset inside the cell of q.
