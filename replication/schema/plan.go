@@ -310,6 +310,20 @@ func (p *Plan) quantizeOps(src unsafe.Pointer, lanes []uint64) {
 // panics on decoded input. Fields that are not replicated are left as they
 // are. Panics if len(lanes) < NumLanes.
 func (p *Plan) Dequantize(lanes []uint64, dst unsafe.Pointer) {
+	// A small front, as in Quantize.
+	if k := p.pose; k != nil {
+		if k.f32 {
+			dequantizePose[float32](k, lanes, dst)
+		} else {
+			dequantizePose[float64](k, lanes, dst)
+		}
+		return
+	}
+	p.dequantizeOps(lanes, dst)
+}
+
+// dequantizeOps is Dequantize by the op interpreter.
+func (p *Plan) dequantizeOps(lanes []uint64, dst unsafe.Pointer) {
 	if len(p.lanes) == 0 {
 		return
 	}

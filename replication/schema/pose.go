@@ -12,8 +12,8 @@ import (
 // rotation (components.Transform and its look-alikes). A plan of exactly
 // that shape — three world coordinates on one grid, then a quaternion, all
 // float32 or all float64, nothing owner-only — skips the op interpreter:
-// quantizePose and writePose do the same work with the layout fixed when the
-// plan is compiled. They produce the same lanes and the same bits as the
+// quantizePose, dequantizePose and write do the same work with the layout
+// fixed when the plan is compiled. They produce the same lanes and the same bits as the
 // general path (TestPoseKernelMatchesInterpreter compares them on random and
 // hostile values); only the speed differs.
 type pose struct {
@@ -71,6 +71,21 @@ func quantizePose[F float32 | float64](k *pose, src unsafe.Pointer, lanes []uint
 	lanes[1] = uint64(g.Quantize(at(k.pos[1])))
 	lanes[2] = uint64(g.Quantize(at(k.pos[2])))
 	lanes[3], lanes[4], lanes[5], lanes[6] = k.qt.Quantize(at(k.rot[0]), at(k.rot[1]), at(k.rot[2]), at(k.rot[3]))
+}
+
+// dequantizePose is Plan.Dequantize for a pose of float type F.
+func dequantizePose[F float32 | float64](k *pose, lanes []uint64, dst unsafe.Pointer) {
+	_ = lanes[6]
+	set := func(off uintptr, v float64) { *(*F)(unsafe.Add(dst, off)) = F(v) }
+	g := &k.wld
+	set(k.pos[0], g.Dequantize(int64(lanes[0])))
+	set(k.pos[1], g.Dequantize(int64(lanes[1])))
+	set(k.pos[2], g.Dequantize(int64(lanes[2])))
+	x, y, z, w := k.qt.Dequantize(lanes[3], lanes[4], lanes[5], lanes[6])
+	set(k.rot[0], x)
+	set(k.rot[1], y)
+	set(k.rot[2], z)
+	set(k.rot[3], w)
 }
 
 // write is Plan.Write for a pose. It reports false, having written

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -46,7 +47,7 @@ func poseValue(rng *rand.Rand) [7]float64 {
 }
 
 // The pose kernel is a fast path only: for every value it gives the same
-// lanes and the same bits as the op interpreter.
+// lanes, the same bits and the same dequantized floats as the interpreters.
 func TestPoseKernelMatchesInterpreter(t *testing.T) {
 	r := NewRegistry()
 	p64 := MustRegister[transform](r)
@@ -77,6 +78,27 @@ func TestPoseKernelMatchesInterpreter(t *testing.T) {
 			p.Quantize(src, fast)
 			slow.Quantize(src, gen)
 			require.Equal(t, gen, fast, "%s lanes of %v", p.Name, v)
+			// Dequantize: the kernel writes the same floats, and only the
+			// replicated fields, for valid lanes and for any others.
+			lanes := append([]uint64(nil), fast...)
+			if i%3 == 0 {
+				for j := range lanes {
+					lanes[j] = rng.Uint64() >> rng.IntN(64)
+				}
+			}
+			if p == p64 {
+				var a, b transform
+				p.Dequantize(lanes, unsafe.Pointer(&a))
+				slow.Dequantize(lanes, unsafe.Pointer(&b))
+				require.Equal(t, fmt.Sprint(b), fmt.Sprint(a), "lanes %v", lanes)
+			} else {
+				a := pose32{QX: 7, QY: 8, QZ: 9}
+				b := a
+				p.Dequantize(lanes, unsafe.Pointer(&a))
+				slow.Dequantize(lanes, unsafe.Pointer(&b))
+				require.Equal(t, fmt.Sprint(b), fmt.Sprint(a), "lanes %v", lanes)
+				require.Equal(t, float32(8), a.QY)
+			}
 			for _, owner := range []bool{true, false} {
 				wf.Reset(nil)
 				wg.Reset(nil)
