@@ -67,4 +67,14 @@
 // Quantize, Dequantize, Write and Read are allocation-free and do no
 // reflection; decoding validates every code and fails closed (errors wrap
 // [ErrCorrupt] or bitio.ErrShortBuffer). Registration uses reflection once.
+//
+// Plans run a compiled op list (Quantize, Dequantize) and a compiled
+// full-encoding program (Write: runs of world lanes and fixed-width lanes
+// packed into 64-bit words, in a loop that makes no calls). Plans shaped like
+// a transform — three world coordinates on one grid and a quaternion, all
+// float32 or all float64, nothing owner-only, as components.Transform — take
+// a fixed-layout kernel instead, with identical lanes, bits and floats (a
+// property test compares them on random and hostile values). On the 2-core
+// CI VM, quantizing and encoding a transform takes about 530 instructions,
+// 28–32 ns (BenchmarkTransformEncode; timings there drift with host load).
 package schema
