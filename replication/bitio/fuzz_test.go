@@ -22,15 +22,24 @@ func FuzzReader(f *testing.F) {
 		for i := 0; i+1 < len(prog) && i < 256; i += 2 {
 			n := uint(prog[i+1])
 			var v uint64
+			// The inlined fast paths must agree with the general ones
+			// (value, position and error) on every input.
+			ref := *r
 			switch prog[i] % 6 {
 			case 0:
 				v = r.ReadBits(n % 70)
+				if rv := ref.readBits(n % 70); rv != v || ref.pos != r.pos || ref.err != r.err {
+					t.Fatalf("ReadBits(%d) = %d at %d, general path %d at %d", n%70, v, r.pos, rv, ref.pos)
+				}
 			case 1:
 				v = r.ReadUvarint()
 			case 2:
 				v = uint64(r.ReadVarint())
 			case 3:
 				v = r.ReadExpGolomb(n % 34)
+				if rv := ref.readExpGolomb(n % 34); rv != v || ref.pos != r.pos || ref.err != r.err {
+					t.Fatalf("ReadExpGolomb(%d) = %d at %d, general path %d at %d", n%34, v, r.pos, rv, ref.pos)
+				}
 			case 4:
 				r.Align()
 			case 5:

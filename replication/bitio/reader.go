@@ -154,6 +154,23 @@ func (r *Reader) ReadZigZag(n uint) int64 { return UnZigZag(r.ReadBits(n)) }
 // same k. At most 62−k leading zero bits are accepted (the writer's range), so
 // the loop is bounded; more is [ErrOverflow].
 func (r *Reader) ReadExpGolomb(k uint) uint64 {
+	// Fast path: the whole code lies in the next 8 bytes of the buffer
+	// (at least 57 bits from pos): find the one bit, take the bits after it.
+	if i := r.pos >> 3; uint64(i)+8 <= uint64(len(r.buf)) && k <= 30 {
+		win := binary.LittleEndian.Uint64(r.buf[i:]) >> (r.pos & 7)
+		z := uint(bits.TrailingZeros64(win)) // 64 when win is 0
+		if l := 2*z + k + 1; l <= 57 {
+			x := 1<<(z+k) | win>>(z+1)&(1<<(z+k)-1)
+			r.pos += l
+			return x - 1<<k
+		}
+	}
+	return r.readExpGolomb(k)
+}
+
+// readExpGolomb is ReadExpGolomb for long codes, the last bytes of the
+// buffer and failures.
+func (r *Reader) readExpGolomb(k uint) uint64 {
 	if r.err != nil {
 		return 0
 	}
