@@ -121,6 +121,27 @@ func (r *Reader) tail(i uint) uint64 {
 	return v
 }
 
+// Peek57 returns the next 57 bits without consuming them (bit 0 is the next
+// bit), for decoders that take several short fields from one load. ok is
+// false, and the caller reads field by field, when fewer than 8 bytes are
+// left from the current byte or after an error.
+func (r *Reader) Peek57() (bits uint64, ok bool) {
+	if i := r.pos >> 3; uint64(i)+8 <= uint64(len(r.buf)) {
+		return binary.LittleEndian.Uint64(r.buf[i:]) >> (r.pos & 7) & (1<<57 - 1), true
+	}
+	return 0, false
+}
+
+// Skip consumes n bits, typically fields decoded from [Reader.Peek57].
+// Skipping past the end is a short read.
+func (r *Reader) Skip(n uint) {
+	if n > r.max-r.pos {
+		r.fail(ErrShortBuffer)
+		return
+	}
+	r.pos += n
+}
+
 // ReadBool reads one bit.
 func (r *Reader) ReadBool() bool { return r.ReadBits(1) == 1 }
 

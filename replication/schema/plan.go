@@ -568,6 +568,20 @@ func merge(acc uint64, n uint, v uint64, width uint, words *[packWords]uint64, k
 	return v >> ((64 - n) & 63), n + width - 64, k + 1
 }
 
+// readPack reads packed step st into lanes, validating each code.
+func (p *Plan) readPack(r *bitio.Reader, st *step, lanes []uint64) {
+	acc := r.ReadBits(uint(st.bits))
+	for i := int(st.first); i < int(st.first)+int(st.count); i++ {
+		l := &p.lanes[i]
+		v := acc & (1<<l.Bits - 1)
+		acc >>= l.Bits
+		if v > l.Max {
+			r.SetErr(fmt.Errorf("%w: %s code %d exceeds %d", ErrCorrupt, p.groups[l.Group].Name, v, l.Max))
+		}
+		lanes[i] = v
+	}
+}
+
 // Read decodes a full encoding written by [Plan.Write] with the same owner
 // flag into lanes (owner-only lanes are left untouched when owner is false).
 // It returns r's error: truncated input is [bitio.ErrShortBuffer], invalid
@@ -575,6 +589,10 @@ func merge(acc uint64, n uint, v uint64, width uint, words *[packWords]uint64, k
 func (p *Plan) Read(r *bitio.Reader, lanes []uint64, owner bool) error {
 	if len(lanes) < len(p.lanes) {
 		return fmt.Errorf("schema: %s: lane buffer of %d, need %d", p.Name, len(lanes), len(p.lanes))
+	}
+	if p.pose != nil {
+		p.readPose(r, lanes)
+		return r.Err()
 	}
 	prog := p.progAll
 	if !owner {
@@ -586,16 +604,7 @@ func (p *Plan) Read(r *bitio.Reader, lanes []uint64, owner bool) error {
 		st := &prog[si]
 		switch st.kind {
 		case stepPack:
-			acc := r.ReadBits(uint(st.bits))
-			for i := int(st.first); i < int(st.first)+int(st.count); i++ {
-				l := &ls[i]
-				v := acc & (1<<l.Bits - 1)
-				acc >>= l.Bits
-				if v > l.Max {
-					r.SetErr(fmt.Errorf("%w: %s code %d exceeds %d", ErrCorrupt, p.groups[l.Group].Name, v, l.Max))
-				}
-				lanes[i] = v
-			}
+			p.readPack(r, st, lanes)
 		case stepRest:
 			v := r.ReadBits(1)
 			lanes[st.first] = v

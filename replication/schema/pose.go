@@ -12,10 +12,11 @@ import (
 // rotation (components.Transform and its look-alikes). A plan of exactly
 // that shape — three world coordinates on one grid, then a quaternion, all
 // float32 or all float64, nothing owner-only — skips the op interpreter:
-// quantizePose, dequantizePose and write do the same work with the layout
-// fixed when the plan is compiled. They produce the same lanes and the same bits as the
-// general path (TestPoseKernelMatchesInterpreter compares them on random and
-// hostile values); only the speed differs.
+// quantizePose, dequantizePose, write and readPose do the same work with
+// the layout fixed when the plan is compiled. They produce the same lanes,
+// bits, floats, positions and errors as the general paths
+// (TestPoseKernelMatchesInterpreter and TestPoseReadMatchesInterpreter
+// compare them on random and hostile values); only the speed differs.
 type pose struct {
 	pos  [3]uintptr // offsets of X, Y, Z
 	rot  [4]uintptr // offsets of x, y, z, w
@@ -86,6 +87,32 @@ func dequantizePose[F float32 | float64](k *pose, lanes []uint64, dst unsafe.Poi
 	set(k.rot[1], y)
 	set(k.rot[2], z)
 	set(k.rot[3], w)
+}
+
+// readPose is Plan.Read for a pose. Each world lane whose code and offset
+// lie in one 57-bit window is decoded from it; others, and any value that
+// needs an error, go through ReadLane, so results and errors are the
+// interpreter's.
+func (p *Plan) readPose(r *bitio.Reader, lanes []uint64) {
+	k := p.pose
+	_ = lanes[6]
+	cb := uint(k.cb) & 63
+	for i := 0; i < 3; i++ {
+		win, ok := r.Peek57()
+		z := uint(bits.TrailingZeros64(win)) // 64 when win is 0
+		if l := 2*z + 1; ok && l+cb <= 57 {
+			z &= 31                         // it is ≤ 28: tell the compiler
+			e := 1<<z | win>>(z+1)&(1<<z-1) // zz + 1
+			q, ok := k.wld.Join(bitio.UnZigZag(e-1), win>>l&k.mask)
+			if ok {
+				r.Skip(l + cb)
+				lanes[i] = uint64(q)
+				continue
+			}
+		}
+		lanes[i] = ReadLane(r, &p.lanes[i])
+	}
+	p.readPack(r, &p.progAll[1], lanes)
 }
 
 // write is Plan.Write for a pose. It reports false, having written

@@ -111,3 +111,59 @@ func TestPoseKernelMatchesInterpreter(t *testing.T) {
 		}
 	}
 }
+
+// Reading with the pose kernel gives the interpreter's lanes, position and
+// error for valid encodings at any alignment, for their truncations, and for
+// random bytes.
+func TestPoseReadMatchesInterpreter(t *testing.T) {
+	r := NewRegistry()
+	p64 := MustRegister[transform](r)
+	p32 := MustRegister[pose32](r)
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, p := range []*Plan{p64, p32} {
+		slow := *p
+		slow.pose = nil
+		lanes := make([]uint64, p.NumLanes())
+		fast, gen := make([]uint64, p.NumLanes()), make([]uint64, p.NumLanes())
+		check := func(data []byte, skip uint) {
+			var rf, rg bitio.Reader
+			rf.Reset(data)
+			rg.Reset(data)
+			rf.ReadBits(skip)
+			rg.ReadBits(skip)
+			ef := p.Read(&rf, fast, true)
+			eg := slow.Read(&rg, gen, true)
+			require.Equal(t, fmt.Sprint(eg), fmt.Sprint(ef), "%s %x", p.Name, data)
+			require.Equal(t, rg.BitPos(), rf.BitPos(), "%s %x", p.Name, data)
+			if eg == nil {
+				require.Equal(t, gen, fast, "%s %x", p.Name, data)
+			}
+		}
+		for i := 0; i < 20_000; i++ {
+			v := poseValue(rng)
+			var src unsafe.Pointer
+			if p == p64 {
+				src = unsafe.Pointer(&transform{Pos: components.Vec3{X: v[0], Y: v[1], Z: v[2]}, Rot: components.Quat{X: v[3], Y: v[4], Z: v[5], W: v[6]}})
+			} else {
+				src = unsafe.Pointer(&pose32{X: float32(v[0]), Y: float32(v[1]), Z: float32(v[2]), Rot: [4]float32{float32(v[3]), float32(v[4]), float32(v[5]), float32(v[6])}})
+			}
+			p.Quantize(src, lanes)
+			skip := uint(i % 13)
+			var w bitio.Writer
+			w.WriteBits(rng.Uint64(), skip)
+			p.Write(&w, lanes, true)
+			if i%2 == 0 { // trailing bytes: the kernel's windows reach further
+				w.WriteBits(rng.Uint64(), 64)
+			}
+			data := w.Bytes()
+			check(data, skip)
+			check(data[:rng.IntN(len(data))], skip)
+			junk := make([]byte, rng.IntN(24))
+			for j := range junk {
+				junk[j] = byte(rng.Uint32() >> rng.IntN(32))
+			}
+			check(junk, 0)
+		}
+		check(make([]byte, 16), 0) // an all-zero window: no code ends in it
+	}
+}
