@@ -245,22 +245,6 @@ func storeInt(ptr unsafe.Pointer, off uintptr, n numKind, v uint64) {
 	}
 }
 
-// Quantize reads the component value at src (a pointer to a value of
-// p.Type, e.g. from arche's World.Get) into lanes. Allocation-free, no
-// reflection. Panics if len(lanes) < NumLanes; src must point to a p.Type.
-func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
-	// A small front: the kernel's callers skip the interpreter's frame.
-	if k := p.pose; k != nil {
-		if k.f32 {
-			quantizePose[float32](k, src, lanes)
-		} else {
-			quantizePose[float64](k, src, lanes)
-		}
-		return
-	}
-	p.quantizeOps(src, lanes)
-}
-
 // quantizeOps is Quantize by the op interpreter.
 func (p *Plan) quantizeOps(src unsafe.Pointer, lanes []uint64) {
 	if len(p.lanes) == 0 {
@@ -451,18 +435,6 @@ func (p *Plan) ReadGroup(r *bitio.Reader, g int, lanes []uint64) {
 			return
 		}
 	}
-}
-
-// Write appends the full encoding of lanes: every group in order, except
-// owner-only groups when owner is false (they are omitted entirely).
-// Runs of fixed-width lanes are packed into single 64-bit writes.
-// Allocation-free once w's buffer has grown.
-func (p *Plan) Write(w *bitio.Writer, lanes []uint64, owner bool) {
-	// A small front: the kernel's callers skip the interpreter's frame.
-	if p.pose != nil && p.pose.write(w, lanes) {
-		return
-	}
-	p.writeProg(w, lanes, owner)
 }
 
 // writeProg is Write by the program interpreter.

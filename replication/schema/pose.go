@@ -63,6 +63,22 @@ func detectPose(p *Plan) *pose {
 	return k
 }
 
+// Quantize reads the component value at src (a pointer to a value of
+// p.Type, e.g. from arche's World.Get) into lanes. Allocation-free, no
+// reflection. Panics if len(lanes) < NumLanes; src must point to a p.Type.
+func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
+	k := p.pose
+	if k == nil {
+		p.quantizeOps(src, lanes)
+		return
+	}
+	if k.f32 {
+		quantizePose[float32](k, src, lanes)
+	} else {
+		quantizePose[float64](k, src, lanes)
+	}
+}
+
 // quantizePose is Plan.Quantize for a pose of float type F.
 func quantizePose[F float32 | float64](k *pose, src unsafe.Pointer, lanes []uint64) {
 	_ = lanes[6]
@@ -115,10 +131,19 @@ func (p *Plan) readPose(r *bitio.Reader, lanes []uint64) {
 	p.readPack(r, &p.progAll[1], lanes)
 }
 
-// write is Plan.Write for a pose. It reports false, having written
-// nothing, for a far grid cell, which the interpreter's general path
-// writes.
-func (k *pose) write(w *bitio.Writer, lanes []uint64) bool {
+// Write appends the full encoding of lanes: every group in order, except
+// owner-only groups when owner is false (they are omitted entirely).
+// Runs of fixed-width lanes are packed into single 64-bit writes.
+// Allocation-free once w's buffer has grown.
+func (p *Plan) Write(w *bitio.Writer, lanes []uint64, owner bool) {
+	// A pose is written here, with its layout fixed (one call layer less
+	// on the hottest path); everything else, and a pose with a far grid
+	// cell, by the program interpreter.
+	k := p.pose
+	if k == nil {
+		p.writeProg(w, lanes, owner)
+		return
+	}
 	_ = lanes[6]
 	cb := uint(k.cb) & 63
 	x0, x1, x2 := lanes[0], lanes[1], lanes[2]
@@ -126,7 +151,8 @@ func (k *pose) write(w *bitio.Writer, lanes []uint64) bool {
 	z1 := bitio.ZigZag(int64(x1) >> cb)
 	z2 := bitio.ZigZag(int64(x2) >> cb)
 	if z0|z1|z2 >= k.lim { // lim is a power of two
-		return false
+		p.writeProg(w, lanes, owner)
+		return
 	}
 	var words [packWords]uint64
 	var nw int
@@ -154,7 +180,6 @@ func (k *pose) write(w *bitio.Writer, lanes []uint64) bool {
 		w.WriteBits(x, 64)
 	}
 	w.WriteBits(acc, n)
-	return true
 }
 
 // worldCode returns the one-word full encoding of a world lane x whose
