@@ -23,6 +23,9 @@ import (
 type Quat struct {
 	c    Scalar
 	bits uint8
+	// bias is 1.5·2⁵² + MaxQ/2, the rounding constant of code with the
+	// scale's offset folded in: −Min/Step = MaxQ/2 is an integer.
+	bias float64
 }
 
 // MinQuatBits and MaxQuatBits bound the per-component width of [Quat].
@@ -40,8 +43,12 @@ func NewQuat(n uint) (Quat, error) {
 	if err != nil {
 		return Quat{}, err
 	}
-	return Quat{c: c, bits: uint8(n)}, nil
+	return Quat{c: c, bits: uint8(n), bias: quatMagic + float64(c.maxQ/2)}, nil
 }
+
+// quatMagic is 1.5·2⁵²: adding it to a float of magnitude below 2⁵¹ rounds
+// it to an integer held in the low mantissa bits (ties to even).
+const quatMagic = 0x1.8p52
 
 // Bits returns the per-component width n; a rotation takes 2 + 3n bits.
 func (qc Quat) Bits() uint { return uint(qc.bits) }
@@ -104,15 +111,16 @@ func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
 	// case from 0.52° to 0.30° at 9 bits. Rounding component i the other
 	// way moves its error d by δ = −sign(d) and changes |E|²·l² by
 	// g = l² + c² − 2·sign(d)·h with h = l²d + c·S, S = Σ c·d. g < 0 needs
-	// |h| > (l² + c²)/2; for about nine rotations in ten no component
+	// |2h| > l² + c²; for about nine rotations in ten no component
 	// passes that test, and the codes stay as rounded.
 	q0, d0 := qc.code(p)
 	q1, d1 := qc.code(r)
 	q2, d2 := qc.code(s)
-	S := p*d0 + r*d1 + s*d2
-	h0, h1, h2 := l2*d0+p*S, l2*d1+r*S, l2*d2+s*S
+	// H = 2h = 2l²d + c·2S.
+	L, S2 := 2*l2, 2*(p*d0+r*d1+s*d2)
+	h0, h1, h2 := L*d0+p*S2, L*d1+r*S2, L*d2+s*S2
 	t0, t1, t2 := l2+pp, l2+rr, l2+ss
-	if 4*h0*h0 > t0*t0 || 4*h1*h1 > t1*t1 || 4*h2*h2 > t2*t2 {
+	if h0*h0 > t0*t0 || h1*h1 > t1*t1 || h2*h2 > t2*t2 {
 		q0, q1, q2 = qc.flipBest(q0, q1, q2, d0, d1, d2, h0, h1, h2, t0, t1, t2)
 	}
 	return big, q0, q1, q2
@@ -132,14 +140,13 @@ func (qc *Quat) quantizeOther(x, y, z, w float64) (uint64, uint64, uint64, uint6
 // position t lies in [−¼, MaxQ + ¼] and rounds into range; the unsigned
 // min only guards that bound.
 func (qc *Quat) code(v float64) (uint64, float64) {
-	// Adding 1.5·2⁵² rounds t to an integer held in the low mantissa bits
-	// (ties to even); the difference of the bit patterns is that integer.
-	const magic = 0x1.8p52
-	sc := &qc.c
-	t := (v - sc.min) * sc.inv
-	r := t + magic
-	q := min(math.Float64bits(r)-math.Float64bits(magic), sc.maxQ)
-	return q, (r - magic) - t
+	// With u = v/Step, the exact position is t = u + MaxQ/2; r = u + bias
+	// rounds it to an integer in the low mantissa bits, and the difference
+	// of the bit patterns is that integer.
+	u := v * qc.c.inv
+	r := u + qc.bias
+	q := min(math.Float64bits(r)-math.Float64bits(quatMagic), qc.c.maxQ)
+	return q, (r - qc.bias) - u
 }
 
 // normalizeQuat scales (x, y, z, w) to unit length; a zero, NaN or
@@ -157,8 +164,8 @@ func normalizeQuat(x, y, z, w float64) (float64, float64, float64, float64) {
 }
 
 // flipBest takes the single flip with the most negative gain
-// g = t − 2·sign(d)·h (t = l² + c²), if any is negative (a second flip never
-// changed the measured worst case).
+// g = t − sign(d)·H (t = l² + c², H = 2h), if any is negative (a second
+// flip never changed the measured worst case).
 func (qc *Quat) flipBest(q0, q1, q2 uint64, d0, d1, d2, h0, h1, h2, t0, t1, t2 float64) (uint64, uint64, uint64) {
 	g0, g1, g2 := flipGain(d0, h0, t0), flipGain(d1, h1, t1), flipGain(d2, h2, t2)
 	maxQ := qc.c.maxQ
@@ -174,13 +181,13 @@ func (qc *Quat) flipBest(q0, q1, q2 uint64, d0, d1, d2, h0, h1, h2, t0, t1, t2 f
 }
 
 // flipGain returns the change of |E|²·l² if a code with rounding error d
-// (in steps) were rounded the other way: t − 2h if it was rounded up (d >
-// 0; the other way is down), else t + 2h.
-func flipGain(d, h, t float64) float64 {
+// (in steps) were rounded the other way, given H = 2h: t − H if it was
+// rounded up (d > 0; the other way is down), else t + H.
+func flipGain(d, H, t float64) float64 {
 	if d > 0 {
-		return t - 2*h
+		return t - H
 	}
-	return t + 2*h
+	return t + H
 }
 
 // stepCode rounds code q the other way: down if its error d is positive,
