@@ -75,6 +75,6 @@
 // float32 or all float64, nothing owner-only, as components.Transform — take
 // a fixed-layout kernel instead, with identical lanes, bits and floats (a
 // property test compares them on random and hostile values). On the 2-core
-// CI VM, quantizing and encoding a transform takes about 530 instructions,
-// 28–32 ns (BenchmarkTransformEncode; timings there drift with host load).
+// CI VM, quantizing and encoding a transform takes about 500 instructions,
+// 26–27 ns (BenchmarkTransformEncode; timings there drift with host load).
 package schema
