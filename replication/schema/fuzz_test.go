@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/archenet/archenet/replication/bitio"
@@ -9,7 +11,8 @@ import (
 
 // FuzzRead decodes arbitrary bytes as the full encoding of each test
 // component. It must never panic; whatever decodes must re-encode to a stream
-// that decodes to the same lanes.
+// that decodes to the same lanes; and the transform's pose kernel must read
+// what the interpreter reads (lanes, position, error).
 func FuzzRead(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range goldenCases() {
@@ -24,7 +27,16 @@ func FuzzRead(f *testing.F) {
 	}
 	r := NewRegistry()
 	plans := []*Plan{MustRegister[ship](r), MustRegister[transform](r)}
+	interp := *plans[1] // the transform without its pose kernel
+	interp.pose = nil
 	f.Fuzz(func(t *testing.T, data []byte, owner bool) {
+		// The pose kernel reads exactly what the interpreter reads.
+		fast, slow := make([]uint64, interp.NumLanes()), make([]uint64, interp.NumLanes())
+		rf, rs := bitio.NewReader(data), bitio.NewReader(data)
+		ef, es := plans[1].Read(rf, fast, owner), interp.Read(rs, slow, owner)
+		if fmt.Sprint(ef) != fmt.Sprint(es) || rf.BitPos() != rs.BitPos() || (es == nil && !slices.Equal(fast, slow)) {
+			t.Fatalf("pose kernel read %v %v at %d, interpreter %v %v at %d", fast, ef, rf.BitPos(), slow, es, rs.BitPos())
+		}
 		for _, p := range plans {
 			lanes := make([]uint64, p.NumLanes())
 			if err := p.Read(bitio.NewReader(data), lanes, owner); err != nil {
