@@ -214,6 +214,20 @@ func (c *Client) InputAck() (inputTick, serverTick uint32, ok bool) {
 	return v.InputAck, v.Tick, true
 }
 
+// InputFeedback returns the input feedback the snapshot of server tick
+// carried (call it from ClientConfig.OnSnapshot to see every one): the
+// newest input tick the server had applied for this client and, if
+// hasDepth, its input depth (ServerConfig.InputDepth), for
+// input.TickSync.ObserveFeedback. ok is false if that snapshot is not held
+// or carried no input ack.
+func (c *Client) InputFeedback(tick uint32) (inputTick uint32, depth int, hasDepth, ok bool) {
+	v := c.rcv.View(tick)
+	if v == nil || !v.HasInputAck {
+		return 0, 0, false, false
+	}
+	return v.InputAck, v.InputDepth, v.HasInputDepth, true
+}
+
 // NetRate returns the server's net tick rate (0 before the Welcome).
 func (c *Client) NetRate() int { return int(c.info.TickRate) }
 

@@ -42,7 +42,11 @@
 //     spikes, queueing delay or silent acks and grows back while the link is
 //     clean ([ClientInfo].BytesPerSecond).
 //   - Input hooks: [ServerConfig].Input and [ClientConfig].Input carry the
-//     input section (package input) in the client's datagrams.
+//     input section (package input) in the client's datagrams; in the other
+//     direction [ServerConfig].InputAck and [ServerConfig].InputDepth put the
+//     applied input tick and the input feedback depth in each snapshot
+//     datagram's header ([Client.InputAck], [Client.InputFeedback]) for
+//     reconciliation and the client's input clock (input.TickSync).
 //
 // # Client features
 //

@@ -12,7 +12,7 @@ import (
 )
 
 // ProtocolVersion is the replication wire version checked at connect.
-const ProtocolVersion uint16 = 1
+const ProtocolVersion uint16 = 2
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.

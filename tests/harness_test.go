@@ -56,6 +56,8 @@ type harness struct {
 	link    sim.Link
 	game    func(tick int) // server game logic, run each tick before Send
 	tick    int
+	// clientCfg, if set, adjusts the configuration of clients added later.
+	clientCfg func(*replication.ClientConfig)
 }
 
 type clientSide struct {
@@ -85,7 +87,11 @@ func (h *harness) addClient() *clientSide {
 	conn, err := h.net.Dial("server", h.link)
 	require.NoError(h.t, err)
 	w := ecs.NewWorld()
-	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: h.reg, Now: h.net.Now, Logger: quiet})
+	cfg := replication.ClientConfig{Registry: h.reg, Now: h.net.Now, Logger: quiet}
+	if h.clientCfg != nil {
+		h.clientCfg(&cfg)
+	}
+	c, err := replication.NewClient(&w, conn, cfg)
 	require.NoError(h.t, err)
 	cs := &clientSide{w: &w, c: c, conn: conn}
 	h.clients = append(h.clients, cs)

@@ -281,7 +281,16 @@ type BuildOptions struct {
 	// predicted entities); it rides in the datagram header.
 	InputAck    uint32
 	HasInputAck bool
+	// InputDepth, when HasInputDepth is set (and HasInputAck), is the input
+	// feedback for the client's clock: how many ticks of its input the
+	// server held beyond the one it consumed (input.Log.Feedback's Depth;
+	// negative when inputs arrive late). Clamped to ±MaxInputDepth.
+	InputDepth    int
+	HasInputDepth bool
 }
+
+// MaxInputDepth bounds the input feedback depth a datagram carries.
+const MaxInputDepth = 1023
 
 // BuildInfo reports what a datagram carries.
 type BuildInfo struct {
@@ -648,8 +657,12 @@ func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, o
 	w.WriteExpGolomb(uint64(len(e.sel)), 0)
 	w.WriteBits(uint64(bestK), 3)
 	if opt.HasInputAck {
-		w.WriteBits(1, 1) // extension: the input ack
+		w.WriteBits(1, 1) // extension: the input ack, and maybe the depth
 		w.WriteBits(uint64(opt.InputAck), 32)
+		w.WriteBool(opt.HasInputDepth)
+		if opt.HasInputDepth {
+			w.WriteExpGolomb(bitio.ZigZag(int64(max(-MaxInputDepth, min(MaxInputDepth, opt.InputDepth)))), 2)
+		}
 	} else {
 		w.WriteBits(0, 1)
 	}

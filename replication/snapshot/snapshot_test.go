@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/stretchr/testify/require"
 )
@@ -141,6 +142,53 @@ func TestInputAckExtension(t *testing.T) {
 	_, err = rcv.Decode(dg)
 	require.NoError(t, err)
 	require.False(t, rcv.Latest().HasInputAck)
+}
+
+// The input depth rides with the input ack, clamped to ±MaxInputDepth; a
+// datagram claiming more is corrupt.
+func TestInputDepthExtension(t *testing.T) {
+	reg := refRegistry(t)
+	w := NewWorld(reg, 0)
+	enc := NewEncoder(w)
+	c := NewClient(0, 0)
+	rcv := NewReceiver(reg, 0, 0)
+	for i, tc := range []struct {
+		opt   BuildOptions
+		has   bool
+		depth int
+	}{
+		{BuildOptions{InputAck: 7, HasInputAck: true, InputDepth: 3, HasInputDepth: true}, true, 3},
+		{BuildOptions{InputAck: 8, HasInputAck: true, InputDepth: -2, HasInputDepth: true}, true, -2},
+		{BuildOptions{InputAck: 9, HasInputAck: true, InputDepth: 0, HasInputDepth: true}, true, 0},
+		{BuildOptions{InputAck: 10, HasInputAck: true, InputDepth: 5000, HasInputDepth: true}, true, MaxInputDepth},
+		{BuildOptions{InputAck: 11, HasInputAck: true, InputDepth: -5000, HasInputDepth: true}, true, -MaxInputDepth},
+		{BuildOptions{InputAck: 12, HasInputAck: true, InputDepth: 4}, false, 0},
+		{BuildOptions{InputDepth: 4, HasInputDepth: true}, false, 0}, // no ack: no depth either
+	} {
+		w.Begin(uint32(i + 1))
+		w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, uint64(i)})
+		w.Commit()
+		dg, _ := enc.Build(c, tc.opt, nil)
+		_, err := rcv.Decode(dg)
+		require.NoError(t, err)
+		v := rcv.Latest()
+		require.Equal(t, tc.opt.HasInputAck, v.HasInputAck, "case %d", i)
+		require.Equal(t, tc.has, v.HasInputDepth, "case %d", i)
+		require.Equal(t, tc.depth, v.InputDepth, "case %d", i)
+	}
+	// A hand-made header with a depth past the bound.
+	var bw bitio.Writer
+	bw.WriteBits(uint64(KindSnapshot), 8)
+	bw.WriteBits(100, 32)   // tick
+	bw.WriteExpGolomb(0, 0) // no baseline
+	bw.WriteExpGolomb(0, 0) // no records
+	bw.WriteBits(0, 3)      // gap code order
+	bw.WriteBits(1, 1)      // extension
+	bw.WriteBits(99, 32)    // input ack
+	bw.WriteBool(true)      // depth follows
+	bw.WriteExpGolomb(bitio.ZigZag(MaxInputDepth+1), 2)
+	_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
+	require.ErrorIs(t, err, ErrCorrupt)
 }
 
 // bestGapK's three-order search must find the same optimum as trying all 8.

@@ -38,6 +38,10 @@ type Frame struct {
 	// tick the server had applied for this client when it sent the view.
 	InputAck    uint32
 	HasInputAck bool
+	// InputDepth (receiver views only, when HasInputDepth) is the server's
+	// input feedback depth for this client (see BuildOptions.InputDepth).
+	InputDepth    int
+	HasInputDepth bool
 
 	index []int32 // slot → entry, −1 if absent (dense, len = World slot capacity)
 	valid bool
