@@ -231,6 +231,18 @@ func (c *Client) InputFeedback(tick uint32) (inputTick uint32, depth int, hasDep
 // NetRate returns the server's net tick rate (0 before the Welcome).
 func (c *Client) NetRate() int { return int(c.info.TickRate) }
 
+// NetDivisor returns the server's simulation ticks per net tick
+// (ServerConfig.NetDivisor; 0 before the Welcome).
+func (c *Client) NetDivisor() int { return int(c.info.NetDivisor) }
+
+// SimTick returns the simulation tick of net tick netTick (a snapshot's
+// ServerTick, StateTick or InputFeedback tick): netTick × NetDivisor. It is
+// the server's simulation tick when the server numbers net ticks from its
+// scheduler (ServerConfig.Tick) and sends on its net ticks.
+func (c *Client) SimTick(netTick uint32) uint64 {
+	return uint64(netTick) * uint64(c.info.NetDivisor)
+}
+
 // InterpClock returns the render clock of interpolated mirrors (nil
 // without Interpolation or before the Welcome).
 func (c *Client) InterpClock() *interp.Clock { return c.clock }

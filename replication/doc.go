@@ -18,7 +18,8 @@
 //   - Handshake (reliable): protocol version, the registry's protocol hash
 //     and an auth token; a mismatch fails on both sides with a clear
 //     *transport.HandshakeError ("protocol hash mismatch: server 0x…, client
-//     0x…"). The Welcome assigns the client id (1..254).
+//     0x…"). The Welcome assigns the client id (1..254) and carries the net
+//     rate, the snapshot depth and the net divisor ([Client.SimTick]).
 //   - Spawns and despawns (reliable, ordered, batched per tick): net handle
 //     slot, generation, owner, component set and full initial state; also
 //     component add/remove. A late joiner gets every relevant entity, then a

@@ -29,6 +29,18 @@ type ServerConfig struct {
 	Registry *schema.Registry
 	// NetRate is the number of net ticks per second (snapshot rate). 0: 30.
 	NetRate int
+	// NetDivisor is the number of simulation ticks per net tick
+	// (ecs.Config.NetDivisor). The Welcome carries it, so clients can turn
+	// snapshot ticks into simulation ticks (Client.SimTick). 0: 1.
+	NetDivisor int
+	// Tick, if set, names the net tick each Send builds, e.g.
+	// func() uint32 { return sched.Info().NetTick }, so that snapshot ticks
+	// are the simulation's net ticks even for a server created after the
+	// simulation started. The first Send takes its number from it; Send
+	// must then run once per net tick: a number that is not the previous
+	// one plus one is logged and replaced by it. Nil: net ticks count Send
+	// calls from 1.
+	Tick func() uint32
 	// Depth is the snapshot ring depth in net ticks. 0: 32.
 	Depth int
 	// MTU is the largest snapshot datagram. 0: 1200 bytes.
@@ -79,6 +91,15 @@ func (c *ServerConfig) defaults() error {
 	}
 	if c.NetRate <= 0 {
 		c.NetRate = 30
+	}
+	if c.NetRate > 1<<16-1 {
+		return fmt.Errorf("replication: NetRate %d > 65535", c.NetRate)
+	}
+	if c.NetDivisor <= 0 {
+		c.NetDivisor = 1
+	}
+	if c.NetDivisor > 1<<16-1 {
+		return fmt.Errorf("replication: NetDivisor %d > 65535", c.NetDivisor)
 	}
 	if c.Depth <= 0 {
 		c.Depth = snapshot.DefaultDepth
@@ -142,6 +163,8 @@ type Server struct {
 	snap *snapshot.World
 	enc  *snapshot.Encoder
 	tick uint32
+	// tickWarned: a ServerConfig.Tick mismatch was logged.
+	tickWarned bool
 
 	slots    []slotInfo
 	free     []uint32
@@ -511,7 +534,7 @@ func (s *Server) handshakes() {
 			s.reject(p.conn, err, hash)
 			continue
 		}
-		info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick}
+		info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor)}
 		w := transport.Welcome{ClientID: id, Payload: info.append(nil)}
 		if err := p.conn.SendMessage(w.Append(nil)); err != nil {
 			_ = p.conn.CloseWithReason(transport.CodeInternal, "welcome failed")
@@ -568,9 +591,26 @@ func (s *Server) allocClientID() (ClientID, bool) {
 // (one pass over replicated entities), and sends every client its spawn and
 // despawn messages and its snapshot datagram. Call it at the end of a net
 // tick.
+// advanceTick numbers the net tick Send builds (see ServerConfig.Tick).
+func (s *Server) advanceTick() {
+	next := s.tick + 1
+	if s.cfg.Tick != nil {
+		t := s.cfg.Tick()
+		switch {
+		case s.tick == 0 && t != 0:
+			next = t // the first Send: align with the simulation
+		case t != next && !s.tickWarned:
+			s.tickWarned = true
+			s.cfg.Logger.Warn("replication: ServerConfig.Tick did not advance by one net tick per Send; counting instead",
+				"tick", t, "expected", next)
+		}
+	}
+	s.tick = next
+}
+
 func (s *Server) Send() {
 	t0 := time.Now()
-	s.tick++
+	s.advanceTick()
 	s.applyStructure()
 	s.buildFrame()
 	t1 := time.Now()

@@ -28,25 +28,31 @@ var ErrMalformed = errors.New("replication: malformed message")
 // welcomeInfo is the Welcome payload: what a client needs to know about the
 // server's replication.
 type welcomeInfo struct {
-	TickRate uint16 // net ticks per second
-	Depth    uint8  // snapshot ring depth
-	Tick     uint32 // server net tick at welcome
+	TickRate   uint16 // net ticks per second
+	Depth      uint8  // snapshot ring depth
+	Tick       uint32 // server net tick at welcome
+	NetDivisor uint16 // simulation ticks per net tick
 }
 
+// welcomeVersion is the Welcome payload layout version.
+const welcomeVersion = 2
+
 func (w welcomeInfo) append(b []byte) []byte {
-	b = append(b, 1) // payload version
+	b = append(b, welcomeVersion)
 	b = binary.LittleEndian.AppendUint16(b, w.TickRate)
 	b = append(b, w.Depth)
-	return binary.LittleEndian.AppendUint32(b, w.Tick)
+	b = binary.LittleEndian.AppendUint32(b, w.Tick)
+	return binary.LittleEndian.AppendUint16(b, w.NetDivisor)
 }
 
 func parseWelcomeInfo(b []byte) (welcomeInfo, error) {
-	if len(b) != 8 || b[0] != 1 {
+	if len(b) != 10 || b[0] != welcomeVersion {
 		return welcomeInfo{}, fmt.Errorf("%w: welcome payload of %d bytes", ErrMalformed, len(b))
 	}
-	w := welcomeInfo{TickRate: binary.LittleEndian.Uint16(b[1:]), Depth: b[3], Tick: binary.LittleEndian.Uint32(b[4:])}
-	if w.TickRate == 0 || w.Depth < 2 || w.Depth > 128 {
-		return w, fmt.Errorf("%w: welcome tick rate %d depth %d", ErrMalformed, w.TickRate, w.Depth)
+	w := welcomeInfo{TickRate: binary.LittleEndian.Uint16(b[1:]), Depth: b[3], Tick: binary.LittleEndian.Uint32(b[4:]),
+		NetDivisor: binary.LittleEndian.Uint16(b[8:])}
+	if w.TickRate == 0 || w.Depth < 2 || w.Depth > 128 || w.NetDivisor == 0 {
+		return w, fmt.Errorf("%w: welcome tick rate %d depth %d net divisor %d", ErrMalformed, w.TickRate, w.Depth, w.NetDivisor)
 	}
 	return w, nil
 }

@@ -35,7 +35,7 @@ func FuzzClientMessages(f *testing.F) {
 	sw.add(plans, spawnEntry{Slot: 5, Meta: snapshot.Meta{Gen: 2, Owner: 1, Set: 3}, Lanes: lanes}, true)
 	sw.add(plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
 	f.Add(sw.bytes(77, nil))
-	f.Add(welcomeInfo{TickRate: 30, Depth: 32, Tick: 9}.append(nil))
+	f.Add(welcomeInfo{TickRate: 30, Depth: 32, Tick: 9, NetDivisor: 2}.append(nil))
 	f.Add(appendClientHeader(nil, 10, 0xff))
 	f.Add(appendReady(nil, 3))
 	f.Fuzz(func(t *testing.T, b []byte) {

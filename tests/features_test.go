@@ -393,3 +393,39 @@ func TestInputAckReachesClient(t *testing.T) {
 	_, _, ok = h.clients[1].c.InputAck()
 	require.False(t, ok, "only client 1 has an input ack")
 }
+
+// A server created after its simulation started numbers snapshots with the
+// simulation's net ticks (ServerConfig.Tick), and clients turn them into
+// simulation ticks with the divisor the Welcome carries.
+func TestSimulationTicks(t *testing.T) {
+	netTick := uint32(500) // where the simulation is when the server starts
+	h := newHarness(t, 2, sim.Link{}, func(c *replication.ServerConfig) {
+		c.NetDivisor = 3
+		c.Tick = func() uint32 { return netTick }
+	})
+	e := h.spawn(1, components.Vec3{})
+	h.game = func(int) { netTick++; h.pos(e).X++ }
+	h.run(20)
+	require.Equal(t, netTick, h.srv.Tick())
+	for _, c := range h.clients {
+		require.Equal(t, 3, c.c.NetDivisor())
+		require.Equal(t, netTick, c.c.ServerTick())
+		require.Equal(t, uint64(netTick)*3, c.c.SimTick(c.c.ServerTick()))
+		id, _ := h.srv.NetID(e)
+		st, ok := c.c.StateTick(id)
+		require.True(t, ok)
+		require.Equal(t, netTick, st, "the mirror's state is this net tick's")
+	}
+	late := h.addClient() // welcomed at net tick 520
+	h.game = nil
+	h.run(5)
+	h.requireConverged(nil)
+	require.Equal(t, 3, late.c.NetDivisor())
+	require.Equal(t, h.srv.Tick(), late.c.ServerTick())
+
+	// A tick source that stops advancing is overridden: net ticks keep
+	// counting one per Send.
+	before := h.srv.Tick()
+	h.run(3)
+	require.Equal(t, before+3, h.srv.Tick())
+}

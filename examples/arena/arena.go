@@ -91,7 +91,8 @@ func (a *Arena) sample(now time.Time) sample {
 		snap, spawn := a.Server.BytesDown()
 		s.bytes = snap + spawn
 	} else if len(a.Bots) > 0 {
-		s.tick = uint64(a.Bots[0].Client().ServerTick()) * netDivisor
+		c := a.Bots[0].Client()
+		s.tick = c.SimTick(c.ServerTick())
 	}
 	for _, b := range a.Bots {
 		if a.Server == nil {

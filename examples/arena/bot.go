@@ -156,8 +156,8 @@ func (b *Bot) Frame(now time.Time) error {
 	}
 	fresh := false
 	if st := b.cl.ServerTick(); st != 0 && st != b.lastNet {
-		// Net tick n is simulation tick n·netDivisor on the server.
-		b.sync.ObserveSnapshot(st*netDivisor, now)
+		// The server's simulation tick of that snapshot.
+		b.sync.ObserveSnapshot(uint32(b.cl.SimTick(st)), now)
 		b.lastNet, fresh = st, true
 		b.stats.Snapshots++
 	}

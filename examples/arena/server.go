@@ -127,18 +127,21 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	}
 	g.ln = &trackingListener{Listener: opts.Listener}
 	cfg := replication.ServerConfig{
-		Registry: reg,
-		NetRate:  netRate,
-		Input:    g.receiveInput,
-		Now:      opts.Now,
-		Logger:   opts.Logger,
+		Registry:   reg,
+		NetRate:    netRate,
+		NetDivisor: netDivisor,
+		// Snapshot ticks are the scheduler's net ticks (g.sched is set
+		// below, before the first Send).
+		Tick:   func() uint32 { return g.sched.Info().NetTick },
+		Input:  g.receiveInput,
+		Now:    opts.Now,
+		Logger: opts.Logger,
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
 	}
-	// The replication server must exist before the scheduler's first tick:
-	// its net tick n is then simulation tick n·netDivisor, which clients use
-	// to stamp inputs (checked in afterSend).
+	// Net tick n is simulation tick n·netDivisor (ServerConfig.Tick), which
+	// clients use to stamp inputs (checked in afterSend).
 	if g.srv, err = replication.NewServer(g.world, g.ln, cfg); err != nil {
 		return nil, err
 	}
