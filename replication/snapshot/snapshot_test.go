@@ -39,15 +39,19 @@ func requireSameView(t testing.TB, want *Frame, got *Frame) {
 	}
 }
 
+// refSetup returns the reference registry with a world, an encoder, a
+// client and a receiver at default depths.
+func refSetup(t *testing.T) (*schema.Registry, *World, *Encoder, *Client, *Receiver) {
+	reg := refRegistry(t)
+	w := NewWorld(reg, 0)
+	return reg, w, NewEncoder(w), NewClient(0, 0), NewReceiver(reg, 0, 0)
+}
+
 // TestReferenceCase is the reference design's delta test: 200 entities as
 // baseline; every 10th moves x by 3 steps and yaw by 1; entity 5 removed;
 // entity 900 added. The reference encodes it in 96 bytes; the goal is ≤ 64.
 func TestReferenceCase(t *testing.T) {
-	reg := refRegistry(t)
-	w := NewWorld(reg, 0)
-	enc := NewEncoder(w)
-	c := NewClient(0, 0)
-	rcv := NewReceiver(reg, 0, 0)
+	_, w, enc, c, rcv := refSetup(t)
 	m := Meta{Gen: 0, Set: 1}
 
 	w.Begin(1)
@@ -121,11 +125,7 @@ func TestByteRateBudget(t *testing.T) {
 }
 
 func TestInputAckExtension(t *testing.T) {
-	reg := refRegistry(t)
-	w := NewWorld(reg, 0)
-	enc := NewEncoder(w)
-	c := NewClient(0, 0)
-	rcv := NewReceiver(reg, 0, 0)
+	_, w, enc, c, rcv := refSetup(t)
 	w.Begin(1)
 	w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, 4})
 	w.Commit()
@@ -147,11 +147,7 @@ func TestInputAckExtension(t *testing.T) {
 // The input depth rides with the input ack, clamped to ±MaxInputDepth; a
 // datagram claiming more is corrupt.
 func TestInputDepthExtension(t *testing.T) {
-	reg := refRegistry(t)
-	w := NewWorld(reg, 0)
-	enc := NewEncoder(w)
-	c := NewClient(0, 0)
-	rcv := NewReceiver(reg, 0, 0)
+	reg, w, enc, c, rcv := refSetup(t)
 	for i, tc := range []struct {
 		opt   BuildOptions
 		has   bool
