@@ -567,19 +567,38 @@ func (e *Encoder) exactBits() int {
 // bestGapK returns the exp-Golomb order (0..7) that codes gaps in the
 // fewest bits, and that number of bits.
 func bestGapK(gaps []uint64) (uint, int) {
-	var n [8]int
+	// egLen(v, k) = 2·Len(v + 2^k) − k − 1. With m = Len(v) and a the
+	// length of v below its leading run of ones (a = Len(^v mod 2^m)),
+	// Len(v + 2^k) is m for k < a, m + 1 for a ≤ k < m (the carry runs
+	// through the ones), and k + 1 for k ≥ m. So Σ Len(v_i + 2^k) =
+	// Σ m_i + #{a_i ≤ k} + Σ_{m_i ≤ k} (k − m_i): one pass over the gaps
+	// fills small histograms, and every order's total follows from them.
+	var cntA, cntM [8]int
+	sumM := 0
 	for _, g := range gaps {
-		for k := uint(0); k < 8; k++ {
-			n[k] += egLen(g, k)
+		m := bits.Len64(g)
+		a := bits.Len64(^g & (1<<m - 1))
+		sumM += m
+		if a < 8 {
+			cntA[a]++
+		}
+		if m < 8 {
+			cntM[m]++
 		}
 	}
-	bestK := uint(0)
-	for k := uint(1); k < 8; k++ {
-		if n[k] < n[bestK] {
-			bestK = k
+	N := len(gaps)
+	bestK, best := uint(0), 0
+	A, CM, SM := 0, 0, 0
+	for k := 0; k < 8; k++ {
+		A += cntA[k]
+		CM += cntM[k]
+		SM += k * cntM[k]
+		n := 2*(sumM+A+k*CM-SM) - (k+1)*N
+		if k == 0 || n < best {
+			bestK, best = uint(k), n
 		}
 	}
-	return bestK, n[bestK]
+	return bestK, best
 }
 
 func weight(ws []float32, slot uint32) float32 {

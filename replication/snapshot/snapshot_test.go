@@ -187,24 +187,32 @@ func TestInputDepthExtension(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
-// bestGapK's three-order search must find the same optimum as trying all 8.
+// bestGapK's histogram form must find the same order and total as trying
+// all 8 orders gap by gap.
 func TestBestGapKMatchesExhaustive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for iter := 0; iter < 2000; iter++ {
 		gaps := make([]uint64, 1+rng.IntN(200))
-		scale := uint64(1) << rng.IntN(12)
+		scale := uint64(1) << rng.IntN(48)
 		for i := range gaps {
 			gaps[i] = rng.Uint64N(scale + 1)
+			if rng.IntN(8) == 0 { // runs of ones carry: 2^j − 1, 2^j − 2^i
+				j := rng.IntN(48)
+				gaps[i] = 1<<j - 1<<rng.IntN(j+1)
+			}
 		}
-		best := math.MaxInt
+		best, bestK := math.MaxInt, uint(0)
 		for k := uint(0); k < 8; k++ {
 			n := 0
 			for _, g := range gaps {
 				n += egLen(g, k)
 			}
-			best = min(best, n)
+			if n < best {
+				best, bestK = n, k
+			}
 		}
-		_, got := bestGapK(gaps)
+		k, got := bestGapK(gaps)
 		require.Equal(t, best, got, "gaps %v", gaps[:min(len(gaps), 10)])
+		require.Equal(t, bestK, k, "gaps %v", gaps[:min(len(gaps), 10)])
 	}
 }
