@@ -15,7 +15,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 pkgs=$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | sed 's|^\./|./|')
 echo "benchmarks: go test -bench over $(echo $pkgs | wc -w) packages" >&2
-go test -run '^$' -bench . -benchmem -count 1 -benchtime "$BENCHTIME" $pkgs >"$tmp/bench.txt"
+# -p 1: one package's benchmark binary at a time; two at once on a 2-core
+# machine slow each other down.
+go test -p 1 -run '^$' -bench . -benchmem -count 1 -benchtime "$BENCHTIME" $pkgs >"$tmp/bench.txt"
 
 go build -o "$tmp/loadtest" ./examples/loadtest
 go build -o "$tmp/benchmd" ./scripts/benchmd
@@ -45,7 +47,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo
 	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 	echo "- $(go version)"
 	echo "- CPU: $cpu, $(nproc) cores (GOMAXPROCS $(nproc)), $(uname -sm)"
-	echo "- package benchmarks: \`go test -run '^\$' -bench . -benchmem -count 1 -benchtime $BENCHTIME\`"
+	echo "- package benchmarks: \`go test -p 1 -run '^\$' -bench . -benchmem -count 1 -benchtime $BENCHTIME\`"
 	echo
 	echo "## Load test (examples/loadtest)"
 	echo
