@@ -214,18 +214,30 @@ func (c *Client) InputAck() (inputTick, serverTick uint32, ok bool) {
 	return v.InputAck, v.Tick, true
 }
 
-// InputFeedback returns the input feedback the snapshot of server tick
-// carried (call it from ClientConfig.OnSnapshot to see every one): the
-// newest input tick the server had applied for this client and, if
-// hasDepth, its input depth (ServerConfig.InputDepth), for
-// input.TickSync.ObserveFeedback. ok is false if that snapshot is not held
-// or carried no input ack.
-func (c *Client) InputFeedback(tick uint32) (inputTick uint32, depth int, hasDepth, ok bool) {
+// InputReport is what a snapshot datagram tells its client about the
+// client's input (ServerConfig.InputAck and InputFeedback).
+type InputReport struct {
+	// Applied is the newest input tick the server had applied when it took
+	// the snapshot: the reconciliation point of predicted entities.
+	Applied uint32
+	// Held and Depth, if HasFeedback, are the input feedback: the newest
+	// input tick the server holds (input.Sender.Ack) and the ticks of input
+	// it held beyond the one consumed (input.TickSync.ObserveFeedback).
+	Held        uint32
+	Depth       int
+	HasFeedback bool
+}
+
+// InputReport returns what the snapshot of server tick said about this
+// client's input; call it from ClientConfig.OnSnapshot to see every one.
+// ok is false if that snapshot is not held (the receiver keeps the last
+// Depth ticks) or carried no input ack.
+func (c *Client) InputReport(tick uint32) (InputReport, bool) {
 	v := c.rcv.View(tick)
 	if v == nil || !v.HasInputAck {
-		return 0, 0, false, false
+		return InputReport{}, false
 	}
-	return v.InputAck, v.InputDepth, v.HasInputDepth, true
+	return InputReport{Applied: v.InputAck, Held: v.InputHeld, Depth: v.InputDepth, HasFeedback: v.HasInputFeedback}, true
 }
 
 // NetRate returns the server's net tick rate (0 before the Welcome).

@@ -44,10 +44,11 @@
 //     clean ([ClientInfo].BytesPerSecond).
 //   - Input hooks: [ServerConfig].Input and [ClientConfig].Input carry the
 //     input section (package input) in the client's datagrams; in the other
-//     direction [ServerConfig].InputAck and [ServerConfig].InputDepth put the
-//     applied input tick and the input feedback depth in each snapshot
-//     datagram's header ([Client.InputAck], [Client.InputFeedback]) for
-//     reconciliation and the client's input clock (input.TickSync).
+//     direction [ServerConfig].InputAck and [ServerConfig].InputFeedback put
+//     the applied input tick and the input feedback (held tick, depth) in
+//     each snapshot datagram's header ([Client.InputAck],
+//     [Client.InputReport]) for reconciliation, the input sender and the
+//     client's input clock (package input).
 //
 // # Client features
 //

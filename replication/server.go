@@ -68,13 +68,14 @@ type ServerConfig struct {
 	// a client; it rides in that client's snapshot datagrams (see
 	// Client.InputAck) so predicted entities reconcile at the right tick.
 	InputAck func(c ClientID) (tick uint32, ok bool)
-	// InputDepth, if set, returns a client's input feedback depth (e.g.
-	// input.Log.Feedback().Depth: ticks of input held beyond the one
-	// consumed, negative when inputs arrive late). It is called once per
-	// snapshot datagram built for the client, when InputAck reports a tick,
-	// and rides along with it (see Client.InputFeedback) so the client's
-	// input clock (input.TickSync.ObserveFeedback) can steer its lead.
-	InputDepth func(c ClientID) (depth int, ok bool)
+	// InputFeedback, if set, returns a client's input feedback, e.g. from
+	// input.Log.Feedback: the newest input tick the server holds and the
+	// depth (ticks of input held beyond the one consumed, negative when
+	// inputs arrive late). It is called once per snapshot datagram built for
+	// the client, when InputAck reports a tick, and rides along with it
+	// (Client.InputReport) for the client's input sender (Sender.Ack) and
+	// clock (TickSync.ObserveFeedback).
+	InputFeedback func(c ClientID) (held uint32, depth int, ok bool)
 	// OnConnect and OnDisconnect, if set, are called when a client completes
 	// the handshake and when it is gone (with the reason).
 	OnConnect    func(c ClientID)

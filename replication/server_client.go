@@ -274,8 +274,8 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 	opt := snapshot.BuildOptions{Budget: budget, Relevant: c.spawned, Weights: s.weights}
 	if s.cfg.InputAck != nil {
 		opt.InputAck, opt.HasInputAck = s.cfg.InputAck(c.id)
-		if opt.HasInputAck && s.cfg.InputDepth != nil {
-			opt.InputDepth, opt.HasInputDepth = s.cfg.InputDepth(c.id)
+		if opt.HasInputAck && s.cfg.InputFeedback != nil {
+			opt.InputHeld, opt.InputDepth, opt.HasInputFeedback = s.cfg.InputFeedback(c.id)
 		}
 	}
 	s.buf, info = s.enc.Build(c.snap, opt, s.buf)

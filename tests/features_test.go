@@ -317,30 +317,27 @@ func TestBudgetBacksOffUnderBandwidthCap(t *testing.T) {
 	h.requireConverged(nil)
 }
 
-// The server's input depth rides with the input ack in every snapshot
-// datagram, and the client reads each one from OnSnapshot.
+// The server's input feedback rides with the input ack in every snapshot
+// datagram, and the client reads each report from OnSnapshot.
 func TestInputFeedbackReachesClient(t *testing.T) {
 	sent := map[uint32]int{} // server tick → depth sent to client 1
 	var h *harness
 	h = newHarness(t, 0, sim.Link{}, func(c *replication.ServerConfig) {
 		c.InputAck = func(id uint8) (uint32, bool) { return 40 + h.srv.Tick(), id == 1 }
-		c.InputDepth = func(id uint8) (int, bool) {
+		c.InputFeedback = func(id uint8) (uint32, int, bool) {
 			d := int(h.srv.Tick()%9) - 3 // −3..5
 			sent[h.srv.Tick()] = d
-			return d, true
+			return 45 + h.srv.Tick(), d, true
 		}
 	})
-	type seen struct {
-		tick, input uint32
-		depth       int
-	}
-	var got []seen
+	var got []replication.InputReport
+	var ticks []uint32
 	var c *clientSide
 	h.clientCfg = func(cfg *replication.ClientConfig) {
 		cfg.OnSnapshot = func(tick uint32, _ time.Time) {
-			in, d, has, ok := c.c.InputFeedback(tick)
-			require.True(t, ok && has, "tick %d", tick)
-			got = append(got, seen{tick, in, d})
+			r, ok := c.c.InputReport(tick)
+			require.True(t, ok && r.HasFeedback, "tick %d", tick)
+			got, ticks = append(got, r), append(ticks, tick)
 		}
 	}
 	c = h.addClient()
@@ -349,15 +346,15 @@ func TestInputFeedbackReachesClient(t *testing.T) {
 	h.run(30)
 	require.GreaterOrEqual(t, len(got), 25)
 	negative := false
-	for _, g := range got {
-		want, ok := sent[g.tick]
-		require.True(t, ok, "tick %d was not sent", g.tick)
-		require.Equal(t, want, g.depth, "tick %d", g.tick)
-		require.Equal(t, 40+g.tick, g.input, "tick %d", g.tick)
-		negative = negative || g.depth < 0
+	for i, r := range got {
+		tick := ticks[i]
+		want, ok := sent[tick]
+		require.True(t, ok, "tick %d was not sent", tick)
+		require.Equal(t, replication.InputReport{Applied: 40 + tick, Held: 45 + tick, Depth: want, HasFeedback: true}, r, "tick %d", tick)
+		negative = negative || r.Depth < 0
 	}
 	require.True(t, negative, "negative depths arrive too")
-	_, _, _, ok := c.c.InputFeedback(got[0].tick - 100)
+	_, ok := c.c.InputReport(ticks[0] - 100)
 	require.False(t, ok, "a tick the client does not hold")
 }
 

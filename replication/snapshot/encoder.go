@@ -281,16 +281,23 @@ type BuildOptions struct {
 	// predicted entities); it rides in the datagram header.
 	InputAck    uint32
 	HasInputAck bool
-	// InputDepth, when HasInputDepth is set (and HasInputAck), is the input
-	// feedback for the client's clock: how many ticks of its input the
-	// server held beyond the one it consumed (input.Log.Feedback's Depth;
-	// negative when inputs arrive late). Clamped to ±MaxInputDepth.
-	InputDepth    int
-	HasInputDepth bool
+	// InputHeld and InputDepth, when HasInputFeedback is set (and
+	// HasInputAck), are the input feedback for the client's sender and
+	// clock (input.Log.Feedback): the newest input tick the server holds
+	// (the client may stop resending up to it) and how many ticks of input
+	// it held beyond the one it consumed (negative when inputs arrive late).
+	// InputHeld is sent relative to InputAck and clamped to ±MaxInputLead
+	// of it; InputDepth is clamped to ±MaxInputDepth.
+	InputHeld        uint32
+	InputDepth       int
+	HasInputFeedback bool
 }
 
-// MaxInputDepth bounds the input feedback depth a datagram carries.
-const MaxInputDepth = 1023
+// Bounds of the input feedback a datagram carries.
+const (
+	MaxInputLead  = 1 << 16 // |InputHeld − InputAck|
+	MaxInputDepth = 1023    // |InputDepth|
+)
 
 // BuildInfo reports what a datagram carries.
 type BuildInfo struct {
@@ -676,10 +683,12 @@ func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, o
 	w.WriteExpGolomb(uint64(len(e.sel)), 0)
 	w.WriteBits(uint64(bestK), 3)
 	if opt.HasInputAck {
-		w.WriteBits(1, 1) // extension: the input ack, and maybe the depth
+		w.WriteBits(1, 1) // extension: the input ack, and maybe the feedback
 		w.WriteBits(uint64(opt.InputAck), 32)
-		w.WriteBool(opt.HasInputDepth)
-		if opt.HasInputDepth {
+		w.WriteBool(opt.HasInputFeedback)
+		if opt.HasInputFeedback {
+			lead := max(-MaxInputLead, min(MaxInputLead, int64(int32(opt.InputHeld-opt.InputAck))))
+			w.WriteExpGolomb(bitio.ZigZag(lead), 2)
 			w.WriteExpGolomb(bitio.ZigZag(int64(max(-MaxInputDepth, min(MaxInputDepth, opt.InputDepth)))), 2)
 		}
 	} else {

@@ -54,8 +54,8 @@ func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
 			w.Put(uint32(i*3), Meta{Gen: uint32(tick / 3), Owner: uint8(i), Set: set}, ptrs)
 		}
 		w.Commit()
-		// Later datagrams carry the input ack, the third also the depth.
-		opt := BuildOptions{InputAck: 100 + tick, HasInputAck: tick > 1, InputDepth: -2, HasInputDepth: tick == 3}
+		// Later datagrams carry the input ack, the third also the feedback.
+		opt := BuildOptions{InputAck: 100 + tick, HasInputAck: tick > 1, InputHeld: 104 + tick, InputDepth: -2, HasInputFeedback: tick == 3}
 		dg, _ := enc.Build(c, opt, nil)
 		dgs = append(dgs, append([]byte(nil), dg...))
 		if tick == 1 {

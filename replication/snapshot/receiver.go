@@ -157,18 +157,19 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 		return S, fmt.Errorf("%w: tick %d baseline distance %d", ErrCorrupt, S, d)
 	}
 	var inputAck uint32
-	var inputDepth int64
-	var hasDepth bool
+	var inputLead, inputDepth int64
+	var hasFeedback bool
 	if ext != 0 {
 		inputAck = uint32(rd.ReadBits(32))
-		if hasDepth = rd.ReadBool(); hasDepth {
+		if hasFeedback = rd.ReadBool(); hasFeedback {
+			inputLead = bitio.UnZigZag(rd.ReadExpGolomb(2))
 			inputDepth = bitio.UnZigZag(rd.ReadExpGolomb(2))
 		}
 		if err := rd.Err(); err != nil {
 			return S, err
 		}
-		if inputDepth < -MaxInputDepth || inputDepth > MaxInputDepth {
-			return S, fmt.Errorf("%w: input depth %d", ErrCorrupt, inputDepth)
+		if inputLead < -MaxInputLead || inputLead > MaxInputLead || inputDepth < -MaxInputDepth || inputDepth > MaxInputDepth {
+			return S, fmt.Errorf("%w: input feedback lead %d depth %d", ErrCorrupt, inputLead, inputDepth)
 		}
 	}
 	if count > uint64(rd.BitsLeft()) {
@@ -205,7 +206,7 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	out.Tick = S
 	out.InputAck, out.HasInputAck = inputAck, ext != 0
-	out.InputDepth, out.HasInputDepth = int(inputDepth), hasDepth
+	out.InputHeld, out.InputDepth, out.HasInputFeedback = inputAck+uint32(inputLead), int(inputDepth), hasFeedback
 	out.valid = true
 	r.noteDecoded(S)
 	return S, nil

@@ -144,22 +144,28 @@ func TestInputAckExtension(t *testing.T) {
 	require.False(t, rcv.Latest().HasInputAck)
 }
 
-// The input depth rides with the input ack, clamped to ±MaxInputDepth; a
+// The input feedback rides with the input ack: the held tick relative to
+// it, clamped to ±MaxInputLead, and the depth, clamped to ±MaxInputDepth; a
 // datagram claiming more is corrupt.
-func TestInputDepthExtension(t *testing.T) {
+func TestInputFeedbackExtension(t *testing.T) {
 	reg, w, enc, c, rcv := refSetup(t)
+	fb := func(ack, held uint32, depth int) BuildOptions {
+		return BuildOptions{InputAck: ack, HasInputAck: true, InputHeld: held, InputDepth: depth, HasInputFeedback: true}
+	}
 	for i, tc := range []struct {
 		opt   BuildOptions
 		has   bool
+		held  uint32
 		depth int
 	}{
-		{BuildOptions{InputAck: 7, HasInputAck: true, InputDepth: 3, HasInputDepth: true}, true, 3},
-		{BuildOptions{InputAck: 8, HasInputAck: true, InputDepth: -2, HasInputDepth: true}, true, -2},
-		{BuildOptions{InputAck: 9, HasInputAck: true, InputDepth: 0, HasInputDepth: true}, true, 0},
-		{BuildOptions{InputAck: 10, HasInputAck: true, InputDepth: 5000, HasInputDepth: true}, true, MaxInputDepth},
-		{BuildOptions{InputAck: 11, HasInputAck: true, InputDepth: -5000, HasInputDepth: true}, true, -MaxInputDepth},
-		{BuildOptions{InputAck: 12, HasInputAck: true, InputDepth: 4}, false, 0},
-		{BuildOptions{InputDepth: 4, HasInputDepth: true}, false, 0}, // no ack: no depth either
+		{fb(7, 12, 3), true, 12, 3},
+		{fb(8, 6, -2), true, 6, -2},
+		{fb(9, 9, 0), true, 9, 0},
+		{fb(1<<32-2, 3, 0), true, 3, 0}, // across the wrap
+		{fb(10, 10+MaxInputLead+5, 5000), true, 10 + MaxInputLead, MaxInputDepth},
+		{fb(100000, 100000-MaxInputLead-5, -5000), true, 100000 - MaxInputLead, -MaxInputDepth},
+		{BuildOptions{InputAck: 12, HasInputAck: true, InputHeld: 13, InputDepth: 4}, false, 0, 0},
+		{BuildOptions{InputHeld: 13, InputDepth: 4, HasInputFeedback: true}, false, 0, 0}, // no ack: no feedback
 	} {
 		w.Begin(uint32(i + 1))
 		w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, uint64(i)})
@@ -169,22 +175,34 @@ func TestInputDepthExtension(t *testing.T) {
 		require.NoError(t, err)
 		v := rcv.Latest()
 		require.Equal(t, tc.opt.HasInputAck, v.HasInputAck, "case %d", i)
-		require.Equal(t, tc.has, v.HasInputDepth, "case %d", i)
+		require.Equal(t, tc.opt.InputAck*b2u(tc.opt.HasInputAck), v.InputAck, "case %d", i)
+		require.Equal(t, tc.has, v.HasInputFeedback, "case %d", i)
+		require.Equal(t, tc.held, v.InputHeld*b2u(tc.has), "case %d", i)
 		require.Equal(t, tc.depth, v.InputDepth, "case %d", i)
 	}
-	// A hand-made header with a depth past the bound.
-	var bw bitio.Writer
-	bw.WriteBits(uint64(KindSnapshot), 8)
-	bw.WriteBits(100, 32)   // tick
-	bw.WriteExpGolomb(0, 0) // no baseline
-	bw.WriteExpGolomb(0, 0) // no records
-	bw.WriteBits(0, 3)      // gap code order
-	bw.WriteBits(1, 1)      // extension
-	bw.WriteBits(99, 32)    // input ack
-	bw.WriteBool(true)      // depth follows
-	bw.WriteExpGolomb(bitio.ZigZag(MaxInputDepth+1), 2)
-	_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
-	require.ErrorIs(t, err, ErrCorrupt)
+	// Hand-made headers with a lead or a depth past its bound.
+	for _, bad := range [][2]int64{{MaxInputLead + 1, 0}, {-MaxInputLead - 1, 0}, {0, MaxInputDepth + 1}, {0, -MaxInputDepth - 1}} {
+		var bw bitio.Writer
+		bw.WriteBits(uint64(KindSnapshot), 8)
+		bw.WriteBits(100, 32)   // tick
+		bw.WriteExpGolomb(0, 0) // no baseline
+		bw.WriteExpGolomb(0, 0) // no records
+		bw.WriteBits(0, 3)      // gap code order
+		bw.WriteBits(1, 1)      // extension
+		bw.WriteBits(99, 32)    // input ack
+		bw.WriteBool(true)      // feedback follows
+		bw.WriteExpGolomb(bitio.ZigZag(bad[0]), 2)
+		bw.WriteExpGolomb(bitio.ZigZag(bad[1]), 2)
+		_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
+		require.ErrorIs(t, err, ErrCorrupt, "lead %d depth %d", bad[0], bad[1])
+	}
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // bestGapK's histogram form must find the same order and total as trying

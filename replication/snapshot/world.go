@@ -38,10 +38,12 @@ type Frame struct {
 	// tick the server had applied for this client when it sent the view.
 	InputAck    uint32
 	HasInputAck bool
-	// InputDepth (receiver views only, when HasInputDepth) is the server's
-	// input feedback depth for this client (see BuildOptions.InputDepth).
-	InputDepth    int
-	HasInputDepth bool
+	// InputHeld and InputDepth (receiver views only, when
+	// HasInputFeedback) are the server's input feedback for this client
+	// (see BuildOptions.InputHeld).
+	InputHeld        uint32
+	InputDepth       int
+	HasInputFeedback bool
 
 	index []int32 // slot → entry, −1 if absent (dense, len = World slot capacity)
 	valid bool
