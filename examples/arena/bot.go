@@ -63,14 +63,14 @@ type Bot struct {
 	isys   *interp.System
 	w      bitio.Writer
 
-	idAvatar, idInfo, idVisual, idProj, idNetID ecs.ID
-	avatar                                      ecs.Entity
-	hasAvatar                                   bool
-	lastState                                   uint32 // SimTick of the newest avatar state reconciled
-	lastNet                                     uint32 // newest snapshot tick observed
-	lastFrame                                   time.Time
-	drawn                                       components.Visual
-	shift                                       components.Vec3 // sum of the corrections' position changes
+	idAvatar, idVisual, idProj, idNetID ecs.ID
+	avatar                              ecs.Entity
+	hasAvatar                           bool
+	lastState                           uint32 // simulation tick of the newest avatar state reconciled
+	lastNet                             uint32 // newest snapshot tick observed
+	lastFrame                           time.Time
+	drawn                               components.Visual
+	shift                               components.Vec3 // sum of the corrections' position changes
 
 	rng    *rand.Rand
 	script ShooterInput
@@ -91,7 +91,6 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	w := ecs.NewWorld()
 	b := &Bot{opts: opts, world: &w, rng: rand.New(rand.NewPCG(opts.Seed, 0xb07))}
 	b.idAvatar = ecs.ComponentID[Avatar](b.world)
-	b.idInfo = ecs.ComponentID[PredictionInfo](b.world)
 	b.idVisual = ecs.ComponentID[components.Visual](b.world)
 	b.idProj = ecs.ComponentID[Projectile](b.world)
 	b.idNetID = ecs.ComponentID[components.NetID](b.world)
@@ -112,6 +111,7 @@ func NewBot(opts BotOptions) (*Bot, error) {
 		Registry:      reg,
 		Interpolation: true,
 		Input:         b.appendInput,
+		OnSnapshot:    b.onSnapshot,
 		Now:           opts.Now,
 		Logger:        opts.Logger,
 	})
@@ -156,8 +156,6 @@ func (b *Bot) Frame(now time.Time) error {
 	}
 	fresh := false
 	if st := b.cl.ServerTick(); st != 0 && st != b.lastNet {
-		// The server's simulation tick of that snapshot.
-		b.sync.ObserveSnapshot(uint32(b.cl.SimTick(st)), now)
 		b.lastNet, fresh = st, true
 		b.stats.Snapshots++
 	}
@@ -198,7 +196,7 @@ func (b *Bot) findAvatar() bool {
 		return true
 	}
 	b.hasAvatar = false
-	q := b.world.Query(ecs.All(b.idAvatar, b.idInfo, b.idNetID))
+	q := b.world.Query(ecs.All(b.idAvatar, b.idNetID))
 	for q.Next() {
 		if (*components.NetID)(q.Get(b.idNetID)).Owner() == b.cl.ID() {
 			b.avatar, b.hasAvatar = q.Entity(), true
@@ -207,25 +205,43 @@ func (b *Bot) findAvatar() bool {
 	return b.hasAvatar
 }
 
+// onSnapshot is ClientConfig.OnSnapshot: every snapshot's arrival (at the
+// server's simulation tick it was taken) and input feedback go to the input
+// clock (tick estimate, the server's input buffer depth) and the sender
+// (frames the server holds need no resending).
+func (b *Bot) onSnapshot(tick uint32, arrival time.Time) {
+	b.sync.ObserveSnapshot(uint32(b.cl.SimTick(tick)), arrival)
+	if r, ok := b.cl.InputReport(tick); ok && r.HasFeedback {
+		b.sender.Ack(r.Held)
+		b.sync.ObserveFeedback(r.Depth)
+	}
+}
+
 // reconcile compares the newest authoritative avatar state with the
 // prediction for its tick.
 func (b *Bot) reconcile() {
 	if !b.findAvatar() {
 		return
 	}
-	pi := *(*PredictionInfo)(b.world.Get(b.avatar, b.idInfo))
-	if pi.Held != 0 {
-		b.sender.Ack(pi.Held)
-	}
-	if pi.SimTick == 0 || pi.SimTick == b.lastState {
+	// The state's tick is the snapshot that last changed the avatar; that
+	// snapshot's input report names the input the state includes.
+	S, ok := b.cl.StateTick(*(*components.NetID)(b.world.Get(b.avatar, b.idNetID)))
+	if !ok || S == 0 {
 		return
 	}
-	b.lastState = pi.SimTick
-	if pi.Held != 0 {
-		b.sync.ObserveFeedback(int(pi.Depth))
+	simTick := uint32(b.cl.SimTick(S))
+	if simTick == b.lastState {
+		return
 	}
+	var applied uint32
+	if r, ok := b.cl.InputReport(S); ok {
+		applied = r.Applied
+	} else if b.lastState != 0 {
+		return // that snapshot is gone from the receiver: wait for the next state
+	} // else the first state: no input of ours was applied yet
+	b.lastState = simTick
 	auth := *(*Avatar)(b.world.Get(b.avatar, b.idAvatar))
-	c := b.pred.Reconcile(pi.SimTick, pi.Applied, &auth)
+	c := b.pred.Reconcile(simTick, applied, &auth)
 	switch c.Status {
 	case input.ReconcileMatch:
 		b.stats.Matches++

@@ -59,25 +59,6 @@ type Avatar struct {
 	Cooldown uint8   `net:"range=0:63,owner"`
 }
 
-// PredictionInfo travels with the avatar to its owner only: the tick of the
-// state, the input the server applied last, and the input feedback (the
-// snapshot datagram has no field for these yet; see the report in
-// README.md of this example).
-type PredictionInfo struct {
-	// SimTick is the server simulation tick at the end of which the
-	// avatar's state was taken.
-	SimTick uint32 `net:"range=0:4294967295,owner"`
-	// Applied is the input tick whose values the server applied at SimTick
-	// (input.Log.LastApplied); 0 before the first input.
-	Applied uint32 `net:"range=0:4294967295,owner"`
-	// Held is the newest input tick the server holds (input.Feedback.Ack);
-	// 0 for none.
-	Held uint32 `net:"range=0:4294967295,owner"`
-	// Depth is input.Feedback.Depth: ticks of input buffered beyond the
-	// consumed tick (negative when input arrives late).
-	Depth int16 `net:"range=-255:255,owner"`
-}
-
 // Projectile marks a short-lived shot. TTL is server-only: the client learns
 // of the end through the despawn.
 type Projectile struct {
@@ -93,7 +74,6 @@ func newRegistry() *schema.Registry {
 	schema.MustRegister[components.Velocity](reg)
 	schema.MustRegister[Projectile](reg)
 	schema.MustRegister[Avatar](reg)
-	schema.MustRegister[PredictionInfo](reg)
 	return reg
 }
 

@@ -78,7 +78,7 @@ type ServerGame struct {
 	players [256]*player
 	order   []*player // connected players in join order (deterministic iteration)
 
-	idRep, idTrans, idVel, idOwner, idPred, idAvatar, idInfo, idProj, idNPC ecs.ID
+	idRep, idTrans, idVel, idOwner, idPred, idAvatar, idProj, idNPC ecs.ID
 
 	spawnQueue []projectileSpawn
 	removeQ    []ecs.Entity
@@ -113,7 +113,6 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	g.idOwner = ecs.ComponentID[components.Owner](g.world)
 	g.idPred = ecs.ComponentID[components.Predicted](g.world)
 	g.idAvatar = ecs.ComponentID[Avatar](g.world)
-	g.idInfo = ecs.ComponentID[PredictionInfo](g.world)
 	g.idProj = ecs.ComponentID[Projectile](g.world)
 	g.idNPC = ecs.ComponentID[npc](g.world)
 
@@ -132,10 +131,14 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		NetDivisor: netDivisor,
 		// Snapshot ticks are the scheduler's net ticks (g.sched is set
 		// below, before the first Send).
-		Tick:   func() uint32 { return g.sched.Info().NetTick },
-		Input:  g.receiveInput,
-		Now:    opts.Now,
-		Logger: opts.Logger,
+		Tick:  func() uint32 { return g.sched.Info().NetTick },
+		Input: g.receiveInput,
+		// Each snapshot tells its client which of its input ticks the
+		// avatar's state includes, and the input feedback.
+		InputAck:      g.inputAck,
+		InputFeedback: g.inputFeedback,
+		Now:           opts.Now,
+		Logger:        opts.Logger,
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
@@ -313,7 +316,7 @@ func (g *ServerGame) syncPlayers(*ecs.World) {
 }
 
 func (g *ServerGame) spawnAvatar(p *player) {
-	e := g.world.NewEntity(g.idRep, g.idTrans, g.idOwner, g.idPred, g.idAvatar, g.idInfo)
+	e := g.world.NewEntity(g.idRep, g.idTrans, g.idOwner, g.idPred, g.idAvatar)
 	(*components.Replicated)(g.world.Get(e, g.idRep)).Priority = 4
 	(*components.Owner)(g.world.Get(e, g.idOwner)).Client = p.id
 	av := (*Avatar)(g.world.Get(e, g.idAvatar))
@@ -322,7 +325,6 @@ func (g *ServerGame) spawnAvatar(p *player) {
 	av.X, av.Z = 20*math.Cos(a), 20*math.Sin(a)
 	g.round.Round(av)
 	*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: components.Vec3{X: av.X, Z: av.Z}, Rot: yawRot(av.Yaw)}
-	(*PredictionInfo)(g.world.Get(e, g.idInfo)).SimTick = uint32(g.sched.Info().Tick)
 	p.avatar, p.has = e, true
 	g.log.Info("arena: avatar spawned", "client", p.id)
 }
@@ -458,8 +460,7 @@ func (g *ServerGame) stepProjectiles(*ecs.World) {
 }
 
 // endOfTick rounds every avatar to what its owner receives (the Predictor
-// rounds its own state the same way), derives the replicated Transform, and
-// records the prediction info for the owner.
+// rounds its own state the same way) and derives the replicated Transform.
 func (g *ServerGame) endOfTick(*ecs.World) {
 	info := g.sched.Info()
 	g.stats.Ticks = info.Tick
@@ -470,20 +471,27 @@ func (g *ServerGame) endOfTick(*ecs.World) {
 		av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
 		g.round.Round(av)
 		*(*components.Transform)(g.world.Get(p.avatar, g.idTrans)) = components.Transform{Pos: components.Vec3{X: av.X, Z: av.Z}, Rot: yawRot(av.Yaw)}
-		pi := (*PredictionInfo)(g.world.Get(p.avatar, g.idInfo))
-		pi.SimTick = uint32(info.Tick)
-		if t, ok := p.log.LastApplied(); ok {
-			pi.Applied = t
-		}
-		if info.IsNetTick {
-			// Feedback starts a new depth window: once per snapshot.
-			fb := p.log.Feedback()
-			if fb.HasAck {
-				pi.Held = fb.Ack
-				pi.Depth = int16(min(max(fb.Depth, -255), 255))
-			}
-		}
 	}
+}
+
+// inputAck is ServerConfig.InputAck: the input tick whose values the
+// avatar's state includes (input.Log.LastApplied), none before the first.
+func (g *ServerGame) inputAck(c replication.ClientID) (uint32, bool) {
+	if p := g.players[c]; p != nil {
+		return p.log.LastApplied()
+	}
+	return 0, false
+}
+
+// inputFeedback is ServerConfig.InputFeedback: the newest input tick held
+// and the buffer depth. Feedback starts a new depth window; it runs once per
+// snapshot datagram.
+func (g *ServerGame) inputFeedback(c replication.ClientID) (uint32, int, bool) {
+	if p := g.players[c]; p != nil {
+		fb := p.log.Feedback()
+		return fb.Ack, fb.Depth, fb.HasAck
+	}
+	return 0, 0, false
 }
 
 func (g *ServerGame) afterSend(*ecs.World) {
