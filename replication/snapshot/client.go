@@ -59,12 +59,16 @@ func (c *Client) spend(n int) {
 // member entities, each at the newest frame's value except the "behind"
 // ones, which hold the value of an older frame (deferred by the budget).
 type view struct {
-	tick    uint32
-	base    uint32 // the baseline tick the view was built against (0 = none)
-	used    bool
-	acked   bool
-	members Bitset
-	behind  []behindEntry // sorted by slot
+	tick  uint32
+	base  uint32 // the baseline tick the view was built against (0 = none)
+	used  bool
+	acked bool
+	// inputAck, if hasInputAck, is the input ack the view's datagram
+	// carried: later datagrams built on this view send theirs relative to it.
+	inputAck    uint32
+	hasInputAck bool
+	members     Bitset
+	behind      []behindEntry // sorted by slot
 }
 
 type behindEntry struct{ slot, src uint32 }

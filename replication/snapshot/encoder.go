@@ -36,6 +36,10 @@ type Encoder struct {
 	cache   []cacheSlot
 	present Bitset // slots present in the current frame
 
+	// baseAck/baseHasAck: the input ack of this Build's baseline view.
+	baseAck    uint32
+	baseHasAck bool
+
 	// scratch, reused by Build
 	scratch, scratch2, scratch3 bitio.Writer
 	pred                        []uint64
@@ -458,6 +462,10 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 			e.dropLowest(over)
 		}
 	}
+	e.baseAck, e.baseHasAck = 0, false
+	if base != nil {
+		e.baseAck, e.baseHasAck = base.inputAck, base.hasInputAck
+	}
 	out := e.stitch(dst, S, B, budget, &info, opt)
 	if e.Compression != nil && len(out) > 1 {
 		if z := e.Compression.compress(out[1:]); z != nil {
@@ -470,6 +478,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 	// Record the view the client will hold if this datagram arrives.
 	nv := c.viewFor(S)
 	nv.base = B
+	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
 	nv.members = append(nv.members[:0], baseMembers...)
 	nv.behind = nv.behind[:0]
 	si := 0
@@ -684,7 +693,15 @@ func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, o
 	w.WriteBits(uint64(bestK), 3)
 	if opt.HasInputAck {
 		w.WriteBits(1, 1) // extension: the input ack, and maybe the feedback
-		w.WriteBits(uint64(opt.InputAck), 32)
+		// The ack moves by a few ticks per packet: relative to the one the
+		// baseline view carried when there is one, else in full.
+		if d := int64(int32(opt.InputAck - e.baseAck)); B != 0 && e.baseHasAck && d >= -MaxInputLead && d <= MaxInputLead {
+			w.WriteBool(true)
+			w.WriteExpGolomb(bitio.ZigZag(d), 2)
+		} else {
+			w.WriteBool(false)
+			w.WriteBits(uint64(opt.InputAck), 32)
+		}
 		w.WriteBool(opt.HasInputFeedback)
 		if opt.HasInputFeedback {
 			lead := max(-MaxInputLead, min(MaxInputLead, int64(int32(opt.InputHeld-opt.InputAck))))

@@ -158,9 +158,19 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	var inputAck uint32
 	var inputLead, inputDepth int64
-	var hasFeedback bool
+	var hasFeedback, ackRel bool
 	if ext != 0 {
-		inputAck = uint32(rd.ReadBits(32))
+		// The ack is relative to the baseline view's (resolved below) or in
+		// full.
+		if ackRel = rd.ReadBool(); ackRel {
+			d := bitio.UnZigZag(rd.ReadExpGolomb(2))
+			if d < -MaxInputLead || d > MaxInputLead {
+				return S, fmt.Errorf("%w: input ack step %d", ErrCorrupt, d)
+			}
+			inputAck = uint32(d)
+		} else {
+			inputAck = uint32(rd.ReadBits(32))
+		}
 		if hasFeedback = rd.ReadBool(); hasFeedback {
 			inputLead = bitio.UnZigZag(rd.ReadExpGolomb(2))
 			inputDepth = bitio.UnZigZag(rd.ReadExpGolomb(2))
@@ -187,6 +197,12 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 		if base == nil {
 			return S, ErrMissingBaseline
 		}
+		if ackRel {
+			if !base.HasInputAck {
+				return S, fmt.Errorf("%w: input ack relative to a baseline without one", ErrCorrupt)
+			}
+			inputAck += base.InputAck
+		}
 		if predOn {
 			if d+dd >= uint64(depth) || uint64(S) <= d+dd {
 				return S, fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, d+dd)
@@ -196,6 +212,9 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 				return S, ErrMissingBaseline
 			}
 		}
+	}
+	if ackRel && d == 0 {
+		return S, fmt.Errorf("%w: input ack relative to no baseline", ErrCorrupt)
 	}
 	// The ring slot of S holds nothing a server can still name as a
 	// baseline (a tick at least one ring depth older), so it is reused.

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/archenet/archenet/replication/bitio"
@@ -196,6 +197,50 @@ func TestInputFeedbackExtension(t *testing.T) {
 		_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
 		require.ErrorIs(t, err, ErrCorrupt, "lead %d depth %d", bad[0], bad[1])
 	}
+}
+
+// Once the client holds a baseline whose datagram carried an ack, the ack
+// travels as a small step from it (a few bits instead of 32); a relative ack
+// without such a baseline is corrupt.
+func TestInputAckRelativeToBaseline(t *testing.T) {
+	reg, w, enc, c, rcv := refSetup(t)
+	sizes := map[bool][]int{}
+	for tick := uint32(1); tick <= 12; tick++ {
+		w.Begin(tick)
+		w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, 4})
+		w.Commit()
+		ack := 1000 + 2*tick
+		dg, info := enc.Build(c, BuildOptions{InputAck: ack, HasInputAck: tick != 5}, nil)
+		_, err := rcv.Decode(dg)
+		require.NoError(t, err)
+		v := rcv.Latest()
+		require.Equal(t, tick != 5, v.HasInputAck, "tick %d", tick)
+		if tick != 5 {
+			require.Equal(t, ack, v.InputAck, "tick %d", tick)
+		}
+		c.Ack(rcv.Ack())
+		if tick != 5 { // tick 6's baseline (5) carried no ack: 6 sends it in full
+			rel := info.Baseline != 0 && tick != 6
+			sizes[rel] = append(sizes[rel], len(dg))
+		}
+	}
+	// Same records (none), so the size difference is the ack: 32 bits in
+	// full, 4 bits (rel flag + a 3-bit step) relative.
+	require.Less(t, slices.Max(sizes[true]), slices.Min(sizes[false]))
+
+	// Hand-made headers: a relative ack without a baseline.
+	var bw bitio.Writer
+	bw.WriteBits(uint64(KindSnapshot), 8)
+	bw.WriteBits(100, 32)   // tick
+	bw.WriteExpGolomb(0, 0) // no baseline
+	bw.WriteExpGolomb(0, 0) // no records
+	bw.WriteBits(0, 3)      // gap code order
+	bw.WriteBits(1, 1)      // extension
+	bw.WriteBool(true)      // relative ack
+	bw.WriteExpGolomb(bitio.ZigZag(2), 2)
+	bw.WriteBool(false) // no feedback
+	_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
+	require.ErrorIs(t, err, ErrCorrupt)
 }
 
 func b2u(b bool) uint32 {
