@@ -183,15 +183,10 @@ func TestInputFeedbackExtension(t *testing.T) {
 	}
 	// Hand-made headers with a lead or a depth past its bound.
 	for _, bad := range [][2]int64{{MaxInputLead + 1, 0}, {-MaxInputLead - 1, 0}, {0, MaxInputDepth + 1}, {0, -MaxInputDepth - 1}} {
-		var bw bitio.Writer
-		bw.WriteBits(uint64(KindSnapshot), 8)
-		bw.WriteBits(100, 32)   // tick
-		bw.WriteExpGolomb(0, 0) // no baseline
-		bw.WriteExpGolomb(0, 0) // no records
-		bw.WriteBits(0, 3)      // gap code order
-		bw.WriteBits(1, 1)      // extension
-		bw.WriteBits(99, 32)    // input ack
-		bw.WriteBool(true)      // feedback follows
+		bw := extHeader()
+		bw.WriteBool(false)  // input ack in full
+		bw.WriteBits(99, 32) // input ack
+		bw.WriteBool(true)   // feedback follows
 		bw.WriteExpGolomb(bitio.ZigZag(bad[0]), 2)
 		bw.WriteExpGolomb(bitio.ZigZag(bad[1]), 2)
 		_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
@@ -229,6 +224,17 @@ func TestInputAckRelativeToBaseline(t *testing.T) {
 	require.Less(t, slices.Max(sizes[true]), slices.Min(sizes[false]))
 
 	// Hand-made headers: a relative ack without a baseline.
+	bw := extHeader()
+	bw.WriteBool(true) // relative ack
+	bw.WriteExpGolomb(bitio.ZigZag(2), 2)
+	bw.WriteBool(false) // no feedback
+	_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
+	require.ErrorIs(t, err, ErrCorrupt)
+}
+
+// extHeader starts a hand-made snapshot header for tick 100 with no
+// baseline and no records, up to and including the extension bit.
+func extHeader() *bitio.Writer {
 	var bw bitio.Writer
 	bw.WriteBits(uint64(KindSnapshot), 8)
 	bw.WriteBits(100, 32)   // tick
@@ -236,11 +242,7 @@ func TestInputAckRelativeToBaseline(t *testing.T) {
 	bw.WriteExpGolomb(0, 0) // no records
 	bw.WriteBits(0, 3)      // gap code order
 	bw.WriteBits(1, 1)      // extension
-	bw.WriteBool(true)      // relative ack
-	bw.WriteExpGolomb(bitio.ZigZag(2), 2)
-	bw.WriteBool(false) // no feedback
-	_, err := NewReceiver(reg, 0, 0).Decode(bw.Bytes())
-	require.ErrorIs(t, err, ErrCorrupt)
+	return &bw
 }
 
 func b2u(b bool) uint32 {
