@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/mlange-42/arche/ecs"
@@ -69,11 +70,13 @@ type ServerGame struct {
 	world *ecs.World
 	sched *anecs.Scheduler
 	srv   *replication.Server
-	ln    *trackingListener
-	codec *input.Codec[ShooterInput]
-	round *input.Rounder[Avatar]
-	rng   *rand.Rand
-	log   *slog.Logger
+	// joined and left are the clients the replication server reported
+	// (ServerConfig.OnConnect / OnDisconnect) since the last syncPlayers.
+	joined, left []replication.ClientID
+	codec        *input.Codec[ShooterInput]
+	round        *input.Rounder[Avatar]
+	rng          *rand.Rand
+	log          *slog.Logger
 
 	players [256]*player
 	order   []*player // connected players in join order (deterministic iteration)
@@ -124,7 +127,6 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	if g.round, err = input.NewRounder[Avatar](reg.ByType(typeOf[Avatar]())); err != nil {
 		return nil, err
 	}
-	g.ln = &trackingListener{Listener: opts.Listener}
 	cfg := replication.ServerConfig{
 		Registry:   reg,
 		NetRate:    netRate,
@@ -137,15 +139,18 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		// avatar's state includes, and the input feedback.
 		InputAck:      g.inputAck,
 		InputFeedback: g.inputFeedback,
-		Now:           opts.Now,
-		Logger:        opts.Logger,
+		// Joins and leaves are queued: avatars change between systems.
+		OnConnect:    func(c replication.ClientID) { g.joined = append(g.joined, c) },
+		OnDisconnect: func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
+		Now:          opts.Now,
+		Logger:       opts.Logger,
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
 	}
 	// Net tick n is simulation tick n·netDivisor (ServerConfig.Tick), which
 	// clients use to stamp inputs (checked in afterSend).
-	if g.srv, err = replication.NewServer(g.world, g.ln, cfg); err != nil {
+	if g.srv, err = replication.NewServer(g.world, opts.Listener, cfg); err != nil {
 		return nil, err
 	}
 	if g.sched, err = anecs.New(g.world, anecs.Config{TickRate: simRate, NetDivisor: netDivisor}); err != nil {
@@ -235,7 +240,20 @@ func (g *ServerGame) Entities() int {
 }
 
 // RTT returns the mean transport RTT over connected clients (0 if unknown).
-func (g *ServerGame) RTT() time.Duration { return g.ln.meanRTT() }
+func (g *ServerGame) RTT() time.Duration {
+	var sum time.Duration
+	n := 0
+	for _, id := range g.srv.Clients() {
+		if ci, ok := g.srv.Client(id); ok && ci.TransportRTT > 0 {
+			sum += ci.TransportRTT
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
+}
 
 // ConnectedClients returns the number of clients past the handshake.
 func (g *ServerGame) ConnectedClients() int { return len(g.srv.Clients()) }
@@ -281,12 +299,10 @@ func (g *ServerGame) player(c replication.ClientID) (*player, error) {
 	return p, nil
 }
 
-// syncPlayers spawns an avatar for every new client and removes the avatars
-// of clients that left (net ticks, after Receive).
+// syncPlayers spawns an avatar for every client that joined and removes the
+// avatars of clients that left (net ticks, after Receive).
 func (g *ServerGame) syncPlayers(*ecs.World) {
-	connected := [256]bool{}
-	for _, id := range g.srv.Clients() {
-		connected[id] = true
+	for _, id := range g.joined {
 		p, err := g.player(id)
 		if err != nil {
 			g.log.Error("arena: input log", "err", err)
@@ -296,10 +312,10 @@ func (g *ServerGame) syncPlayers(*ecs.World) {
 			g.spawnAvatar(p)
 		}
 	}
-	keep := g.order[:0]
-	for _, p := range g.order {
-		if connected[p.id] {
-			keep = append(keep, p)
+	g.joined = g.joined[:0]
+	for _, id := range g.left {
+		p := g.players[id]
+		if p == nil {
 			continue
 		}
 		if p.has && g.world.Alive(p.avatar) {
@@ -309,10 +325,10 @@ func (g *ServerGame) syncPlayers(*ecs.World) {
 		g.stats.InputReceived += st.Received
 		g.stats.InputMissing += st.Missing
 		g.stats.InputLate += st.Late
-		g.players[p.id] = nil
+		g.players[id] = nil
+		g.order = slices.DeleteFunc(g.order, func(q *player) bool { return q == p })
 	}
-	clear(g.order[len(keep):])
-	g.order = keep
+	g.left = g.left[:0]
 }
 
 func (g *ServerGame) spawnAvatar(p *player) {
