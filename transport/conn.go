@@ -22,10 +22,12 @@ import (
 // Queued data stays readable after the connection closed: Poll and Receive return it first,
 // and only then report the close (Receive returns [Conn.Err]).
 type Conn interface {
-	// SendDatagram sends b as one unreliable datagram. The caller may reuse b after
-	// SendDatagram returns. A payload larger than MaxDatagramSize fails with a
-	// *[DatagramTooLargeError]; a closed connection fails with an error for which
-	// errors.Is(err, [ErrClosed]) holds.
+	// SendDatagram sends b as one unreliable datagram. It never blocks: datagrams the
+	// network cannot take at once wait in a bounded queue, and when that is full the
+	// oldest waiting datagram is dropped (counted in Stats.DatagramsSendDropped), as a
+	// lost packet would be. The caller may reuse b after SendDatagram returns. A payload
+	// larger than MaxDatagramSize fails with a *[DatagramTooLargeError]; a closed
+	// connection fails with an error for which errors.Is(err, [ErrClosed]) holds.
 	SendDatagram(b []byte) error
 	// ReceiveDatagram blocks until a datagram arrives. The returned slice is owned by the caller.
 	ReceiveDatagram(ctx context.Context) ([]byte, error)
@@ -36,13 +38,22 @@ type Conn interface {
 	// during the connection's lifetime.
 	MaxDatagramSize() int
 
-	// SendMessage queues b as one reliable, ordered message. The caller may reuse b after
-	// SendMessage returns. A message larger than MaxMessageSize fails with a
-	// *[MessageTooLargeError] and leaves the connection open.
+	// SendMessage queues b as one reliable, ordered message. It never blocks: messages
+	// the peer's flow control cannot take yet wait in a backlog bounded in bytes and in
+	// age (Stats.MessageBacklog). A peer that lets the backlog outgrow its bound is
+	// disconnected with [CodeSendBacklog], and SendMessage returns that close error
+	// (errors.Is(err, [ErrClosed]) holds). The caller may reuse b after SendMessage
+	// returns. A message larger than MaxMessageSize fails with a *[MessageTooLargeError]
+	// and leaves the connection open.
 	SendMessage(b []byte) error
 	// ReceiveMessage blocks until a message arrives. The returned slice is owned by the caller.
 	ReceiveMessage(ctx context.Context) ([]byte, error)
 	// PollMessage returns the next queued message, or ok=false if none is queued.
+	//
+	// The first message a connection receives is the handshake: it may be at most
+	// [MaxHandshakeMessageSize] bytes (a larger one closes the connection with
+	// [CodeMessageTooLarge]), and nothing after it is read until it has been taken, so
+	// an unauthenticated peer holds at most that much of the receiver's memory.
 	PollMessage() (b []byte, ok bool)
 	// MaxMessageSize is the largest message that SendMessage accepts and the peer receives.
 	MaxMessageSize() int
@@ -83,6 +94,13 @@ type Stats struct {
 	// DatagramsDropped counts datagrams that arrived but were dropped because the bounded
 	// receive queue was full (the application did not drain it fast enough).
 	DatagramsDropped uint64
+	// DatagramsSendDropped counts datagrams SendDatagram accepted but dropped before
+	// they reached the network: the oldest of a full send queue (the path could not
+	// carry them) or, rarely, ones the path's maximum payload had shrunk below.
+	DatagramsSendDropped uint64
+	// MessageBacklog is the number of bytes of reliable messages sent but still waiting
+	// for the peer's flow control (a gauge, not a counter).
+	MessageBacklog int
 
 	// RTT is the smoothed round-trip time where known, 0 if unknown.
 	RTT time.Duration

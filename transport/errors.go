@@ -32,6 +32,10 @@ const (
 	CodeFlood CloseCode = 6
 	// CodeInternal: a local failure unrelated to the peer's behaviour.
 	CodeInternal CloseCode = 7
+	// CodeSendBacklog: the peer did not take reliable messages fast enough: more of
+	// them waited for its flow control, or waited longer, than the sender allows
+	// (a stalled, overloaded or hostile peer).
+	CodeSendBacklog CloseCode = 8
 	// CodeApplication is the first code free for application use.
 	CodeApplication CloseCode = 0x100
 )
@@ -55,6 +59,8 @@ func (c CloseCode) String() string {
 		return "flood"
 	case CodeInternal:
 		return "internal error"
+	case CodeSendBacklog:
+		return "send backlog"
 	}
 	if c >= CodeApplication {
 		return "application+" + strconv.Itoa(int(c-CodeApplication))

@@ -25,6 +25,11 @@ const (
 	MaxTokenLen          = 1024     // bound of Hello.Token
 	MaxWelcomePayloadLen = 16 << 10 // bound of Welcome.Payload
 	MaxReasonLen         = 512      // bound of Reject.Reason
+
+	// MaxHandshakeMessageSize is the largest handshake message (a Welcome with the
+	// largest payload): the bound a connection applies to the first message it
+	// receives, before the peer is known (see [Conn.PollMessage]).
+	MaxHandshakeMessageSize = 1 + 1 + 3 + MaxWelcomePayloadLen
 )
 
 // MessageType is the first byte of a handshake message.

@@ -2,7 +2,10 @@ package quic
 
 import (
 	"crypto/tls"
+	"log/slog"
 	"time"
+
+	"github.com/archenet/archenet/transport"
 
 	quicgo "github.com/quic-go/quic-go"
 )
@@ -60,9 +63,28 @@ type Config struct {
 	// rate are tolerated at once. Zero: DatagramRateLimit (one second's worth).
 	DatagramBurst int
 
+	// DatagramSendQueueLen bounds datagrams waiting to be handed to QUIC (whose own send
+	// queue holds 32 and fills when the path stalls); when full, the oldest waiting
+	// datagram is dropped and counted in Stats.DatagramsSendDropped, so SendDatagram
+	// never blocks. Zero: 64.
+	DatagramSendQueueLen int
+	// MaxSendBacklog bounds the bytes of reliable messages waiting for the peer's flow
+	// control (beyond what QUIC itself buffers); a peer that lets it grow further is
+	// disconnected with transport.CodeSendBacklog, so SendMessage never blocks.
+	// Zero: 4 MiB.
+	MaxSendBacklog int
+	// SendBacklogTimeout bounds how long a reliable message may wait for the peer's flow
+	// control before the connection closes with transport.CodeSendBacklog. Zero: 10 s.
+	SendBacklogTimeout time.Duration
+
 	// AcceptBacklog bounds connections that finished their handshake but were not yet
 	// accepted; more are closed with transport.CodeRejected. Listen only. Zero: 64.
 	AcceptBacklog int
+
+	// Logger receives every close this end decides on (flood, oversize or malformed
+	// frames, send backlog, failed connection setup), rate-limited per kind. Nil:
+	// slog.Default().
+	Logger *slog.Logger
 
 	// LocalAddr is the UDP address Dial binds. Zero: port 0 on 127.0.0.1 (or [::1]) if the
 	// server address is a loopback address, else on all interfaces.
@@ -111,6 +133,15 @@ func (c *Config) resolved() Config {
 	if r.DatagramBurst <= 0 {
 		r.DatagramBurst = max(r.DatagramRateLimit, 1)
 	}
+	def(&r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
+	def(&r.MaxSendBacklog, transport.DefaultMaxBacklog)
+	if r.SendBacklogTimeout <= 0 {
+		r.SendBacklogTimeout = transport.DefaultBacklogTimeout
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	r.Logger = slog.New(transport.RateLimit(r.Logger.Handler(), 10, time.Second))
 	return r
 }
 

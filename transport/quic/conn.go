@@ -21,10 +21,11 @@ import (
 // (RFC 9221), messages are length-prefixed frames on one bidirectional stream.
 // It implements [transport.Conn].
 //
-// Each Conn runs three goroutines: one drains quic-go's small datagram queue into a
+// Each Conn runs five goroutines: one drains quic-go's small datagram queue into a
 // bounded queue of our own (enforcing the flood limit), one reads the stream into a
-// bounded message queue, and one waits for the connection to end. All three have exited
-// when [Conn.Done] is closed.
+// bounded message queue, two write (datagrams and messages, through a
+// [transport.Outbox], so that sends never block the caller), and one waits for the
+// connection to end. All have exited when [Conn.Done] is closed.
 type Conn struct {
 	qc     *quicgo.Conn
 	stream *quicgo.Stream
@@ -33,11 +34,13 @@ type Conn struct {
 	datagrams *queue.Queue[[]byte]
 	messages  *queue.Queue[[]byte]
 
-	writeMu sync.Mutex
-	wbuf    []byte
+	out  *transport.Outbox
+	tbuf []byte // framing buffer of TryWriteMessage (called under the outbox's lock)
+	wbuf []byte // framing buffer of WriteMessage (the message writer goroutine)
 
-	probeMu sync.Mutex
-	probe   []byte
+	probeMu    sync.Mutex
+	probe      []byte
+	maxPayload atomic.Int64 // the newest known maximum datagram payload
 
 	datagramsSent, datagramBytesSent         atomic.Uint64
 	datagramsReceived, datagramBytesReceived atomic.Uint64
@@ -69,6 +72,13 @@ func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Confi
 		done:      make(chan struct{}),
 		onClose:   onClose,
 	}
+	c.out = transport.NewOutbox(connWriter{c}, transport.OutboxConfig{
+		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
+	}, func(code transport.CloseCode, reason string) {
+		c.logClose(code, reason)
+		c.closeNoWait(code, reason)
+	})
+	c.MaxDatagramSize()
 	if br == nil {
 		br = bufio.NewReaderSize(stream, 16<<10)
 	}
@@ -77,6 +87,52 @@ func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Confi
 	go c.readMessages(br)
 	go c.watch()
 	return c
+}
+
+// logClose reports a close this end decided on because of the peer.
+func (c *Conn) logClose(code transport.CloseCode, reason string) {
+	c.cfg.Logger.Warn("archenet/quic: closing connection", "remote", c.qc.RemoteAddr(), "code", code, "reason", reason)
+}
+
+// connWriter is the blocking send side the Outbox drains.
+type connWriter struct{ c *Conn }
+
+func (w connWriter) WriteDatagram(b []byte) error {
+	c := w.c
+	err := c.qc.SendDatagram(b) // waits while quic-go's queue of 32 is full
+	if err == nil {
+		return nil
+	}
+	var tl *quicgo.DatagramTooLargeError
+	if errors.As(err, &tl) {
+		c.maxPayload.Store(tl.MaxDatagramPayloadSize)
+		return &transport.DatagramTooLargeError{Size: len(b), Max: int(tl.MaxDatagramPayloadSize)}
+	}
+	return err
+}
+
+func (w connWriter) WriteMessage(b []byte, deadline time.Time) error {
+	c := w.c
+	c.wbuf = frame.Append(c.wbuf[:0], b)
+	_ = c.stream.SetWriteDeadline(deadline)
+	_, err := c.stream.Write(c.wbuf)
+	if cap(c.wbuf) > 64<<10 {
+		c.wbuf = nil // don't pin a large buffer
+	}
+	return err
+}
+
+func (w connWriter) TryWriteMessage(b []byte) (bool, error) {
+	c := w.c
+	c.tbuf = frame.Append(c.tbuf[:0], b)
+	err := c.stream.TryWriteAll(c.tbuf)
+	if cap(c.tbuf) > 64<<10 {
+		c.tbuf = nil
+	}
+	if errors.Is(err, quicgo.ErrWouldBlock) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (c *Conn) readDatagrams() {
@@ -89,7 +145,9 @@ func (c *Conn) readDatagrams() {
 			return
 		}
 		if !limit.allow(time.Now()) {
-			c.closeNoWait(transport.CodeFlood, fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.cfg.DatagramRateLimit, c.cfg.DatagramBurst))
+			reason := fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.cfg.DatagramRateLimit, c.cfg.DatagramBurst)
+			c.logClose(transport.CodeFlood, reason)
+			c.closeNoWait(transport.CodeFlood, reason)
 			return
 		}
 		if c.datagrams.TryPush(b) {
@@ -101,16 +159,29 @@ func (c *Conn) readDatagrams() {
 	}
 }
 
+// readMessages reads the stream into the message queue. The first message is the
+// handshake: it is bounded by transport.MaxHandshakeMessageSize, and the next one is
+// not read before the application has taken it, so a peer that has not been welcomed
+// yet holds at most one small message of our memory (plus QUIC's receive window).
 func (c *Conn) readMessages(br *bufio.Reader) {
 	defer c.readers.Done()
 	ctx := c.qc.Context()
-	for {
-		b, err := frame.Read(br, c.cfg.MaxMessageSize)
+	for first := true; ; first = false {
+		limit := c.cfg.MaxMessageSize
+		if first {
+			limit = min(limit, transport.MaxHandshakeMessageSize)
+		}
+		b, err := frame.Read(br, limit)
 		if err != nil {
 			var fe *frame.Error
 			switch {
 			case errors.As(err, &fe):
-				c.closeNoWait(fe.Code, fe.Reason)
+				reason := fe.Reason
+				if first && fe.Code == transport.CodeMessageTooLarge {
+					reason = "handshake " + reason
+				}
+				c.logClose(fe.Code, reason)
+				c.closeNoWait(fe.Code, reason)
 			case ctx.Err() == nil:
 				// The stream ended or was reset while the connection lives on.
 				c.closeNoWait(transport.CodeProtocolError, "message stream closed: "+err.Error())
@@ -122,6 +193,9 @@ func (c *Conn) readMessages(br *bufio.Reader) {
 		}
 		c.messagesReceived.Add(1)
 		c.messageBytesReceived.Add(uint64(len(b)))
+		if first && !c.messages.WaitEmpty(ctx, nil) {
+			return
+		}
 	}
 }
 
@@ -129,7 +203,9 @@ func (c *Conn) watch() {
 	ctx := c.qc.Context()
 	<-ctx.Done()
 	err := closeErrorOf(context.Cause(ctx))
+	c.out.Close()
 	c.readers.Wait()
+	c.out.Wait()
 	if c.onClose != nil {
 		c.onClose(c)
 	}
@@ -172,25 +248,33 @@ func (c *Conn) closedErr() error {
 	return closeErrorOf(context.Cause(ctx))
 }
 
-// SendDatagram implements [transport.Conn]. It blocks while quic-go's send queue
-// (32 datagrams) is full.
+// SendDatagram implements [transport.Conn]. It never blocks: the datagram waits in a
+// queue of Config.DatagramSendQueueLen for a writer goroutine that hands it to QUIC,
+// and the oldest waiting one is dropped when the queue is full (a stalled path).
 func (c *Conn) SendDatagram(b []byte) error {
 	if err := c.closedErr(); err != nil {
 		return err
 	}
-	if err := c.qc.SendDatagram(b); err != nil {
-		var tl *quicgo.DatagramTooLargeError
-		if errors.As(err, &tl) {
-			return &transport.DatagramTooLargeError{Size: len(b), Max: int(tl.MaxDatagramPayloadSize)}
+	if max := int(c.maxPayload.Load()); len(b) > max {
+		// Path MTU discovery may have raised the limit since it was last asked.
+		if max = c.MaxDatagramSize(); len(b) > max {
+			return &transport.DatagramTooLargeError{Size: len(b), Max: max}
 		}
-		if cerr := c.closedErr(); cerr != nil {
-			return cerr
-		}
-		return fmt.Errorf("quic: sending datagram: %w", err)
+	}
+	if err := c.out.SendDatagram(b); err != nil {
+		return c.sendErr(err)
 	}
 	c.datagramsSent.Add(1)
 	c.datagramBytesSent.Add(uint64(len(b)))
 	return nil
+}
+
+// sendErr prefers the connection's close error to the outbox's.
+func (c *Conn) sendErr(err error) error {
+	if cerr := c.closedErr(); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // ReceiveDatagram implements [transport.Conn].
@@ -206,15 +290,19 @@ func (c *Conn) PollDatagram() ([]byte, bool) { return c.datagrams.Pop() }
 func (c *Conn) MaxDatagramSize() int {
 	c.probeMu.Lock()
 	defer c.probeMu.Unlock()
+	max := int64(1200)
 	var tl *quicgo.DatagramTooLargeError
 	if err := c.qc.SendDatagram(c.probe); errors.As(err, &tl) {
-		return int(tl.MaxDatagramPayloadSize)
+		max = tl.MaxDatagramPayloadSize
 	}
-	return 1200
+	c.maxPayload.Store(max)
+	return int(max)
 }
 
-// SendMessage implements [transport.Conn]. It blocks while QUIC flow control holds the
-// stream (the peer is not reading).
+// SendMessage implements [transport.Conn]. It never blocks: when QUIC's flow control
+// cannot take the message at once (the peer is slow to read), it waits in a backlog for
+// a writer goroutine, bounded by Config.MaxSendBacklog and Config.SendBacklogTimeout;
+// past either bound the connection closes with transport.CodeSendBacklog.
 func (c *Conn) SendMessage(b []byte) error {
 	if len(b) > c.cfg.MaxMessageSize {
 		return &transport.MessageTooLargeError{Size: len(b), Max: c.cfg.MaxMessageSize}
@@ -222,14 +310,11 @@ func (c *Conn) SendMessage(b []byte) error {
 	if err := c.closedErr(); err != nil {
 		return err
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	c.wbuf = frame.Append(c.wbuf[:0], b)
-	_, err := c.stream.Write(c.wbuf)
-	if cap(c.wbuf) > 64<<10 {
-		c.wbuf = nil // don't pin a large buffer
-	}
-	if err != nil {
+	if err := c.out.SendMessage(b); err != nil {
+		var ce *transport.CloseError
+		if errors.As(err, &ce) {
+			return err // the backlog failure: the close that is under way says the same
+		}
 		if cerr := c.closedErr(); cerr != nil {
 			return cerr
 		}
@@ -270,7 +355,8 @@ func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
 
 // CloseWithReason implements [transport.Conn]. The reason is truncated to
 // transport.MaxReasonLen bytes. It returns once the connection's goroutines have exited.
-// Messages not yet transmitted when it is called may be lost (QUIC closes immediately).
+// Messages not yet transmitted when it is called may be lost (QUIC closes immediately),
+// as may datagrams still in the send queue.
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 	c.closeNoWait(code, reason)
 	<-c.done
@@ -311,6 +397,8 @@ func (c *Conn) Stats() transport.Stats {
 		MessageBytesSent:      c.messageBytesSent.Load(),
 		MessageBytesReceived:  c.messageBytesReceived.Load(),
 		DatagramsDropped:      c.datagramsDropped.Load(),
+		DatagramsSendDropped:  c.out.SendDropped(),
+		MessageBacklog:        c.out.Backlog(),
 		RTT:                   c.qc.ConnectionStats().SmoothedRTT,
 	}
 }

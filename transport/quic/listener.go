@@ -92,6 +92,7 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
 	defer cancel()
 	fail := func(code transport.CloseCode, reason string) {
+		l.cfg.Logger.Warn("archenet/quic: connection refused before the handshake", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
 		qc.CloseWithError(quicgo.ApplicationErrorCode(code), reason)
 	}
 	if err := checkDatagrams(qc); err != nil {
@@ -125,6 +126,7 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 	l.conns[c] = struct{}{}
 	l.mu.Unlock()
 	if !l.pending.TryPush(c) {
+		c.logClose(transport.CodeRejected, "server busy: accept backlog full")
 		c.closeNoWait(transport.CodeRejected, "server busy: accept backlog full")
 	}
 }

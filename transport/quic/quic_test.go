@@ -198,10 +198,36 @@ func TestHostilePeers(t *testing.T) {
 	t.Run("4 GiB length prefix", func(t *testing.T) {
 		app, s := hostileStream(t, []byte{0x80, 0x80, 0x80, 0x80, 0x10})
 		require.Equal(t, quicgo.ApplicationErrorCode(transport.CodeMessageTooLarge), app.ErrorCode)
-		require.Equal(t, "message of 4294967296 bytes exceeds the maximum of 1048576 bytes", app.ErrorMessage)
+		require.Equal(t, "handshake message of 4294967296 bytes exceeds the maximum of 16389 bytes", app.ErrorMessage)
 		var ce *transport.CloseError
 		require.ErrorAs(t, s.Err(), &ce)
 		require.Equal(t, transport.CloseError{Code: transport.CodeMessageTooLarge, Reason: app.ErrorMessage}, *ce)
+	})
+
+	t.Run("handshake message above its bound", func(t *testing.T) {
+		app, _ := hostileStream(t, []byte{0x86, 0x80, 0x01}) // 16390 bytes announced
+		require.Equal(t, quicgo.ApplicationErrorCode(transport.CodeMessageTooLarge), app.ErrorCode)
+		require.Equal(t, "handshake message of 16390 bytes exceeds the maximum of 16389 bytes", app.ErrorMessage)
+	})
+
+	t.Run("4 GiB length prefix after the handshake", func(t *testing.T) {
+		qc := rawDial(t, e)
+		st, err := qc.OpenStreamSync(context.Background())
+		require.NoError(t, err)
+		_, err = st.Write([]byte{0xA1, 0x01, 'h'})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := e.l.AcceptConn(ctx)
+		require.NoError(t, err)
+		b, err := s.ReceiveMessage(ctx) // taking the first message lets the next be read
+		require.NoError(t, err)
+		require.Equal(t, "h", string(b))
+		st.Write([]byte{0x80, 0x80, 0x80, 0x80, 0x10})
+		app := closedWith(t, qc)
+		require.Equal(t, quicgo.ApplicationErrorCode(transport.CodeMessageTooLarge), app.ErrorCode)
+		require.Equal(t, "message of 4294967296 bytes exceeds the maximum of 1048576 bytes", app.ErrorMessage)
+		<-s.Done()
 	})
 
 	t.Run("garbage length prefix", func(t *testing.T) {

@@ -20,9 +20,10 @@ type Conn struct {
 	done          chan struct{}
 
 	// guarded by n.mu
-	closed bool
-	err    error
-	stats  transport.Stats
+	gotFirst bool // the first (handshake) message has arrived
+	closed   bool
+	err      error
+	stats    transport.Stats
 }
 
 var _ transport.Conn = (*Conn)(nil)

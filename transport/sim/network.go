@@ -350,6 +350,14 @@ func (n *Network) process(ev *event) {
 			d.to.closeLocked(&transport.CloseError{Code: ev.code, Reason: ev.reason, Remote: true})
 			return
 		}
+		if !d.to.gotFirst && len(ev.data) > transport.MaxHandshakeMessageSize {
+			// As a real transport does: the handshake message is bounded.
+			reason := fmt.Sprintf("handshake message of %d bytes exceeds the maximum of %d bytes", len(ev.data), transport.MaxHandshakeMessageSize)
+			d.to.closeLocked(&transport.CloseError{Code: transport.CodeMessageTooLarge, Reason: reason})
+			n.sendReliable(d.to.out, &event{kind: evClose, code: transport.CodeMessageTooLarge, reason: reason})
+			return
+		}
+		d.to.gotFirst = true
 		d.to.stats.MessagesReceived++
 		d.to.stats.MessageBytesReceived += uint64(len(ev.data))
 		d.to.messages.TryPush(ev.data)

@@ -66,9 +66,49 @@ func Run(t *testing.T, mk MakePair) {
 			if p.MaxSteps <= 0 {
 				p.MaxSteps = 10000
 			}
+			Handshake(t, p)
 			tc.fn(t, p)
 		})
 	}
+	t.Run("HandshakeMessageBound", func(t *testing.T) {
+		p := mk(t)
+		if p.MaxSteps <= 0 {
+			p.MaxSteps = 10000
+		}
+		testHandshakeMessageBound(t, p)
+	})
+}
+
+// Handshake exchanges a first message each way, as the archenet handshake does: a
+// connection reads nothing after its first message until that has been taken, and bounds
+// it by transport.MaxHandshakeMessageSize.
+func Handshake(t testing.TB, p Pair) {
+	require.NoError(t, p.Client.SendMessage([]byte("hello")))
+	require.Equal(t, []byte("hello"), PollMessage(t, p, p.Server))
+	require.NoError(t, p.Server.SendMessage([]byte("welcome")))
+	require.Equal(t, []byte("welcome"), PollMessage(t, p, p.Client))
+}
+
+func testHandshakeMessageBound(t *testing.T, p Pair) {
+	// At the bound: delivered.
+	require.NoError(t, p.Server.SendMessage(make([]byte, transport.MaxHandshakeMessageSize)))
+	require.Len(t, PollMessage(t, p, p.Client), transport.MaxHandshakeMessageSize)
+	// One byte over, as the first message: the receiver closes the connection.
+	require.NoError(t, p.Client.SendMessage(make([]byte, transport.MaxHandshakeMessageSize+1)))
+	Eventually(t, p, func() bool {
+		select {
+		case <-p.Server.Done():
+			return true
+		default:
+			return false
+		}
+	}, "the server to refuse an oversize handshake message")
+	var ce *transport.CloseError
+	require.ErrorAs(t, p.Server.Err(), &ce)
+	require.Equal(t, transport.CodeMessageTooLarge, ce.Code)
+	require.False(t, ce.Remote)
+	_, ok := p.Server.PollMessage()
+	require.False(t, ok, "nothing of the oversize message is delivered")
 }
 
 // Eventually calls p.Step until cond holds, failing t after p.MaxSteps steps.
@@ -324,6 +364,7 @@ func testMessagesBeforeClose(t *testing.T, p Pair) {
 }
 
 func testStats(t *testing.T, p Pair) {
+	c0, s0 := p.Client.Stats(), p.Server.Stats()
 	for i := range 5 {
 		require.NoError(t, p.Client.SendDatagram(make([]byte, 10+i)))
 		require.NoError(t, p.Client.SendMessage(make([]byte, 100+i)))
@@ -343,16 +384,18 @@ func testStats(t *testing.T, p Pair) {
 		return got == 5
 	}, "5 datagrams")
 	cs, ss := p.Client.Stats(), p.Server.Stats()
-	require.Equal(t, uint64(5), cs.DatagramsSent)
-	require.Equal(t, uint64(10+11+12+13+14), cs.DatagramBytesSent)
-	require.Equal(t, uint64(5), cs.MessagesSent)
-	require.Equal(t, uint64(100+101+102+103+104), cs.MessageBytesSent)
-	require.Equal(t, uint64(5), ss.DatagramsReceived)
-	require.Equal(t, cs.DatagramBytesSent, ss.DatagramBytesReceived)
-	require.Equal(t, uint64(5), ss.MessagesReceived)
-	require.Equal(t, cs.MessageBytesSent, ss.MessageBytesReceived)
+	require.Equal(t, uint64(5), cs.DatagramsSent-c0.DatagramsSent)
+	require.Equal(t, uint64(10+11+12+13+14), cs.DatagramBytesSent-c0.DatagramBytesSent)
+	require.Equal(t, uint64(5), cs.MessagesSent-c0.MessagesSent)
+	require.Equal(t, uint64(100+101+102+103+104), cs.MessageBytesSent-c0.MessageBytesSent)
+	require.Equal(t, uint64(5), ss.DatagramsReceived-s0.DatagramsReceived)
+	require.Equal(t, cs.DatagramBytesSent-c0.DatagramBytesSent, ss.DatagramBytesReceived-s0.DatagramBytesReceived)
+	require.Equal(t, uint64(5), ss.MessagesReceived-s0.MessagesReceived)
+	require.Equal(t, cs.MessageBytesSent-c0.MessageBytesSent, ss.MessageBytesReceived-s0.MessageBytesReceived)
 	require.Zero(t, ss.DatagramsDropped)
 	require.Zero(t, ss.DatagramsSent)
+	require.Zero(t, cs.DatagramsSendDropped)
+	require.Zero(t, cs.MessageBacklog)
 	require.GreaterOrEqual(t, cs.RTT, time.Duration(0))
 }
 

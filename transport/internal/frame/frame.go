@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/archenet/archenet/transport"
 )
@@ -33,10 +34,17 @@ func Append(b, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// Read reads one frame from r. It checks the announced length against max before
-// allocating anything. At a frame boundary, the end of the stream returns io.EOF; errors
-// of r are returned unchanged; format violations are *Error. Allocates the payload only.
-func Read(r *bufio.Reader, max int) ([]byte, error) {
+// chunk is how much of a frame's payload Read allocates ahead of the bytes that have
+// arrived: memory follows what the peer actually sent, not what it announced.
+const chunk = 16 << 10
+
+// Read reads one frame from r. It checks the announced length against limit before
+// allocating anything, and then allocates as the payload arrives, in chunks of at most
+// 16 KiB (the buffer at most doubles per chunk), so a peer that announces a large
+// message and sends little holds little memory. At a frame boundary, the end of the
+// stream returns io.EOF; errors of r are returned unchanged; format violations are
+// *Error. Allocates the payload only.
+func Read(r *bufio.Reader, limit int) ([]byte, error) {
 	var n uint64
 	var shift uint
 	for i := 0; ; i++ {
@@ -56,15 +64,22 @@ func Read(r *bufio.Reader, max int) ([]byte, error) {
 		}
 		shift += 7
 	}
-	if n > uint64(max) {
-		return nil, &Error{transport.CodeMessageTooLarge, fmt.Sprintf("message of %d bytes exceeds the maximum of %d bytes", n, max)}
+	if n > uint64(limit) {
+		return nil, &Error{transport.CodeMessageTooLarge, fmt.Sprintf("message of %d bytes exceeds the maximum of %d bytes", n, limit)}
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || (err == io.EOF && n > 0) {
-			return nil, &Error{transport.CodeProtocolError, "stream ended inside a message"}
+	size := int(n)
+	b := make([]byte, 0, min(size, chunk))
+	for len(b) < size {
+		k := min(size-len(b), max(chunk, len(b)))
+		b = slices.Grow(b, k)
+		m, err := io.ReadFull(r, b[len(b):len(b)+k])
+		b = b[:len(b)+m]
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+				return nil, &Error{transport.CodeProtocolError, "stream ended inside a message"}
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	return b, nil
 }

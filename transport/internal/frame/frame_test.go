@@ -118,3 +118,29 @@ func FuzzFrameReader(f *testing.F) {
 		}
 	})
 }
+
+// A peer that announces a large message and sends a little of it holds memory in
+// proportion to what it sent.
+func TestFrameAllocatesAsBytesArrive(t *testing.T) {
+	partial := append(Append(nil, make([]byte, 1<<20))[:3], make([]byte, 100)...) // announces 1 MiB, sends 100 B
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		_, err := Read(bufio.NewReaderSize(bytes.NewReader(partial), 16), 1<<20)
+		require.Error(t, err)
+	}
+	runtime.ReadMemStats(&after)
+	perCall := (after.TotalAlloc - before.TotalAlloc) / 100
+	require.Less(t, perCall, uint64(20<<10), "%d bytes allocated per truncated 1 MiB frame", perCall)
+
+	// Complete frames of every size around the chunk boundaries still round-trip.
+	for _, size := range []int{0, 1, chunk - 1, chunk, chunk + 1, 3*chunk + 5, 1 << 20} {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i * 7)
+		}
+		got, err := Read(bufio.NewReader(bytes.NewReader(Append(nil, want))), 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "size %d", size)
+	}
+}

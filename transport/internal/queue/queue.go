@@ -148,6 +148,26 @@ func (q *Queue[T]) Wait(ctx context.Context, stop <-chan struct{}) (v T, ok bool
 	}
 }
 
+// WaitEmpty blocks until the queue is empty; it reports false if stop is closed or ctx
+// is done first.
+func (q *Queue[T]) WaitEmpty(ctx context.Context, stop <-chan struct{}) bool {
+	for {
+		q.mu.Lock()
+		empty := q.lenLocked() == 0
+		q.mu.Unlock()
+		if empty {
+			return true
+		}
+		select {
+		case <-q.writable:
+		case <-stop:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // Len returns the number of queued entries.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
