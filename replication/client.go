@@ -98,7 +98,7 @@ type Client struct {
 	rcv   *snapshot.Receiver
 	clock *interp.Clock
 
-	mirrors  []mirror
+	mirrors  mirrorTable
 	nMirrors int    // alive mirrors, kept so spawns need not count them
 	applied  uint32 // newest view tick applied
 	idBuf    []ecs.ID
@@ -133,7 +133,7 @@ func NewClient(world *ecs.World, conn transport.Conn, cfg ClientConfig) (*Client
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans()}
+	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans(), mirrors: newMirrorTable(cfg.MaxEntities)}
 	for _, p := range c.plans {
 		c.ids = append(c.ids, ecs.TypeID(world, p.Type))
 	}
@@ -177,11 +177,7 @@ func (c *Client) Reconnect(conn transport.Conn) error {
 }
 
 func (c *Client) removeAllMirrors() {
-	for i := range c.mirrors {
-		if m := &c.mirrors[i]; m.alive {
-			c.removeMirror(m)
-		}
-	}
+	c.mirrors.each(func(slot uint32, m *mirror) { c.removeMirror(slot, m) })
 }
 
 // State returns the connection state.
@@ -265,11 +261,8 @@ func (c *Client) Receiver() *snapshot.Receiver { return c.rcv }
 // Entity returns the mirror entity of a net handle and generation.
 func (c *Client) Entity(id components.NetID) (ecs.Entity, bool) {
 	slot := id.Index()
-	if int(slot) >= len(c.mirrors) {
-		return ecs.Entity{}, false
-	}
-	m := &c.mirrors[slot]
-	if !m.alive || m.gen != id.Gen {
+	m := c.mirrors.get(slot)
+	if m == nil || !m.alive || m.gen != id.Gen {
 		return ecs.Entity{}, false
 	}
 	return m.entity, true
@@ -279,11 +272,8 @@ func (c *Client) Entity(id components.NetID) (ecs.Entity, bool) {
 // mirror of id (the reconciliation point of a predicted entity).
 func (c *Client) StateTick(id components.NetID) (uint32, bool) {
 	slot := id.Index()
-	if int(slot) >= len(c.mirrors) {
-		return 0, false
-	}
-	m := &c.mirrors[slot]
-	if !m.alive || m.gen != id.Gen {
+	m := c.mirrors.get(slot)
+	if m == nil || !m.alive || m.gen != id.Gen {
 		return 0, false
 	}
 	return m.src, true
@@ -439,33 +429,27 @@ func (c *Client) handleMessage(m []byte) error {
 	}
 }
 
-func (c *Client) mirrorAt(slot uint32) *mirror {
-	for int(slot) >= len(c.mirrors) {
-		c.mirrors = append(c.mirrors, mirror{})
-	}
-	return &c.mirrors[slot]
-}
 
 func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 	if e.Slot >= snapshot.MaxSlots {
 		return
 	}
 	if e.Despawn {
-		if int(e.Slot) < len(c.mirrors) {
-			m := &c.mirrors[e.Slot]
+		if m := c.mirrors.get(e.Slot); m != nil {
 			if m.alive && m.gen == e.Meta.Gen {
-				c.removeMirror(m)
+				c.removeMirror(e.Slot, m)
 				c.Stats.Despawns++
 			}
 		}
 		return
 	}
-	if c.Mirrors() >= c.cfg.MaxEntities && (int(e.Slot) >= len(c.mirrors) || !c.mirrors[e.Slot].alive) {
+	if m := c.mirrors.get(e.Slot); c.Mirrors() >= c.cfg.MaxEntities && (m == nil || !m.alive) {
 		return
 	}
-	m := c.mirrorAt(e.Slot)
+	m := c.mirrors.at(e.Slot)
 	if m.alive && m.gen != e.Meta.Gen {
-		c.removeMirror(m) // the slot was reused: the old entity is gone
+		c.removeMirror(e.Slot, m) // the slot was reused: the old entity is gone
+		m = c.mirrors.at(e.Slot)
 	}
 	if !m.alive {
 		c.idBuf = c.idBuf[:0]
@@ -529,11 +513,12 @@ func (c *Client) exchange(m *mirror, set uint64) {
 	m.set = set
 }
 
-func (c *Client) removeMirror(m *mirror) {
+func (c *Client) removeMirror(slot uint32, m *mirror) {
 	if c.world.Alive(m.entity) {
 		c.world.RemoveEntity(m.entity)
 	}
 	*m = mirror{}
+	c.mirrors.release(slot)
 	c.nMirrors--
 }
 
@@ -559,11 +544,8 @@ func (c *Client) applyView(v *snapshot.Frame) {
 		return
 	}
 	for i, slot := range v.Slots {
-		if int(slot) >= len(c.mirrors) {
-			continue
-		}
-		m := &c.mirrors[slot]
-		if !m.alive || m.gen != v.Metas[i].Gen || m.set != v.Metas[i].Set || int32(v.Srcs[i]-m.src) <= 0 {
+		m := c.mirrors.get(slot)
+		if m == nil || !m.alive || m.gen != v.Metas[i].Gen || m.set != v.Metas[i].Set || int32(v.Srcs[i]-m.src) <= 0 {
 			continue
 		}
 		c.write(m, m.set, v.EntityLanes(i))
@@ -579,11 +561,8 @@ func (c *Client) pushInterp(v *snapshot.Frame) {
 	tid := c.transPlan.ID
 	var tr components.Transform
 	for i, slot := range v.Slots {
-		if int(slot) >= len(c.mirrors) {
-			continue
-		}
-		m := &c.mirrors[slot]
-		if !m.alive || m.gen != v.Metas[i].Gen || m.set&(1<<tid) == 0 || !c.world.Has(m.entity, c.idBuffer) {
+		m := c.mirrors.get(slot)
+		if m == nil || !m.alive || m.gen != v.Metas[i].Gen || m.set&(1<<tid) == 0 || !c.world.Has(m.entity, c.idBuffer) {
 			continue
 		}
 		off := 0

@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,13 +52,21 @@ type ServerConfig struct {
 	// MaxClients bounds connected clients (≤ 254). 0: 64.
 	MaxClients int
 	// Authenticator, if set, decides whether a client may join (after the
-	// version and protocol-hash checks). Nil: everyone may.
+	// version and protocol-hash checks, and only while the server is not
+	// full). It runs on a goroutine of its own, never on the simulation's,
+	// with a context that ends at the client's HandshakeTimeout; a client
+	// whose authentication has not finished by then is rejected. Nil:
+	// everyone may.
 	Authenticator transport.Authenticator
 	// Interest limits what each client receives. Nil: every entity.
 	Interest *Interest
-	// HandshakeTimeout drops connections that send no valid Hello in time.
-	// 0: 5 s.
+	// HandshakeTimeout drops connections that are not through the handshake
+	// (Hello received, Authenticator done) in time. 0: 5 s.
 	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds connections in the handshake at once (accepted,
+	// not yet welcomed); more are refused at once with "server busy", so a
+	// flood of connections that never say Hello holds bounded memory. 0: 256.
+	MaxHandshakes int
 	// Input receives the input section of each client datagram (package
 	// input decodes it). A returned error drops that client with the error
 	// as the reason. Nil: input sections are ignored.
@@ -125,12 +132,18 @@ func (c *ServerConfig) defaults() error {
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = 5 * time.Second
 	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = 256
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	// Connection events can come in floods (hostile peers): each kind of
+	// message is rate-limited, and the count of suppressed ones is reported.
+	c.Logger = slog.New(transport.RateLimit(c.Logger.Handler(), 10, time.Second))
 	return nil
 }
 
@@ -180,6 +193,7 @@ type Server struct {
 	clients  []*serverClient // index = ClientID
 	pending  []*pendingConn
 	closing  []closingConn
+	authing  int // pending connections whose Authenticator runs
 	nextID   int
 	buf      []byte
 	msgBuf   []byte
@@ -193,14 +207,18 @@ type Server struct {
 // ServerStats are cumulative server counters.
 type ServerStats struct {
 	Connected, Disconnected, Rejected int
+	// HandshakeTimeouts counts connections closed because they were not
+	// through the handshake within HandshakeTimeout (also in Rejected).
+	HandshakeTimeouts int
+	// Busy counts connections refused because MaxHandshakes were in
+	// progress.
+	Busy int
+	// BacklogDrops counts clients disconnected because they did not take
+	// reliable messages (transport.CodeSendBacklog; also in Disconnected).
+	BacklogDrops int
 	SnapshotBytes, SpawnBytes         uint64
 	Spawns, Despawns                  uint64
 	BuildFrame, BuildClients          time.Duration // time in frame building / per-client work
-}
-
-type pendingConn struct {
-	conn  transport.Conn
-	since time.Time
 }
 
 // NewServer attaches replication to world, serving clients that connect
@@ -339,6 +357,9 @@ type ClientInfo struct {
 	SpawnBytes        uint64
 	Spawned, Relevant int
 	NewestAck         uint32
+	// Transport is the connection's own counters: datagrams dropped before
+	// they left (a stalled path), the reliable backlog, ...
+	Transport transport.Stats
 }
 
 // Client returns the replication state of client id.
@@ -347,9 +368,10 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 	if c == nil {
 		return ClientInfo{}, false
 	}
-	return ClientInfo{ID: id, Ready: c.ready, RTT: c.rtt.srtt, TransportRTT: c.conn.Stats().RTT, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
+	ts := c.conn.Stats()
+	return ClientInfo{ID: id, Ready: c.ready, RTT: c.rtt.srtt, TransportRTT: ts.RTT, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
 		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.relevant.Count(),
-		NewestAck: c.snap.NewestAck}, true
+		NewestAck: c.snap.NewestAck, Transport: ts}, true
 }
 
 // Kick disconnects a client with a reason.
@@ -367,9 +389,11 @@ func (s *Server) Close() error {
 		}
 	}
 	for _, p := range s.pending {
+		p.stopAuth()
 		_ = p.conn.CloseWithReason(transport.CodeNormal, "server closing")
 	}
 	s.pending = nil
+	s.authing = 0
 	for _, cc := range s.closing {
 		_ = cc.conn.CloseWithReason(cc.code, cc.reason)
 	}
@@ -381,9 +405,27 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) drop(c *serverClient, code transport.CloseCode, reason string) {
-	s.cfg.Logger.Info("archenet: client dropped", "client", c.id, "reason", reason)
+	s.cfg.Logger.Warn("archenet: client dropped", "client", c.id, "code", code, "reason", reason)
 	_ = c.conn.CloseWithReason(code, reason)
 	s.gone(c, &transport.CloseError{Code: code, Reason: reason})
+}
+
+// sendFailed handles a failed send to c: a connection that closed (the
+// transport gave up on a peer that does not take its reliable messages, or
+// the peer went away) is gone; any other failure drops the client.
+func (s *Server) sendFailed(c *serverClient, err error) {
+	var ce *transport.CloseError
+	if !errors.As(err, &ce) {
+		s.drop(c, transport.CodeInternal, err.Error())
+		return
+	}
+	if ce.Code == transport.CodeSendBacklog {
+		s.Stats.BacklogDrops++
+		s.cfg.Logger.Warn("archenet: client dropped", "client", c.id, "code", ce.Code, "reason", ce.Reason)
+	} else {
+		s.cfg.Logger.Info("archenet: client disconnected", "client", c.id, "err", err)
+	}
+	s.gone(c, err)
 }
 
 func (s *Server) gone(c *serverClient, reason error) {
@@ -426,6 +468,12 @@ func (s *Server) Receive() {
 			c, ok := s.listener.PollAccept()
 			if !ok {
 				break
+			}
+			if len(s.pending) >= s.cfg.MaxHandshakes {
+				s.Stats.Busy++
+				s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.pending))
+				_ = c.CloseWithReason(transport.CodeRejected, "server busy: too many handshakes in progress")
+				continue
 			}
 			s.AddConn(c)
 		}
@@ -475,119 +523,6 @@ func (s *Server) receiveClient(c *serverClient, now time.Time) error {
 	return nil
 }
 
-type closingConn struct {
-	conn   transport.Conn
-	at     time.Time
-	code   transport.CloseCode
-	reason string
-}
-
-func (s *Server) handshakes() {
-	now := s.cfg.Now()
-	keepClosing := s.closing[:0]
-	for _, cc := range s.closing {
-		select {
-		case <-cc.conn.Done():
-			continue
-		default:
-		}
-		if now.After(cc.at) {
-			_ = cc.conn.CloseWithReason(cc.code, cc.reason)
-			continue
-		}
-		keepClosing = append(keepClosing, cc)
-	}
-	s.closing = keepClosing
-	hash := s.cfg.Registry.Hash()
-	keep := s.pending[:0]
-	for _, p := range s.pending {
-		m, ok := p.conn.PollMessage()
-		if !ok {
-			select {
-			case <-p.conn.Done():
-				continue
-			default:
-			}
-			if now.Sub(p.since) > s.cfg.HandshakeTimeout {
-				_ = p.conn.CloseWithReason(transport.CodeHandshakeFailed, "no hello in time")
-				s.Stats.Rejected++
-				continue
-			}
-			keep = append(keep, p)
-			continue
-		}
-		h, err := transport.ParseHello(m)
-		if err == nil {
-			err = transport.CheckHello(h, ProtocolVersion, hash)
-		}
-		if err == nil && s.cfg.Authenticator != nil {
-			if aerr := s.cfg.Authenticator(context.Background(), p.conn.RemoteAddr(), h.Token); aerr != nil {
-				err = &transport.HandshakeError{Kind: transport.HandshakeRejected, Reason: aerr.Error(), Err: aerr,
-					ServerVersion: ProtocolVersion, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
-			}
-		}
-		id, full := s.allocClientID()
-		if err == nil && full {
-			err = &transport.HandshakeError{Kind: transport.HandshakeRejected, Reason: "server full",
-				ServerVersion: ProtocolVersion, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
-		}
-		if err != nil {
-			s.reject(p.conn, err, hash)
-			continue
-		}
-		info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor)}
-		w := transport.Welcome{ClientID: id, Payload: info.append(nil)}
-		if err := p.conn.SendMessage(w.Append(nil)); err != nil {
-			_ = p.conn.CloseWithReason(transport.CodeInternal, "welcome failed")
-			continue
-		}
-		c := newServerClient(id, p.conn, s)
-		s.clients[id] = c
-		s.Stats.Connected++
-		s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())
-		if s.cfg.OnConnect != nil {
-			s.cfg.OnConnect(id)
-		}
-	}
-	s.pending = keep
-}
-
-func (s *Server) reject(c transport.Conn, err error, hash uint64) {
-	s.Stats.Rejected++
-	he, ok := err.(*transport.HandshakeError)
-	if !ok {
-		he = &transport.HandshakeError{Kind: transport.HandshakeMalformed, Reason: err.Error(), Err: err, ServerVersion: ProtocolVersion, ServerHash: hash}
-	}
-	rj := transport.Reject{Code: he.CloseCode(), Version: ProtocolVersion, ProtocolHash: hash, Reason: transport.TruncateReason(he.Error(), transport.MaxReasonLen)}
-	_ = c.SendMessage(rj.Append(nil))
-	// Close after a linger, so the Reject arrives before the close (a QUIC
-	// close may discard stream data in flight); the client closes first
-	// once it has read the Reject.
-	s.closing = append(s.closing, closingConn{conn: c, at: s.cfg.Now().Add(transport.RejectLinger), code: he.CloseCode(),
-		reason: transport.TruncateReason(he.Error(), 200)})
-	s.cfg.Logger.Info("archenet: client rejected", "remote", c.RemoteAddr(), "reason", he.Error())
-}
-
-func (s *Server) allocClientID() (ClientID, bool) {
-	n := 0
-	for _, c := range s.clients {
-		if c != nil {
-			n++
-		}
-	}
-	if n >= s.cfg.MaxClients {
-		return 0, true
-	}
-	for i := 0; i < 254; i++ {
-		id := (s.nextID-1+i)%254 + 1
-		if s.clients[id] == nil {
-			s.nextID = id%254 + 1
-			return ClientID(id), false
-		}
-	}
-	return 0, true
-}
-
 // Send applies structural changes, builds this net tick's snapshot frame
 // (one pass over replicated entities), and sends every client its spawn and
 // despawn messages and its snapshot datagram. Call it at the end of a net
@@ -628,7 +563,7 @@ func (s *Server) Send() {
 			continue
 		}
 		if err := s.sendClient(c, now); err != nil {
-			s.drop(c, transport.CodeInternal, err.Error())
+			s.sendFailed(c, err)
 		}
 	}
 	s.snap.EndTick()

@@ -285,11 +285,6 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 	}
 	_ = info
 	if err := c.conn.SendDatagram(s.buf); err != nil {
-		select {
-		case <-c.conn.Done():
-			return nil // dropped at the next Receive
-		default:
-		}
 		return err
 	}
 	c.snapBytes += uint64(len(s.buf))

@@ -1,0 +1,122 @@
+package replication
+
+import (
+	"io"
+	"log/slog"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/sim"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+)
+
+// hostileServer is a sim connection a test plays the server on: it answers
+// the client's Hello with a Welcome and then sends whatever the test wants.
+type hostileServer struct {
+	net    *sim.Network
+	server transport.Conn
+	client *Client
+	world  *ecs.World
+}
+
+func newHostileServer(t *testing.T, cfg ClientConfig) *hostileServer {
+	t.Helper()
+	n := sim.NewNetwork(1, time.Unix(1000, 0))
+	l := n.Listen("server")
+	conn, err := n.Dial("server", sim.Link{})
+	require.NoError(t, err)
+	w := ecs.NewWorld()
+	cfg.Logger = quietLogger
+	c, err := NewClient(&w, conn, cfg)
+	require.NoError(t, err)
+	sc, ok := l.PollAccept()
+	require.True(t, ok)
+	n.Advance(time.Millisecond)
+	_, ok = sc.PollMessage() // the Hello
+	require.True(t, ok)
+	info := welcomeInfo{TickRate: 30, Depth: 32, Tick: 1, NetDivisor: 1}
+	require.NoError(t, sc.SendMessage(transport.Welcome{ClientID: 1, Payload: info.append(nil)}.Append(nil)))
+	n.Advance(time.Millisecond)
+	c.Receive()
+	require.Equal(t, StateJoined, c.State())
+	return &hostileServer{net: n, server: sc, client: c, world: &w}
+}
+
+// send delivers a reliable message to the client and lets it process it.
+func (h *hostileServer) send(t *testing.T, m []byte) {
+	t.Helper()
+	require.NoError(t, h.server.SendMessage(m))
+	h.net.Advance(time.Millisecond)
+	h.client.Receive()
+}
+
+// A compromised server names the largest slot there is: the client mirrors
+// it without allocating in proportion to the slot number.
+func TestClientMirrorsDoNotGrowWithUntrustedSlots(t *testing.T) {
+	reg := fuzzRegistry()
+	h := newHostileServer(t, ClientConfig{Registry: reg})
+	plans := reg.Plans()
+	lanes := make([]uint64, plans[0].NumLanes())
+	tr := components.Transform{Pos: components.Vec3{X: 1}, Rot: components.QuatIdentity()}
+	schema.QuantizeValue(plans[0], &tr, lanes)
+
+	var sw spawnWriter
+	for _, slot := range []uint32{snapshot.MaxSlots - 1, snapshot.MaxSlots - 2, 5_000_000} {
+		sw.add(plans, spawnEntry{Slot: slot, Meta: snapshot.Meta{Gen: 1, Set: 1}, Lanes: lanes}, false)
+	}
+	msg := sw.bytes(2, nil)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	h.send(t, msg)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, h.client.Err())
+	require.Equal(t, 3, h.client.Mirrors())
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("spawns at slots up to 2^24-1: %d bytes allocated", allocated)
+	require.Less(t, allocated, uint64(1<<20), "allocation must not follow the slot number")
+
+	// The far mirrors work like any other: found by handle, removed by despawn.
+	id := components.NetID{Handle: components.MakeHandle(0, snapshot.MaxSlots-1), Gen: 1}
+	e, ok := h.client.Entity(id)
+	require.True(t, ok)
+	got := (*components.Transform)(h.world.Get(e, ecs.ComponentID[components.Transform](h.world)))
+	require.InDelta(t, 1.0, got.Pos.X, 1e-3)
+	sw.reset()
+	sw.add(plans, spawnEntry{Despawn: true, Slot: snapshot.MaxSlots - 1, Meta: snapshot.Meta{Gen: 1}}, false)
+	h.send(t, sw.bytes(3, nil))
+	require.Equal(t, 2, h.client.Mirrors())
+	_, ok = h.client.Entity(id)
+	require.False(t, ok)
+	require.False(t, h.world.Alive(e))
+}
+
+// Slots a client mirrors densely (an honest server) and far ones (a hostile
+// or huge one) behave the same: the table is only a representation.
+func TestMirrorTable(t *testing.T) {
+	tab := newMirrorTable(1024)
+	require.Nil(t, tab.get(3))
+	for _, slot := range []uint32{0, 3, 1023, 1024, 1 << 23, snapshot.MaxSlots - 1} {
+		m := tab.at(slot)
+		m.alive, m.gen = true, slot+1
+	}
+	require.LessOrEqual(t, len(tab.dense), 1024)
+	require.Len(t, tab.sparse, 3)
+	seen := map[uint32]uint32{}
+	tab.each(func(slot uint32, m *mirror) { seen[slot] = m.gen })
+	require.Equal(t, map[uint32]uint32{0: 1, 3: 4, 1023: 1024, 1024: 1025, 1 << 23: 1<<23 + 1, snapshot.MaxSlots - 1: snapshot.MaxSlots}, seen)
+	require.Equal(t, uint32(1<<23+1), tab.get(1<<23).gen)
+	*tab.get(1 << 23) = mirror{}
+	tab.release(1 << 23)
+	require.Nil(t, tab.get(1<<23))
+	require.Len(t, tab.sparse, 2)
+}
+
+var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -1,0 +1,258 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/archenet/archenet/transport"
+)
+
+// pendingConn is a connection in the handshake: waiting for its Hello, or
+// for the Authenticator's verdict on it.
+type pendingConn struct {
+	conn  transport.Conn
+	since time.Time
+	hello transport.Hello
+	// auth receives the Authenticator's verdict; non-nil while it runs.
+	auth   chan error
+	cancel context.CancelFunc
+}
+
+// stopAuth abandons a running authentication (its goroutine ends when the
+// Authenticator returns; the verdict is dropped).
+func (p *pendingConn) stopAuth() {
+	if p.cancel != nil {
+		p.cancel()
+		p.cancel = nil
+	}
+}
+
+// closingConn is a rejected connection left open for a moment, so that the
+// Reject reaches the client before the close.
+type closingConn struct {
+	conn   transport.Conn
+	at     time.Time
+	code   transport.CloseCode
+	reason string
+}
+
+// handshakes advances every connection in the handshake by what arrived
+// since the last tick. Nothing here waits: the Authenticator runs on a
+// goroutine of its own and its verdict is picked up on a later tick.
+func (s *Server) handshakes() {
+	now := s.cfg.Now()
+	s.lingerRejected(now)
+	keep := s.pending[:0]
+	for _, p := range s.pending {
+		if s.advanceHandshake(p, now) {
+			keep = append(keep, p)
+		}
+	}
+	clear(s.pending[len(keep):]) // release the connections that left
+	s.pending = keep
+}
+
+// lingerRejected closes rejected connections whose linger is over.
+func (s *Server) lingerRejected(now time.Time) {
+	keep := s.closing[:0]
+	for _, cc := range s.closing {
+		select {
+		case <-cc.conn.Done():
+			continue
+		default:
+		}
+		if now.After(cc.at) {
+			_ = cc.conn.CloseWithReason(cc.code, cc.reason)
+			continue
+		}
+		keep = append(keep, cc)
+	}
+	clear(s.closing[len(keep):])
+	s.closing = keep
+}
+
+// advanceHandshake moves p on; it reports whether p is still in the
+// handshake.
+func (s *Server) advanceHandshake(p *pendingConn, now time.Time) bool {
+	select {
+	case <-p.conn.Done():
+		s.endAuth(p)
+		s.cfg.Logger.Info("archenet: connection closed during the handshake", "remote", p.conn.RemoteAddr(), "err", p.conn.Err())
+		return false
+	default:
+	}
+	hash := s.cfg.Registry.Hash()
+	if p.auth != nil {
+		return s.awaitAuth(p, now, hash)
+	}
+	m, ok := p.conn.PollMessage()
+	if !ok {
+		if now.Sub(p.since) > s.cfg.HandshakeTimeout {
+			s.Stats.Rejected++
+			s.Stats.HandshakeTimeouts++
+			s.cfg.Logger.Warn("archenet: connection dropped: no hello in time", "remote", p.conn.RemoteAddr(), "timeout", s.cfg.HandshakeTimeout)
+			_ = p.conn.CloseWithReason(transport.CodeHandshakeFailed, "no hello in time")
+			return false
+		}
+		return true
+	}
+	h, err := transport.ParseHello(m)
+	if err == nil {
+		err = transport.CheckHello(h, ProtocolVersion, hash)
+	}
+	if err == nil && s.full() {
+		// Checked before authentication, so junk Hellos cost no auth calls
+		// while the server is full.
+		err = s.rejection(h, hash, "server full", nil)
+	}
+	if err != nil {
+		s.reject(p.conn, err, hash)
+		return false
+	}
+	p.hello = h
+	if s.cfg.Authenticator == nil {
+		s.admit(p, hash)
+		return false
+	}
+	s.startAuth(p, now)
+	return true
+}
+
+// full reports whether every client slot is taken or promised to a client
+// whose authentication runs.
+func (s *Server) full() bool {
+	n := s.authing
+	for _, c := range s.clients {
+		if c != nil {
+			n++
+		}
+	}
+	return n >= s.cfg.MaxClients
+}
+
+// startAuth runs the Authenticator on p's Hello on a goroutine of its own,
+// bounded by what is left of p's handshake time.
+func (s *Server) startAuth(p *pendingConn, now time.Time) {
+	left := s.cfg.HandshakeTimeout - now.Sub(p.since)
+	ctx, cancel := context.WithTimeout(context.Background(), max(left, 0))
+	p.auth, p.cancel = make(chan error, 1), cancel
+	s.authing++
+	auth, remote, token := s.cfg.Authenticator, p.conn.RemoteAddr(), p.hello.Token
+	go func(done chan<- error) {
+		err := auth(ctx, remote, token)
+		if err == nil && ctx.Err() != nil {
+			err = fmt.Errorf("authentication did not finish within the handshake timeout")
+		}
+		done <- err
+	}(p.auth)
+}
+
+// endAuth releases the client slot p's authentication held.
+func (s *Server) endAuth(p *pendingConn) {
+	if p.auth != nil {
+		p.stopAuth()
+		p.auth = nil
+		s.authing--
+	}
+}
+
+// awaitAuth picks up the Authenticator's verdict on p if it is in; it
+// reports whether p is still in the handshake.
+func (s *Server) awaitAuth(p *pendingConn, now time.Time, hash uint64) bool {
+	if m, ok := p.conn.PollMessage(); ok {
+		s.endAuth(p)
+		s.reject(p.conn, fmt.Errorf("%w: unexpected message of %d bytes during the handshake", ErrMalformed, len(m)), hash)
+		return false
+	}
+	select {
+	case err := <-p.auth:
+		s.endAuth(p)
+		if err != nil {
+			s.reject(p.conn, s.rejection(p.hello, hash, err.Error(), err), hash)
+			return false
+		}
+		s.admit(p, hash)
+		return false
+	default:
+	}
+	if now.Sub(p.since) > s.cfg.HandshakeTimeout {
+		s.endAuth(p)
+		s.Stats.HandshakeTimeouts++
+		s.reject(p.conn, s.rejection(p.hello, hash, "authentication timed out", nil), hash)
+		return false
+	}
+	return true
+}
+
+// rejection is the HandshakeError that refuses the client of h.
+func (s *Server) rejection(h transport.Hello, hash uint64, reason string, cause error) *transport.HandshakeError {
+	return &transport.HandshakeError{Kind: transport.HandshakeRejected, Reason: reason, Err: cause,
+		ServerVersion: ProtocolVersion, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
+}
+
+// admit welcomes p as a client, unless the server filled up meanwhile.
+func (s *Server) admit(p *pendingConn, hash uint64) {
+	id, full := s.allocClientID()
+	if full {
+		s.reject(p.conn, s.rejection(p.hello, hash, "server full", nil), hash)
+		return
+	}
+	info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor)}
+	w := transport.Welcome{ClientID: id, Payload: info.append(nil)}
+	if err := p.conn.SendMessage(w.Append(nil)); err != nil {
+		s.cfg.Logger.Warn("archenet: connection dropped: welcome failed", "remote", p.conn.RemoteAddr(), "err", err)
+		_ = p.conn.CloseWithReason(transport.CodeInternal, "welcome failed")
+		return
+	}
+	c := newServerClient(id, p.conn, s)
+	s.clients[id] = c
+	s.Stats.Connected++
+	s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())
+	if s.cfg.OnConnect != nil {
+		s.cfg.OnConnect(id)
+	}
+}
+
+// reject sends the client a Reject saying why and closes the connection after
+// a linger.
+func (s *Server) reject(c transport.Conn, err error, hash uint64) {
+	s.Stats.Rejected++
+	he, ok := err.(*transport.HandshakeError)
+	if !ok {
+		he = &transport.HandshakeError{Kind: transport.HandshakeMalformed, Reason: err.Error(), Err: err, ServerVersion: ProtocolVersion, ServerHash: hash}
+	}
+	// The client's error says "rejected by server: " + reason itself.
+	reason := he.Reason
+	if he.Kind != transport.HandshakeRejected {
+		reason = he.Error()
+	}
+	rj := transport.Reject{Code: he.CloseCode(), Version: ProtocolVersion, ProtocolHash: hash, Reason: transport.TruncateReason(reason, transport.MaxReasonLen)}
+	_ = c.SendMessage(rj.Append(nil))
+	// Close after a linger, so the Reject arrives before the close (a QUIC
+	// close may discard stream data in flight); the client closes first
+	// once it has read the Reject.
+	s.closing = append(s.closing, closingConn{conn: c, at: s.cfg.Now().Add(transport.RejectLinger), code: he.CloseCode(),
+		reason: transport.TruncateReason(he.Error(), 200)})
+	s.cfg.Logger.Info("archenet: client rejected", "remote", c.RemoteAddr(), "reason", he.Error())
+}
+
+func (s *Server) allocClientID() (ClientID, bool) {
+	n := 0
+	for _, c := range s.clients {
+		if c != nil {
+			n++
+		}
+	}
+	if n >= s.cfg.MaxClients {
+		return 0, true
+	}
+	for i := 0; i < 254; i++ {
+		id := (s.nextID-1+i)%254 + 1
+		if s.clients[id] == nil {
+			s.nextID = id%254 + 1
+			return ClientID(id), false
+		}
+	}
+	return 0, true
+}
