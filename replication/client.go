@@ -429,7 +429,6 @@ func (c *Client) handleMessage(m []byte) error {
 	}
 }
 
-
 func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 	if e.Slot >= snapshot.MaxSlots {
 		return

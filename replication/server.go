@@ -215,10 +215,10 @@ type ServerStats struct {
 	Busy int
 	// BacklogDrops counts clients disconnected because they did not take
 	// reliable messages (transport.CodeSendBacklog; also in Disconnected).
-	BacklogDrops int
-	SnapshotBytes, SpawnBytes         uint64
-	Spawns, Despawns                  uint64
-	BuildFrame, BuildClients          time.Duration // time in frame building / per-client work
+	BacklogDrops              int
+	SnapshotBytes, SpawnBytes uint64
+	Spawns, Despawns          uint64
+	BuildFrame, BuildClients  time.Duration // time in frame building / per-client work
 }
 
 // NewServer attaches replication to world, serving clients that connect
