@@ -13,6 +13,7 @@
 //	transport              Conn/Listener interfaces, handshake messages, close codes
 //	transport/quic         QUIC (quic-go) datagrams + one reliable stream, dev certificates
 //	transport/sim          deterministic in-memory network: latency, jitter, loss, bandwidth, outages
+//	transport/netem        UDP impairment proxy for tests over real sockets
 //	ecs                    fixed-step scheduler, tick clock, listener fan-out for arche
 //	components             Vec3/Quat, Transform, Velocity, NetID, Owner, Replicated, markers, Visual
 //	input                  input frames, redundancy, server input log, tick sync, prediction

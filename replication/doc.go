@@ -50,6 +50,21 @@
 //     [Client.InputReport]) for reconciliation, the input sender and the
 //     client's input clock (package input).
 //
+// # Isolation
+//
+// Nothing on the server's tick waits for a peer. Sends go to the transport's
+// bounded queues (transport.Conn never blocks): a client whose path is dead
+// or congested loses its own datagrams, oldest first; a client that does not
+// take its reliable messages is disconnected once its backlog passes the
+// transport's bound (transport.CodeSendBacklog, counted in
+// [ServerStats].BacklogDrops). The [ServerConfig].Authenticator runs on a
+// goroutine of its own, bounded by [ServerConfig].HandshakeTimeout, and only
+// after the version, protocol-hash and server-full checks; at most
+// [ServerConfig].MaxHandshakes connections wait in the handshake at once.
+// Every close is logged, rate-limited per kind. On the client, mirrors are
+// kept by slot in memory bounded by [ClientConfig].MaxEntities, whatever slot
+// numbers a server names.
+//
 // # Client features
 //
 // Mirrors get the same components plus components.NetID; [Client.Entity]

@@ -419,8 +419,13 @@ func (s *Server) sendFailed(c *serverClient, err error) {
 		s.drop(c, transport.CodeInternal, err.Error())
 		return
 	}
-	if ce.Code == transport.CodeSendBacklog {
-		s.Stats.BacklogDrops++
+	s.disconnected(c, err)
+}
+
+// disconnected ends c, whose connection closed with err.
+func (s *Server) disconnected(c *serverClient, err error) {
+	var ce *transport.CloseError
+	if errors.As(err, &ce) && ce.Code == transport.CodeSendBacklog {
 		s.cfg.Logger.Warn("archenet: client dropped", "client", c.id, "code", ce.Code, "reason", ce.Reason)
 	} else {
 		s.cfg.Logger.Info("archenet: client disconnected", "client", c.id, "err", err)
@@ -431,6 +436,10 @@ func (s *Server) sendFailed(c *serverClient, err error) {
 func (s *Server) gone(c *serverClient, reason error) {
 	s.clients[c.id] = nil
 	s.Stats.Disconnected++
+	var ce *transport.CloseError
+	if errors.As(reason, &ce) && ce.Code == transport.CodeSendBacklog {
+		s.Stats.BacklogDrops++
+	}
 	if s.cfg.OnDisconnect != nil {
 		s.cfg.OnDisconnect(c.id, reason)
 	}
@@ -486,8 +495,7 @@ func (s *Server) Receive() {
 		}
 		select {
 		case <-c.conn.Done():
-			s.cfg.Logger.Info("archenet: client disconnected", "client", c.id, "err", c.conn.Err())
-			s.gone(c, c.conn.Err())
+			s.disconnected(c, c.conn.Err())
 			continue
 		default:
 		}

@@ -9,6 +9,13 @@
 // game loop; Receive methods block with a context. A [Listener] hands out server ends.
 // [Conn.Stats] returns counters as [Stats].
 //
+// Sends never block: datagrams the network cannot take wait in a bounded queue that drops
+// its oldest entry when full, and reliable messages wait in a backlog bounded in bytes and
+// age, past which the connection closes with [CodeSendBacklog]. An [Outbox] is that send
+// side, ready for a transport implementation to put in front of a network that may block
+// ([OutboxWriter]). The first message a connection receives (the handshake) is bounded by
+// [MaxHandshakeMessageSize].
+//
 // A connection closes with a [CloseCode] and a reason; afterwards [Conn.Err] returns a
 // *[CloseError], which matches [ErrClosed] (and [ErrTimeout] for timeouts) with errors.Is.
 // Oversize payloads fail with *[DatagramTooLargeError] or *[MessageTooLargeError].
@@ -30,4 +37,6 @@
 //   - Refuse a client: [Conn.CloseWithReason] with [CodeRejected].
 //   - Tell why a connection ended: [Conn.Done], [Conn.Err], [CloseError].
 //   - Check a client's build: [CheckHello], [ServerHandshake], [ClientHandshake].
+//   - Build a transport whose sends never block: [NewOutbox] over an [OutboxWriter].
+//   - Log connection events without being flooded: [RateLimit].
 package transport

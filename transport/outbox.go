@@ -94,9 +94,9 @@ type Outbox struct {
 	cfg  OutboxConfig
 	fail func(code CloseCode, reason string)
 
-	mu     sync.Mutex
-	closed bool
-	failed bool
+	mu       sync.Mutex
+	closed   bool
+	closeErr *CloseError // why the outbox failed, if it did
 
 	dgs    [][]byte // ring of waiting datagrams
 	dgHead int
@@ -146,7 +146,7 @@ func (o *Outbox) SendDatagram(b []byte) error {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		return errOutboxClosed
+		return o.errClosed()
 	}
 	if err := o.checkAgeLocked(); err != nil {
 		return err // unlocked by checkAgeLocked
@@ -180,7 +180,7 @@ func (o *Outbox) SendMessage(b []byte) error {
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
-		return errOutboxClosed
+		return o.errClosed()
 	}
 	if err := o.checkAgeLocked(); err != nil {
 		return err
@@ -226,17 +226,30 @@ func (o *Outbox) ageReason(age time.Duration) string {
 		age.Round(time.Millisecond), o.backlog, o.cfg.BacklogTimeout)
 }
 
+// errClosed is what a send on a closed outbox returns: the failure that closed it, if
+// any. Called with o.mu held.
+func (o *Outbox) errClosed() error {
+	if o.closeErr != nil {
+		return o.closeErr
+	}
+	return errOutboxClosed
+}
+
 // failLocked marks the outbox closed, releases o.mu, calls fail once and returns the
 // close error.
 func (o *Outbox) failLocked(reason string) error {
-	first := !o.failed
-	o.failed = true
+	if o.closeErr != nil {
+		o.mu.Unlock()
+		return o.closeErr
+	}
+	o.closeErr = &CloseError{Code: CodeSendBacklog, Reason: reason}
+	err := o.closeErr
 	o.closeLocked()
 	o.mu.Unlock()
-	if first && o.fail != nil {
+	if o.fail != nil {
 		o.fail(CodeSendBacklog, reason)
 	}
-	return &CloseError{Code: CodeSendBacklog, Reason: reason}
+	return err
 }
 
 func (o *Outbox) closeLocked() {

@@ -39,7 +39,6 @@ type Conn struct {
 	wbuf []byte // framing buffer of WriteMessage (the message writer goroutine)
 
 	probeMu    sync.Mutex
-	probe      []byte
 	maxPayload atomic.Int64 // the newest known maximum datagram payload
 
 	datagramsSent, datagramBytesSent         atomic.Uint64
@@ -57,9 +56,10 @@ type Conn struct {
 
 var _ transport.Conn = (*Conn)(nil)
 
-// probeSize exceeds any QUIC datagram payload (quic-go packets are at most 1452 bytes),
-// so SendDatagram(probe) never sends and always reports the current maximum.
-const probeSize = 4096
+// probe exceeds any QUIC datagram payload (quic-go packets are at most 1452 bytes), so
+// SendDatagram(probe) never sends and always reports the current maximum. It is never
+// written (quic-go checks the size before it copies anything), so connections share it.
+var probe = make([]byte, 4096)
 
 func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Config, onClose func(*Conn)) *Conn {
 	c := &Conn{
@@ -68,7 +68,6 @@ func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Confi
 		cfg:       cfg,
 		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
 		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
-		probe:     make([]byte, probeSize),
 		done:      make(chan struct{}),
 		onClose:   onClose,
 	}
@@ -80,7 +79,7 @@ func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Confi
 	})
 	c.MaxDatagramSize()
 	if br == nil {
-		br = bufio.NewReaderSize(stream, 16<<10)
+		br = bufio.NewReaderSize(stream, 4<<10) // larger reads bypass it
 	}
 	c.readers.Add(2)
 	go c.readDatagrams()
@@ -269,8 +268,13 @@ func (c *Conn) SendDatagram(b []byte) error {
 	return nil
 }
 
-// sendErr prefers the connection's close error to the outbox's.
+// sendErr prefers the connection's close error to the outbox's (which is the
+// backlog failure if the outbox closed the connection).
 func (c *Conn) sendErr(err error) error {
+	var ce *transport.CloseError
+	if errors.As(err, &ce) {
+		return err
+	}
 	if cerr := c.closedErr(); cerr != nil {
 		return cerr
 	}
@@ -292,7 +296,7 @@ func (c *Conn) MaxDatagramSize() int {
 	defer c.probeMu.Unlock()
 	max := int64(1200)
 	var tl *quicgo.DatagramTooLargeError
-	if err := c.qc.SendDatagram(c.probe); errors.As(err, &tl) {
+	if err := c.qc.SendDatagram(probe); errors.As(err, &tl) {
 		max = tl.MaxDatagramPayloadSize
 	}
 	c.maxPayload.Store(max)
@@ -311,14 +315,7 @@ func (c *Conn) SendMessage(b []byte) error {
 		return err
 	}
 	if err := c.out.SendMessage(b); err != nil {
-		var ce *transport.CloseError
-		if errors.As(err, &ce) {
-			return err // the backlog failure: the close that is under way says the same
-		}
-		if cerr := c.closedErr(); cerr != nil {
-			return cerr
-		}
-		return fmt.Errorf("quic: sending message: %w", err)
+		return c.sendErr(err)
 	}
 	c.messagesSent.Add(1)
 	c.messageBytesSent.Add(uint64(len(b)))

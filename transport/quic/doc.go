@@ -14,15 +14,29 @@
 // Wire format of the message stream (package transport/internal/frame): the client opens the one
 // bidirectional stream and writes the preamble byte 0xA1; then each message is
 // uvarint(length) | payload in both directions. A length above [Config].MaxMessageSize
+// (above transport.MaxHandshakeMessageSize for the first message, the handshake)
 // closes the connection with transport.CodeMessageTooLarge before anything is
-// allocated; a malformed prefix, wrong preamble or ended stream closes it with
-// transport.CodeProtocolError. Close codes travel as QUIC application error codes.
+// allocated, and a message's buffer then grows as its bytes arrive, so a peer that
+// announces much and sends little holds little; nothing after the first message is read
+// until the application has taken it. A malformed prefix, wrong preamble or ended stream
+// closes the connection with transport.CodeProtocolError. Close codes travel as QUIC
+// application error codes.
+//
+// Sends never block (a game loop calls them): [Conn.SendDatagram] and
+// [Conn.SendMessage] go through a transport.Outbox drained by two writer goroutines.
+// Datagrams wait in a queue of [Config].DatagramSendQueueLen and the oldest is dropped
+// when it is full (a dead or congested path; Stats.DatagramsSendDropped); messages that
+// QUIC's flow control does not take at once wait in a backlog bounded by
+// [Config].MaxSendBacklog bytes and [Config].SendBacklogTimeout, past which the
+// connection closes with transport.CodeSendBacklog (a peer that stopped reading).
 //
 // Every Conn drains quic-go's 128-entry datagram queue continuously into a bounded queue
 // ([Config].DatagramQueueLen; overflow counted in Stats.DatagramsDropped), and a
 // token bucket ([Config].DatagramRateLimit, [Config].DatagramBurst) closes a flooding
-// peer with transport.CodeFlood. All goroutines of a Conn have exited when its Done
-// channel is closed; [Listener.Close] closes its connections and waits for its own.
+// peer with transport.CodeFlood. Every close this end decides on, and every connection
+// refused before it reached Accept, is logged to [Config].Logger (rate-limited). All
+// goroutines of a Conn have exited when its Done channel is closed; [Listener.Close]
+// closes its connections and waits for its own.
 //
 // # Tasks
 //
@@ -33,5 +47,7 @@
 //   - Bound memory per peer: [Config].MaxMessageSize, [Config].MessageQueueLen,
 //     [Config].MessageQueueBytes, [Config].DatagramQueueLen.
 //   - Defend against floods: [Config].DatagramRateLimit.
+//   - Bound what a slow or dead peer costs the sender: [Config].DatagramSendQueueLen,
+//     [Config].MaxSendBacklog, [Config].SendBacklogTimeout.
 //   - Inspect QUIC internals: [Conn.QUICConn].
 package quic

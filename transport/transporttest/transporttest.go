@@ -95,20 +95,25 @@ func testHandshakeMessageBound(t *testing.T, p Pair) {
 	require.Len(t, PollMessage(t, p, p.Client), transport.MaxHandshakeMessageSize)
 	// One byte over, as the first message: the receiver closes the connection.
 	require.NoError(t, p.Client.SendMessage(make([]byte, transport.MaxHandshakeMessageSize+1)))
-	Eventually(t, p, func() bool {
-		select {
-		case <-p.Server.Done():
-			return true
-		default:
-			return false
-		}
-	}, "the server to refuse an oversize handshake message")
+	Eventually(t, p, closed(p.Server), "the server to refuse an oversize handshake message")
 	var ce *transport.CloseError
 	require.ErrorAs(t, p.Server.Err(), &ce)
 	require.Equal(t, transport.CodeMessageTooLarge, ce.Code)
 	require.False(t, ce.Remote)
 	_, ok := p.Server.PollMessage()
 	require.False(t, ok, "nothing of the oversize message is delivered")
+}
+
+// closed returns a condition that holds once c is closed.
+func closed(c transport.Conn) func() bool {
+	return func() bool {
+		select {
+		case <-c.Done():
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // Eventually calls p.Step until cond holds, failing t after p.MaxSteps steps.
@@ -310,14 +315,7 @@ func testClose(t *testing.T, p Pair, closer, peer transport.Conn) {
 	require.ErrorIs(t, closer.Err(), transport.ErrClosed)
 	require.NotErrorIs(t, closer.Err(), transport.ErrTimeout)
 
-	Eventually(t, p, func() bool {
-		select {
-		case <-peer.Done():
-			return true
-		default:
-			return false
-		}
-	}, "the peer to see the close")
+	Eventually(t, p, closed(peer), "the peer to see the close")
 	var remote *transport.CloseError
 	require.ErrorAs(t, peer.Err(), &remote)
 	require.Equal(t, transport.CloseError{Code: code, Reason: "game over", Remote: true}, *remote)
@@ -343,14 +341,7 @@ func testMessagesBeforeClose(t *testing.T, p Pair) {
 		require.NoError(t, p.Client.SendMessage([]byte{byte(i)}))
 	}
 	require.NoError(t, p.Client.Close())
-	Eventually(t, p, func() bool {
-		select {
-		case <-p.Server.Done():
-			return true
-		default:
-			return false
-		}
-	}, "the server to see the close")
+	Eventually(t, p, closed(p.Server), "the server to see the close")
 	for i := range 10 {
 		b, ok := p.Server.PollMessage()
 		require.True(t, ok, "message %d still readable after close", i)
