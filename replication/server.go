@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -405,7 +406,11 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) drop(c *serverClient, code transport.CloseCode, reason string) {
-	s.cfg.Logger.Warn("archenet: client dropped", "client", c.id, "code", code, "reason", reason)
+	level := slog.LevelWarn
+	if code == transport.CodeNormal {
+		level = slog.LevelInfo
+	}
+	s.cfg.Logger.Log(context.Background(), level, "archenet: client dropped", "client", c.id, "code", code, "reason", reason)
 	_ = c.conn.CloseWithReason(code, reason)
 	s.gone(c, &transport.CloseError{Code: code, Reason: reason})
 }
