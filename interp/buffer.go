@@ -92,10 +92,11 @@ func (b *Buffer) Newest() (uint32, bool) {
 func (b *Buffer) Reset() { *b = Buffer{} }
 
 // Push stores the authoritative state of tick and reports whether it was
-// stored. Snapshots may arrive in any order: a duplicate tick is ignored (the
-// first copy is kept), and when the buffer is full a tick older than
-// everything held is ignored as too old; otherwise a full buffer drops its
-// oldest snapshot. rot is normalized (the zero quaternion becomes the
+// stored. Snapshots may arrive in any order: a tick already held is replaced
+// (a tick that comes in several datagrams is pushed again as the later ones
+// complete it), and when the buffer is full a tick older than everything
+// held is ignored as too old; otherwise a full buffer drops its oldest
+// snapshot. rot is normalized (the zero quaternion becomes the
 // identity). O(1) for in-order ticks, O(BufferSize) for late ones; never
 // allocates.
 func (b *Buffer) Push(tick uint32, pos components.Vec3, rot components.Quat) bool {
@@ -121,7 +122,8 @@ func (b *Buffer) Push(tick uint32, pos components.Vec3, rot components.Quat) boo
 	for ; i >= 0; i-- {
 		d := int32(tick - b.at(i).Tick)
 		if d == 0 {
-			return false
+			*b.at(i) = s
+			return true
 		}
 		if d > 0 {
 			break

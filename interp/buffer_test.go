@@ -31,10 +31,10 @@ func TestBufferPushOrderDuplicatesTooOld(t *testing.T) {
 	assert.True(t, b.Push(10, vx(10), id))
 	assert.True(t, b.Push(12, vx(12), id))
 	assert.True(t, b.Push(11, vx(11), id)) // late, in between
-	assert.False(t, b.Push(11, vx(99), id), "duplicate ignored")
+	assert.True(t, b.Push(11, vx(11.5), id), "a tick held is replaced")
 	assert.True(t, b.Push(8, vx(8), id)) // older than all, buffer not full: kept
 	assert.Equal(t, []uint32{8, 10, 11, 12}, ticks(&b))
-	assert.Equal(t, 11.0, b.At(2).Pos.X, "first copy of a duplicate kept")
+	assert.Equal(t, 11.5, b.At(2).Pos.X, "the newer copy of a tick is kept")
 
 	for k := uint32(13); k < 13+interp.BufferSize; k++ {
 		require.True(t, b.Push(k, vx(float64(k)), id))

@@ -14,7 +14,7 @@ func ExampleBuffer_Sample() {
 	b.Push(10, components.Vec3{X: 0}, id)
 	b.Push(13, components.Vec3{X: 3}, id) // arrives before 11
 	b.Push(11, components.Vec3{X: 1}, id) // late: sorted in
-	b.Push(11, components.Vec3{X: 9}, id) // duplicate: ignored
+	b.Push(11, components.Vec3{X: 1}, id) // tick 11 again (a later datagram of it): replaces
 	// Tick 12 was lost.
 
 	const maxExtrap = 3 // ticks (100 ms at 30 Hz)

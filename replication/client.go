@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/archenet/archenet/components"
@@ -99,8 +100,9 @@ type Client struct {
 	clock *interp.Clock
 
 	mirrors  mirrorTable
-	nMirrors int    // alive mirrors, kept so spawns need not count them
-	applied  uint32 // newest view tick applied
+	nMirrors int      // alive mirrors, kept so spawns need not count them
+	applied  uint32   // newest view tick applied
+	touched  []uint32 // ticks that gained datagrams in this Receive
 	idBuf    []ecs.ID
 	dgBuf    []byte
 	onReady  []func()
@@ -196,7 +198,7 @@ func (c *Client) Ready() bool { return c.state == StateReady }
 func (c *Client) OnReady(fn func()) { c.onReady = append(c.onReady, fn) }
 
 // ServerTick returns the tick of the newest snapshot decoded.
-func (c *Client) ServerTick() uint32 { n, _ := c.rcv.Ack(); return n }
+func (c *Client) ServerTick() uint32 { return c.rcv.Newest() }
 
 // InputAck returns the newest input tick the server had applied for this
 // client, as of the newest snapshot applied, and the server tick of that
@@ -333,7 +335,7 @@ func (c *Client) Receive() {
 		return
 	}
 	now := c.cfg.Now()
-	newest := c.applied
+	c.touched = c.touched[:0]
 	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
@@ -346,20 +348,32 @@ func (c *Client) Receive() {
 			continue
 		}
 		c.Stats.Datagrams++
-		if c.cfg.OnSnapshot != nil {
-			c.cfg.OnSnapshot(S, now)
+		if got, _ := c.rcv.Parts(S); got == 1 { // a tick's first datagram
+			if c.cfg.OnSnapshot != nil {
+				c.cfg.OnSnapshot(S, now)
+			}
+			if c.clock != nil {
+				c.clock.Observe(S, now)
+			}
 		}
-		if c.clock != nil {
-			c.clock.Observe(S, now)
-			c.pushInterp(c.rcv.View(S))
-		}
-		if int32(S-newest) > 0 {
-			newest = S
+		if !slices.Contains(c.touched, S) {
+			c.touched = append(c.touched, S)
 		}
 	}
-	if newest != c.applied {
-		c.applyView(c.rcv.View(newest))
-		c.applied = newest
+	// Every tick that gained datagrams, oldest first: a mirror takes an
+	// entry only if it is newer than what it shows, so a tick completed by
+	// a later datagram, or one whose datagrams came late, fills in what the
+	// newest view could not.
+	slices.Sort(c.touched)
+	for _, S := range c.touched {
+		v := c.rcv.View(S)
+		if c.clock != nil {
+			c.pushInterp(v)
+		}
+		c.applyView(v)
+		if int32(S-c.applied) > 0 {
+			c.applied = S
+		}
 	}
 }
 
@@ -580,8 +594,8 @@ func (c *Client) Send() {
 	if c.state != StateJoined && c.state != StateReady {
 		return
 	}
-	newest, mask := c.rcv.Ack()
-	c.dgBuf = appendClientHeader(c.dgBuf[:0], newest, mask)
+	ack := c.rcv.Ack()
+	c.dgBuf = appendClientHeader(c.dgBuf[:0], &ack)
 	if c.cfg.Input != nil {
 		c.dgBuf = c.cfg.Input(c.dgBuf)
 	}

@@ -196,7 +196,7 @@ type Server struct {
 	closing  []closingConn
 	authing  int // pending connections whose Authenticator runs
 	nextID   int
-	buf      []byte
+	pkts     snapshot.Packets
 	msgBuf   []byte
 	spawnW   spawnWriter
 	interest *interestGrid
@@ -218,8 +218,11 @@ type ServerStats struct {
 	// reliable messages (transport.CodeSendBacklog; also in Disconnected).
 	BacklogDrops              int
 	SnapshotBytes, SpawnBytes uint64
-	Spawns, Despawns          uint64
-	BuildFrame, BuildClients  time.Duration // time in frame building / per-client work
+	// SnapshotDatagrams counts snapshot datagrams sent (a tick may take
+	// several per client).
+	SnapshotDatagrams        uint64
+	Spawns, Despawns         uint64
+	BuildFrame, BuildClients time.Duration // time in frame building / per-client work
 }
 
 // NewServer attaches replication to world, serving clients that connect
@@ -516,16 +519,16 @@ func (s *Server) receiveClient(c *serverClient, now time.Time) error {
 		if !ok {
 			break
 		}
-		newest, mask, rest, err := parseClientHeader(d)
+		ack, rest, err := parseClientHeader(d)
 		if err != nil {
 			return err
 		}
-		if newest != 0 && int32(newest-s.tick) > 0 {
-			return fmt.Errorf("ack of tick %d from the future (server tick %d)", newest, s.tick)
+		if ack.Newest != 0 && int32(ack.Newest-s.tick) > 0 {
+			return fmt.Errorf("ack of tick %d from the future (server tick %d)", ack.Newest, s.tick)
 		}
-		c.onAck(newest, mask, now)
+		c.onAck(&ack, now)
 		if len(rest) > 0 && s.cfg.Input != nil {
-			if err := s.cfg.Input(c.id, newest, rest); err != nil {
+			if err := s.cfg.Input(c.id, ack.Newest, rest); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"math"
+	"math/bits"
 	"time"
 
 	"github.com/archenet/archenet/replication/snapshot"
@@ -26,17 +27,21 @@ type serverClient struct {
 	budget budgetController
 
 	snapBytes, spawnBytes uint64
+	datagrams             uint64
 }
 
 // lossHorizon is how many net ticks a snapshot may wait for its ack before
 // it counts as lost.
 const lossHorizon = 45
 
+// sentRecord is what the server sent a client at one tick.
 type sentRecord struct {
 	tick  uint32
 	at    time.Time
 	acked bool
 	bytes int
+	parts int    // datagrams
+	held  uint64 // parts the client acked (valid once acked)
 }
 
 func newServerClient(id ClientID, conn transport.Conn, s *Server) *serverClient {
@@ -54,28 +59,29 @@ func (c *serverClient) burst(s *Server) int {
 	return max(s.cfg.MTU*2, int(c.budget.rate)/8)
 }
 
-func (c *serverClient) onAck(newest, mask uint32, now time.Time) {
-	if newest == 0 {
+func (c *serverClient) onAck(a *snapshot.Ack, now time.Time) {
+	if a.Newest == 0 {
 		return
 	}
-	if newest != c.snap.NewestAck {
+	if a.Newest != c.snap.NewestAck {
 		c.budget.lastAck = now
 	}
-	c.snap.Ack(newest, mask)
+	c.snap.Ack(*a)
 	mark := func(t uint32, sample bool) {
 		r := &c.sent[t%uint32(len(c.sent))]
 		if r.tick != t || r.acked {
 			return
 		}
 		r.acked = true
+		r.held, _ = a.Holds(t)
 		if sample {
 			c.rtt.sample(now.Sub(r.at), now)
 		}
 	}
-	mark(newest, true)
+	mark(a.Newest, true)
 	for i := uint32(0); i < 32; i++ {
-		if mask>>i&1 != 0 && newest > i+1 {
-			mark(newest-1-i, false)
+		if a.Mask>>i&1 != 0 && a.Newest > i+1 {
+			mark(a.Newest-1-i, false)
 		}
 	}
 }
@@ -119,13 +125,19 @@ type budgetController struct {
 	started        time.Time
 }
 
-// account looks at the sent record about to be overwritten (or old enough to
-// judge) and updates the loss estimate.
-func (b *budgetController) account(acked bool) {
-	b.sent++
-	if !acked {
-		b.lost++
+// account looks at a sent record old enough to judge and updates the loss
+// estimate: of its parts datagrams, those the client did not ack were lost.
+func (b *budgetController) account(r *sentRecord) {
+	n := max(r.parts, 1)
+	got := 0
+	if r.acked {
+		got = min(n, bits.OnesCount64(r.held&(1<<n-1)))
+		if n == 64 {
+			got = bits.OnesCount64(r.held)
+		}
 	}
+	b.sent += n
+	b.lost += n - got
 	if b.sent >= 32 {
 		f := float64(b.lost) / float64(b.sent)
 		b.windows++
@@ -261,7 +273,7 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 	if s.tick > lossHorizon {
 		old := &c.sent[(s.tick-lossHorizon)%uint32(len(c.sent))]
 		if old.tick == s.tick-lossHorizon && old.bytes > 0 {
-			c.budget.account(old.acked)
+			c.budget.account(old)
 		}
 	}
 	rec := &c.sent[s.tick%uint32(len(c.sent))]
@@ -269,25 +281,23 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 		c.snap.SetRate(int(c.budget.rate), c.burst(s))
 	}
 	c.snap.Refill(1 / float64(s.cfg.NetRate))
-	budget := min(s.cfg.MTU, c.conn.MaxDatagramSize())
-	var info snapshot.BuildInfo
-	opt := snapshot.BuildOptions{Budget: budget, Relevant: c.spawned, Weights: s.weights}
+	opt := snapshot.BuildOptions{Budget: min(s.cfg.MTU, c.conn.MaxDatagramSize()), Relevant: c.spawned, Weights: s.weights}
 	if s.cfg.InputAck != nil {
 		opt.InputAck, opt.HasInputAck = s.cfg.InputAck(c.id)
 		if opt.HasInputAck && s.cfg.InputFeedback != nil {
 			opt.InputHeld, opt.InputDepth, opt.HasInputFeedback = s.cfg.InputFeedback(c.id)
 		}
 	}
-	s.buf, info = s.enc.Build(c.snap, opt, s.buf)
-	*rec = sentRecord{tick: s.tick, at: now, bytes: len(s.buf)}
-	if len(s.buf) == 0 {
-		return nil
+	info := s.enc.Build(c.snap, opt, &s.pkts)
+	*rec = sentRecord{tick: s.tick, at: now, bytes: info.Bytes, parts: s.pkts.Len()}
+	for i := range s.pkts.Len() {
+		if err := c.conn.SendDatagram(s.pkts.At(i)); err != nil {
+			return err
+		}
 	}
-	_ = info
-	if err := c.conn.SendDatagram(s.buf); err != nil {
-		return err
-	}
-	c.snapBytes += uint64(len(s.buf))
-	s.Stats.SnapshotBytes += uint64(len(s.buf))
+	c.snapBytes += uint64(info.Bytes)
+	c.datagrams += uint64(s.pkts.Len())
+	s.Stats.SnapshotBytes += uint64(info.Bytes)
+	s.Stats.SnapshotDatagrams += uint64(s.pkts.Len())
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // ProtocolVersion is the replication wire version checked at connect.
-const ProtocolVersion uint16 = 2
+const ProtocolVersion uint16 = 3
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.
@@ -57,21 +57,24 @@ func parseWelcomeInfo(b []byte) (welcomeInfo, error) {
 	return w, nil
 }
 
-// clientHeaderLen is the fixed part of a client datagram: kind, ack newest,
-// ack mask.
-const clientHeaderLen = 9
-
-func appendClientHeader(b []byte, newest, mask uint32) []byte {
+// appendClientHeader starts a client datagram: its kind and the snapshot
+// ack (snapshot.Ack's encoding: 9 bytes while no datagram is missing).
+func appendClientHeader(b []byte, a *snapshot.Ack) []byte {
 	b = append(b, kindClientDatagram)
-	b = binary.LittleEndian.AppendUint32(b, newest)
-	return binary.LittleEndian.AppendUint32(b, mask)
+	return a.Append(b)
 }
 
-func parseClientHeader(b []byte) (newest, mask uint32, rest []byte, err error) {
-	if len(b) < clientHeaderLen || b[0] != kindClientDatagram {
-		return 0, 0, nil, fmt.Errorf("%w: client datagram of %d bytes", ErrMalformed, len(b))
+// parseClientHeader splits a client datagram into its ack and the input
+// section that follows.
+func parseClientHeader(b []byte) (snapshot.Ack, []byte, error) {
+	if len(b) < 1 || b[0] != kindClientDatagram {
+		return snapshot.Ack{}, nil, fmt.Errorf("%w: client datagram of %d bytes", ErrMalformed, len(b))
 	}
-	return binary.LittleEndian.Uint32(b[1:]), binary.LittleEndian.Uint32(b[5:]), b[clientHeaderLen:], nil
+	a, n, err := snapshot.ParseAck(b[1:])
+	if err != nil {
+		return a, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return a, b[1+n:], nil
 }
 
 // spawnEntry is one entity of a spawn batch: a spawn (or a component set

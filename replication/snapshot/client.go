@@ -11,8 +11,12 @@ type Client struct {
 	views []view
 	acc   []float32
 
+	undoBuf, mergeBuf []behindEntry
+
 	// Counters.
 	Sent, Acked uint64
+	// AckedPartial counts acked ticks of which some datagrams were lost.
+	AckedPartial uint64
 	// NewestAck is the newest tick the client acknowledged (0 = none).
 	NewestAck uint32
 
@@ -69,9 +73,21 @@ type view struct {
 	hasInputAck bool
 	members     Bitset
 	behind      []behindEntry // sorted by slot
+	// parts is how many datagrams the tick was sent in, recs which records
+	// each carried (slot order): what an ack naming only some parts undoes.
+	parts int
+	recs  []sentRec
 }
 
 type behindEntry struct{ slot, src uint32 }
+
+// sentRec is one record of a view's datagrams.
+type sentRec struct {
+	slot, src uint32 // src: tick of the value the client held before (0: none)
+	part      uint8
+	kind      uint8
+	mem       bool // the client held the entity before
+}
 
 // NewClient returns the state of a client with owner id id, keeping depth
 // views (0 = DefaultDepth; use the World's depth).
@@ -96,32 +112,74 @@ func (c *Client) viewFor(tick uint32) *view {
 	return v
 }
 
-// Ack records the client's acknowledgement: newest is the newest tick it
-// decoded, and bit i of mask says it also decoded tick newest−1−i. Acks for
+// Ack records the client's acknowledgement (see [Ack]): the views it names
+// become baselines the server may code against, each exactly as the client
+// holds it: the records of parts the client lacks are undone (their entities
+// keep the values they had before, or are absent if they were new). Acks for
 // ticks that were never sent, or whose views were overwritten, are ignored,
-// so hostile acks cannot make the server use a baseline the client lacks
-// unless the client also decoded that tick.
-func (c *Client) Ack(newest, mask uint32) {
-	if newest == 0 {
+// and parts that were never sent are ignored, so a hostile ack can make the
+// server use only baselines built from what it sent that client.
+func (c *Client) Ack(a Ack) {
+	if a.Newest == 0 {
 		return
 	}
-	c.ackOne(newest)
+	c.ackOne(a.Newest, &a)
 	for i := uint32(0); i < 32; i++ {
-		if mask>>i&1 != 0 && newest > i+1 {
-			c.ackOne(newest - 1 - i)
+		if a.Mask>>i&1 != 0 && a.Newest > i+1 {
+			c.ackOne(a.Newest-1-i, &a)
 		}
 	}
-	if c.NewestAck == 0 || int32(newest-c.NewestAck) > 0 {
-		c.NewestAck = newest
+	if c.NewestAck == 0 || int32(a.Newest-c.NewestAck) > 0 {
+		c.NewestAck = a.Newest
 	}
 }
 
-func (c *Client) ackOne(t uint32) {
+func (c *Client) ackOne(t uint32, a *Ack) {
 	v := &c.views[t%uint32(len(c.views))]
-	if v.used && v.tick == t && !v.acked {
-		v.acked = true
-		c.Acked++
+	if !v.used || v.tick != t || v.acked {
+		return
 	}
+	v.acked = true
+	c.Acked++
+	held, all := a.Holds(t)
+	if sent := uint64(1)<<v.parts - 1; !all && held&sent != sent {
+		c.AckedPartial++
+		c.undo(v, held)
+	}
+}
+
+// undo takes the records of the parts not in held out of view v.
+func (c *Client) undo(v *view, held uint64) {
+	c.undoBuf = c.undoBuf[:0]
+	for _, r := range v.recs {
+		if held>>r.part&1 != 0 {
+			continue
+		}
+		switch {
+		case r.mem:
+			// The client keeps the value it had (a removal did not happen).
+			v.members.Set(r.slot)
+			c.undoBuf = append(c.undoBuf, behindEntry{slot: r.slot, src: r.src})
+		default:
+			v.members.Clear(r.slot) // a spawn that did not arrive
+		}
+	}
+	if len(c.undoBuf) == 0 {
+		return
+	}
+	// Merge the two sorted, disjoint lists.
+	merged := c.mergeBuf[:0]
+	i, j := 0, 0
+	for i < len(v.behind) || j < len(c.undoBuf) {
+		if j == len(c.undoBuf) || (i < len(v.behind) && v.behind[i].slot < c.undoBuf[j].slot) {
+			merged = append(merged, v.behind[i])
+			i++
+		} else {
+			merged = append(merged, c.undoBuf[j])
+			j++
+		}
+	}
+	c.mergeBuf, v.behind = v.behind, merged
 }
 
 // Reset forgets every view (after a reconnect the client starts empty).

@@ -42,10 +42,13 @@ type Encoder struct {
 
 	// scratch, reused by Build
 	scratch, scratch2, scratch3 bitio.Writer
+	partW                       bitio.Writer
 	pred                        []uint64
 	pc                          predCtx
 	cands                       []cand
-	sel                         []int
+	sel                         []int // selected candidates, slot order
+	packed                      []int
+	parts                       []part
 	members                     Bitset
 	gapBuf                      []uint64
 
@@ -268,12 +271,15 @@ func (e *Encoder) fullBits(m Meta, lanes []uint64, owner bool) int {
 	return e.scratch3.BitLen()
 }
 
-// BuildOptions selects what one datagram carries.
+// BuildOptions selects what one tick's datagrams carry.
 type BuildOptions struct {
-	// Budget is the largest datagram in bytes; 0 means DefaultMTU. The
+	// Budget is the largest datagram in bytes; 0 means DefaultMTU.
+	Budget int
+	// MaxParts bounds the datagrams of the tick; 0 means MaxParts. The
+	// client's byte rate ([Client.SetRate]) bounds their total: the
 	// highest-priority records that fit are sent; the rest stay changed
 	// against the baseline and gain priority.
-	Budget int
+	MaxParts int
 	// Relevant is the client's interest set; nil means every entity.
 	Relevant Bitset
 	// Weights is the relevance weight per slot added to the client's priority
@@ -282,7 +288,7 @@ type BuildOptions struct {
 	Weights []float32
 	// InputAck, when HasInputAck is set, tells the client the newest input
 	// tick the server has applied for it (the reconciliation point of its
-	// predicted entities); it rides in the datagram header.
+	// predicted entities); it rides in every datagram's header.
 	InputAck    uint32
 	HasInputAck bool
 	// InputHeld and InputDepth, when HasInputFeedback is set (and
@@ -303,51 +309,116 @@ const (
 	MaxInputDepth = 1023    // |InputDepth|
 )
 
-// BuildInfo reports what a datagram carries.
+// BuildInfo reports what one tick's datagrams carry.
 type BuildInfo struct {
 	Tick, Baseline uint32 // Baseline 0 = against an empty world
+	Parts          int    // datagrams written
 	Deltas, Fulls  int
 	// PredictedDeltas counts deltas coded against the extrapolation.
 	PredictedDeltas int
 	predSaved       int
 	Removals        int
 	Deferred        int // changed records left for later by the budget
-	Bytes           int
-	Compressed      bool
-	Starved         bool // the client's byte rate left no budget: nothing built
+	Bytes           int // all datagrams together
+	// HeaderBits is what the datagrams' kind bytes and headers took
+	// together (the per-datagram overhead).
+	HeaderBits int
+	Compressed int  // datagrams whose body zstd shrank
+	Starved    bool // the client's byte rate left no budget: nothing built
 }
+
+// Packets holds the datagrams of one tick, back to back in one reusable
+// buffer. The zero value is ready to use.
+type Packets struct {
+	buf  []byte
+	ends []int
+}
+
+// Reset empties p, keeping its memory.
+func (p *Packets) Reset() { p.buf, p.ends = p.buf[:0], p.ends[:0] }
+
+// Len returns the number of datagrams.
+func (p *Packets) Len() int { return len(p.ends) }
+
+// At returns datagram i; it stays valid until p is reset.
+func (p *Packets) At(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = p.ends[i-1]
+	}
+	return p.buf[start:p.ends[i]:p.ends[i]]
+}
+
+// Bytes returns the total size of the datagrams.
+func (p *Packets) Bytes() int { return len(p.buf) }
 
 // MinBudget is the smallest datagram budget worth building; with less the
 // tick is skipped for that client (its changes wait with rising priority).
 const MinBudget = 48
 
-// Build writes the snapshot datagram of the newest frame for client c into
-// dst[:0] and returns it. It picks c's baseline (the newest acked view still
-// in the ring; none → full state against an empty world), selects changed,
-// new and removed entities by priority within the budget, and records what
-// c will hold if the datagram arrives, for use as a later baseline.
-// Allocation-free in steady state.
-func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildInfo) {
+// Build writes the snapshot datagrams of the newest frame for client c into
+// out (reset first) and reports what they carry. It picks c's baseline (the
+// newest acked view still in the ring; none → full state against an empty
+// world), selects changed, new and removed entities by priority within c's
+// byte budget, packs them in slot order into as few datagrams of at most
+// opt.Budget bytes as they need, and records what c will hold depending on
+// which datagrams arrive, for use as a later baseline once c acks them.
+// Every datagram is decodable on its own. Allocation-free in steady state.
+func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
+	out.Reset()
 	e.begin()
 	f := e.w.Current()
 	info := BuildInfo{}
 	if f == nil {
-		return dst[:0], info
+		return info
 	}
 	S := f.Tick
 	info.Tick = S
-	budget := opt.Budget
-	if budget <= 0 {
-		budget = DefaultMTU
+	mtu := opt.Budget
+	if mtu <= 0 {
+		mtu = DefaultMTU
 	}
-	budget = c.budget(budget)
-	if budget < MinBudget {
+	maxParts := opt.MaxParts
+	if maxParts <= 0 || maxParts > MaxParts {
+		maxParts = MaxParts
+	}
+	total := c.budget(maxParts * mtu)
+	if total < MinBudget || mtu < MinBudget {
 		info.Starved = true
-		return dst[:0], info // nothing worth sending this tick
+		return info // nothing worth sending this tick
 	}
 	c.grow(len(e.w.changedAt))
 
-	// Baseline: newest acked view whose frame is still in the ring.
+	base, changed := e.pickBaseline(c, S)
+	var B uint32
+	var baseMembers Bitset
+	var behind []behindEntry
+	if base != nil {
+		B, baseMembers, behind = base.tick, base.members, base.behind
+	}
+	info.Baseline = B
+	e.setupPrediction(c, base, S)
+	e.collect(c, f, e.relevant(opt.Relevant), baseMembers, behind, changed, B, opt.Weights)
+
+	hdr := e.header(S, B, base, opt)
+	e.selectRecords(total, mtu, &hdr)
+	e.pack(mtu, maxParts, total, &hdr)
+	e.stitch(out, &hdr, &info)
+	e.recordView(c, S, B, baseMembers, opt, &info)
+	info.Bytes = out.Bytes()
+	if e.pc.on && info.Deltas >= 8 {
+		// Prediction pays if the bits it saved exceed the one bit per delta
+		// record it costs.
+		c.predOff = info.predSaved <= info.Deltas
+	}
+	c.spend(info.Bytes)
+	c.Sent++
+	return info
+}
+
+// pickBaseline returns c's newest acked view whose frame is still in the ring
+// and the slots changed since it; nil if there is none.
+func (e *Encoder) pickBaseline(c *Client, S uint32) (*view, Bitset) {
 	var base *view
 	for i := range c.views {
 		v := &c.views[i]
@@ -357,51 +428,52 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 			}
 		}
 	}
-	var B uint32
-	var changed Bitset
-	var baseMembers Bitset
-	var behind []behindEntry
-	if base != nil {
-		B = base.tick
-		var ok bool
-		changed, ok = e.w.ChangedSince(B)
-		if !ok {
-			base, B = nil, 0
-		} else {
-			baseMembers = base.members
-			behind = base.behind
-		}
+	if base == nil {
+		return nil, nil
 	}
-	info.Baseline = B
+	changed, ok := e.w.ChangedSince(base.tick)
+	if !ok {
+		return nil, nil
+	}
+	return base, changed
+}
 
-	// Prediction: the client also holds the view its baseline was decoded
-	// against (B2), as long as no newer tick can have replaced it in its ring.
+// setupPrediction decides whether this tick's deltas may be coded against the
+// extrapolation through the baseline's own baseline (B2), which the client
+// also holds as long as no newer tick can have replaced it in its ring.
+func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 	e.pc = predCtx{}
 	// A client whose recent packets gained nothing from prediction (random
 	// motion) gets it only on every 16th packet, as a probe: it saves the
 	// per-record prediction bit.
-	if base != nil && !e.NoPrediction && base.base != 0 && (!c.predOff || c.Sent%16 == 0) {
-		B2 := base.base
-		v2 := &c.views[B2%uint32(len(c.views))]
-		if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
-			e.pc = predCtx{on: true, B: B, B2: B2, members: v2.members, behind: v2.behind}
-		}
+	if base == nil || e.NoPrediction || base.base == 0 || (c.predOff && c.Sent%16 != 0) {
+		return
 	}
-
-	// Relevant = interest ∩ present.
-	rel := e.present
-	if opt.Relevant != nil {
-		n := len(e.present)
-		e.members = append(e.members[:0], make(Bitset, n)...)
-		for i := 0; i < n; i++ {
-			e.members[i] = e.present[i] & opt.Relevant.word(i)
-		}
-		rel = e.members
+	B, B2 := base.tick, base.base
+	v2 := &c.views[B2%uint32(len(c.views))]
+	if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
+		e.pc = predCtx{on: true, B: B, B2: B2, members: v2.members, behind: v2.behind}
 	}
+}
 
-	// Candidates, word by word: changed since the baseline and relevant or
-	// held by the client, entering or leaving the client's view, and
-	// entries deferred earlier ("behind"). O(words + candidates).
+// relevant returns the client's interest set intersected with the entities
+// present in the newest frame.
+func (e *Encoder) relevant(interest Bitset) Bitset {
+	if interest == nil {
+		return e.present
+	}
+	n := len(e.present)
+	e.members = append(e.members[:0], make(Bitset, n)...)
+	for i := 0; i < n; i++ {
+		e.members[i] = e.present[i] & interest.word(i)
+	}
+	return e.members
+}
+
+// collect gathers the candidates, word by word: changed since the baseline
+// and relevant or held by the client, entering or leaving the client's
+// view, and entries deferred earlier ("behind"). O(words + candidates).
+func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32, ws []float32) {
 	e.cands = e.cands[:0]
 	words := max(len(rel), len(baseMembers))
 	bi := 0
@@ -422,102 +494,209 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, dst []byte) ([]byte, BuildI
 			if bj < bi && behind[bj].slot == slot {
 				src = behind[bj].src
 			}
-			e.classify(c, f, slot, src, m>>(slot&63)&1 != 0, r>>(slot&63)&1 != 0, opt.Weights)
+			e.classify(c, f, slot, src, m>>(slot&63)&1 != 0, r>>(slot&63)&1 != 0, ws)
 		}
 	}
-
-	// Select by priority within the budget. Estimates use the gap to the
-	// previous candidate; the exact size is checked after selection and the
-	// lowest-priority records are dropped until the datagram fits.
-	budgetBits := (budget-1)*8 - headerBits
-	total := 0
+	// Size estimates use the gap to the previous candidate; packing computes
+	// exact sizes.
 	prevSlot := int64(-1)
 	for i := range e.cands {
 		cd := &e.cands[i]
 		cd.bits += egLen(uint64(int64(cd.slot)-prevSlot-1), 1)
 		prevSlot = int64(cd.slot)
-		total += cd.bits
 	}
-	e.sel = e.sel[:0]
-	for i := range e.cands {
-		e.sel = append(e.sel, i)
-	}
-	if total > budgetBits {
-		e.byPriority()
-		used, n := 0, 0
-		for _, i := range e.sel {
-			if used+e.cands[i].bits <= budgetBits {
-				used += e.cands[i].bits
-				e.sel[n] = i
-				n++
-			}
-		}
-		e.sel = e.sel[:n]
-		slices.Sort(e.sel)
-		for iter := 0; iter < 16; iter++ {
-			over := e.exactBits() - budgetBits
-			if over <= 0 {
-				break
-			}
-			e.dropLowest(over)
-		}
-	}
-	e.baseAck, e.baseHasAck = 0, false
-	if base != nil {
-		e.baseAck, e.baseHasAck = base.inputAck, base.hasInputAck
-	}
-	out := e.stitch(dst, S, B, budget, &info, opt)
-	if e.Compression != nil && len(out) > 1 {
-		if z := e.Compression.compress(out[1:]); z != nil {
-			out = append(out[:1], z...)
-			out[0] |= FlagCompressed
-			info.Compressed = true
-		}
-	}
-
-	// Record the view the client will hold if this datagram arrives.
-	nv := c.viewFor(S)
-	nv.base = B
-	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
-	nv.members = append(nv.members[:0], baseMembers...)
-	nv.behind = nv.behind[:0]
-	si := 0
-	for i := range e.cands {
-		cd := &e.cands[i]
-		sent := si < len(e.sel) && e.sel[si] == i
-		if sent {
-			si++
-			c.acc[cd.slot] = 0
-			if cd.kind == kindRemoval {
-				nv.members.Clear(cd.slot)
-			} else {
-				nv.members.Set(cd.slot)
-			}
-			continue
-		}
-		info.Deferred++
-		c.acc[cd.slot] += weight(opt.Weights, cd.slot)
-		if cd.mem { // the client keeps its older value
-			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
-		}
-	}
-	info.Bytes = len(out)
-	if e.pc.on && info.Deltas >= 8 {
-		// Prediction pays if the bits it saved exceed the one bit per delta
-		// record it costs.
-		c.predOff = info.predSaved <= info.Deltas
-	}
-	c.spend(len(out))
-	c.Sent++
-	return out, info
 }
 
-// headerBits is an upper bound of the header after the kind byte: tick (32),
-// baseline distance (≤ 11), prediction flag and distance (≤ 12), record
-// count (≤ 29), gap parameter (3),
-// extension flag (1), input ack (32).
-const headerBits = 32 + 11 + 1 + 11 + 29 + 3 + 1 + 32
+// header returns the fields every datagram of the tick shares.
+func (e *Encoder) header(S, B uint32, base *view, opt BuildOptions) Header {
+	h := Header{Tick: S, Parts: 1}
+	if B != 0 {
+		h.Baseline = S - B
+		h.Predict = e.pc.on
+		if e.pc.on {
+			h.PredictGap = e.pc.B - e.pc.B2 - 1
+		}
+	}
+	if opt.HasInputAck {
+		h.HasInputAck = true
+		// The ack moves by a few ticks per packet: relative to the one the
+		// baseline view carried when there is one, else in full.
+		h.InputAck = opt.InputAck
+		if base != nil && base.hasInputAck {
+			if d := int64(int32(opt.InputAck - base.inputAck)); d >= -MaxInputLead && d <= MaxInputLead {
+				h.InputAckRelative, h.InputAck = true, uint32(int32(d))
+			}
+		}
+		if opt.HasInputFeedback {
+			h.HasInputFeedback = true
+			h.InputLead = max(-MaxInputLead, min(MaxInputLead, int64(int32(opt.InputHeld-opt.InputAck))))
+			h.InputDepth = int64(max(-MaxInputDepth, min(MaxInputDepth, opt.InputDepth)))
+		}
+	}
+	return h
+}
 
+// partOverheadBits estimates a datagram's fixed cost for selection: the kind
+// byte, the header and the padding to a byte.
+func partOverheadBits(h *Header) int { return 8 + h.BitLen() + 7 + 2*egLen(MaxParts, 0) }
+
+// selectRecords keeps the candidates that fit total bytes (in datagrams of
+// at most mtu bytes), by priority. e.sel lists them in slot order.
+func (e *Encoder) selectRecords(total, mtu int, h *Header) {
+	e.sel = e.sel[:0]
+	sum := 0
+	for i := range e.cands {
+		e.sel = append(e.sel, i)
+		sum += e.cands[i].bits
+	}
+	over := partOverheadBits(h)
+	partBits := mtu*8 - over
+	budgetBits := total * 8
+	if sum+(sum/partBits+1)*over <= budgetBits {
+		return
+	}
+	e.byPriority()
+	used, n := 0, 0
+	for _, i := range e.sel {
+		b := e.cands[i].bits
+		if u := used + b; u+(u/partBits+1)*over <= budgetBits {
+			used = u
+			e.sel[n] = i
+			n++
+		}
+	}
+	e.sel = e.sel[:n]
+	slices.Sort(e.sel)
+}
+
+// recordBits is the exact size of candidate cd in a datagram: gap code (order
+// k, after slot prev), kind and body, with the field masks repeated if run
+// allows. It notes cd's masks in run.
+func (e *Encoder) recordBits(cd *cand, prev int64, k uint, run *maskRun) int {
+	n := egLen(uint64(int64(cd.slot)-prev-1), k) + 2
+	switch cd.kind {
+	case kindRemoval:
+	case kindFull:
+		n += int(e.entry(cd).bodyBits)
+	default:
+		ce := e.entry(cd)
+		n += int(ce.bodyBits)
+		if !run.repeats(ce.mask, int(ce.maskBits)) {
+			n += int(ce.maskBits)
+			run.note(ce.mask, int(ce.maskBits))
+		}
+	}
+	return n
+}
+
+// part is one datagram of the tick: the records e.sel[from:to].
+type part struct {
+	from, to int
+	k        uint8
+}
+
+// pack splits the selected records, in slot order, into datagrams of at most
+// mtu bytes (at most maxParts of them, at most total bytes together). Records
+// that do not fit are deselected (they wait, gaining priority). Each part's
+// gap order is then the best for its own gaps, which never makes it longer
+// than packed.
+func (e *Encoder) pack(mtu, maxParts, total int, h *Header) {
+	e.gapBuf = e.gapBuf[:0]
+	prev := int64(-1)
+	for _, i := range e.sel {
+		s := int64(e.cands[i].slot)
+		e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
+		prev = s
+	}
+	k0, _ := bestGapK(e.gapBuf)
+	// Header sizes depend on the number of parts: pack assuming one, and
+	// again with more while the packing needs more (a header only shrinks
+	// when fewer parts are needed than assumed).
+	for assume, iter := 1, 0; ; iter++ {
+		n := e.packWith(mtu, maxParts, total, h, assume, k0)
+		if n <= assume || iter == 8 {
+			break
+		}
+		assume = n
+	}
+	e.sel = append(e.sel[:0], e.packed...)
+	if len(e.parts) == 0 {
+		// Nothing to send still sends the header: it moves the client's
+		// views on and carries the input ack.
+		e.parts = append(e.parts, part{})
+	}
+	for pi := range e.parts {
+		pt := &e.parts[pi]
+		e.gapBuf = e.gapBuf[:0]
+		prev := int64(-1)
+		for _, i := range e.sel[pt.from:pt.to] {
+			s := int64(e.cands[i].slot)
+			e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
+			prev = s
+		}
+		k, _ := bestGapK(e.gapBuf)
+		pt.k = uint8(k)
+	}
+}
+
+// packWith packs e.sel into e.packed and e.parts, assuming the tick has
+// `assume` parts (for header sizes) and gap order k. It returns the number
+// of parts.
+func (e *Encoder) packWith(mtu, maxParts, total int, h *Header, assume int, k uint) int {
+	e.packed, e.parts = e.packed[:0], e.parts[:0]
+	capBits := (mtu - 1) * 8 // the kind byte aside
+	spentBytes := 0          // of the parts closed so far
+	hp := *h
+	hp.Parts, hp.GapOrder = max(assume, 1), 7
+	var cur part
+	var bitsNow int
+	var prev int64
+	var run maskRun
+	open := func() {
+		cur = part{from: len(e.packed)}
+		hp.Part, hp.Count = len(e.parts), 0
+		bitsNow, prev, run = hp.BitLen(), -1, newMaskRun()
+	}
+	// fits reports whether candidate i fits the open part; if so it adds it.
+	fits := func(i int) bool {
+		cd := &e.cands[i]
+		r := run
+		b := e.recordBits(cd, prev, k, &r) + egLen(uint64(hp.Count+1), 0) - egLen(uint64(hp.Count), 0)
+		if bitsNow+b > capBits || spentBytes+1+(bitsNow+b+7)/8 > total {
+			return false
+		}
+		bitsNow += b
+		hp.Count++
+		prev, run = int64(cd.slot), r
+		e.packed = append(e.packed, i)
+		return true
+	}
+	closePart := func() {
+		if cur.to = len(e.packed); cur.to > cur.from {
+			e.parts = append(e.parts, cur)
+			spentBytes += 1 + (bitsNow+7)/8
+		}
+	}
+	open()
+	for _, i := range e.sel {
+		if fits(i) {
+			continue
+		}
+		if hp.Count == 0 {
+			continue // too large even for an empty datagram: it waits
+		}
+		closePart()
+		if len(e.parts) >= maxParts {
+			return len(e.parts) // the rest wait
+		}
+		open()
+		fits(i) // a record that fits no empty datagram waits
+	}
+	closePart()
+	return len(e.parts)
+}
+
+// byPriority sorts e.sel by descending priority (ties by slot).
 func (e *Encoder) byPriority() {
 	slices.SortFunc(e.sel, func(a, b int) int {
 		pa, pb := e.cands[a].pri, e.cands[b].pri
@@ -529,55 +708,6 @@ func (e *Encoder) byPriority() {
 		}
 		return int(e.cands[a].slot) - int(e.cands[b].slot)
 	})
-}
-
-// dropLowest removes the lowest-priority selected records whose estimated
-// sizes add up to at least over bits (keeping slot order).
-func (e *Encoder) dropLowest(over int) {
-	for over > 0 && len(e.sel) > 0 {
-		low := 0
-		for j, i := range e.sel {
-			if e.cands[i].pri < e.cands[e.sel[low]].pri {
-				low = j
-			}
-		}
-		over -= e.cands[e.sel[low]].bits
-		e.sel = append(e.sel[:low], e.sel[low+1:]...)
-	}
-}
-
-// exactBits returns the size in bits of the selected records as stitch
-// will write them (with the best gap parameter), excluding the header.
-func (e *Encoder) exactBits() int {
-	e.gapBuf = e.gapBuf[:0]
-	prev := int64(-1)
-	body := 0
-	var prevMask uint64
-	prevMaskBits := -1
-	for _, i := range e.sel {
-		cd := &e.cands[i]
-		s := int64(cd.slot)
-		e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
-		prev = s
-		switch cd.kind {
-		case kindRemoval:
-			body += 2
-		case kindFull:
-			body += 2 + int(e.entry(cd).bodyBits)
-		default:
-			ce := e.entry(cd)
-			body += 2 + int(ce.bodyBits)
-			if !(int(ce.maskBits) <= 64 && int(ce.maskBits) == prevMaskBits && ce.mask == prevMask) {
-				body += int(ce.maskBits)
-				prevMaskBits, prevMask = int(ce.maskBits), ce.mask
-				if ce.maskBits > 64 {
-					prevMaskBits = -1
-				}
-			}
-		}
-	}
-	_, gapBits := bestGapK(e.gapBuf)
-	return body + gapBits
 }
 
 // bestGapK returns the exp-Golomb order (0..7) that codes gaps in the
@@ -665,91 +795,103 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 	}
 }
 
-// stitch writes the header and the selected records.
-func (e *Encoder) stitch(dst []byte, S, B uint32, budget int, info *BuildInfo, opt BuildOptions) []byte {
-	// Choose the gap code parameter that minimizes the gap bits.
-	e.gapBuf = e.gapBuf[:0]
-	prev := int64(-1)
-	for _, i := range e.sel {
-		s := int64(e.cands[i].slot)
-		e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
-		prev = s
-	}
-	bestK, _ := bestGapK(e.gapBuf)
-	var w bitio.Writer
-	w.Reset(dst[:0])
-	w.WriteBits(uint64(KindSnapshot), 8)
-	w.WriteBits(uint64(S), 32)
-	if B == 0 {
-		w.WriteExpGolomb(0, 0)
-	} else {
-		w.WriteExpGolomb(uint64(S-B), 0)
-		w.WriteBool(e.pc.on)
-		if e.pc.on {
-			w.WriteExpGolomb(uint64(e.pc.B-e.pc.B2-1), 0)
-		}
-	}
-	w.WriteExpGolomb(uint64(len(e.sel)), 0)
-	w.WriteBits(uint64(bestK), 3)
-	if opt.HasInputAck {
-		w.WriteBits(1, 1) // extension: the input ack, and maybe the feedback
-		// The ack moves by a few ticks per packet: relative to the one the
-		// baseline view carried when there is one, else in full.
-		if d := int64(int32(opt.InputAck - e.baseAck)); B != 0 && e.baseHasAck && d >= -MaxInputLead && d <= MaxInputLead {
-			w.WriteBool(true)
-			w.WriteExpGolomb(bitio.ZigZag(d), 2)
-		} else {
-			w.WriteBool(false)
-			w.WriteBits(uint64(opt.InputAck), 32)
-		}
-		w.WriteBool(opt.HasInputFeedback)
-		if opt.HasInputFeedback {
-			lead := max(-MaxInputLead, min(MaxInputLead, int64(int32(opt.InputHeld-opt.InputAck))))
-			w.WriteExpGolomb(bitio.ZigZag(lead), 2)
-			w.WriteExpGolomb(bitio.ZigZag(int64(max(-MaxInputDepth, min(MaxInputDepth, opt.InputDepth)))), 2)
-		}
-	} else {
-		w.WriteBits(0, 1)
-	}
+// stitch writes each part: kind byte, header, records (bit copies of the
+// cached encodings), and compresses its body where that strictly wins.
+func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 	arena := e.arena.Bytes()
-	var prevMask uint64
-	prevMaskBits := -1
-	for n, i := range e.sel {
-		cd := &e.cands[i]
-		w.WriteExpGolomb(e.gapBuf[n], bestK)
-		switch cd.kind {
-		case kindRemoval:
-			w.WriteBits(0b11, 2)
-			info.Removals++
-		case kindFull:
-			w.WriteBits(0b01, 2)
-			ce := e.entry(cd)
-			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
-			info.Fulls++
-		default:
-			w.WriteBits(0, 1)
-			ce := e.entry(cd)
-			if int(ce.maskBits) <= 64 && int(ce.maskBits) == prevMaskBits && ce.mask == prevMask {
-				w.WriteBits(1, 1) // same field masks as the previous delta
-			} else {
+	hp := *h
+	hp.Parts = len(e.parts)
+	w := &e.partW
+	for pi := range e.parts {
+		pt := &e.parts[pi]
+		hp.Part, hp.Count, hp.GapOrder = pi, pt.to-pt.from, pt.k
+		start := len(out.buf)
+		w.Reset(w.Bytes())
+		w.WriteBits(uint64(KindSnapshot), 8)
+		hp.AppendBits(w)
+		info.HeaderBits += 8 + hp.BitLen()
+		prev := int64(-1)
+		run := newMaskRun()
+		for _, i := range e.sel[pt.from:pt.to] {
+			cd := &e.cands[i]
+			w.WriteExpGolomb(uint64(int64(cd.slot)-prev-1), uint(pt.k))
+			prev = int64(cd.slot)
+			switch cd.kind {
+			case kindRemoval:
+				w.WriteBits(0b11, 2)
+				info.Removals++
+			case kindFull:
+				w.WriteBits(0b01, 2)
+				ce := e.entry(cd)
+				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
+				info.Fulls++
+			default:
 				w.WriteBits(0, 1)
-				if ce.maskBits <= 64 {
-					w.WriteBits(ce.mask, uint(ce.maskBits))
+				ce := e.entry(cd)
+				if run.repeats(ce.mask, int(ce.maskBits)) {
+					w.WriteBits(1, 1)
 				} else {
-					w.AppendBits(arena[ce.maskOff:], int(ce.maskBits))
+					w.WriteBits(0, 1)
+					if ce.maskBits <= 64 {
+						w.WriteBits(ce.mask, uint(ce.maskBits))
+					} else {
+						w.AppendBits(arena[ce.maskOff:], int(ce.maskBits))
+					}
+					run.note(ce.mask, int(ce.maskBits))
 				}
-				prevMaskBits, prevMask = int(ce.maskBits), ce.mask
-				if ce.maskBits > 64 {
-					prevMaskBits = -1
+				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
+				info.Deltas++
+				if ce.usePred {
+					info.PredictedDeltas++
+					info.predSaved += int(ce.saved)
 				}
-			}
-			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
-			info.Deltas++
-			if ce.usePred {
-				info.PredictedDeltas++
-				info.predSaved += int(ce.saved)
 			}
 		}
+		out.buf = append(out.buf, w.Bytes()...)
+		if e.Compression != nil && len(out.buf)-start > 1 {
+			if z := e.Compression.compress(out.buf[start+1:]); z != nil {
+				out.buf = append(out.buf[:start+1], z...)
+				out.buf[start] |= FlagCompressed
+				info.Compressed++
+			}
+		}
+		out.ends = append(out.ends, len(out.buf))
 	}
-	return w.Bytes()
+	info.Parts = len(e.parts)
+}
+
+// recordView records the view c will hold if every datagram of tick S
+// arrives, and which records each datagram carried, so that an ack naming
+// only some of them ([Client.Ack]) yields the exact view.
+func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt BuildOptions, info *BuildInfo) {
+	nv := c.viewFor(S)
+	nv.base = B
+	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
+	nv.parts = len(e.parts)
+	nv.members = append(nv.members[:0], baseMembers...)
+	nv.behind = nv.behind[:0]
+	nv.recs = nv.recs[:0]
+	si, pi := 0, 0
+	for i := range e.cands {
+		cd := &e.cands[i]
+		if si < len(e.sel) && e.sel[si] == i {
+			for e.parts[pi].to <= si {
+				pi++
+			}
+			si++
+			c.acc[cd.slot] = 0
+			nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
+			if cd.kind == kindRemoval {
+				nv.members.Clear(cd.slot)
+			} else {
+				nv.members.Set(cd.slot)
+			}
+			continue
+		}
+		info.Deferred++
+		c.acc[cd.slot] += weight(opt.Weights, cd.slot)
+		if cd.mem { // the client keeps its older value
+			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
+		}
+	}
 }

@@ -23,6 +23,7 @@ func Example() {
 	rcv := snapshot.NewReceiver(reg, 1, 0) // that client's decoder
 	bodies := make([]Body, 100)
 	ptr := make([]unsafe.Pointer, 1)
+	var dgs snapshot.Packets // one tick's datagrams
 
 	for tick := uint32(1); tick <= 3; tick++ {
 		bodies[tick].Pos.X += 1 // one body moves each tick
@@ -32,17 +33,20 @@ func Example() {
 			world.Put(uint32(i), snapshot.Meta{Set: 1}, ptr)
 		}
 		world.Commit()
-		dg, info := enc.Build(client, snapshot.BuildOptions{}, nil)
+		info := enc.Build(client, snapshot.BuildOptions{Budget: 500}, &dgs)
 		world.EndTick()
 
-		if _, err := rcv.Decode(dg); err != nil {
-			panic(err)
+		for i := range dgs.Len() { // each datagram decodes on its own
+			if _, err := rcv.Decode(dgs.At(i)); err != nil {
+				panic(err)
+			}
 		}
 		client.Ack(rcv.Ack()) // the ack travels back to the server
-		fmt.Printf("tick %d: baseline %d, %d full, %d delta, %d bytes\n", tick, info.Baseline, info.Fulls, info.Deltas, len(dg))
+		fmt.Printf("tick %d: baseline %d, %d full, %d delta, %d bytes in %d datagrams\n",
+			tick, info.Baseline, info.Fulls, info.Deltas, info.Bytes, info.Parts)
 	}
 	// Output:
-	// tick 1: baseline 0, 100 full, 0 delta, 720 bytes
-	// tick 2: baseline 1, 0 full, 1 delta, 10 bytes
-	// tick 3: baseline 2, 0 full, 1 delta, 10 bytes
+	// tick 1: baseline 0, 100 full, 0 delta, 730 bytes in 2 datagrams
+	// tick 2: baseline 1, 0 full, 1 delta, 10 bytes in 1 datagrams
+	// tick 3: baseline 2, 0 full, 1 delta, 10 bytes in 1 datagrams
 }

@@ -36,7 +36,7 @@ func smoothRun(t *testing.T, noPred bool, lag int) (float64, int) {
 		ms[i] = mover{heading: rng.Float64() * 6, speed: 1 + rng.Float64()*4, turn: (rng.Float64() - 0.5) * 0.5}
 	}
 	ptr := make([]unsafe.Pointer, 1)
-	var acks [][2]uint32
+	var acks []Ack
 	total, n := 0, 0
 	predicted := 0
 	for tick := uint32(1); tick <= 240; tick++ {
@@ -53,7 +53,7 @@ func smoothRun(t *testing.T, noPred bool, lag int) (float64, int) {
 			w.Put(uint32(i), Meta{Set: 1}, ptr)
 		}
 		w.Commit()
-		dg, _ := enc.Build(c, BuildOptions{Budget: 8 << 10}, nil)
+		dg, _ := buildOne(t, enc, c, BuildOptions{Budget: 8 << 10})
 		predicted += enc.Predicted
 		w.EndTick()
 		_, err := rcv.Decode(dg)
@@ -65,10 +65,9 @@ func smoothRun(t *testing.T, noPred bool, lag int) (float64, int) {
 		for i := range slots {
 			require.Equal(t, lanes[i], v.EntityLanes(i), "tick %d slot %d", tick, slots[i])
 		}
-		nn, mm := rcv.Ack()
-		acks = append(acks, [2]uint32{nn, mm})
+		acks = append(acks, rcv.Ack())
 		if len(acks) > lag {
-			c.Ack(acks[len(acks)-1-lag][0], acks[len(acks)-1-lag][1])
+			c.Ack(acks[len(acks)-1-lag])
 		}
 		if tick > 60 {
 			total += len(dg)

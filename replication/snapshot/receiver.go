@@ -33,6 +33,16 @@ const DefaultMaxEntities = 1 << 16
 // it decoded, each the full quantized state of its relevant entities at one
 // tick, and the ack state it reports to the server. Not safe for concurrent
 // use.
+//
+// A tick may come in several datagrams (parts). Each is decoded against the
+// baseline it names the moment it arrives: the first part of a tick makes its
+// view from the baseline view, later ones merge their records in (the parts
+// of a tick carry disjoint entities). [Receiver.Ack] seals every view it
+// reports, so the server's model of each acked view is exact; a part that
+// arrives after its view was sealed is still decoded and shown
+// ([Receiver.View]), but never merged into the view later datagrams are
+// decoded against, and the server, which learns it was missing, sends its
+// records again.
 type Receiver struct {
 	// MaxEntities bounds the entities of one view (default
 	// DefaultMaxEntities); a datagram exceeding it is rejected.
@@ -40,10 +50,13 @@ type Receiver struct {
 
 	plans  []*schema.Plan
 	me     uint8
-	ring   []Frame
+	ring   []Frame    // exact views: what later datagrams are decoded against
+	meta   []viewMeta // per ring entry
+	shown  []Frame    // per ring entry: the view plus parts that came after sealing
+	spare  Frame      // merge target, swapped into place
 	newest uint32
 	mask   uint32
-	latest *Frame
+	latest uint32 // newest decoded tick (0: none)
 	masks  [schema.MaxComponents]uint64
 
 	maskBuf    [8]byte
@@ -53,6 +66,19 @@ type Receiver struct {
 
 	// Counters.
 	Decoded, Dropped uint64
+	// Late counts parts that arrived after their tick's view was sealed by an
+	// Ack: shown, not merged.
+	Late uint64
+}
+
+// viewMeta is what a receiver knows about one view besides its content.
+type viewMeta struct {
+	parts  uint64 // parts merged into the view
+	late   uint64 // parts that came after sealing (in shown only)
+	count  int    // parts the tick was sent in
+	base   uint32 // baseline tick (0: none)
+	base2  uint32 // prediction view tick (0: none)
+	sealed bool   // reported by an Ack: its content is final
 }
 
 // NewReceiver returns a receiver for the components of reg, for the client
@@ -62,7 +88,8 @@ func NewReceiver(reg *schema.Registry, me uint8, depth int) *Receiver {
 	if depth <= 0 {
 		depth = DefaultDepth
 	}
-	return &Receiver{plans: reg.Plans(), me: me, ring: make([]Frame, depth), MaxEntities: DefaultMaxEntities}
+	return &Receiver{plans: reg.Plans(), me: me, ring: make([]Frame, depth), meta: make([]viewMeta, depth),
+		shown: make([]Frame, depth), MaxEntities: DefaultMaxEntities}
 }
 
 // SetOwnerID changes the client's owner id (assigned at connect).
@@ -72,20 +99,77 @@ func (r *Receiver) SetOwnerID(me uint8) { r.me = me }
 func (r *Receiver) Reset() {
 	for i := range r.ring {
 		r.ring[i].valid = false
+		r.meta[i] = viewMeta{}
 	}
-	r.newest, r.mask, r.latest = 0, 0, nil
+	r.newest, r.mask, r.latest = 0, 0, 0
 }
 
-// Ack returns the acknowledgement to send: the newest decoded tick and a
-// mask whose bit i says tick newest−1−i was decoded too.
-func (r *Receiver) Ack() (newest, mask uint32) { return r.newest, r.mask }
+// Newest returns the newest tick decoded (0: none).
+func (r *Receiver) Newest() uint32 { return r.newest }
+
+// Ack returns the acknowledgement to send — the newest decoded tick, a mask
+// of the 32 ticks before it, and the parts held of any tick that lacks some
+// — and seals every view it names: from now on their content is final (see
+// [Receiver]).
+func (r *Receiver) Ack() Ack {
+	a := Ack{Newest: r.newest, Mask: r.mask}
+	if r.newest == 0 {
+		return a
+	}
+	for i := uint32(0); i < AckWindow; i++ {
+		if i > 0 && a.Mask>>(i-1)&1 == 0 {
+			continue
+		}
+		t := r.newest - i
+		v := r.exact(t)
+		if v == nil {
+			if i > 0 {
+				a.Mask &^= 1 << (i - 1) // overwritten in a ring shorter than the window
+			}
+			continue
+		}
+		m := &r.meta[t%uint32(len(r.ring))]
+		m.sealed = true
+		if all := uint64(1)<<m.count - 1; m.parts != all {
+			a.Partial |= 1 << i
+			a.Parts[i], a.PartCount[i] = m.parts, uint8(m.count)
+		}
+	}
+	return a
+}
+
+// Parts returns how many datagrams of tick the receiver decoded (including
+// those that came after the view was sealed) and how many the tick was sent
+// in; 0, 0 if it holds no view of tick.
+func (r *Receiver) Parts(tick uint32) (got, count int) {
+	if r.exact(tick) == nil {
+		return 0, 0
+	}
+	m := &r.meta[tick%uint32(len(r.ring))]
+	return bits.OnesCount64(m.parts | m.late), m.count
+}
 
 // Latest returns the view of the newest decoded tick (nil before the
 // first). Entries are sorted by slot; do not modify it.
-func (r *Receiver) Latest() *Frame { return r.latest }
+func (r *Receiver) Latest() *Frame { return r.View(r.latest) }
 
-// View returns the decoded view of tick, or nil.
+// View returns the decoded view of tick, or nil: everything the client knows
+// of that tick, including parts that arrived after the view was sealed.
 func (r *Receiver) View(tick uint32) *Frame {
+	f := r.exact(tick)
+	if f == nil {
+		return nil
+	}
+	i := tick % uint32(len(r.ring))
+	if r.meta[i].late != 0 {
+		return &r.shown[i]
+	}
+	return f
+}
+
+// exact returns the view of tick that later datagrams are decoded against,
+// or nil.
+func (r *Receiver) exact(tick uint32) *Frame {
 	if tick == 0 {
 		return nil
 	}
@@ -106,10 +190,11 @@ func (f *Frame) Find(slot uint32) int {
 }
 
 // Decode decodes a snapshot datagram on top of the baseline it names and
-// stores the resulting view. It returns the datagram's tick. Errors leave
-// the receiver unchanged: [ErrMissingBaseline], [ErrDuplicate], [ErrTooOld],
-// truncated or corrupt input (wrapping [ErrCorrupt], schema.ErrCorrupt or
-// bitio.ErrShortBuffer). Never panics, whatever the bytes.
+// stores the result in its tick's view. It returns the datagram's tick.
+// Errors leave the receiver unchanged: [ErrMissingBaseline], [ErrDuplicate],
+// [ErrTooOld], truncated or corrupt input (wrapping [ErrCorrupt],
+// schema.ErrCorrupt or bitio.ErrShortBuffer). Never panics, whatever the
+// bytes.
 func (r *Receiver) Decode(b []byte) (uint32, error) {
 	t, err := r.decode(b)
 	if err != nil {
@@ -124,109 +209,98 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	if len(b) < 1 || b[0]&^FlagCompressed != KindSnapshot {
 		return 0, ErrNotSnapshot
 	}
-	body := b
+	body := b[1:]
 	if b[0]&FlagCompressed != 0 {
 		d, err := r.dec.decompress(b[1:])
 		if err != nil {
 			return 0, err
 		}
 		body = d
-	} else {
-		body = b[1:]
 	}
 	var rd bitio.Reader
 	rd.Reset(body)
-	S := uint32(rd.ReadBits(32))
-	d := rd.ReadExpGolomb(0)
-	var predOn bool
-	var dd uint64
-	if d != 0 {
-		predOn = rd.ReadBool()
-		if predOn {
-			dd = rd.ReadExpGolomb(0) + 1
-		}
+	h, err := parseHeader(&rd)
+	if err != nil {
+		return h.Tick, err
 	}
-	count := rd.ReadExpGolomb(0)
-	k := uint(rd.ReadBits(3))
-	ext := rd.ReadBits(1)
-	if err := rd.Err(); err != nil {
-		return 0, err
-	}
+	S := h.Tick
 	depth := uint32(len(r.ring))
-	if S == 0 || d >= uint64(depth) || uint64(S) <= d {
-		return S, fmt.Errorf("%w: tick %d baseline distance %d", ErrCorrupt, S, d)
-	}
-	var inputAck uint32
-	var inputLead, inputDepth int64
-	var hasFeedback, ackRel bool
-	if ext != 0 {
-		// The ack is relative to the baseline view's (resolved below) or in
-		// full.
-		if ackRel = rd.ReadBool(); ackRel {
-			d := bitio.UnZigZag(rd.ReadExpGolomb(2))
-			if d < -MaxInputLead || d > MaxInputLead {
-				return S, fmt.Errorf("%w: input ack step %d", ErrCorrupt, d)
-			}
-			inputAck = uint32(d)
-		} else {
-			inputAck = uint32(rd.ReadBits(32))
-		}
-		if hasFeedback = rd.ReadBool(); hasFeedback {
-			inputLead = bitio.UnZigZag(rd.ReadExpGolomb(2))
-			inputDepth = bitio.UnZigZag(rd.ReadExpGolomb(2))
-		}
-		if err := rd.Err(); err != nil {
-			return S, err
-		}
-		if inputLead < -MaxInputLead || inputLead > MaxInputLead || inputDepth < -MaxInputDepth || inputDepth > MaxInputDepth {
-			return S, fmt.Errorf("%w: input feedback lead %d depth %d", ErrCorrupt, inputLead, inputDepth)
-		}
-	}
-	if count > uint64(rd.BitsLeft()) {
-		return S, fmt.Errorf("%w: %d records in %d bits", ErrCorrupt, count, rd.BitsLeft())
-	}
-	if r.View(S) != nil {
-		return S, ErrDuplicate
+	if h.Baseline >= depth || (h.Predict && uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(depth)) {
+		return S, fmt.Errorf("%w: tick %d names a view %d ticks back, beyond the ring", ErrCorrupt, S, h.Baseline+h.PredictGap+1)
 	}
 	if r.newest != 0 && int32(r.newest-S) >= int32(depth) {
 		return S, ErrTooOld
 	}
+	var B, B2 uint32
+	if h.Baseline != 0 {
+		B = S - h.Baseline
+		if h.Predict {
+			B2 = B - h.PredictGap - 1
+		}
+	}
+	idx := S % depth
+	cur := r.exact(S)
+	m := &r.meta[idx]
+	bit := uint64(1) << h.Part
+	if cur != nil {
+		if (m.parts|m.late)&bit != 0 {
+			return S, ErrDuplicate
+		}
+		if m.count != h.Parts || m.base != B || m.base2 != B2 {
+			return S, fmt.Errorf("%w: part %d of tick %d disagrees with the tick's other parts", ErrCorrupt, h.Part, S)
+		}
+	}
 	var base, base2 *Frame
-	if d != 0 {
-		base = r.View(S - uint32(d))
-		if base == nil {
+	if B != 0 {
+		if base = r.exact(B); base == nil {
 			return S, ErrMissingBaseline
 		}
-		if ackRel {
-			if !base.HasInputAck {
-				return S, fmt.Errorf("%w: input ack relative to a baseline without one", ErrCorrupt)
-			}
-			inputAck += base.InputAck
-		}
-		if predOn {
-			if d+dd >= uint64(depth) || uint64(S) <= d+dd {
-				return S, fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, d+dd)
-			}
-			base2 = r.View(S - uint32(d+dd))
-			if base2 == nil {
+		if B2 != 0 {
+			if base2 = r.exact(B2); base2 == nil {
 				return S, ErrMissingBaseline
 			}
 		}
 	}
-	if ackRel && d == 0 {
-		return S, fmt.Errorf("%w: input ack relative to no baseline", ErrCorrupt)
+	inputAck := h.InputAck
+	if h.InputAckRelative {
+		if !base.HasInputAck {
+			return S, fmt.Errorf("%w: input ack relative to a baseline without one", ErrCorrupt)
+		}
+		inputAck += base.InputAck
 	}
-	// The ring slot of S holds nothing a server can still name as a
-	// baseline (a tick at least one ring depth older), so it is reused.
-	out := &r.ring[S%depth]
+	// Records apply to the baseline view for a tick's first part, else to
+	// the tick's view (or, once sealed, to what is shown of it).
+	from, into := base, &r.ring[idx]
+	switch {
+	case cur == nil:
+	case !m.sealed:
+		from = cur
+	default:
+		from, into = cur, &r.shown[idx]
+		if m.late != 0 {
+			from = into
+		}
+	}
+	out := &r.spare
 	out.valid = false
-	if err := r.merge(&rd, base, base2, out, S, int(count), k); err != nil {
+	if err := r.merge(&rd, from, B, base2, out, S, h.Count, uint(h.GapOrder)); err != nil {
 		return S, err
 	}
 	out.Tick = S
-	out.InputAck, out.HasInputAck = inputAck, ext != 0
-	out.InputHeld, out.InputDepth, out.HasInputFeedback = inputAck+uint32(inputLead), int(inputDepth), hasFeedback
+	out.InputAck, out.HasInputAck = inputAck, h.HasInputAck
+	out.InputHeld, out.InputDepth, out.HasInputFeedback = inputAck+uint32(h.InputLead), int(h.InputDepth), h.HasInputFeedback
 	out.valid = true
+	*into, r.spare = *out, *into
+	r.spare.valid = false
+	switch {
+	case cur == nil:
+		*m = viewMeta{parts: bit, count: h.Parts, base: B, base2: B2}
+	case !m.sealed:
+		m.parts |= bit
+	default:
+		m.late |= bit
+		r.Late++
+	}
 	r.noteDecoded(S)
 	return S, nil
 }
@@ -243,18 +317,22 @@ func (r *Receiver) noteDecoded(S uint32) {
 			r.mask = r.mask<<shift | 1<<(shift-1)
 		}
 		r.newest = S
-	default:
+	case S != r.newest:
 		back := r.newest - S // ≥ 1
 		if back <= 32 {
 			r.mask |= 1 << (back - 1)
 		}
 	}
-	if r.latest == nil || int32(S-r.latest.Tick) > 0 {
-		r.latest = r.View(S)
+	if r.latest == 0 || int32(S-r.latest) > 0 {
+		r.latest = S
 	}
 }
 
-func (r *Receiver) merge(rd *bitio.Reader, base, base2, out *Frame, S uint32, count int, k uint) error {
+// merge writes into out the view base (nil: empty) with count records from
+// rd applied. Deltas are against base's values; predicted ones against the
+// extrapolation of base's values through base2, as they were at tick baseTick
+// (base may be a view of tick S itself, for a tick's later parts).
+func (r *Receiver) merge(rd *bitio.Reader, base *Frame, baseTick uint32, base2, out *Frame, S uint32, count int, k uint) error {
 	out.Slots = out.Slots[:0]
 	out.Metas = out.Metas[:0]
 	out.Offs = out.Offs[:0]
@@ -273,8 +351,7 @@ func (r *Receiver) merge(rd *bitio.Reader, base, base2, out *Frame, S uint32, co
 		out.Srcs = append(out.Srcs, base.Srcs[i])
 	}
 	prev := int64(-1)
-	var prevMask uint64
-	prevMaskBits := -1
+	run := newMaskRun()
 	for n := 0; n < count; n++ {
 		gap := rd.ReadExpGolomb(k)
 		if err := rd.Err(); err != nil {
@@ -326,25 +403,20 @@ func (r *Receiver) merge(rd *bitio.Reader, base, base2, out *Frame, S uint32, co
 			owner := r.me != 0 && m.Owner == r.me
 			repeat := rd.ReadBits(1) == 1
 			if repeat {
-				if prevMaskBits < 0 {
+				if run.bits < 0 {
 					return fmt.Errorf("%w: repeated field mask without a previous one", ErrCorrupt)
 				}
 				mr := &r.maskReader
 				for i := range r.maskBuf {
-					r.maskBuf[i] = byte(prevMask >> (8 * i))
+					r.maskBuf[i] = byte(run.mask >> (8 * i))
 				}
-				mr.Reset(r.maskBuf[:(prevMaskBits+7)/8])
+				mr.Reset(r.maskBuf[:(run.bits+7)/8])
 				_, nb := readMasks(mr, r.plans, m.Set, owner, &r.masks)
-				if mr.Err() != nil || nb != prevMaskBits {
+				if mr.Err() != nil || nb != run.bits {
 					return fmt.Errorf("%w: repeated field mask does not fit slot %d", ErrCorrupt, slot)
 				}
 			} else {
-				raw, nbits := readMasks(rd, r.plans, m.Set, owner, &r.masks)
-				if nbits <= 64 {
-					prevMask, prevMaskBits = raw, nbits
-				} else {
-					prevMaskBits = -1
-				}
+				run.note(readMasks(rd, r.plans, m.Set, owner, &r.masks))
 			}
 			if err := rd.Err(); err != nil {
 				return err
@@ -358,7 +430,7 @@ func (r *Receiver) merge(rd *bitio.Reader, base, base2, out *Frame, S uint32, co
 					return fmt.Errorf("%w: predicted slot %d not in the prediction view", ErrCorrupt, slot)
 				}
 				r.pred = append(r.pred[:0], baseLanes...)
-				predict(r.plans, m.Set, baseLanes, base2.EntityLanes(i2), int64(S-base.Tick), int64(base.Tick-base2.Tick), r.pred)
+				predict(r.plans, m.Set, baseLanes, base2.EntityLanes(i2), int64(S-baseTick), int64(baseTick-base2.Tick), r.pred)
 				pred = r.pred
 			}
 			start := len(out.Lanes)

@@ -79,53 +79,59 @@ func BenchmarkSnapshotBuild25(b *testing.B) { benchWorld(b, 0.25) }
 
 // syncedClient returns a 1000-entity scene (10% moving per tick) with a
 // client fully synced over 30 ticks, and one more tick committed.
-func syncedClient(b *testing.B) (*benchScene, *Encoder, *Client, *Receiver, []byte) {
+func syncedClient(b *testing.B) (*benchScene, *Encoder, *Client, *Receiver) {
 	s := newBenchScene(1000)
 	enc := NewEncoder(s.w)
 	c := NewClient(0, 0)
 	rcv := NewReceiver(s.reg, 0, 0)
-	var buf []byte
+	var pk Packets
 	for i := 0; i < 30; i++ {
 		s.step(0.1)
-		buf, _ = enc.Build(c, BuildOptions{Budget: 1 << 20}, buf)
-		if _, err := rcv.Decode(buf); err != nil {
-			b.Fatal(err)
+		enc.Build(c, BuildOptions{Budget: 1 << 20}, &pk)
+		for j := range pk.Len() {
+			if _, err := rcv.Decode(pk.At(j)); err != nil {
+				b.Fatal(err)
+			}
 		}
 		c.Ack(rcv.Ack())
 	}
 	s.step(0.1)
-	return s, enc, c, rcv, buf
+	return s, enc, c, rcv
 }
 
 // BenchmarkClientBuild: per-client datagram build for 1000 entities with 10%
 // changed since the client's acked baseline, records already cached by an
 // earlier client on the same baseline (the steady state of many clients).
 func BenchmarkClientBuild(b *testing.B) {
-	_, enc, c, _, buf := syncedClient(b)
+	_, enc, c, _ := syncedClient(b)
 	other := NewClient(0, 0)
 	*other = *c
 	other.views = append([]view(nil), c.views...)
-	var info BuildInfo
-	buf, info = enc.Build(other, BuildOptions{}, buf) // warms the record cache
+	var pk Packets
+	info := enc.Build(other, BuildOptions{}, &pk) // warms the record cache
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		buf, info = enc.Build(c, BuildOptions{}, buf)
+		info = enc.Build(c, BuildOptions{}, &pk)
 	}
 	b.ReportMetric(float64(info.Deltas), "records")
-	b.ReportMetric(float64(len(buf)), "bytes")
+	b.ReportMetric(float64(pk.Bytes()), "bytes")
 }
 
 // BenchmarkReceiverDecode: the client side of BenchmarkClientBuild.
 func BenchmarkReceiverDecode(b *testing.B) {
-	s, enc, c, rcv, buf := syncedClient(b)
-	buf, _ = enc.Build(c, BuildOptions{}, buf)
+	s, enc, c, rcv := syncedClient(b)
+	var pk Packets
+	enc.Build(c, BuildOptions{}, &pk)
+	if pk.Len() != 1 {
+		b.Fatalf("%d datagrams", pk.Len())
+	}
 	S := s.tick
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		rcv.ring[S%uint32(len(rcv.ring))].valid = false // decode the same datagram again
-		if _, err := rcv.Decode(buf); err != nil {
+		if _, err := rcv.Decode(pk.At(0)); err != nil {
 			b.Fatal(err)
 		}
 	}

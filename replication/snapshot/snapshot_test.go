@@ -40,6 +40,22 @@ func requireSameView(t testing.TB, want *Frame, got *Frame) {
 	}
 }
 
+// buildOne builds the tick's datagrams for c and returns the only one (nil
+// if there is none); more than one fails t.
+func buildOne(t testing.TB, enc *Encoder, c *Client, opt BuildOptions) ([]byte, BuildInfo) {
+	t.Helper()
+	var p Packets
+	info := enc.Build(c, opt, &p)
+	switch p.Len() {
+	case 0:
+		return nil, info
+	case 1:
+		return p.At(0), info
+	}
+	t.Fatalf("%d datagrams for tick %d, want one", p.Len(), info.Tick)
+	return nil, info
+}
+
 // refSetup returns the reference registry with a world, an encoder, a
 // client and a receiver at default depths.
 func refSetup(t *testing.T) (*schema.Registry, *World, *Encoder, *Client, *Receiver) {
@@ -60,7 +76,7 @@ func TestReferenceCase(t *testing.T) {
 		w.PutLanes(i, m, []uint64{uint64(i) * 100, 5000, 7, 300})
 	}
 	f1 := w.Commit()
-	dg, info := enc.Build(c, BuildOptions{Budget: 64 << 10}, nil)
+	dg, info := buildOne(t, enc, c, BuildOptions{Budget: 64 << 10})
 	require.Equal(t, 200, info.Fulls)
 	_, err := rcv.Decode(dg)
 	require.NoError(t, err)
@@ -81,7 +97,7 @@ func TestReferenceCase(t *testing.T) {
 	}
 	w.PutLanes(900, m, []uint64{1, 2, 3, 4})
 	f2 := w.Commit()
-	dg, info = enc.Build(c, BuildOptions{}, nil)
+	dg, info = buildOne(t, enc, c, BuildOptions{})
 	require.Equal(t, uint32(1), info.Baseline)
 	require.Equal(t, 20, info.Deltas)
 	require.Equal(t, 1, info.Fulls)
@@ -109,7 +125,7 @@ func TestByteRateBudget(t *testing.T) {
 		}
 		w.Commit()
 		c.Refill(1.0 / 30)
-		dg, info := enc.Build(c, BuildOptions{}, nil)
+		dg, info := buildOne(t, enc, c, BuildOptions{})
 		w.EndTick()
 		sent += len(dg)
 		if len(dg) > 0 {
@@ -130,7 +146,7 @@ func TestInputAckExtension(t *testing.T) {
 	w.Begin(1)
 	w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, 4})
 	w.Commit()
-	dg, _ := enc.Build(c, BuildOptions{InputAck: 123456, HasInputAck: true}, nil)
+	dg, _ := buildOne(t, enc, c, BuildOptions{InputAck: 123456, HasInputAck: true})
 	_, err := rcv.Decode(dg)
 	require.NoError(t, err)
 	v := rcv.Latest()
@@ -139,7 +155,7 @@ func TestInputAckExtension(t *testing.T) {
 	w.Begin(2)
 	w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, 4})
 	w.Commit()
-	dg, _ = enc.Build(c, BuildOptions{}, nil)
+	dg, _ = buildOne(t, enc, c, BuildOptions{})
 	_, err = rcv.Decode(dg)
 	require.NoError(t, err)
 	require.False(t, rcv.Latest().HasInputAck)
@@ -171,7 +187,7 @@ func TestInputFeedbackExtension(t *testing.T) {
 		w.Begin(uint32(i + 1))
 		w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, uint64(i)})
 		w.Commit()
-		dg, _ := enc.Build(c, tc.opt, nil)
+		dg, _ := buildOne(t, enc, c, tc.opt)
 		_, err := rcv.Decode(dg)
 		require.NoError(t, err)
 		v := rcv.Latest()
@@ -205,7 +221,7 @@ func TestInputAckRelativeToBaseline(t *testing.T) {
 		w.PutLanes(0, Meta{Set: 1}, []uint64{1, 2, 3, 4})
 		w.Commit()
 		ack := 1000 + 2*tick
-		dg, info := enc.Build(c, BuildOptions{InputAck: ack, HasInputAck: tick != 5}, nil)
+		dg, info := buildOne(t, enc, c, BuildOptions{InputAck: ack, HasInputAck: tick != 5})
 		_, err := rcv.Decode(dg)
 		require.NoError(t, err)
 		v := rcv.Latest()
@@ -238,6 +254,7 @@ func extHeader() *bitio.Writer {
 	var bw bitio.Writer
 	bw.WriteBits(uint64(KindSnapshot), 8)
 	bw.WriteBits(100, 32)   // tick
+	bw.WriteBits(0, 1)      // one part
 	bw.WriteExpGolomb(0, 0) // no baseline
 	bw.WriteExpGolomb(0, 0) // no records
 	bw.WriteBits(0, 3)      // gap code order

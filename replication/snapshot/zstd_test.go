@@ -10,7 +10,8 @@ import (
 )
 
 // walkDatagrams runs n ticks of the random-walk scene (entities walkers,
-// 10% moving) with acks lagging by lag ticks, and returns the datagrams.
+// 10% moving) with acks lagging by lag ticks, and returns the datagrams (the
+// first tick's full state takes several; after it, one a tick).
 func walkDatagrams(t testing.TB, entities, n, lag int, comp *Compressor, rcv *Receiver) ([][]byte, *World) {
 	reg := schema.NewRegistry()
 	schema.MustRegister[walker](reg)
@@ -27,14 +28,18 @@ func walkDatagrams(t testing.TB, entities, n, lag int, comp *Compressor, rcv *Re
 		ents[i].Pos = components.Vec3{X: rng.Float64() * 500, Z: rng.Float64() * 500}
 	}
 	var out [][]byte
-	var acks [][2]uint32
+	var acks []Ack
+	var pk Packets
 	for tick := uint32(1); tick <= uint32(n); tick++ {
 		walkTick(w, rng, ents, tick)
-		dg, _ := enc.Build(c, BuildOptions{}, nil)
+		enc.Build(c, BuildOptions{}, &pk)
 		w.EndTick()
-		out = append(out, dg)
-		_, err := rcv.Decode(dg)
-		require.NoError(t, err)
+		for i := range pk.Len() {
+			dg := append([]byte(nil), pk.At(i)...)
+			out = append(out, dg)
+			_, err := rcv.Decode(dg)
+			require.NoError(t, err)
+		}
 		if v := rcv.View(tick); v != nil {
 			// The view is exactly what the server believes the client holds.
 			slots, lanes, ok := expectedView(w, c, tick)
@@ -45,10 +50,9 @@ func walkDatagrams(t testing.TB, entities, n, lag int, comp *Compressor, rcv *Re
 				}
 			}
 		}
-		n, m := rcv.Ack()
-		acks = append(acks, [2]uint32{n, m})
+		acks = append(acks, rcv.Ack())
 		if len(acks) > lag {
-			c.Ack(acks[len(acks)-1-lag][0], acks[len(acks)-1-lag][1])
+			c.Ack(acks[len(acks)-1-lag])
 		}
 	}
 	return out, w
