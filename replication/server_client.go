@@ -1,8 +1,6 @@
 package replication
 
 import (
-	"math"
-	"math/bits"
 	"time"
 
 	"github.com/archenet/archenet/replication/snapshot"
@@ -23,6 +21,7 @@ type serverClient struct {
 	ready        bool
 
 	sent   []sentRecord // ring by tick
+	judged uint32       // next sent tick to judge for loss
 	rtt    rttEstimator
 	budget budgetController
 
@@ -30,9 +29,9 @@ type serverClient struct {
 	datagrams             uint64
 }
 
-// lossHorizon is how many net ticks a snapshot may wait for its ack before
-// it counts as lost.
-const lossHorizon = 45
+// minLossHorizon is the least time a snapshot datagram waits for its ack
+// before it counts as lost (at least 4 smoothed RTTs).
+const minLossHorizon = 300 * time.Millisecond
 
 // sentRecord is what the server sent a client at one tick.
 type sentRecord struct {
@@ -48,12 +47,39 @@ func newServerClient(id ClientID, conn transport.Conn, s *Server) *serverClient 
 	// The sent ring is longer than the snapshot ring so that RTT is still
 	// measured when a congested queue delays acks by seconds.
 	c := &serverClient{id: id, conn: conn, snap: snapshot.NewClient(id, s.cfg.Depth), sent: make([]sentRecord, 512)}
-	c.budget = budgetController{min: float64(s.cfg.MinBytesPerSecond), max: float64(s.cfg.MaxBytesPerSecond)}
-	// Start at half the cap and adapt from there.
-	c.budget.rate = math.Max(c.budget.min, c.budget.max/2)
+	c.budget = newBudgetController(float64(s.cfg.MinBytesPerSecond), float64(s.cfg.MaxBytesPerSecond))
 	c.snap.SetRate(int(c.budget.rate), c.burst(s))
 	return c
 }
+
+// judgeLoss hands the budget controller every sent record whose fate is
+// known, oldest first: acked ones (an ack is final about which datagrams of
+// its tick arrived), ones the client skipped (it acked a tick reorderThreshold
+// or more later), and ones older than 4 smoothed RTTs (at least
+// minLossHorizon) without an ack.
+func (c *serverClient) judgeLoss(tick uint32, now time.Time) {
+	horizon := max(4*c.rtt.srtt, minLossHorizon)
+	if c.judged == 0 || int32(tick-c.judged) > int32(len(c.sent)) {
+		c.judged = tick // first tick, or the ring lapped: nothing older to judge
+	}
+	newest := c.snap.NewestAck
+	for ; int32(tick-c.judged) > 0; c.judged++ {
+		r := &c.sent[c.judged%uint32(len(c.sent))]
+		if r.tick != c.judged || r.bytes == 0 {
+			continue
+		}
+		skipped := newest != 0 && int32(newest-r.tick) >= reorderThreshold && int32(newest-r.tick) < snapshot.AckWindow
+		if !r.acked && !skipped && now.Sub(r.at) < horizon {
+			return
+		}
+		c.budget.account(r)
+	}
+}
+
+// reorderThreshold is how many later ticks a client may ack before an
+// unacked tick counts as lost (datagrams overtaken by a few later ones are
+// reordered, not lost).
+const reorderThreshold = 3
 
 func (c *serverClient) burst(s *Server) int {
 	return max(s.cfg.MTU*2, int(c.budget.rate)/8)
@@ -64,7 +90,7 @@ func (c *serverClient) onAck(a *snapshot.Ack, now time.Time) {
 		return
 	}
 	if a.Newest != c.snap.NewestAck {
-		c.budget.lastAck = now
+		c.budget.onAck(now)
 	}
 	c.snap.Ack(*a)
 	mark := func(t uint32, sample bool) {
@@ -74,6 +100,9 @@ func (c *serverClient) onAck(a *snapshot.Ack, now time.Time) {
 		}
 		r.acked = true
 		r.held, _ = a.Holds(t)
+		if n := max(r.parts, 1); r.bytes > 0 {
+			c.budget.onDelivered(float64(r.bytes) * float64(heldParts(r.held, n)) / float64(n))
+		}
 		if sample {
 			c.rtt.sample(now.Sub(r.at), now)
 		}
@@ -84,108 +113,6 @@ func (c *serverClient) onAck(a *snapshot.Ack, now time.Time) {
 			mark(a.Newest-1-i, false)
 		}
 	}
-}
-
-// rttEstimator keeps a smoothed RTT and a windowed minimum.
-type rttEstimator struct {
-	srtt, min time.Duration
-	minAt     time.Time
-	n         int
-}
-
-func (r *rttEstimator) sample(d time.Duration, now time.Time) {
-	if d < 0 {
-		return
-	}
-	r.n++
-	if r.n == 1 {
-		r.srtt = d
-	} else {
-		r.srtt += (d - r.srtt) / 8
-	}
-	if r.min == 0 || d <= r.min || now.Sub(r.minAt) > 10*time.Second {
-		r.min, r.minAt = d, now
-	}
-}
-
-// budgetController is an AIMD controller of a client's snapshot byte rate:
-// it backs off multiplicatively when snapshots are lost or the RTT grows
-// over its minimum (queueing), and grows back additively while the link is
-// clean, so a congested client gets fewer, more important updates instead
-// of a growing backlog.
-type budgetController struct {
-	rate, min, max float64
-	loss           float64 // fast EWMA of the fraction of snapshots never acked
-	lossBase       float64 // slow EWMA: the link's standing random loss
-	lastChange     time.Time
-	sent, lost     int // current loss window
-	windows        int
-	lossJudged     bool // the newest loss window already caused a back-off
-	lastAck        time.Time
-	started        time.Time
-}
-
-// account looks at a sent record old enough to judge and updates the loss
-// estimate: of its parts datagrams, those the client did not ack were lost.
-func (b *budgetController) account(r *sentRecord) {
-	n := max(r.parts, 1)
-	got := 0
-	if r.acked {
-		got = min(n, bits.OnesCount64(r.held&(1<<n-1)))
-		if n == 64 {
-			got = bits.OnesCount64(r.held)
-		}
-	}
-	b.sent += n
-	b.lost += n - got
-	if b.sent >= 32 {
-		f := float64(b.lost) / float64(b.sent)
-		b.windows++
-		b.loss += (f - b.loss) / 2
-		b.lossBase += (f - b.lossBase) / 4
-		b.lossJudged = false
-		b.sent, b.lost = 0, 0
-	}
-}
-
-// update adjusts the rate; it returns true if it changed.
-func (b *budgetController) update(now time.Time, rtt *rttEstimator, netRate int) bool {
-	interval := min(max(rtt.srtt, 100*time.Millisecond), 500*time.Millisecond)
-	if !b.lastChange.IsZero() && now.Sub(b.lastChange) < interval {
-		return false
-	}
-	elapsed := now.Sub(b.lastChange).Seconds()
-	if b.lastChange.IsZero() {
-		elapsed = interval.Seconds()
-	}
-	b.lastChange = now
-	old := b.rate
-	if b.started.IsZero() {
-		b.started = now
-	}
-	// Queueing: RTT well above its minimum, or so high that a standing queue
-	// is the only explanation (the minimum itself may have been measured
-	// through that queue).
-	queueing := rtt.n > 4 && (rtt.srtt > rtt.min+rtt.min/2+30*time.Millisecond || rtt.srtt > 750*time.Millisecond)
-	// Standing random loss (a lossy radio link) is not congestion: back off
-	// at most once per loss window when loss rises above its long-run level,
-	// when queueing delay grows, or when acks stop arriving altogether.
-	lossy := b.loss > b.lossBase+0.15 && !b.lossJudged
-	if lossy {
-		b.lossJudged = true
-	}
-	last := b.lastAck
-	if last.IsZero() {
-		last = b.started
-	}
-	silent := now.Sub(last) > max(time.Second, 4*rtt.srtt)
-	if lossy || queueing || silent {
-		b.rate = math.Max(b.min, b.rate*0.75)
-	} else {
-		// Increase by 4 KiB/s or 10% per second of clean link, whichever is more.
-		b.rate = math.Min(b.max, b.rate+math.Max(4096, b.rate*0.1)*math.Min(elapsed, 1))
-	}
-	return b.rate != old
 }
 
 func (s *Server) sendClient(c *serverClient, now time.Time) error {
@@ -268,16 +195,10 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 		}
 	}
 
-	// Adaptive budget, then the snapshot datagram. A snapshot not acked
-	// after lossHorizon ticks counts as lost.
-	if s.tick > lossHorizon {
-		old := &c.sent[(s.tick-lossHorizon)%uint32(len(c.sent))]
-		if old.tick == s.tick-lossHorizon && old.bytes > 0 {
-			c.budget.account(old)
-		}
-	}
+	// Adaptive budget, then the snapshot datagrams.
+	c.judgeLoss(s.tick, now)
 	rec := &c.sent[s.tick%uint32(len(c.sent))]
-	if c.budget.update(now, &c.rtt, s.cfg.NetRate) {
+	if c.budget.update(now, &c.rtt) {
 		c.snap.SetRate(int(c.budget.rate), c.burst(s))
 	}
 	c.snap.Refill(1 / float64(s.cfg.NetRate))
