@@ -28,7 +28,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg     Config
 		asJSON  = fs.Bool("json", false, "print the report as one JSON object on the last line")
 		trace   = fs.String("trace", "", "replay a transform trace (CSV, optionally .gz) instead of the synthetic scene")
-		genPath = fs.String("gen-trace", "", "write the generated falling-cubes trace to `FILE` (gzip if it ends in .gz) and exit")
+		genPath = fs.String("gen-trace", "", "write the generated trace of -scene to `FILE` (gzip if it ends in .gz) and exit")
+		sceneN  = fs.String("scene", "", "replay a generated trace instead of the synthetic scene: "+sceneNames())
 		cpuProf = fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE`; server work carries the label side=server")
 		verbose = fs.Bool("v", false, "log replication events to stderr")
 		quiet   = fs.Bool("q", false, "no progress lines")
@@ -46,6 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Jitter, "jitter", 0, "sim: one-way jitter (uniform)")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "random seed (scene and simulated network)")
 	fs.IntVar(&cfg.Settle, "settle", 0, "ticks without loss and movement before the convergence check (0: 30 + four one-way delays)")
+	fs.Float64Var(&cfg.PosStep, "pos-step", 0, "replicated position step in metres (0: the Transform's 1 mm), e.g. 0.001953125 for 1/512 m")
+	fs.IntVar(&cfg.QuatBits, "quat-bits", 0, "replicated quaternion bits per component (0: the Transform's 10)")
+	fs.IntVar(&cfg.FidelityClients, "fidelity-clients", 0, "clients whose mirrors are checked against the server every tick (0: up to 8)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: loadtest [flags]\n\nRuns an archenet server and many clients in one process and reports bandwidth, server time and convergence.\n\n")
 		fs.PrintDefaults()
@@ -61,23 +65,47 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	if *genPath != "" {
-		if err := writeTraceFile(*genPath, GenerateTrace(TraceGenConfig{Seed: uint64(cfg.Seed)})); err != nil {
+		name := *sceneN
+		if name == "" {
+			name = "falling"
+		}
+		gen, ok := scenes[name]
+		if !ok {
+			fmt.Fprintf(stderr, "loadtest: unknown scene %q: %s\n", name, sceneNames())
+			return 2
+		}
+		if err := writeTraceFile(*genPath, gen(uint64(cfg.Seed))); err != nil {
 			fmt.Fprintf(stderr, "loadtest: %v\n", err)
 			return 2
 		}
 		return 0
 	}
-	if *trace != "" {
+	if *trace != "" || *sceneN != "" {
 		if set["rate"] {
-			fmt.Fprintln(stderr, "loadtest: -rate cannot be used with -trace (the trace's rate is used)")
+			fmt.Fprintln(stderr, "loadtest: -rate cannot be used with -trace or -scene (the trace's rate is used)")
 			return 2
 		}
-		t, err := readTraceFile(*trace)
-		if err != nil {
-			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+		if *trace != "" && *sceneN != "" {
+			fmt.Fprintln(stderr, "loadtest: -trace and -scene exclude each other")
 			return 2
 		}
-		cfg.Trace, cfg.TraceName, cfg.Rate = t, *trace, t.Rate
+		var t *Trace
+		name := *trace
+		if *sceneN != "" {
+			gen, ok := scenes[*sceneN]
+			if !ok {
+				fmt.Fprintf(stderr, "loadtest: unknown scene %q: %s\n", *sceneN, sceneNames())
+				return 2
+			}
+			t, name = gen(uint64(cfg.Seed)), "scene "+*sceneN
+		} else {
+			var err error
+			if t, err = readTraceFile(*trace); err != nil {
+				fmt.Fprintf(stderr, "loadtest: %v\n", err)
+				return 2
+			}
+		}
+		cfg.Trace, cfg.TraceName, cfg.Rate = t, name, t.Rate
 		if !set["clients"] {
 			cfg.Clients = 1
 		}

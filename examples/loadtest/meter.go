@@ -19,9 +19,12 @@ type meter struct {
 	downKBps   []float64 // one sample per client per full second
 	upKBps     []float64
 
-	// Bytes and entity records of the datagrams that arrived alone in a
-	// tick (so the newest view's records are exactly that datagram's).
+	// Bytes and entity records of the ticks whose datagrams all arrived in
+	// one client step (so the newest view's records are exactly theirs).
 	recBytes, records, samples uint64
+
+	// Per client step: snapshot bytes and datagrams received.
+	tickBytes, tickDatagrams []float64
 }
 
 func newMeter(r *rig) *meter {
@@ -50,12 +53,16 @@ func (m *meter) client(p *peer) {
 	st := &p.c.Stats
 	dg, drop, in := st.Datagrams-p.datagrams, st.DatagramsDropped-p.dropped, st.BytesIn-p.bytesIn
 	p.datagrams, p.dropped, p.bytesIn = st.Datagrams, st.DatagramsDropped, st.BytesIn
+	m.tickBytes = append(m.tickBytes, float64(in))
+	m.tickDatagrams = append(m.tickDatagrams, float64(dg))
 	v := p.c.Receiver().Latest()
 	if v == nil || v.Tick == p.serverTick {
 		return
 	}
 	p.serverTick = v.Tick
-	if dg != 1 || drop != 0 {
+	// Bytes per record only where this step's datagrams are exactly the
+	// newest tick's, all of them (its records are then the view's).
+	if got, parts := p.c.Receiver().Parts(v.Tick); drop != 0 || got != parts || uint64(parts) != dg {
 		return
 	}
 	n := 0

@@ -46,6 +46,12 @@ type Report struct {
 	ClientBuildUsPerCl  float64 `json:"client_build_us_per_client_mean"`
 	SnapshotNsPerEntity float64 `json:"snapshot_ns_per_entity"`
 
+	BytesPerTickP50      float64 `json:"bytes_per_tick_p50"` // snapshot bytes a client received per net tick
+	BytesPerTickP99      float64 `json:"bytes_per_tick_p99"`
+	BytesPerTickMax      float64 `json:"bytes_per_tick_max"`
+	DatagramsPerTickMean float64 `json:"datagrams_per_tick_mean"`
+	DatagramsPerTickMax  float64 `json:"datagrams_per_tick_max"`
+
 	BytesPerEntityUpdate   float64 `json:"bytes_per_entity_update"`
 	UpdatesPerClientPerTic float64 `json:"entity_updates_per_client_per_tick"`
 	SnapshotBytes          uint64  `json:"snapshot_bytes"`
@@ -63,25 +69,18 @@ type Report struct {
 	Converged     bool   `json:"converged"`
 	ConvergeError string `json:"converge_error,omitempty"`
 
+	FidelityReport
 	*TraceReport
 }
 
-// TraceReport holds the figures of a trace replay. Position error is per
-// axis (the quantizer's bound is step/2 per axis); the Euclidean maximum is
-// given too. Errors are of each client's mirrors against the trace at the
-// tick of the client's newest snapshot, over the playback ("settled": after
-// the settle ticks, against the last frame).
+// TraceReport holds the figures of a trace replay (its fidelity is in
+// FidelityReport). Settled errors are of every mirror after the settle
+// ticks, against the last frame.
 type TraceReport struct {
 	Trace             string  `json:"trace"`
 	TraceRateHz       int     `json:"trace_rate_hz"`
 	TraceFrames       int     `json:"trace_frames"`
 	DownKbitPerS      float64 `json:"down_kbit_per_s"`
-	Samples           int     `json:"error_samples"`
-	PosErrMeanM       float64 `json:"pos_err_mean_m"`
-	PosErrMaxM        float64 `json:"pos_err_max_m"`
-	PosErrMaxEuclidM  float64 `json:"pos_err_max_euclid_m"`
-	RotErrMeanDeg     float64 `json:"rot_err_mean_deg"`
-	RotErrMaxDeg      float64 `json:"rot_err_max_deg"`
 	SettledPosErrMaxM float64 `json:"settled_pos_err_max_m"`
 	SettledRotErrMax  float64 `json:"settled_rot_err_max_deg"`
 }
@@ -109,6 +108,12 @@ func (rep *Report) fill(r *rig, m *meter, entities, replicated int) {
 	}
 	if m.records > 0 {
 		rep.BytesPerEntityUpdate = float64(m.recBytes) / float64(m.records)
+	}
+	rep.BytesPerTickP50, rep.BytesPerTickP99 = percentile(m.tickBytes, 0.5), percentile(m.tickBytes, 0.99)
+	rep.BytesPerTickMax = percentile(m.tickBytes, 1)
+	rep.DatagramsPerTickMean, rep.DatagramsPerTickMax = mean(m.tickDatagrams), percentile(m.tickDatagrams, 1)
+	if r.fid != nil {
+		rep.FidelityReport = r.fid.report()
 	}
 	if m.samples > 0 {
 		rep.UpdatesPerClientPerTic = float64(m.records) / float64(m.samples)
@@ -149,12 +154,19 @@ func (rep *Report) WriteText(w io.Writer) {
 		rep.SnapshotBuildMsMean, rep.SnapshotNsPerEntity, rep.ClientBuildMsMean, rep.ClientBuildUsPerCl)
 	fmt.Fprintf(w, "  snapshots:   %.2f bytes/entity update, %.1f updates/client/tick; %d B snapshots, %d B spawn messages\n",
 		rep.BytesPerEntityUpdate, rep.UpdatesPerClientPerTic, rep.SnapshotBytes, rep.SpawnBytes)
+	fmt.Fprintf(w, "    per client and tick: %.0f B p50, %.0f p99, %.0f max; %.2f datagrams mean, %.0f max\n",
+		rep.BytesPerTickP50, rep.BytesPerTickP99, rep.BytesPerTickMax, rep.DatagramsPerTickMean, rep.DatagramsPerTickMax)
+	if f := &rep.FidelityReport; f.Samples > 0 {
+		fmt.Fprintf(w, "  fidelity:    %d samples, stale %.4f%% (bounds %.2f mm, %.3f°; %d missing mirrors)\n",
+			f.Samples, f.StaleFraction*100, f.PosBoundM*1e3, f.RotBoundDeg, f.MissingMirrors)
+		fmt.Fprintf(w, "    position error %.3f mm p50, %.3f p99, %.3f max; rotation %.4f° p50, %.4f p99, %.4f max\n",
+			f.PosErrP50M*1e3, f.PosErrP99M*1e3, f.PosErrMaxM*1e3, f.RotErrP50Deg, f.RotErrP99Deg, f.RotErrMaxDeg)
+	}
 	fmt.Fprintf(w, "  structure:   %d spawns / %d despawns sent, %d / %d applied; %d datagrams dropped by decoders\n",
 		rep.SpawnsSent, rep.DespawnsSent, rep.SpawnsApplied, rep.DespawnsApplied, rep.DatagramsDropped)
 	if t := rep.TraceReport; t != nil {
-		fmt.Fprintf(w, "  trace %s: %d frames at %d Hz, %.1f kbit/s per client\n", t.Trace, t.TraceFrames, t.TraceRateHz, t.DownKbitPerS)
-		fmt.Fprintf(w, "    position error %.3f mm mean, %.3f mm max per axis (%.3f mm Euclidean); rotation %.4f° mean, %.4f° max; settled %.3f mm, %.4f°\n",
-			t.PosErrMeanM*1e3, t.PosErrMaxM*1e3, t.PosErrMaxEuclidM*1e3, t.RotErrMeanDeg, t.RotErrMaxDeg, t.SettledPosErrMaxM*1e3, t.SettledRotErrMax)
+		fmt.Fprintf(w, "  trace %s: %d frames at %d Hz, %.1f kbit/s per client; settled %.3f mm, %.4f°\n",
+			t.Trace, t.TraceFrames, t.TraceRateHz, t.DownKbitPerS, t.SettledPosErrMaxM*1e3, t.SettledRotErrMax)
 	}
 	fmt.Fprintf(w, "  heap in use %.1f MB (whole process), %.1f s wall\n", rep.HeapMB, rep.WallSeconds)
 	if rep.Converged {

@@ -40,6 +40,18 @@ type Config struct {
 	// Trace, if set, replaces the synthetic scene (see replay.go).
 	Trace     *Trace
 	TraceName string // for the report
+	// PosStep and QuatBits set the replicated precision of the Transform
+	// (its position step in metres, its quaternion bits per component), so
+	// that bytes can be compared with another library at its precision.
+	// 0: the Transform's own (1 mm, 10 bits).
+	PosStep  float64
+	QuatBits int
+	// FidelityClients is how many clients (the first ones) fidelity is
+	// measured on. 0: up to 8.
+	FidelityClients int
+	// FidelityAfter is how many measured ticks pass before fidelity is
+	// sampled (the clients' first second). 0: one second of ticks.
+	FidelityAfter int
 	// Progress receives a line every 10% of the run. Nil: none.
 	Progress io.Writer
 	// Logger receives replication logs. Nil: discarded.
@@ -74,8 +86,25 @@ func (c *Config) validate() error {
 		return errors.New("latency and jitter must not be negative")
 	case c.Transport == "quic" && (c.Loss != 0 || c.Latency != 0 || c.Jitter != 0):
 		return errors.New("-loss, -latency and -jitter need -transport sim")
+	case c.PosStep < 0 || c.QuatBits < 0:
+		return errors.New("-pos-step and -quat-bits must not be negative")
 	}
 	return nil
+}
+
+// posStep and quatBits are the replicated precision in effect.
+func (c *Config) posStep() float64 {
+	if c.PosStep > 0 {
+		return c.PosStep
+	}
+	return 0.001
+}
+
+func (c *Config) quatBits() int {
+	if c.QuatBits > 0 {
+		return c.QuatBits
+	}
+	return 10
 }
 
 func (c *Config) settleTicks() int {
@@ -104,6 +133,7 @@ type rig struct {
 	game    func()    // server game logic, between Receive and Send
 	after   func()    // after the clients' step
 	meter   *meter    // nil outside the measured window
+	fid     *fidelity // nil: fidelity not measured
 	ctx     context.Context
 	labeled context.Context
 }
@@ -120,14 +150,28 @@ type peer struct {
 	serverTick                  uint32
 }
 
-func newRegistry() *schema.Registry {
+// newRegistry registers the Transform at the configured precision.
+func newRegistry(cfg Config) (*schema.Registry, error) {
 	reg := schema.NewRegistry()
-	schema.MustRegister[components.Transform](reg)
-	return reg
+	var opts []schema.Option
+	if cfg.PosStep > 0 {
+		opts = append(opts, schema.WithTag("Pos", fmt.Sprintf("world,step=%g", cfg.PosStep)))
+	}
+	if cfg.QuatBits > 0 {
+		opts = append(opts, schema.WithTag("Rot", fmt.Sprintf("quat,bits=%d", cfg.QuatBits)))
+	}
+	if _, err := schema.Register[components.Transform](reg, opts...); err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 func newRig(cfg Config, interest *replication.Interest) (*rig, error) {
-	r := &rig{cfg: cfg, reg: newRegistry(), dt: time.Second / time.Duration(cfg.Rate), ctx: context.Background()}
+	reg, err := newRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &rig{cfg: cfg, reg: reg, dt: time.Second / time.Duration(cfg.Rate), ctx: context.Background()}
 	if cfg.Logger == nil {
 		r.cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -141,7 +185,6 @@ func newRig(cfg Config, interest *replication.Interest) (*rig, error) {
 	scfg := replication.ServerConfig{
 		Registry: r.reg, NetRate: cfg.Rate, Interest: interest, MaxClients: cfg.Clients, Logger: r.cfg.Logger,
 	}
-	var err error
 	if cfg.Transport == "sim" {
 		r.simNet = sim.NewNetwork(cfg.Seed, time.Unix(1_000_000, 0))
 		scfg.Now = r.simNet.Now
@@ -247,6 +290,9 @@ func (r *rig) step() {
 	if r.meter != nil {
 		r.meter.server(recv, send, r.srv.Stats.BuildFrame-frame, r.srv.Stats.BuildClients-clients)
 	}
+	if r.fid != nil {
+		r.fid.record(r, r.srv.Tick())
+	}
 	if r.simNet != nil {
 		r.simNet.Advance(r.dt)
 		r.stepClients()
@@ -263,7 +309,30 @@ func (r *rig) step() {
 	}
 	if r.meter != nil {
 		r.meter.tickDone(r)
+		if r.fid != nil {
+			if r.meter.ticks == max(1, r.cfg.fidelityAfter()) {
+				r.fid.from = r.srv.Tick()
+			}
+			r.fid.sample(r)
+		}
 	}
+}
+
+func (c *Config) fidelityAfter() int {
+	if c.FidelityAfter > 0 {
+		return c.FidelityAfter
+	}
+	return c.Rate
+}
+
+// startFidelity begins recording the server's poses; sampling starts
+// FidelityAfter measured ticks later.
+func (r *rig) startFidelity(checkMissing bool) {
+	n := r.cfg.FidelityClients
+	if n <= 0 {
+		n = min(8, len(r.peers))
+	}
+	r.fid = newFidelity(r.cfg.posStep(), r.cfg.quatBits(), n, checkMissing)
 }
 
 func (r *rig) server(fn func()) {

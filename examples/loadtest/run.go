@@ -41,6 +41,7 @@ func runScene(cfg Config) (*Report, error) {
 	}
 
 	r.meter = newMeter(r)
+	r.startFidelity(cfg.Interest == 0)
 	progress := newProgress(cfg, "loadtest")
 	for i := 1; i <= cfg.Ticks; i++ {
 		r.step()
@@ -48,7 +49,7 @@ func runScene(cfg Config) (*Report, error) {
 	}
 	rep.fill(r, r.meter, cfg.Entities, cfg.Entities+cfg.Clients)
 	rep.Avatars = sc.nAvatar
-	r.meter = nil
+	r.meter, r.fid = nil, nil
 
 	// Settle: no loss, no movement; then every mirror must match.
 	sc.moving = false

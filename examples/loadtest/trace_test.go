@@ -153,9 +153,10 @@ func loadShipped(t testing.TB) *Trace {
 	return tr
 }
 
-// Replaying the shipped trace, the client's mirrors end within the
-// precision of components.Transform: 1 mm steps (≤ 0.5 mm per axis) and
-// 10-bit smallest-three rotations (≤ 0.15°).
+// Replaying the shipped trace, every client shows the server's state within
+// the precision of components.Transform (1 mm steps: ≤ 0.5 mm per axis;
+// 10-bit smallest-three) on every tick from one second after the join: no
+// stale sample, every mirror counted.
 func TestReplayShippedTrace(t *testing.T) {
 	tr := loadShipped(t)
 	rep, err := Run(Config{Transport: "sim", Clients: 2, World: 1, Ticks: 1, Rate: 60, Seed: 1, Trace: tr, TraceName: "falling"})
@@ -164,17 +165,32 @@ func TestReplayShippedTrace(t *testing.T) {
 	tp := rep.TraceReport
 	require.NotNil(t, tp)
 	require.Equal(t, 300, tp.TraceFrames)
-	require.Greater(t, tp.Samples, 2*250*40)
+	f := rep.FidelityReport
+	require.Greater(t, f.Samples, 2*240*40)
+	require.Zero(t, f.StaleFraction, "%+v", f)
+	require.Zero(t, f.MissingMirrors)
+	require.LessOrEqual(t, f.PosErrMaxM, f.PosBoundM)
+	require.LessOrEqual(t, f.RotErrMaxDeg, f.RotBoundDeg)
 	require.Greater(t, tp.DownKbitPerS, 10.0)
 	require.LessOrEqual(t, tp.SettledPosErrMaxM, 0.0005+1e-9)
 	require.LessOrEqual(t, tp.SettledRotErrMax, 0.15)
-	// Every update the client holds is within precision on the ticks it
-	// was current; errors above that are lag (deferred updates), which
-	// the mean keeps small.
-	require.Less(t, tp.PosErrMeanM, 0.02)
-	require.False(t, math.IsNaN(tp.RotErrMeanDeg))
 	require.Equal(t, rep.SpawnsSent, rep.SpawnsApplied)
 	require.Equal(t, uint64(2*5), rep.DespawnsApplied, "five bodies vanish, for two clients")
+}
+
+// A lower precision replicates the same trace in fewer bytes, and the
+// fidelity bounds follow it.
+func TestReplayAtAnotherPrecision(t *testing.T) {
+	tr := loadShipped(t)
+	base, err := Run(Config{Transport: "sim", Clients: 1, World: 1, Ticks: 1, Rate: 60, Seed: 1, Trace: tr})
+	require.NoError(t, err)
+	coarse, err := Run(Config{Transport: "sim", Clients: 1, World: 1, Ticks: 1, Rate: 60, Seed: 1, Trace: tr, PosStep: 1.0 / 512, QuatBits: 9})
+	require.NoError(t, err)
+	require.True(t, coarse.Converged, coarse.ConvergeError)
+	require.Less(t, coarse.SnapshotBytes, base.SnapshotBytes)
+	require.InDelta(t, 1.0/1024, coarse.PosBoundM, 1e-6)
+	require.Greater(t, coarse.RotBoundDeg, base.RotBoundDeg)
+	require.Zero(t, coarse.StaleFraction)
 }
 
 func TestReplayWithInterest(t *testing.T) {

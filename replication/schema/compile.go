@@ -144,15 +144,23 @@ func (e *compileError) Unwrap() error { return e.err }
 type compiler struct {
 	p    *Plan
 	desc strings.Builder
+	tags map[string]string // WithTag overrides by field path
+	used map[string]bool
 }
 
-func compile(t reflect.Type, name string) (*Plan, error) {
+func compile(t reflect.Type, name string, tags map[string]string) (*Plan, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, &compileError{typ: t.String(), err: fmt.Errorf("a replicated component must be a struct, not %s", t.Kind())}
 	}
 	p := &Plan{Name: name, Type: t, Size: t.Size()}
-	c := &compiler{p: p}
-	if err := c.walkStruct(t, 0, "", false); err != nil {
+	c := &compiler{p: p, tags: tags, used: map[string]bool{}}
+	err := c.walkStruct(t, 0, "", false)
+	for path := range tags {
+		if err == nil && !c.used[path] {
+			err = fieldErr(path, "WithTag names no field")
+		}
+	}
+	if err != nil {
 		var ce *compileError
 		if ok := asCompileError(err, &ce); ok {
 			ce.typ = t.String()
@@ -194,9 +202,14 @@ func (c *compiler) walkStruct(t reflect.Type, base uintptr, prefix string, owner
 			continue
 		}
 		path := join(prefix, f.Name)
-		tg, err := parseTag(f.Tag.Get("net"))
+		raw := f.Tag.Get("net")
+		if o, ok := c.tags[path]; ok {
+			raw = o
+			c.used[path] = true
+		}
+		tg, err := parseTag(raw)
 		if err != nil {
-			return fieldErr(path, "bad net tag %q: %v", f.Tag.Get("net"), err)
+			return fieldErr(path, "bad net tag %q: %v", raw, err)
 		}
 		if tg.skip {
 			continue

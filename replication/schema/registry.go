@@ -30,7 +30,25 @@ func NewRegistry() *Registry {
 // Option configures a registration.
 type Option func(*regOptions) error
 
-type regOptions struct{ name string }
+type regOptions struct {
+	name string
+	tags map[string]string
+}
+
+// WithTag registers the type as if field (a path such as "Pos" or
+// "Stats.Health") carried the net tag tag instead of its own: the same Go
+// type replicated at another precision, chosen at run time (a game mode, a
+// benchmark). Server and clients must register alike; the protocol hash
+// tells them apart. A field path that names no field is an error.
+func WithTag(field, tag string) Option {
+	return func(o *regOptions) error {
+		if o.tags == nil {
+			o.tags = map[string]string{}
+		}
+		o.tags[field] = tag
+		return nil
+	}
+}
 
 // WithName sets the registered name (default: the Go type's name). The name
 // is part of the protocol hash and must be unique in the registry.
@@ -82,7 +100,7 @@ func (r *Registry) RegisterType(t reflect.Type, opts ...Option) (*Plan, error) {
 	if len(r.plans) >= MaxComponents {
 		return nil, fmt.Errorf("schema: %s: more than %d replicated component types", t, MaxComponents)
 	}
-	p, err := compile(t, o.name)
+	p, err := compile(t, o.name, o.tags)
 	if err != nil {
 		return nil, err
 	}

@@ -463,3 +463,26 @@ func TestMinBitsIsALowerBound(t *testing.T) {
 	}
 	require.Equal(t, 3*17+32, tp.MinBits())
 }
+
+// WithTag replicates a type at another precision: a different plan and
+// protocol hash, and a typo in the field path is an error.
+func TestWithTag(t *testing.T) {
+	def := NewRegistry()
+	pd := MustRegister[components.Transform](def)
+	coarse := NewRegistry()
+	pc, err := Register[components.Transform](coarse, WithTag("Pos", "world,step=0.002"), WithTag("Rot", "quat,bits=9"))
+	require.NoError(t, err)
+	require.NotEqual(t, def.Hash(), coarse.Hash())
+	require.Less(t, pc.MinBits(), pd.MinBits())
+	tr := components.Transform{Pos: components.Vec3{X: 1.0014}, Rot: components.QuatIdentity()}
+	lanes := make([]uint64, pc.NumLanes())
+	QuantizeValue(pc, &tr, lanes)
+	var back components.Transform
+	DequantizeValue(pc, lanes, &back)
+	require.InDelta(t, 1.002, back.Pos.X, 1e-9, "2 mm steps")
+
+	_, err = Register[components.Transform](NewRegistry(), WithTag("Position", "world,step=0.002"))
+	require.ErrorContains(t, err, "Position: WithTag names no field")
+	_, err = Register[components.Transform](NewRegistry(), WithTag("Rot", "quat,bits=99"))
+	require.Error(t, err)
+}
