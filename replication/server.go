@@ -233,7 +233,10 @@ type ServerStats struct {
 	SnapshotBytes, SpawnBytes uint64
 	// SnapshotDatagrams counts snapshot datagrams sent (a tick may take
 	// several per client).
-	SnapshotDatagrams        uint64
+	SnapshotDatagrams uint64
+	// Deferred counts changed records a client's budget left for a later
+	// tick (summed over clients and ticks).
+	Deferred                 uint64
 	Spawns, Despawns         uint64
 	BuildFrame, BuildClients time.Duration // time in frame building / per-client work
 }

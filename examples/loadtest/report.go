@@ -61,6 +61,7 @@ type Report struct {
 	SpawnsApplied          uint64  `json:"spawns_applied"`
 	DespawnsApplied        uint64  `json:"despawns_applied"`
 	DatagramsDropped       uint64  `json:"datagrams_dropped"` // by the clients' decoders (missing baseline, ...)
+	RecordsDeferred        uint64  `json:"records_deferred"`  // changed records a client's budget left for a later tick
 
 	HeapMB      float64 `json:"heap_mbytes"` // HeapInuse of the whole process (server and every client world)
 	WallSeconds float64 `json:"wall_seconds"`
@@ -125,6 +126,7 @@ func (rep *Report) finish(r *rig, start time.Time) {
 	st := r.srv.Stats
 	rep.SnapshotBytes, rep.SpawnBytes = st.SnapshotBytes, st.SpawnBytes
 	rep.SpawnsSent, rep.DespawnsSent = st.Spawns, st.Despawns
+	rep.RecordsDeferred = st.Deferred
 	mirrors := 0
 	for _, p := range r.peers {
 		rep.SpawnsApplied += p.c.Stats.Spawns
@@ -162,8 +164,8 @@ func (rep *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "    position error %.3f mm p50, %.3f p99, %.3f max; rotation %.4f° p50, %.4f p99, %.4f max\n",
 			f.PosErrP50M*1e3, f.PosErrP99M*1e3, f.PosErrMaxM*1e3, f.RotErrP50Deg, f.RotErrP99Deg, f.RotErrMaxDeg)
 	}
-	fmt.Fprintf(w, "  structure:   %d spawns / %d despawns sent, %d / %d applied; %d datagrams dropped by decoders\n",
-		rep.SpawnsSent, rep.DespawnsSent, rep.SpawnsApplied, rep.DespawnsApplied, rep.DatagramsDropped)
+	fmt.Fprintf(w, "  structure:   %d spawns / %d despawns sent, %d / %d applied; %d datagrams dropped by decoders; %d records deferred by budgets\n",
+		rep.SpawnsSent, rep.DespawnsSent, rep.SpawnsApplied, rep.DespawnsApplied, rep.DatagramsDropped, rep.RecordsDeferred)
 	if t := rep.TraceReport; t != nil {
 		fmt.Fprintf(w, "  trace %s: %d frames at %d Hz, %.1f kbit/s per client; settled %.3f mm, %.4f°\n",
 			t.Trace, t.TraceFrames, t.TraceRateHz, t.DownKbitPerS, t.SettledPosErrMaxM*1e3, t.SettledRotErrMax)

@@ -8,11 +8,16 @@
 // (slot order), [World.Commit] — one pass that quantizes every component once
 // into a [Frame] stored in a ring shared by all clients (default depth 32),
 // reusing last tick's lanes when a component's bytes did not change, and
-// records which slots changed. Then, per client, [Encoder.Build] writes one
-// datagram: it picks the client's baseline (the newest view the client acked,
-// see [Client.Ack]; none → full state against an empty world), finds what
-// differs (changed since the baseline, entities entering or leaving the
-// client's interest, entities deferred earlier), and writes records:
+// records which slots changed. Then, per client, [Encoder.Build] writes the
+// tick's datagrams ([Packets]): it picks the client's baseline (the newest
+// view the client acked, see [Client.Ack]; none → full state against an
+// empty world), finds what differs (changed since the baseline, entities
+// entering or leaving the client's interest, entities deferred earlier),
+// selects records by priority within the client's byte budget, and packs
+// them in slot order into as many datagrams of at most the MTU as they need.
+// Every datagram is decodable on its own against the tick's baseline;
+// losing one loses only its records, which stay changed against the
+// baseline. Records are:
 //
 //   - delta: the field masks of the changed fields and, per changed lane, the
 //     zigzag exp-Golomb residual against the baseline value — or, when the
@@ -25,29 +30,35 @@
 //
 // A record for (entity, baseline tick, owner view) is encoded once per tick
 // and bit-copied into every datagram that needs it. Slots are gap-coded with
-// the exp-Golomb order that suits the packet; a delta whose field masks equal
-// the previous delta's sends one bit instead. When records exceed the budget
-// (the MTU, default 1200 bytes, and the client's byte rate, [Client.SetRate])
-// the highest-priority ones go now; the rest stay changed against the
-// baseline and their per-(client, entity) priority accumulators grow by the
-// entity's weight each tick until they are sent.
+// the exp-Golomb order that suits each datagram; a delta whose field masks
+// equal the previous delta's in the datagram sends one bit instead. When the
+// records exceed the budget (the client's byte rate, [Client.SetRate], and
+// at most [MaxParts] datagrams) the highest-priority ones go now; the rest
+// stay changed against the baseline and their per-(client, entity) priority
+// accumulators grow by the entity's weight each tick until they are sent.
 //
-// Client: [Receiver.Decode] decodes a datagram on top of the baseline view it
-// names — a missing baseline drops it ([ErrMissingBaseline]), never guessed —
-// stores the resulting full quantized view, and updates the ack
-// ([Receiver.Ack]: newest tick + 32-bit mask of the ticks before it) that the
-// client sends back.
+// Client: [Receiver.Decode] decodes each datagram the moment it arrives, on
+// top of the baseline view it names — a missing baseline drops it
+// ([ErrMissingBaseline]), never guessed: a tick's first datagram makes its
+// view from the baseline view, later ones merge their records in.
+// [Receiver.Ack] reports which datagrams of which ticks the client holds
+// ([Ack]: newest tick, a mask of the 32 before it, the parts of any tick
+// that lacks some) and seals the views it names, so the server, which undoes
+// the records of the parts the client lacks, knows each acked view exactly.
+// A datagram that arrives after its tick was sealed is decoded and shown
+// ([Receiver.View]) but never merged; the server sends its records again.
 //
 // # Wire format (after the kind byte [KindSnapshot], bit 7 = zstd body)
 //
-//	tick            32 bits
-//	baseline        exp-Golomb(0) of tick − baseline tick, 0 = none
-//	prediction      if baseline ≠ 0: 1 bit, then exp-Golomb(0) of baseline − B2 − 1,
-//	                where B2 is the view the baseline was decoded against
-//	count           exp-Golomb(0) number of records
-//	gap order k     3 bits
-//	extension       1 bit; if 1: input ack, 32 bits (newest input tick applied)
+//	header          see [Header]: tick 32 bits, part/parts (1 bit for a
+//	                single-datagram tick), baseline distance, prediction view,
+//	                record count, gap order, input extension
 //	records         count × [gap exp-Golomb(k)][kind: 0 delta | 10 full | 11 removal][body]
+//
+// The header of a single-datagram tick without input feedback takes about
+// 6 bytes with the kind byte; each further datagram of a tick repeats it
+// (about 1 byte more for the part numbers). The ack travels in the client's
+// datagrams ([Ack.Append]: 9 bytes while nothing is missing).
 //
 // Bits are LSB-first (see package bitio). Everything an attacker controls is
 // bounded: counts by the bits present, slots by [MaxSlots], decompressed size
@@ -64,10 +75,10 @@
 // # Task index
 //
 //	build the shared frame            World.Begin / Put / Commit, World.EndTick
-//	one client's datagram             Encoder.Build(client, BuildOptions{Relevant, Weights, Budget}, buf)
-//	process an ack                    Client.Ack(newest, mask)
+//	one client's datagrams            Encoder.Build(client, BuildOptions{Relevant, Weights, Budget}, &packets)
+//	process an ack                    Client.Ack(ack); ParseAck / Ack.Append on the wire
 //	limit a client's bandwidth        Client.SetRate, Client.Refill
-//	decode on the client              Receiver.Decode, Receiver.Latest, Receiver.Ack
+//	decode on the client              Receiver.Decode (each datagram), Receiver.Latest, Receiver.Ack
 //	reconnect                         Client.Reset, Receiver.Reset
 //
 // # Costs

@@ -74,15 +74,13 @@ type cacheEntry struct {
 	owner    bool
 	usePred  bool   // the body's residuals are against the extrapolation
 	saved    uint16 // bits that prediction saved against the plain residuals
-	kind     uint8  // kindDelta, kindFull, or kindNone (nothing changed)
+	kind     uint8  // kindDelta or kindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
 	maskOff  uint32 // arena offset of the mask when maskBits > 64
 	bodyOff  uint32 // arena byte offset of the body
 	bodyBits uint32
 }
-
-const kindNone = 3
 
 type cacheSlot struct {
 	e    [2]cacheEntry
@@ -192,11 +190,7 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 			base := bf.EntityLanes(bi)
 			e.arena.Bytes() // align to a byte boundary
 			start := e.arena.BitLen()
-			if !writeDeltaMask(&e.arena, e.plans, m.Set, base, cur, owner) {
-				e.arena.Bytes()
-				ce.kind = kindNone
-				return ce
-			}
+			changed := writeDeltaMask(&e.arena, e.plans, m.Set, base, cur, owner)
 			maskBits := e.arena.BitLen() - start
 			buf := e.arena.Bytes()
 			ce.maskOff = uint32(start / 8)
@@ -205,6 +199,23 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 				var r bitio.Reader
 				r.Reset(buf[start/8:])
 				ce.mask = r.ReadBits(uint(maskBits))
+			}
+			if !changed {
+				// Changed and changed back since the client's value: a delta
+				// with empty field masks tells the client its value is
+				// current, so that a mirror that showed the intermediate
+				// value (from a datagram of another baseline chain) comes
+				// back. A few bits.
+				e.arena.Bytes()
+				bodyStart := e.arena.BitLen()
+				if pb != 0 {
+					e.arena.WriteBits(0, 1) // not predicted
+				}
+				ce.kind = kindDelta
+				ce.bodyOff = uint32(bodyStart / 8)
+				ce.bodyBits = uint32(e.arena.BitLen() - bodyStart)
+				e.arena.Bytes()
+				return ce
 			}
 			// Plain residuals (against the baseline value) …
 			e.scratch.Reset(e.scratch.Bytes())
@@ -784,9 +795,6 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 			}
 		}
 		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]), &e.pc)
-		if ce.kind == kindNone {
-			return // changed and changed back
-		}
 		b := int(ce.bodyBits) + 2
 		if ce.kind == kindDelta {
 			b += int(ce.maskBits)

@@ -1,0 +1,243 @@
+package snapshot
+
+import (
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/stretchr/testify/require"
+)
+
+func randomHeader(rng *rand.Rand) Header {
+	h := Header{Tick: 1 + rng.Uint32N(1<<31), Parts: 1 + rng.IntN(MaxParts), GapOrder: uint8(rng.IntN(8)), Count: rng.IntN(3000)}
+	h.Part = rng.IntN(h.Parts)
+	if rng.IntN(4) != 0 {
+		h.Baseline = 1 + rng.Uint32N(min(h.Tick-1, 127)+1)
+		if h.Baseline >= h.Tick {
+			h.Baseline = 0
+		}
+	}
+	if h.Baseline != 0 && uint64(h.Baseline)+2 < uint64(h.Tick) && rng.IntN(2) == 0 {
+		h.Predict = true
+		h.PredictGap = rng.Uint32N(min(h.Tick-h.Baseline-1, 100))
+	}
+	if rng.IntN(3) != 0 {
+		h.HasInputAck = true
+		if h.Baseline != 0 && rng.IntN(2) == 0 {
+			h.InputAckRelative = true
+			h.InputAck = uint32(int32(rng.IntN(2*MaxInputLead+1) - MaxInputLead))
+		} else {
+			h.InputAck = rng.Uint32()
+		}
+		if rng.IntN(2) == 0 {
+			h.HasInputFeedback = true
+			h.InputLead = int64(rng.IntN(2*MaxInputLead+1) - MaxInputLead)
+			h.InputDepth = int64(rng.IntN(2*MaxInputDepth+1) - MaxInputDepth)
+		}
+	}
+	return h
+}
+
+// Every valid header round-trips, takes exactly BitLen bits (at most
+// MaxHeaderBits), and every truncation of it fails.
+func TestHeaderRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 5000 {
+		h := randomHeader(rng)
+		require.NoError(t, h.Check(), "%+v", h)
+		var w bitio.Writer
+		h.AppendBits(&w)
+		require.Equal(t, h.BitLen(), w.BitLen())
+		require.LessOrEqual(t, h.BitLen(), MaxHeaderBits)
+		// Records follow the header: leave room so Count is plausible.
+		for range (h.Count*2 + 7) / 8 {
+			w.WriteBits(0, 8)
+		}
+		b := w.Bytes()
+		var r bitio.Reader
+		r.Reset(b)
+		got, err := parseHeader(&r)
+		require.NoError(t, err, "%+v", h)
+		require.Equal(t, h, got)
+		require.Equal(t, h.BitLen(), r.BitPos())
+		for cut := 0; cut < (h.BitLen()+7)/8-1; cut++ {
+			r.Reset(b[:cut])
+			_, err := parseHeader(&r)
+			require.Error(t, err, "header cut to %d bytes", cut)
+		}
+	}
+}
+
+func TestHeaderCheck(t *testing.T) {
+	ok := Header{Tick: 10, Parts: 1}
+	require.NoError(t, ok.Check())
+	for name, h := range map[string]Header{
+		"tick 0":                  {Parts: 1},
+		"no parts":                {Tick: 10},
+		"part beyond parts":       {Tick: 10, Part: 2, Parts: 2},
+		"too many parts":          {Tick: 10, Parts: MaxParts + 1},
+		"baseline before tick 1":  {Tick: 10, Parts: 1, Baseline: 10},
+		"prediction without base": {Tick: 10, Parts: 1, Predict: true},
+		"prediction view too old": {Tick: 10, Parts: 1, Baseline: 4, Predict: true, PredictGap: 5},
+		"relative ack, no base":   {Tick: 10, Parts: 1, HasInputAck: true, InputAckRelative: true},
+		"ack step too large":      {Tick: 10, Parts: 1, Baseline: 1, HasInputAck: true, InputAckRelative: true, InputAck: MaxInputLead + 1},
+		"lead too large":          {Tick: 10, Parts: 1, HasInputAck: true, HasInputFeedback: true, InputLead: MaxInputLead + 1},
+		"depth too small":         {Tick: 10, Parts: 1, HasInputAck: true, HasInputFeedback: true, InputDepth: -MaxInputDepth - 1},
+	} {
+		require.ErrorIs(t, h.Check(), ErrCorrupt, name)
+	}
+}
+
+// FuzzHeader: any bytes either fail to parse, or parse to a header that is
+// valid, re-encodes to the bits it was read from, and says how long it is.
+func FuzzHeader(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 20 {
+		h := randomHeader(rng)
+		h.Count = 0
+		var w bitio.Writer
+		h.AppendBits(&w)
+		f.Add(w.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r bitio.Reader
+		r.Reset(b)
+		h, err := parseHeader(&r)
+		if err != nil {
+			return
+		}
+		if err := h.Check(); err != nil {
+			t.Fatalf("parsed an invalid header: %v", err)
+		}
+		if r.BitPos() != h.BitLen() {
+			t.Fatalf("read %d bits, BitLen says %d", r.BitPos(), h.BitLen())
+		}
+		var w bitio.Writer
+		h.AppendBits(&w)
+		again := w.Bytes()
+		var r2 bitio.Reader
+		r2.Reset(append(again, make([]byte, len(b))...))
+		h2, err := parseHeader(&r2)
+		if err != nil || h2 != h {
+			t.Fatalf("re-encoded header reads back as %+v (%v), want %+v", h2, err, h)
+		}
+	})
+}
+
+type propShip struct {
+	Pos components.Vec3 `net:"world,step=0.01"`
+	Rot components.Quat `net:"quat,bits=9"`
+	HP  uint16          `net:"range=0:1000"`
+}
+
+type propTag struct {
+	Team uint8 `net:"range=0:7"`
+}
+
+// For random scenes, per-datagram budgets, byte rates, part limits, acks
+// that lag, lose parts or never come, and input extensions at their clamp
+// limits: every datagram is within its budget and decodes on the client,
+// and the client's view of every tick whose datagrams all arrived is what
+// the server believes it holds.
+func TestDatagramsFitTheirBudgetAndDecode(t *testing.T) {
+	datagrams, checked := 0, 0
+	defer func() { t.Logf("%d datagrams, %d views checked", datagrams, checked) }()
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 77))
+		reg := schema.NewRegistry()
+		schema.MustRegister[propShip](reg)
+		schema.MustRegister[propTag](reg)
+		w := NewWorld(reg, 0)
+		enc := NewEncoder(w)
+		c := NewClient(3, 0)
+		rcv := NewReceiver(reg, 3, 0)
+		mtu := MinBudget + rng.IntN(1500)
+		maxParts := 1 + rng.IntN(8)
+		if rng.IntN(3) == 0 {
+			c.SetRate(2000+rng.IntN(100000), mtu*2)
+		}
+		n := 20 + rng.IntN(400)
+		ships := make([]propShip, n)
+		tags := make([]propTag, n)
+		owner := make([]uint8, n)
+		alive := make([]bool, n)
+		for i := range ships {
+			ships[i].Pos = components.Vec3{X: rng.Float64() * 500, Z: rng.Float64() * 500}
+			ships[i].Rot = components.QuatIdentity()
+			owner[i] = uint8(rng.IntN(5))
+			alive[i] = rng.IntN(4) != 0
+		}
+		var pk Packets
+		var acks []Ack
+		lag := rng.IntN(4)
+		for tick := uint32(1); tick <= 60; tick++ {
+			for i := range ships {
+				if rng.IntN(3) == 0 {
+					ships[i].Pos.X += rng.Float64() - 0.5
+					ships[i].Rot = components.QuatAxisAngle(components.Vec3{Y: 1}, rng.Float64()*6)
+					ships[i].HP = uint16(rng.IntN(1001))
+				}
+				if rng.IntN(50) == 0 {
+					alive[i] = !alive[i]
+				}
+			}
+			w.Begin(tick)
+			ptrs := make([]unsafe.Pointer, 2)
+			for i := range ships {
+				if !alive[i] {
+					continue
+				}
+				ptrs[0], ptrs[1] = unsafe.Pointer(&ships[i]), unsafe.Pointer(&tags[i])
+				set := uint64(1)
+				p := ptrs[:1]
+				if i%3 == 0 {
+					set, p = 3, ptrs
+				}
+				w.Put(uint32(i), Meta{Owner: owner[i], Set: set}, p)
+			}
+			w.Commit()
+			c.Refill(1.0 / 30)
+			opt := BuildOptions{Budget: mtu, MaxParts: maxParts}
+			switch rng.IntN(4) {
+			case 0:
+			case 1: // extension at its clamp limits
+				opt.InputAck, opt.HasInputAck, opt.HasInputFeedback = rng.Uint32(), true, true
+				opt.InputHeld, opt.InputDepth = opt.InputAck+MaxInputLead+uint32(rng.IntN(10)), -MaxInputDepth-rng.IntN(10)
+			default:
+				opt.InputAck, opt.HasInputAck = 1000+tick, true
+				opt.InputHeld, opt.InputDepth, opt.HasInputFeedback = opt.InputAck-MaxInputLead, MaxInputDepth, true
+			}
+			info := enc.Build(c, opt, &pk)
+			w.EndTick()
+			require.LessOrEqual(t, pk.Len(), maxParts)
+			require.Equal(t, info.Bytes, pk.Bytes())
+			lost := uint64(0)
+			for i := range pk.Len() {
+				d := pk.At(i)
+				datagrams++
+				require.LessOrEqual(t, len(d), mtu, "seed %d tick %d part %d", seed, tick, i)
+				if rng.IntN(8) == 0 {
+					lost |= 1 << i // this datagram is lost
+					continue
+				}
+				_, err := rcv.Decode(d)
+				require.NoError(t, err, "seed %d tick %d part %d", seed, tick, i)
+			}
+			if slots, lanes, ok := expectedView(w, c, tick); pk.Len() > 0 && lost == 0 && ok {
+				checked++
+				v := rcv.View(tick)
+				require.Equal(t, slots, v.Slots, "seed %d tick %d", seed, tick)
+				for i := range slots {
+					require.Equal(t, lanes[i], v.EntityLanes(i))
+				}
+			}
+			acks = append(acks, rcv.Ack())
+			if len(acks) > lag && rng.IntN(6) != 0 {
+				c.Ack(acks[len(acks)-1-lag])
+			}
+		}
+	}
+}
