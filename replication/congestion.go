@@ -265,7 +265,7 @@ func (b *budgetController) update(now time.Time, rtt *rttEstimator) bool {
 		}
 		b.slowStart, b.probing, b.target = false, false, 0
 		b.calmSince = now
-	case (b.slowStart || b.probing) && (rtt.rising(now) || b.lossWindow > b.lossBase+0.05):
+	case (b.slowStart || b.probing) && (rtt.rising(now) || b.lossWindow > b.lossBase+0.1):
 		// The first sign of a queue or of loss: stop growing fast.
 		b.slowStart, b.probing = false, false
 		b.calmSince = now

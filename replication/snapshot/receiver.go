@@ -78,6 +78,7 @@ type viewMeta struct {
 	count  int    // parts the tick was sent in
 	base   uint32 // baseline tick (0: none)
 	base2  uint32 // prediction view tick (0: none)
+	held   int    // Acks that left the view out while it lacked datagrams
 	sealed bool   // reported by an Ack: its content is final
 }
 
@@ -107,32 +108,55 @@ func (r *Receiver) Reset() {
 // Newest returns the newest tick decoded (0: none).
 func (r *Receiver) Newest() uint32 { return r.newest }
 
-// Ack returns the acknowledgement to send — the newest decoded tick, a mask
-// of the 32 ticks before it, and the parts held of any tick that lacks some
+// ackGrace is how many Acks a view that lacks some of its datagrams is held
+// back from, so that datagrams of a tick spread by jitter are merged, not
+// left to arrive after their view was sealed.
+const ackGrace = 2
+
+// Ack returns the acknowledgement to send — the newest tick it reports, a
+// mask of the 32 before it, and the parts held of any tick that lacks some
 // — and seals every view it names: from now on their content is final (see
-// [Receiver]).
+// [Receiver]). A view that lacks datagrams is left out of the first ackGrace
+// Acks after it was decoded (its missing datagrams may be on their way), then
+// reported with what it holds.
 func (r *Receiver) Ack() Ack {
-	a := Ack{Newest: r.newest, Mask: r.mask}
+	var a Ack
 	if r.newest == 0 {
 		return a
 	}
+	depth := uint32(len(r.ring))
+	var report [AckWindow]bool
 	for i := uint32(0); i < AckWindow; i++ {
-		if i > 0 && a.Mask>>(i-1)&1 == 0 {
+		if i > 0 && r.mask>>(i-1)&1 == 0 {
 			continue
 		}
 		t := r.newest - i
-		v := r.exact(t)
-		if v == nil {
-			if i > 0 {
-				a.Mask &^= 1 << (i - 1) // overwritten in a ring shorter than the window
-			}
+		if r.exact(t) == nil {
+			continue // overwritten in a ring shorter than the window
+		}
+		m := &r.meta[t%depth]
+		if !m.sealed && m.parts != 1<<m.count-1 && m.held < ackGrace {
+			m.held++
 			continue
 		}
-		m := &r.meta[t%uint32(len(r.ring))]
+		report[i] = true
+	}
+	for i := uint32(0); i < AckWindow; i++ {
+		if !report[i] {
+			continue
+		}
+		t := r.newest - i
+		if a.Newest == 0 {
+			a.Newest = t
+		} else {
+			a.Mask |= 1 << (a.Newest - t - 1)
+		}
+		m := &r.meta[t%depth]
 		m.sealed = true
 		if all := uint64(1)<<m.count - 1; m.parts != all {
-			a.Partial |= 1 << i
-			a.Parts[i], a.PartCount[i] = m.parts, uint8(m.count)
+			j := a.Newest - t
+			a.Partial |= 1 << j
+			a.Parts[j], a.PartCount[j] = m.parts, uint8(m.count)
 		}
 	}
 	return a
