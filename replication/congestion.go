@@ -116,10 +116,12 @@ func (w *windowMin) min(now time.Time, def time.Duration) time.Duration {
 //     Afterwards it grows by 10% (at least 4 KiB/s) per second of clean link,
 //     and after 2 s of clean link it probes by a quarter per interval until
 //     a queue or loss shows again;
-//   - while acks stop altogether (an outage), the rate falls toward the
-//     floor, and the rate it had is remembered: when acks come back it is
-//     regained by doubling, and the datagrams lost to the outage are not
-//     counted as loss.
+//   - when acks stop altogether for a quarter second (at least two smoothed
+//     RTTs: an outage), the rate drops to the floor, so that little queues up
+//     behind the dead path, and the rate it had is remembered: when acks come
+//     back it restarts at a quarter of it and doubles every interval back to
+//     it, and the datagrams sent
+//     into the outage are counted neither as loss nor for the RTT.
 //
 // The rate grows while the link is clean even when the scene does not use
 // it, so that a burst (an explosion throwing a hundred bodies) goes out at
@@ -148,6 +150,10 @@ type budgetController struct {
 	ignoreBefore   time.Time // datagrams sent before are outage, not loss
 }
 
+// outageAfter is how long without any ack (at least two smoothed RTTs)
+// makes the controller treat the path as down.
+const outageAfter = 250 * time.Millisecond
+
 // probeAfter is how long the link must stay clean after a back-off before
 // the budget doubles again.
 const probeAfter = 2 * time.Second
@@ -171,6 +177,9 @@ func (b *budgetController) onAck(now time.Time) {
 		b.ignoreBefore = now
 		b.sent, b.lost = 0, 0
 		b.loss, b.lossWindow = b.lossBase, b.lossBase
+		// The path carried the old rate a moment ago: start a quarter of the
+		// way back and double from there.
+		b.rate = math.Max(b.rate, b.target/4)
 	}
 }
 
@@ -234,20 +243,17 @@ func (b *budgetController) update(now time.Time, rtt *rttEstimator) bool {
 	if last.IsZero() {
 		last = b.started
 	}
-	switch quiet := now.Sub(last); {
-	case quiet > max(time.Second, 4*rtt.srtt):
-		// An outage (or a client that stopped acking): send little into it,
+	if now.Sub(last) > max(outageAfter, 2*rtt.srtt) {
+		// No ack at all for a while: an outage (or a client that stopped
+		// acking). Send as little as possible into it — what is sent now
+		// queues up and only delays the fresh state when the path is back —
 		// and remember what to come back to.
 		if b.silentSince.IsZero() {
 			b.silentSince = now
 			b.target = math.Max(b.target, b.rateAtAck)
 		}
-		b.rate = math.Max(b.min, b.rate*0.75)
+		b.rate = b.min
 		return b.rate != old
-	case quiet > max(250*time.Millisecond, 2*rtt.srtt):
-		// No ack at all for a while: the losses piling up now are an outage
-		// beginning, not congestion. Hold the rate until it is clear.
-		return false
 	}
 	// Standing random loss (a lossy radio link) is not congestion: back off
 	// at most once per loss window when loss rises above its long-run level.
@@ -256,6 +262,12 @@ func (b *budgetController) update(now time.Time, rtt *rttEstimator) bool {
 		b.lossJudged = true
 	}
 	switch {
+	case b.rate < b.target && !lossy:
+		// Regaining the rate the client had before an outage.
+		b.rate = math.Min(b.target, b.rate*2)
+		if b.rate >= b.target {
+			b.target = 0
+		}
 	case lossy || rtt.queueing(now):
 		b.rate = math.Max(b.min, b.rate*0.75)
 		if rtt.queueDelay(now) > 250*time.Millisecond || b.lossWindow > 0.5 {
@@ -278,11 +290,6 @@ func (b *budgetController) update(now time.Time, rtt *rttEstimator) bool {
 		// capacity may have grown, or the congestion was someone else's).
 		b.probing = true
 		b.rate = math.Min(b.max, b.rate*1.25)
-	case b.rate < b.target:
-		b.rate = math.Min(b.target, b.rate*2)
-		if b.rate >= b.target {
-			b.target = 0
-		}
 	default:
 		// 10% (at least 4 KiB/s) per second of clean link.
 		b.rate = math.Min(b.max, b.rate+math.Max(4096, b.rate*0.1)*math.Min(elapsed, 1))

@@ -103,7 +103,9 @@ func (c *serverClient) onAck(a *snapshot.Ack, now time.Time) {
 		if n := max(r.parts, 1); r.bytes > 0 {
 			c.budget.onDelivered(float64(r.bytes) * float64(heldParts(r.held, n)) / float64(n))
 		}
-		if sample {
+		if sample && !r.at.Before(c.budget.ignoreBefore) {
+			// (Datagrams sent before an outage ended measure the outage, or
+			// the queues it filled, not the path.)
 			c.rtt.sample(now.Sub(r.at), now)
 		}
 	}

@@ -49,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Settle, "settle", 0, "ticks without loss and movement before the convergence check (0: 30 + four one-way delays)")
 	fs.Float64Var(&cfg.PosStep, "pos-step", 0, "replicated position step in metres (0: the Transform's 1 mm), e.g. 0.001953125 for 1/512 m")
 	fs.IntVar(&cfg.QuatBits, "quat-bits", 0, "replicated quaternion bits per component (0: the Transform's 10)")
+	fs.IntVar(&cfg.MaxBytesPerSecond, "max-rate", 0, "cap of every client's snapshot budget in bytes per second (0: the server's default, 512 KiB/s)")
 	fs.IntVar(&cfg.FidelityClients, "fidelity-clients", 0, "clients whose mirrors are checked against the server every tick (0: up to 8)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: loadtest [flags]\n\nRuns an archenet server and many clients in one process and reports bandwidth, server time and convergence.\n\n")

@@ -46,6 +46,9 @@ type Config struct {
 	// 0: the Transform's own (1 mm, 10 bits).
 	PosStep  float64
 	QuatBits int
+	// MaxBytesPerSecond caps every client's snapshot budget
+	// (ServerConfig.MaxBytesPerSecond). 0: the server's default.
+	MaxBytesPerSecond int
 	// FidelityClients is how many clients (the first ones) fidelity is
 	// measured on. 0: up to 8.
 	FidelityClients int
@@ -184,6 +187,7 @@ func newRig(cfg Config, interest *replication.Interest) (*rig, error) {
 	r.tid = ecs.ComponentID[components.Transform](r.sw)
 	scfg := replication.ServerConfig{
 		Registry: r.reg, NetRate: cfg.Rate, Interest: interest, MaxClients: cfg.Clients, Logger: r.cfg.Logger,
+		MaxBytesPerSecond: cfg.MaxBytesPerSecond,
 	}
 	if cfg.Transport == "sim" {
 		r.simNet = sim.NewNetwork(cfg.Seed, time.Unix(1_000_000, 0))

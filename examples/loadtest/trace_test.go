@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -251,4 +252,69 @@ func FuzzParseTrace(f *testing.F) {
 			t.Fatalf("round trip changed the shape")
 		}
 	})
+}
+
+// The high-motion scene (250 bodies all moving, 30 Hz) over 50 ms of
+// one-way latency: from one second after the join, every client shows the
+// server's state within precision on every tick, every datagram of a tick
+// (several per tick) included.
+func TestDrumSceneFullFidelity(t *testing.T) {
+	tr := scenes["drum"](1)
+	moving := 0
+	for i, b := range tr.Frames[100].Bodies {
+		prev := tr.Frames[99].Bodies[i]
+		if b.Pos != prev.Pos && b.Rot != prev.Rot {
+			moving++
+		}
+	}
+	require.Equal(t, 250, moving, "every body moves and turns every tick")
+	rep, err := Run(Config{Transport: "sim", Clients: 2, World: 1, Ticks: 1, Rate: 30, Seed: 1, Latency: 50 * time.Millisecond, Trace: tr})
+	require.NoError(t, err)
+	require.True(t, rep.Converged, rep.ConvergeError)
+	f := rep.FidelityReport
+	t.Logf("drum: %.1f KB/s per client, %.0f B/tick p50, %.2f datagrams/tick; error %.3f mm / %.4f° max",
+		rep.DownKBpsMean, rep.BytesPerTickP50, rep.DatagramsPerTickMean, f.PosErrMaxM*1e3, f.RotErrMaxDeg)
+	require.Greater(t, rep.DatagramsPerTickMean, 1.5)
+	require.Greater(t, f.Samples, 2*250*250)
+	require.Zero(t, f.StaleFraction)
+	require.LessOrEqual(t, f.PosErrMaxM, f.PosBoundM)
+	require.LessOrEqual(t, f.RotErrMaxDeg, f.RotBoundDeg)
+}
+
+// An explosion sets well over a hundred resting bodies in motion at once:
+// none of them is shown stale.
+func TestBurstSceneFullFidelity(t *testing.T) {
+	tr := scenes["falling-burst"](1)
+	burst := 5 * tr.Rate
+	resting, thrown := 0, 0
+	for i, b := range tr.Frames[burst].Bodies {
+		before, after := tr.Frames[burst-2].Bodies[i], tr.Frames[burst-1].Bodies[i]
+		if before.Pos == after.Pos && before.Rot == after.Rot {
+			resting++
+			if b.Pos != after.Pos {
+				thrown++
+			}
+		}
+	}
+	t.Logf("burst: %d of %d resting bodies thrown at once", thrown, resting)
+	require.GreaterOrEqual(t, thrown, 100)
+	rep, err := Run(Config{Transport: "sim", Clients: 1, World: 1, Ticks: 1, Rate: 60, Seed: 1, Latency: 50 * time.Millisecond, Trace: tr})
+	require.NoError(t, err)
+	require.True(t, rep.Converged, rep.ConvergeError)
+	require.Zero(t, rep.StaleFraction, "%+v", rep.FidelityReport)
+}
+
+// A client capped at 16 KiB/s on the high-motion scene stays within its
+// cap, the budget decides what goes, and it converges once motion stops.
+func TestCappedClientStaysWithinItsCap(t *testing.T) {
+	const limit = 16 << 10
+	rep, err := Run(Config{Transport: "sim", Clients: 1, World: 1, Ticks: 1, Rate: 30, Seed: 1, Latency: 50 * time.Millisecond,
+		Trace: scenes["drum"](1), MaxBytesPerSecond: limit})
+	require.NoError(t, err)
+	t.Logf("capped at %d B/s: %.0f B/s mean, %.0f p99 (one-second windows); %d records deferred; stale %.1f%%",
+		limit, rep.DownKBpsMean*1000, rep.DownKBpsP99*1000, rep.RecordsDeferred, rep.StaleFraction*100)
+	require.LessOrEqual(t, rep.DownKBpsMean*1000, float64(limit))
+	require.LessOrEqual(t, rep.DownKBpsP99*1000, float64(limit)*1.01)
+	require.Greater(t, rep.RecordsDeferred, uint64(0))
+	require.True(t, rep.Converged, rep.ConvergeError)
 }
