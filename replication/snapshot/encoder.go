@@ -36,10 +36,6 @@ type Encoder struct {
 	cache   []cacheSlot
 	present Bitset // slots present in the current frame
 
-	// baseAck/baseHasAck: the input ack of this Build's baseline view.
-	baseAck    uint32
-	baseHasAck bool
-
 	// scratch, reused by Build
 	scratch, scratch2, scratch3 bitio.Writer
 	partW                       bitio.Writer
