@@ -234,6 +234,9 @@ type ServerStats struct {
 	// SnapshotDatagrams counts snapshot datagrams sent (a tick may take
 	// several per client).
 	SnapshotDatagrams uint64
+	// SnapshotHeaderBits counts the bits of the snapshot datagrams' kind
+	// bytes and headers: the per-datagram overhead.
+	SnapshotHeaderBits uint64
 	// Deferred counts changed records a client's budget left for a later
 	// tick (summed over clients and ticks).
 	Deferred                 uint64

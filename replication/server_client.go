@@ -221,6 +221,7 @@ func (s *Server) sendClient(c *serverClient, now time.Time) error {
 	c.snapBytes += uint64(info.Bytes)
 	c.datagrams += uint64(s.pkts.Len())
 	s.Stats.Deferred += uint64(info.Deferred)
+	s.Stats.SnapshotHeaderBits += uint64(info.HeaderBits)
 
 	s.Stats.SnapshotBytes += uint64(info.Bytes)
 	s.Stats.SnapshotDatagrams += uint64(s.pkts.Len())

@@ -60,8 +60,9 @@ type Report struct {
 	DespawnsSent           uint64  `json:"despawns_sent"`
 	SpawnsApplied          uint64  `json:"spawns_applied"`
 	DespawnsApplied        uint64  `json:"despawns_applied"`
-	DatagramsDropped       uint64  `json:"datagrams_dropped"` // by the clients' decoders (missing baseline, ...)
-	RecordsDeferred        uint64  `json:"records_deferred"`  // changed records a client's budget left for a later tick
+	DatagramsDropped       uint64  `json:"datagrams_dropped"`         // by the clients' decoders (missing baseline, ...)
+	RecordsDeferred        uint64  `json:"records_deferred"`          // changed records a client's budget left for a later tick
+	HeaderBytesPerDatagram float64 `json:"header_bytes_per_datagram"` // kind byte and header, mean
 
 	HeapMB      float64 `json:"heap_mbytes"` // HeapInuse of the whole process (server and every client world)
 	WallSeconds float64 `json:"wall_seconds"`
@@ -127,6 +128,9 @@ func (rep *Report) finish(r *rig, start time.Time) {
 	rep.SnapshotBytes, rep.SpawnBytes = st.SnapshotBytes, st.SpawnBytes
 	rep.SpawnsSent, rep.DespawnsSent = st.Spawns, st.Despawns
 	rep.RecordsDeferred = st.Deferred
+	if st.SnapshotDatagrams > 0 {
+		rep.HeaderBytesPerDatagram = float64(st.SnapshotHeaderBits) / 8 / float64(st.SnapshotDatagrams)
+	}
 	mirrors := 0
 	for _, p := range r.peers {
 		rep.SpawnsApplied += p.c.Stats.Spawns
@@ -156,8 +160,8 @@ func (rep *Report) WriteText(w io.Writer) {
 		rep.SnapshotBuildMsMean, rep.SnapshotNsPerEntity, rep.ClientBuildMsMean, rep.ClientBuildUsPerCl)
 	fmt.Fprintf(w, "  snapshots:   %.2f bytes/entity update, %.1f updates/client/tick; %d B snapshots, %d B spawn messages\n",
 		rep.BytesPerEntityUpdate, rep.UpdatesPerClientPerTic, rep.SnapshotBytes, rep.SpawnBytes)
-	fmt.Fprintf(w, "    per client and tick: %.0f B p50, %.0f p99, %.0f max; %.2f datagrams mean, %.0f max\n",
-		rep.BytesPerTickP50, rep.BytesPerTickP99, rep.BytesPerTickMax, rep.DatagramsPerTickMean, rep.DatagramsPerTickMax)
+	fmt.Fprintf(w, "    per client and tick: %.0f B p50, %.0f p99, %.0f max; %.2f datagrams mean, %.0f max; header %.1f B per datagram\n",
+		rep.BytesPerTickP50, rep.BytesPerTickP99, rep.BytesPerTickMax, rep.DatagramsPerTickMean, rep.DatagramsPerTickMax, rep.HeaderBytesPerDatagram)
 	if f := &rep.FidelityReport; f.Samples > 0 {
 		fmt.Fprintf(w, "  fidelity:    %d samples, stale %.4f%% (bounds %.2f mm, %.3f°; %d missing mirrors)\n",
 			f.Samples, f.StaleFraction*100, f.PosBoundM*1e3, f.RotBoundDeg, f.MissingMirrors)
