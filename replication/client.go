@@ -552,7 +552,7 @@ func (c *Client) write(m *mirror, set uint64, lanes []uint64) {
 
 // applyView writes the entries of view v that are newer than what each
 // mirror holds.
-func (c *Client) applyView(v *snapshot.Frame) {
+func (c *Client) applyView(v *snapshot.View) {
 	if v == nil {
 		return
 	}
@@ -567,7 +567,7 @@ func (c *Client) applyView(v *snapshot.Frame) {
 }
 
 // pushInterp feeds every interpolated mirror's transform at the view's tick.
-func (c *Client) pushInterp(v *snapshot.Frame) {
+func (c *Client) pushInterp(v *snapshot.View) {
 	if v == nil {
 		return
 	}

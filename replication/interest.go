@@ -135,14 +135,14 @@ func (g *interestGrid) due(tick uint32) bool { return tick%g.every == 0 }
 
 // effective narrows a client's last computed relevance to this tick: alive
 // slots that were not reallocated since the relevance was computed.
-func (g *interestGrid) effective(s *Server, c *serverClient) {
+func (g *interestGrid) effective(s *Server, c *peer) {
 	for i := range c.relevant {
 		c.relevant[i] &= s.alive.Word(i) &^ g.fresh.Word(i)
 	}
 }
 
 // relevantFor computes c.relevant for this tick.
-func (g *interestGrid) relevantFor(s *Server, c *serverClient) {
+func (g *interestGrid) relevantFor(s *Server, c *peer) {
 	prev := c.relevant
 	next := c.relevantNext[:0]
 	for len(next) < len(s.alive) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/bits"
 	"reflect"
 	"time"
 	"unsafe"
@@ -16,160 +15,10 @@ import (
 	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport"
 	"github.com/mlange-42/arche/ecs"
-	"github.com/mlange-42/arche/ecs/event"
 )
 
 // ClientID identifies a connected client (1..254); 0 is the server.
 type ClientID = uint8
-
-// ServerConfig configures a [Server]. Every zero value has a documented
-// default.
-type ServerConfig struct {
-	// Registry holds the replicated component types. Required.
-	Registry *schema.Registry
-	// NetRate is the number of net ticks per second (snapshot rate). 0: 30.
-	NetRate int
-	// NetDivisor is the number of simulation ticks per net tick
-	// (ecs.Config.NetDivisor). The Welcome carries it, so clients can turn
-	// snapshot ticks into simulation ticks (Client.SimTick). 0: 1.
-	NetDivisor int
-	// Tick, if set, names the net tick each Send builds, e.g.
-	// func() uint32 { return sched.Info().NetTick }, so that snapshot ticks
-	// are the simulation's net ticks even for a server created after the
-	// simulation started. The first Send takes its number from it; Send
-	// must then run once per net tick: a number that is not the previous
-	// one plus one is logged and replaced by it. Nil: net ticks count Send
-	// calls from 1.
-	Tick func() uint32
-	// Depth is the snapshot ring depth in net ticks. 0: 32.
-	Depth int
-	// MTU is the largest snapshot datagram. 0: 1200 bytes.
-	MTU int
-	// MaxBytesPerSecond caps each client's snapshot bandwidth; the adaptive
-	// budget moves below it. 0: 512 KiB/s (4 Mbit/s), enough for every
-	// change of a busy physics scene of a few hundred bodies at 60 Hz; a
-	// client's share is what its link carries without loss or queueing.
-	MaxBytesPerSecond int
-	// MinBytesPerSecond is the floor of the adaptive budget: how far it goes
-	// down on a congested link (and during an outage). A link that is fine —
-	// jitter, reordering and standing random loss included — never brings
-	// the budget near it: only rising loss or a standing queue do. 0: 4 KiB/s
-	// (32 kbit/s), so that even a very slow link carries the most important
-	// changes without a standing queue.
-	MinBytesPerSecond int
-	// MaxClients bounds connected clients (≤ 254). 0: 64.
-	MaxClients int
-	// Authenticator, if set, decides whether a client may join (after the
-	// version and protocol-hash checks, and only while the server is not
-	// full). It runs on a goroutine of its own, never on the simulation's,
-	// with a context that ends at the client's HandshakeTimeout; a client
-	// whose authentication has not finished by then is rejected. Nil:
-	// everyone may.
-	Authenticator transport.Authenticator
-	// Interest limits what each client receives. Nil: every entity.
-	Interest *Interest
-	// HandshakeTimeout drops connections that are not through the handshake
-	// (Hello received, Authenticator done) in time. 0: 5 s.
-	HandshakeTimeout time.Duration
-	// MaxHandshakes bounds connections in the handshake at once (accepted,
-	// not yet welcomed); more are refused at once with "server busy", so a
-	// flood of connections that never say Hello holds bounded memory. 0: 256.
-	MaxHandshakes int
-	// Input receives the input section of each client datagram (package
-	// input decodes it). A returned error drops that client with the error
-	// as the reason. Nil: input sections are ignored.
-	Input func(c ClientID, ackTick uint32, section []byte) error
-	// InputAck, if set, returns the newest input tick the server applied for
-	// a client; it rides in that client's snapshot datagrams (see
-	// Client.InputAck) so predicted entities reconcile at the right tick.
-	InputAck func(c ClientID) (tick uint32, ok bool)
-	// InputFeedback, if set, returns a client's input feedback, e.g. from
-	// input.Log.Feedback: the newest input tick the server holds and the
-	// depth (ticks of input held beyond the one consumed, negative when
-	// inputs arrive late). It is called once per snapshot datagram built for
-	// the client, when InputAck reports a tick, and rides along with it
-	// (Client.InputReport) for the client's input sender (Sender.Ack) and
-	// clock (TickSync.ObserveFeedback).
-	InputFeedback func(c ClientID) (held uint32, depth int, ok bool)
-	// OnConnect and OnDisconnect, if set, are called when a client completes
-	// the handshake and when it is gone (with the reason).
-	OnConnect    func(c ClientID)
-	OnDisconnect func(c ClientID, reason error)
-	// Now is the clock for RTT and timeouts. Nil: time.Now.
-	Now func() time.Time
-	// Logger receives connection events. Nil: slog.Default().
-	Logger *slog.Logger
-}
-
-func (c *ServerConfig) defaults() error {
-	if c.Registry == nil {
-		return errors.New("replication: ServerConfig.Registry is required")
-	}
-	if c.NetRate <= 0 {
-		c.NetRate = 30
-	}
-	if c.NetRate > 1<<16-1 {
-		return fmt.Errorf("replication: NetRate %d > 65535", c.NetRate)
-	}
-	if c.NetDivisor <= 0 {
-		c.NetDivisor = 1
-	}
-	if c.NetDivisor > 1<<16-1 {
-		return fmt.Errorf("replication: NetDivisor %d > 65535", c.NetDivisor)
-	}
-	if c.Depth <= 0 {
-		c.Depth = snapshot.DefaultDepth
-	}
-	if c.Depth > 128 {
-		return fmt.Errorf("replication: Depth %d > 128", c.Depth)
-	}
-	if c.MTU <= 0 {
-		c.MTU = snapshot.DefaultMTU
-	}
-	if c.MaxBytesPerSecond <= 0 {
-		c.MaxBytesPerSecond = DefaultMaxBytesPerSecond
-	}
-	if c.MinBytesPerSecond <= 0 {
-		c.MinBytesPerSecond = DefaultMinBytesPerSecond
-	}
-	c.MinBytesPerSecond = min(c.MinBytesPerSecond, c.MaxBytesPerSecond)
-	if c.MaxClients <= 0 {
-		c.MaxClients = 64
-	}
-	c.MaxClients = min(c.MaxClients, 254)
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 5 * time.Second
-	}
-	if c.MaxHandshakes <= 0 {
-		c.MaxHandshakes = 256
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	// Connection events can come in floods (hostile peers): each kind of
-	// message is rate-limited, and the count of suppressed ones is reported.
-	c.Logger = slog.New(transport.RateLimit(c.Logger.Handler(), 10, time.Second))
-	return nil
-}
-
-// Defaults of the adaptive per-client budget (ServerConfig).
-const (
-	DefaultMaxBytesPerSecond = 512 << 10
-	DefaultMinBytesPerSecond = 4 << 10
-)
-
-// slotInfo is the server's record of one net slot.
-type slotInfo struct {
-	entity ecs.Entity
-	gen    uint32
-	meta   snapshot.Meta
-	alive  bool
-	dirty  bool // MarkDirty since the last frame
-	rep    components.Replicated
-}
 
 // Server replicates an arche world to the clients of a transport listener.
 // Add [Server.ReceiveSystem] first and [Server.SendSystem] last to the
@@ -204,14 +53,14 @@ type Server struct {
 	ptrs     []unsafe.Pointer
 	alive    snapshot.Bitset
 
-	clients  []*serverClient // index = ClientID
+	clients  []*peer // index = ClientID
 	pending  []*pendingConn
 	closing  []closingConn
 	authing  int // pending connections whose Authenticator runs
 	nextID   int
 	pkts     snapshot.Packets
-	msgBuf   []byte
-	spawnW   spawnWriter
+	workers  []*worker
+	active   []*peer // the clients of this tick's Send
 	interest *interestGrid
 
 	// Stats since start.
@@ -255,7 +104,7 @@ func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Serve
 	s := &Server{
 		cfg: cfg, world: world, listener: l, plans: cfg.Registry.Plans(),
 		byEntity: map[ecs.Entity]uint32{}, touched: map[ecs.Entity]struct{}{},
-		clients: make([]*serverClient, 256), nextID: 1,
+		clients: make([]*peer, 256), nextID: 1,
 	}
 	for _, p := range s.plans {
 		s.compIDs = append(s.compIDs, ecs.TypeID(world, p.Type))
@@ -267,7 +116,7 @@ func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Serve
 		s.idTrans = ecs.ComponentID[components.Transform](world)
 	}
 	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
-	s.enc = snapshot.NewEncoder(s.snap)
+	s.workers = newWorkers(cfg.Workers, s.snap)
 	if cfg.Interest != nil {
 		if err := cfg.Interest.validate(); err != nil {
 			return nil, err
@@ -277,7 +126,7 @@ func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Serve
 		}
 		s.interest = newInterestGrid(cfg.Interest)
 	}
-	anecs.AddListener(world, s)
+	anecs.AddListener(world, structureListener{s})
 	// Entities that exist already are replicated too.
 	q := world.Query(ecs.All(s.idRep))
 	for q.Next() {
@@ -285,27 +134,6 @@ func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Serve
 	}
 	return s, nil
 }
-
-// Notify implements arche's Listener: structural changes are collected and
-// applied at the next Send.
-func (s *Server) Notify(_ *ecs.World, e ecs.EntityEvent) { s.touch(e.Entity) }
-
-func (s *Server) touch(e ecs.Entity) {
-	if _, ok := s.touched[e]; !ok {
-		s.touched[e] = struct{}{}
-		s.order = append(s.order, e)
-	}
-}
-
-// Subscriptions implements arche's Listener.
-func (s *Server) Subscriptions() event.Subscription {
-	return event.EntityCreated | event.EntityRemoved | event.ComponentAdded | event.ComponentRemoved
-}
-
-// Components implements arche's Listener: all components (the server
-// filters on Replicated itself, so adding any replicated component to a
-// replicated entity is seen).
-func (s *Server) Components() *ecs.Mask { return nil }
 
 // Tick returns the current net tick (the tick of the newest snapshot).
 func (s *Server) Tick() uint32 { return s.tick }
@@ -427,7 +255,7 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) drop(c *serverClient, code transport.CloseCode, reason string) {
+func (s *Server) drop(c *peer, code transport.CloseCode, reason string) {
 	level := slog.LevelWarn
 	if code == transport.CodeNormal {
 		level = slog.LevelInfo
@@ -440,7 +268,7 @@ func (s *Server) drop(c *serverClient, code transport.CloseCode, reason string) 
 // sendFailed handles a failed send to c: a connection that closed (the
 // transport gave up on a peer that does not take its reliable messages, or
 // the peer went away) is gone; any other failure drops the client.
-func (s *Server) sendFailed(c *serverClient, err error) {
+func (s *Server) sendFailed(c *peer, err error) {
 	var ce *transport.CloseError
 	if !errors.As(err, &ce) {
 		s.drop(c, transport.CodeInternal, err.Error())
@@ -450,7 +278,7 @@ func (s *Server) sendFailed(c *serverClient, err error) {
 }
 
 // disconnected ends c, whose connection closed with err.
-func (s *Server) disconnected(c *serverClient, err error) {
+func (s *Server) disconnected(c *peer, err error) {
 	var ce *transport.CloseError
 	if errors.As(err, &ce) && ce.Code == transport.CodeSendBacklog {
 		s.cfg.Logger.Warn("archenet: client dropped", "client", c.id, "code", ce.Code, "reason", ce.Reason)
@@ -460,7 +288,7 @@ func (s *Server) disconnected(c *serverClient, err error) {
 	s.gone(c, err)
 }
 
-func (s *Server) gone(c *serverClient, reason error) {
+func (s *Server) gone(c *peer, reason error) {
 	s.clients[c.id] = nil
 	s.Stats.Disconnected++
 	var ce *transport.CloseError
@@ -532,22 +360,18 @@ func (s *Server) Receive() {
 	}
 }
 
-func (s *Server) receiveClient(c *serverClient, now time.Time) error {
-	for n := 0; ; n++ {
+func (s *Server) receiveClient(c *peer, now time.Time) error {
+	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
 			break
 		}
-		ack, rest, err := parseClientHeader(d)
+		ack, input, err := c.onDatagram(d, now, s.tick)
 		if err != nil {
 			return err
 		}
-		if ack.Newest != 0 && int32(ack.Newest-s.tick) > 0 {
-			return fmt.Errorf("ack of tick %d from the future (server tick %d)", ack.Newest, s.tick)
-		}
-		c.onAck(&ack, now)
-		if len(rest) > 0 && s.cfg.Input != nil {
-			if err := s.cfg.Input(c.id, ack.Newest, rest); err != nil {
+		if len(input) > 0 && s.cfg.Input != nil {
+			if err := s.cfg.Input(c.id, ack.Newest, input); err != nil {
 				return err
 			}
 		}
@@ -560,25 +384,16 @@ func (s *Server) receiveClient(c *serverClient, now time.Time) error {
 
 // Send applies structural changes, builds this net tick's snapshot frame
 // (one pass over replicated entities), and sends every client its spawn and
-// despawn messages and its snapshot datagram. Call it at the end of a net
+// despawn messages and its snapshot datagrams. Call it at the end of a net
 // tick.
-// advanceTick numbers the net tick Send builds (see ServerConfig.Tick).
-func (s *Server) advanceTick() {
-	next := s.tick + 1
-	if s.cfg.Tick != nil {
-		t := s.cfg.Tick()
-		switch {
-		case s.tick == 0 && t != 0:
-			next = t // the first Send: align with the simulation
-		case t != next && !s.tickWarned:
-			s.tickWarned = true
-			s.cfg.Logger.Warn("replication: ServerConfig.Tick did not advance by one net tick per Send; counting instead",
-				"tick", t, "expected", next)
-		}
-	}
-	s.tick = next
-}
-
+//
+// The per-client work runs in three phases: a sequential one that calls the
+// user's hooks (ServerConfig.InputAck, InputFeedback) and asks the
+// connections their datagram size; the clients' datagrams and spawn batches,
+// built in parallel by ServerConfig.Workers goroutines over the read-only
+// frame ring and slot table (Interest.Focus and Interest.Filter run there);
+// and a sequential hand-over of everything built to the connections, in
+// client order, none of which waits for a peer.
 func (s *Server) Send() {
 	t0 := time.Now()
 	s.advanceTick()
@@ -586,19 +401,22 @@ func (s *Server) Send() {
 	s.buildFrame()
 	t1 := time.Now()
 	s.Stats.BuildFrame += t1.Sub(t0)
-	if s.interest != nil {
-		if s.interest.due(s.tick) {
-			s.interest.rebuild(s)
-			s.interest.fresh.Reset()
-		}
+	if s.interest != nil && s.interest.due(s.tick) {
+		s.interest.rebuild(s)
+		s.interest.fresh.Reset()
 	}
 	now := s.cfg.Now()
-	for _, c := range s.clients {
-		if c == nil {
-			continue
+	s.active = s.active[:0]
+	for _, p := range s.clients {
+		if p != nil {
+			s.planPeer(p, now)
+			s.active = append(s.active, p)
 		}
-		if err := s.sendClient(c, now); err != nil {
-			s.sendFailed(c, err)
+	}
+	s.buildPeers(s.active, now)
+	for _, p := range s.active {
+		if err := s.flush(p); err != nil {
+			s.sendFailed(p, err)
 		}
 	}
 	s.snap.EndTick()
@@ -606,110 +424,48 @@ func (s *Server) Send() {
 	s.Stats.BuildClients += time.Since(t1)
 }
 
-// applyStructure turns the entities touched by listener events into slot
-// allocations, layout changes and frees.
-func (s *Server) applyStructure() {
-	for _, e := range s.order {
-		delete(s.touched, e)
-		slot, has := s.byEntity[e]
-		if !s.world.Alive(e) || !s.world.Has(e, s.idRep) {
-			if has {
-				s.freeSlot(slot)
-			}
-			continue
+// planPeer runs a peer's sequential phase.
+func (s *Server) planPeer(p *peer, now time.Time) {
+	plan := peerPlan{mtu: min(s.cfg.MTU, p.conn.MaxDatagramSize())}
+	if s.cfg.InputAck != nil {
+		o := &plan.opt
+		o.InputAck, o.HasInputAck = s.cfg.InputAck(p.id)
+		if o.HasInputAck && s.cfg.InputFeedback != nil {
+			o.InputHeld, o.InputDepth, o.HasInputFeedback = s.cfg.InputFeedback(p.id)
 		}
-		set := s.setOf(e)
-		if set == 0 {
-			if has {
-				s.freeSlot(slot)
-			}
-			continue
-		}
-		var owner uint8
-		if s.world.Has(e, s.idOwner) {
-			owner = (*components.Owner)(s.world.Get(e, s.idOwner)).Client
-		}
-		if !has {
-			slot = s.allocSlot(e)
-		}
-		si := &s.slots[slot]
-		m := snapshot.Meta{Gen: si.gen, Owner: owner, Set: set}
-		if !has || si.meta != m {
-			si.meta = m
-			s.relayout = append(s.relayout, slot)
-		}
-		si.rep = *(*components.Replicated)(s.world.Get(e, s.idRep))
-		w := si.rep.Priority
-		if w <= 0 {
-			w = 1
-		}
-		s.weights[slot] = w
 	}
-	s.order = s.order[:0]
+	p.prepare(s.tick, now, s.cfg.NetRate, plan)
 }
 
-func (s *Server) setOf(e ecs.Entity) uint64 {
-	var set uint64
-	for i, id := range s.compIDs {
-		if s.world.Has(e, id) {
-			set |= 1 << i
+// flush hands what a peer built this tick to its connection.
+func (s *Server) flush(p *peer) error {
+	o := &p.out
+	if o.spawnMsg != nil {
+		if err := p.conn.SendMessage(o.spawnMsg); err != nil {
+			return err
+		}
+		p.spawnBytes += uint64(len(o.spawnMsg))
+		s.Stats.SpawnBytes += uint64(len(o.spawnMsg))
+		s.Stats.Spawns += uint64(o.spawns)
+		s.Stats.Despawns += uint64(o.despawns)
+	}
+	if o.readyMsg {
+		o.readyMsg = false
+		if err := p.conn.SendMessage(appendReady(nil, s.tick)); err != nil {
+			return err
 		}
 	}
-	return set
-}
-
-func (s *Server) allocSlot(e ecs.Entity) uint32 {
-	var slot uint32
-	if n := len(s.free); n > 0 {
-		slot = s.free[n-1]
-		s.free = s.free[:n-1]
-		s.slots[slot].gen++ // a reused slot is a new incarnation
-	} else {
-		slot = uint32(len(s.slots))
-		s.slots = append(s.slots, slotInfo{})
-		s.weights = append(s.weights, 1)
-	}
-	si := &s.slots[slot]
-	si.entity, si.alive, si.dirty = e, true, true
-	s.byEntity[e] = slot
-	s.alive.Set(slot)
-	if s.interest != nil {
-		s.interest.fresh.Set(slot)
-	}
-	return slot
-}
-
-func (s *Server) freeSlot(slot uint32) {
-	si := &s.slots[slot]
-	delete(s.byEntity, si.entity)
-	si.alive = false
-	si.entity = ecs.Entity{}
-	s.alive.Clear(slot)
-	s.free = append(s.free, slot)
-	s.relayout = append(s.relayout, slot)
-}
-
-// buildFrame runs the one pass over replicated entities.
-func (s *Server) buildFrame() {
-	s.snap.Begin(s.tick)
-	for slot := range s.slots {
-		si := &s.slots[slot]
-		if !si.alive {
-			continue
+	for i := range o.pkts.Len() {
+		if err := p.conn.SendDatagram(o.pkts.At(i)); err != nil {
+			return err
 		}
-		m := si.meta
-		// Dormant entities and send-rate divisors keep last frame's state.
-		if (si.rep.Dormant && !si.dirty) || (si.rep.SendEvery > 1 && (s.tick+uint32(slot))%uint32(si.rep.SendEvery) != 0) {
-			if s.snap.Keep(uint32(slot), m) {
-				continue
-			}
-		}
-		si.dirty = false
-		s.ptrs = s.ptrs[:0]
-		for set := m.Set; set != 0; set &= set - 1 {
-			s.ptrs = append(s.ptrs, s.world.Get(si.entity, s.compIDs[bits.TrailingZeros64(set)]))
-		}
-		s.snap.Put(uint32(slot), m, s.ptrs)
 	}
-	s.snap.Commit()
+	n := uint64(o.pkts.Len())
+	p.snapBytes += uint64(o.info.Bytes)
+	p.datagrams += n
+	s.Stats.SnapshotBytes += uint64(o.info.Bytes)
+	s.Stats.SnapshotDatagrams += n
+	s.Stats.SnapshotHeaderBits += uint64(o.info.HeaderBits)
+	s.Stats.Deferred += uint64(o.info.Deferred)
+	return nil
 }

@@ -205,7 +205,7 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 		_ = p.conn.CloseWithReason(transport.CodeInternal, "welcome failed")
 		return
 	}
-	c := newServerClient(id, p.conn, s)
+	c := newPeer(id, p.conn, &s.cfg)
 	s.clients[id] = c
 	s.Stats.Connected++
 	s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())

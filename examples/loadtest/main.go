@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Settle, "settle", 0, "ticks without loss and movement before the convergence check (0: 30 + four one-way delays)")
 	fs.Float64Var(&cfg.PosStep, "pos-step", 0, "replicated position step in metres (0: the Transform's 1 mm), e.g. 0.001953125 for 1/512 m")
 	fs.IntVar(&cfg.QuatBits, "quat-bits", 0, "replicated quaternion bits per component (0: the Transform's 10)")
+	fs.IntVar(&cfg.Workers, "workers", 0, "goroutines building the clients' datagrams (ServerConfig.Workers; 0: GOMAXPROCS)")
+	compare := fs.String("workers-compare", "", "run twice with A and B workers (e.g. 1,2) and print both server times and their ratio")
 	fs.IntVar(&cfg.MaxBytesPerSecond, "max-rate", 0, "cap of every client's snapshot budget in bytes per second (0: the server's default, 512 KiB/s)")
 	fs.IntVar(&cfg.FidelityClients, "fidelity-clients", 0, "clients whose mirrors are checked against the server every tick (0: up to 8)")
 	fs.Usage = func() {
@@ -135,6 +138,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.LabelServer = true
 	}
 
+	if *compare != "" {
+		return runCompare(cfg, *compare, stdout, stderr)
+	}
 	rep, err := Run(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "loadtest: %v\n", err)
@@ -186,4 +192,40 @@ func writeTraceFile(path string, t *Trace) (err error) {
 		return err
 	}
 	return zw.Close()
+}
+
+// runCompare runs cfg once per worker count of list ("A,B") and prints the
+// server's wall and CPU time per tick of each, and the ratio of the walls.
+func runCompare(cfg Config, list string, stdout, stderr io.Writer) int {
+	var counts []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "loadtest: -workers-compare %q: want worker counts like 1,2\n", list)
+			return 2
+		}
+		counts = append(counts, n)
+	}
+	var reps []*Report
+	status := 0
+	for _, n := range counts {
+		cfg.Workers = n
+		rep, err := Run(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		if !rep.Converged {
+			status = 1
+		}
+		reps = append(reps, rep)
+	}
+	for _, rep := range reps {
+		fmt.Fprintf(stdout, "%-10s server %.3f ms/tick wall (p99 %.3f), %.3f ms/tick CPU; %.2f KB/s per client; converged %v\n",
+			workersText(rep.Workers)+":", rep.ServerMsMean, rep.ServerMsP99, rep.ServerCPUMsMean, rep.DownKBpsMean, rep.Converged)
+	}
+	if len(reps) == 2 && reps[0].ServerMsMean > 0 {
+		fmt.Fprintf(stdout, "wall time ratio %s / %s: %.2f\n", workersText(reps[1].Workers), workersText(reps[0].Workers), reps[1].ServerMsMean/reps[0].ServerMsMean)
+	}
+	return status
 }

@@ -35,7 +35,9 @@ type Report struct {
 	UpKBpsMean   float64 `json:"up_kbytes_per_s_mean"`
 	UpKBpsP99    float64 `json:"up_kbytes_per_s_p99"`
 
-	ServerMsMean        float64 `json:"server_ms_per_tick_mean"` // srv.Receive + srv.Send
+	Workers             int     `json:"workers"`                     // ServerConfig.Workers (0: GOMAXPROCS)
+	ServerMsMean        float64 `json:"server_ms_per_tick_mean"`     // srv.Receive + srv.Send, wall time
+	ServerCPUMsMean     float64 `json:"server_cpu_ms_per_tick_mean"` // CPU time of the process during them (every worker)
 	ServerMsP99         float64 `json:"server_ms_per_tick_p99"`
 	ReceiveMsMean       float64 `json:"receive_ms_per_tick_mean"`
 	SendMsMean          float64 `json:"send_ms_per_tick_mean"`
@@ -101,6 +103,7 @@ func (rep *Report) fill(r *rig, m *meter, entities, replicated int) {
 		server[i] = m.recv[i] + m.send[i]
 	}
 	rep.ServerMsMean, rep.ServerMsP99 = mean(server), percentile(server, 0.99)
+	rep.ServerCPUMsMean, rep.Workers = mean(m.cpu), c.Workers
 	rep.ReceiveMsMean, rep.SendMsMean = mean(m.recv), mean(m.send)
 	rep.SnapshotBuildMsMean, rep.SnapshotBuildMsP99 = mean(m.frame), percentile(m.frame, 0.99)
 	rep.ClientBuildMsMean, rep.ClientBuildMsP99 = mean(m.clients), percentile(m.clients, 0.99)
@@ -155,7 +158,8 @@ func (rep *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  per client:  down %.2f KB/s mean, %.2f p99   up %.2f KB/s mean, %.2f p99   %.0f mirrors\n",
 		rep.DownKBpsMean, rep.DownKBpsP99, rep.UpKBpsMean, rep.UpKBpsP99, rep.MirrorsPerClient)
-	fmt.Fprintf(w, "  server/tick: %.3f ms mean, %.3f ms p99 (receive %.3f, send %.3f)\n", rep.ServerMsMean, rep.ServerMsP99, rep.ReceiveMsMean, rep.SendMsMean)
+	fmt.Fprintf(w, "  server/tick: %.3f ms mean, %.3f ms p99 (receive %.3f, send %.3f); CPU %.3f ms with %s\n",
+		rep.ServerMsMean, rep.ServerMsP99, rep.ReceiveMsMean, rep.SendMsMean, rep.ServerCPUMsMean, workersText(rep.Workers))
 	fmt.Fprintf(w, "    snapshot build %.3f ms mean (%.0f ns/entity), per-client packets %.3f ms mean (%.1f µs/client)\n",
 		rep.SnapshotBuildMsMean, rep.SnapshotNsPerEntity, rep.ClientBuildMsMean, rep.ClientBuildUsPerCl)
 	fmt.Fprintf(w, "  snapshots:   %.2f bytes/entity update, %.1f updates/client/tick; %d B snapshots, %d B spawn messages\n",
@@ -180,4 +184,14 @@ func (rep *Report) WriteText(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "  NOT CONVERGED after %d settle ticks: %s\n", rep.SettleTicks, rep.ConvergeError)
 	}
+}
+
+func workersText(n int) string {
+	if n <= 0 {
+		return "GOMAXPROCS workers"
+	}
+	if n == 1 {
+		return "1 worker"
+	}
+	return fmt.Sprintf("%d workers", n)
 }

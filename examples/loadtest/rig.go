@@ -46,6 +46,9 @@ type Config struct {
 	// 0: the Transform's own (1 mm, 10 bits).
 	PosStep  float64
 	QuatBits int
+	// Workers is ServerConfig.Workers: goroutines building the clients'
+	// datagrams. 0: GOMAXPROCS.
+	Workers int
 	// MaxBytesPerSecond caps every client's snapshot budget
 	// (ServerConfig.MaxBytesPerSecond). 0: the server's default.
 	MaxBytesPerSecond int
@@ -187,7 +190,7 @@ func newRig(cfg Config, interest *replication.Interest) (*rig, error) {
 	r.tid = ecs.ComponentID[components.Transform](r.sw)
 	scfg := replication.ServerConfig{
 		Registry: r.reg, NetRate: cfg.Rate, Interest: interest, MaxClients: cfg.Clients, Logger: r.cfg.Logger,
-		MaxBytesPerSecond: cfg.MaxBytesPerSecond,
+		MaxBytesPerSecond: cfg.MaxBytesPerSecond, Workers: cfg.Workers,
 	}
 	if cfg.Transport == "sim" {
 		r.simNet = sim.NewNetwork(cfg.Seed, time.Unix(1_000_000, 0))
@@ -276,23 +279,24 @@ func (r *rig) step() {
 	if r.simNet == nil {
 		r.stepClients()
 	}
-	var recv, send time.Duration
+	var recv, send, cpu time.Duration
 	r.server(func() {
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		r.srv.Receive()
-		recv = time.Since(t0)
+		recv, cpu = time.Since(t0), cpuTime()-c0
 	})
 	if r.game != nil {
 		r.game()
 	}
 	frame, clients := r.srv.Stats.BuildFrame, r.srv.Stats.BuildClients
 	r.server(func() {
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		r.srv.Send()
-		send = time.Since(t0)
+		send, cpu = time.Since(t0), cpu+cpuTime()-c0
 	})
 	if r.meter != nil {
 		r.meter.server(recv, send, r.srv.Stats.BuildFrame-frame, r.srv.Stats.BuildClients-clients)
+		r.meter.cpu = append(r.meter.cpu, ms(cpu))
 	}
 	if r.fid != nil {
 		r.fid.record(r, r.srv.Tick())

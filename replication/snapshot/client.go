@@ -1,5 +1,7 @@
 package snapshot
 
+import "math/bits"
+
 // Client is the server's replication state for one client: the views it
 // was sent (what it holds after each datagram, used as baselines once
 // acked), its ack state and its per-entity priority accumulators.
@@ -12,6 +14,10 @@ type Client struct {
 	acc   []float32
 
 	undoBuf, mergeBuf []behindEntry
+
+	// cover is what Acks have named so far, bit i being tick coverNewest−i.
+	cover       uint64
+	coverNewest uint32
 
 	// Counters.
 	Sent, Acked uint64
@@ -119,19 +125,41 @@ func (c *Client) viewFor(tick uint32) *view {
 // ticks that were never sent, or whose views were overwritten, are ignored,
 // and parts that were never sent are ignored, so a hostile ack can make the
 // server use only baselines built from what it sent that client.
-func (c *Client) Ack(a Ack) {
+//
+// It returns the ticks the Ack acknowledged for the first time: bit i is
+// tick a.Newest−i. Ticks an earlier Ack named are skipped at the cost of a
+// shift, so a client's steady stream of Acks costs one tick each.
+func (c *Client) Ack(a Ack) (fresh uint64) {
 	if a.Newest == 0 {
-		return
+		return 0
 	}
-	c.ackOne(a.Newest, &a)
-	for i := uint32(0); i < 32; i++ {
-		if a.Mask>>i&1 != 0 && a.Newest > i+1 {
-			c.ackOne(a.Newest-1-i, &a)
+	named := uint64(1) | uint64(a.Mask)<<1
+	// What earlier Acks named, as seen from a.Newest.
+	var seen uint64
+	if c.coverNewest != 0 {
+		switch d := int32(a.Newest - c.coverNewest); {
+		case d >= 0 && d < 64:
+			seen = c.cover << uint(d)
+		case d < 0 && d > -64:
+			seen = c.cover >> uint(-d)
 		}
+	}
+	fresh = named &^ seen
+	for f := fresh; f != 0; f &= f - 1 {
+		i := uint32(bits.TrailingZeros64(f))
+		if a.Newest > i {
+			c.ackOne(a.Newest-i, &a)
+		}
+	}
+	if c.coverNewest == 0 || int32(a.Newest-c.coverNewest) >= 0 {
+		c.cover, c.coverNewest = seen|named, a.Newest
+	} else {
+		c.cover |= named << uint(c.coverNewest-a.Newest)
 	}
 	if c.NewestAck == 0 || int32(a.Newest-c.NewestAck) > 0 {
 		c.NewestAck = a.Newest
 	}
+	return fresh
 }
 
 func (c *Client) ackOne(t uint32, a *Ack) {
@@ -190,4 +218,5 @@ func (c *Client) Reset() {
 	}
 	clear(c.acc)
 	c.NewestAck = 0
+	c.cover, c.coverNewest = 0, 0
 }

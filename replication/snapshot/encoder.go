@@ -37,16 +37,17 @@ type Encoder struct {
 	present Bitset // slots present in the current frame
 
 	// scratch, reused by Build
-	scratch, scratch2, scratch3 bitio.Writer
-	partW                       bitio.Writer
-	pred                        []uint64
-	pc                          predCtx
-	cands                       []cand
-	sel                         []int // selected candidates, slot order
-	packed                      []int
-	parts                       []part
-	members                     Bitset
-	gapBuf                      []uint64
+	scratch3 bitio.Writer
+	partW    bitio.Writer
+	res      []residual
+	gmasks   []uint64 // per component of a delta: its changed groups
+	pc       predCtx
+	cands    []cand
+	sel      []int // selected candidates, slot order
+	packed   []int
+	parts    []part
+	members  Bitset
+	gapBuf   []uint64
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
@@ -183,83 +184,220 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 			bi = bf.Lookup(slot)
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
-			base := bf.EntityLanes(bi)
-			e.arena.Bytes() // align to a byte boundary
-			start := e.arena.BitLen()
-			changed := writeDeltaMask(&e.arena, e.plans, m.Set, base, cur, owner)
-			maskBits := e.arena.BitLen() - start
-			buf := e.arena.Bytes()
-			ce.maskOff = uint32(start / 8)
-			ce.maskBits = uint16(maskBits)
-			if maskBits <= 64 {
-				var r bitio.Reader
-				r.Reset(buf[start/8:])
-				ce.mask = r.ReadBits(uint(maskBits))
-			}
-			if !changed {
-				// Changed and changed back since the client's value: a delta
-				// with empty field masks tells the client its value is
-				// current, so that a mirror that showed the intermediate
-				// value (from a datagram of another baseline chain) comes
-				// back. A few bits.
-				e.arena.Bytes()
-				bodyStart := e.arena.BitLen()
-				if pb != 0 {
-					e.arena.WriteBits(0, 1) // not predicted
-				}
-				ce.kind = kindDelta
-				ce.bodyOff = uint32(bodyStart / 8)
-				ce.bodyBits = uint32(e.arena.BitLen() - bodyStart)
-				e.arena.Bytes()
-				return ce
-			}
-			// Plain residuals (against the baseline value) …
-			e.scratch.Reset(e.scratch.Bytes())
-			if pb != 0 {
-				e.scratch.WriteBits(0, 1)
-			}
-			ok := writeDeltaBody(&e.scratch, e.plans, m.Set, base, base, cur, owner)
-			body := &e.scratch
-			// … or against the extrapolation through the older view, if shorter.
-			if ok && pb != 0 && src2 != 0 {
-				if pf := e.w.Frame(src2); pf != nil {
-					if pi := pf.Lookup(slot); pi >= 0 && pf.Metas[pi] == m {
-						e.pred = append(e.pred[:0], base...)
-						predict(e.plans, m.Set, base, pf.EntityLanes(pi), int64(f.Tick-pb), int64(pb-pb2), e.pred)
-						e.scratch2.Reset(e.scratch2.Bytes())
-						e.scratch2.WriteBits(1, 1)
-						if writeDeltaBody(&e.scratch2, e.plans, m.Set, base, e.pred, cur, owner) && e.scratch2.BitLen() < e.scratch.BitLen() {
-							ce.saved = uint16(min(e.scratch.BitLen()-e.scratch2.BitLen(), math.MaxUint16))
-							body = &e.scratch2
-							ce.usePred = true
-							e.Predicted++
-						}
-					}
-				}
-			}
-			bodyBits := body.BitLen()
-			if ok && (maskBits+bodyBits < e.minFullBits(m.Set) || maskBits+bodyBits < e.fullBits(m, cur, owner)) {
-				e.arena.Bytes()
-				bodyStart := e.arena.BitLen()
-				e.arena.AppendBits(body.Bytes(), bodyBits)
-				e.arena.Bytes()
-				ce.kind = kindDelta
-				ce.bodyOff = uint32(bodyStart / 8)
-				ce.bodyBits = uint32(bodyBits)
+			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, pb, pb2, src2, f.Tick, slot) {
 				return ce
 			}
 		}
 	}
 	// Full record.
-	e.arena.Bytes()
+	e.arena.Align()
 	start := e.arena.BitLen()
 	writeFull(&e.arena, e.plans, m, cur, owner)
 	ce.kind = kindFull
 	ce.maskBits = 0
 	ce.bodyOff = uint32(start / 8)
 	ce.bodyBits = uint32(e.arena.BitLen() - start)
-	e.arena.Bytes()
 	return ce
+}
+
+// deltaRecord encodes the delta of an entity from base (its value at the
+// client's baseline) to cur into the arena — its field masks, then its body:
+// with prediction on (pb ≠ 0), a flag bit and the residuals against the
+// linear extrapolation through the entity's value in view pb2 (if it has one
+// there and that is shorter), else the residuals against base. It reports
+// false, leaving ce to a full record, when a residual cannot be coded or a
+// full record is shorter. A value that changed and changed back since base
+// gets a delta with empty field masks: it tells the client its value is
+// current, so that a mirror that showed the intermediate value (from a
+// datagram of another baseline chain) comes back. A few bits.
+func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner bool, pb, pb2, src2, S, slot uint32) bool {
+	var prev []uint64 // the entity's value in the prediction view
+	if pb != 0 && src2 != 0 {
+		if pf := e.w.Frame(src2); pf != nil {
+			if pi := pf.Lookup(slot); pi >= 0 && pf.Metas[pi] == m {
+				prev = pf.EntityLanes(pi)
+			}
+		}
+	}
+	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, cur, owner, int64(S-pb), int64(pb-pb2))
+	if !plainOK {
+		return false
+	}
+	e.arena.Align()
+	start := e.arena.BitLen()
+	ce.mask = e.writeMasks(m.Set, owner)
+	maskBits := e.arena.BitLen() - start
+	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
+	flag := 0
+	if pb != 0 {
+		flag = 1
+	}
+	usePred := prev != nil && predOK && pred < plain
+	bodyBits := flag + plain
+	if usePred {
+		bodyBits = flag + pred
+	}
+	if maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, cur, owner) {
+		return false
+	}
+	e.arena.Align()
+	bodyStart := e.arena.BitLen()
+	if pb != 0 {
+		e.arena.WriteBool(usePred)
+	}
+	e.writeResiduals(cur, usePred)
+	ce.kind = kindDelta
+	ce.bodyOff = uint32(bodyStart / 8)
+	ce.bodyBits = uint32(e.arena.BitLen() - bodyStart)
+	if usePred {
+		ce.usePred = true
+		ce.saved = uint16(min(plain-pred, math.MaxUint16))
+		e.Predicted++
+	}
+	return true
+}
+
+// residual is one lane of a delta body: for numeric lanes the zigzag
+// residual against the baseline value and against the extrapolation.
+type residual struct {
+	lane   int32
+	kind   uint8 // resNum, resBit
+	z1, z2 uint64
+}
+
+const (
+	resNum = iota
+	resBit // a bool or rest flag: the value itself, 1 bit
+)
+
+// measureDelta lists in e.res the lanes of the changed groups a delta body
+// carries (in wire order) with their residuals against base and, if prev is
+// set, against the linear extrapolation of base through prev over num/den
+// (exactly as predict computes it, for the changed lanes only), and returns
+// the bits each body takes and whether each can be coded (residuals below
+// 2^62).
+func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
+	e.res = e.res[:0]
+	e.gmasks = e.gmasks[:0]
+	plainOK, predOK = true, prev != nil
+	off := 0
+	for s := set; s != 0; s &= s - 1 {
+		p := e.plans[bits.TrailingZeros64(s)]
+		n := p.NumLanes()
+		b, c := base[off:off+n], cur[off:off+n]
+		var v2 []uint64
+		if prev != nil {
+			v2 = prev[off : off+n]
+		}
+		lanes := p.Lanes()
+		groups := p.Groups()
+		var gm uint64
+		for gi := range groups {
+			g := &groups[gi]
+			if !owner && g.OwnerOnly {
+				continue
+			}
+			if g.Count == 1 {
+				if b[g.First] == c[g.First] {
+					continue
+				}
+			} else if equalLanes(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count]) {
+				continue
+			}
+			gm |= 1 << gi
+			noPred := v2 == nil
+			for l := g.First; !noPred && l < g.First+g.Count; l++ {
+				noPred = lanes[l].Kind == schema.LaneQuatIndex && b[l] != v2[l]
+			}
+			for l := g.First; l < g.First+g.Count; l++ {
+				ln := &lanes[l]
+				if ln.Kind == schema.LaneBool || ln.Kind == schema.LaneRest {
+					e.res = append(e.res, residual{lane: int32(off + l), kind: resBit})
+					plain++
+					pred++
+					if ln.Kind == schema.LaneRest && c[l] != 0 {
+						break // axes implied zero
+					}
+					continue
+				}
+				z1 := bitio.ZigZag(ln.Delta(b[l], c[l]))
+				z2 := z1
+				if v2 != nil && !noPred && ln.Kind != schema.LaneQuatIndex {
+					if d := ln.Delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
+						step := d * num
+						if den != 1 { // (the views are usually consecutive: no division)
+							step = divRound(step, den)
+						}
+						z2 = bitio.ZigZag(ln.Delta(b[l]+uint64(step), c[l]))
+					}
+				}
+				if z1 >= 1<<62 {
+					plainOK = false
+				}
+				if z2 >= 1<<62 {
+					predOK = false
+				}
+				e.res = append(e.res, residual{lane: int32(off + l), kind: resNum, z1: z1, z2: z2})
+				plain += egLen(z1, 0)
+				pred += egLen(z2, 0)
+			}
+		}
+		e.gmasks = append(e.gmasks, gm)
+		off += n
+	}
+	return
+}
+
+// writeMasks writes the field masks measureDelta found (see
+// writeDeltaMask) and returns their first 64 bits as a number.
+func (e *Encoder) writeMasks(set uint64, owner bool) uint64 {
+	var mask uint64
+	n := 0
+	put := func(bit uint64) {
+		if n < 64 {
+			mask |= bit << n
+		}
+		n++
+	}
+	ci := 0
+	for s := set; s != 0; s &= s - 1 {
+		gm := e.gmasks[ci]
+		ci++
+		if gm == 0 {
+			e.arena.WriteBits(0, 1)
+			put(0)
+			continue
+		}
+		groups := e.plans[bits.TrailingZeros64(s)].Groups()
+		bitsOut, k := uint64(1), 1 // the component's "changed" bit, then one per group
+		for gi := range groups {
+			if !owner && groups[gi].OwnerOnly {
+				continue
+			}
+			bitsOut |= (gm >> gi & 1) << k
+			k++
+		}
+		for i := range k {
+			put(bitsOut >> i & 1)
+		}
+		e.arena.WriteBits(bitsOut, uint(k))
+	}
+	return mask
+}
+
+// writeResiduals writes the body e.measureDelta listed.
+func (e *Encoder) writeResiduals(cur []uint64, usePred bool) {
+	for i := range e.res {
+		r := &e.res[i]
+		switch {
+		case r.kind == resBit:
+			e.arena.WriteBits(cur[r.lane], 1)
+		case usePred:
+			e.arena.WriteExpGolomb(r.z2, 0)
+		default:
+			e.arena.WriteExpGolomb(r.z1, 0)
+		}
+	}
 }
 
 // minFullBits is a lower bound of a full record's size: when a delta is

@@ -50,10 +50,10 @@ type Receiver struct {
 
 	plans  []*schema.Plan
 	me     uint8
-	ring   []Frame    // exact views: what later datagrams are decoded against
+	ring   []View     // exact views: what later datagrams are decoded against
 	meta   []viewMeta // per ring entry
-	shown  []Frame    // per ring entry: the view plus parts that came after sealing
-	spare  Frame      // merge target, swapped into place
+	shown  []View     // per ring entry: the view plus parts that came after sealing
+	spare  View       // merge target, swapped into place
 	newest uint32
 	mask   uint32
 	latest uint32 // newest decoded tick (0: none)
@@ -89,8 +89,8 @@ func NewReceiver(reg *schema.Registry, me uint8, depth int) *Receiver {
 	if depth <= 0 {
 		depth = DefaultDepth
 	}
-	return &Receiver{plans: reg.Plans(), me: me, ring: make([]Frame, depth), meta: make([]viewMeta, depth),
-		shown: make([]Frame, depth), MaxEntities: DefaultMaxEntities}
+	return &Receiver{plans: reg.Plans(), me: me, ring: make([]View, depth), meta: make([]viewMeta, depth),
+		shown: make([]View, depth), MaxEntities: DefaultMaxEntities}
 }
 
 // SetOwnerID changes the client's owner id (assigned at connect).
@@ -175,11 +175,11 @@ func (r *Receiver) Parts(tick uint32) (got, count int) {
 
 // Latest returns the view of the newest decoded tick (nil before the
 // first). Entries are sorted by slot; do not modify it.
-func (r *Receiver) Latest() *Frame { return r.View(r.latest) }
+func (r *Receiver) Latest() *View { return r.View(r.latest) }
 
 // View returns the decoded view of tick, or nil: everything the client knows
 // of that tick, including parts that arrived after the view was sealed.
-func (r *Receiver) View(tick uint32) *Frame {
+func (r *Receiver) View(tick uint32) *View {
 	f := r.exact(tick)
 	if f == nil {
 		return nil
@@ -193,7 +193,7 @@ func (r *Receiver) View(tick uint32) *Frame {
 
 // exact returns the view of tick that later datagrams are decoded against,
 // or nil.
-func (r *Receiver) exact(tick uint32) *Frame {
+func (r *Receiver) exact(tick uint32) *View {
 	if tick == 0 {
 		return nil
 	}
@@ -204,8 +204,31 @@ func (r *Receiver) exact(tick uint32) *Frame {
 	return f
 }
 
-// Find returns the entry index of slot in f (a receiver view), or −1.
-func (f *Frame) Find(slot uint32) int {
+// View is what a client holds of the server's world at one tick: the full
+// quantized state of its relevant entities, decoded from snapshot datagrams
+// on top of their baselines.
+type View struct {
+	Tick uint32
+	Entries
+	// Srcs is, per entry, the tick of the datagram whose record last set the
+	// entry's state along the baseline chain: the client applies an entry to
+	// its mirror only when Srcs is newer than what it applied.
+	Srcs []uint32
+	// InputAck (when HasInputAck) is the newest input tick the server had
+	// applied for this client when it sent the view.
+	InputAck    uint32
+	HasInputAck bool
+	// InputHeld and InputDepth (when HasInputFeedback) are the server's
+	// input feedback for this client (see BuildOptions.InputHeld).
+	InputHeld        uint32
+	InputDepth       int
+	HasInputFeedback bool
+
+	valid bool
+}
+
+// Find returns the entry index of slot, or −1. O(log n).
+func (f *View) Find(slot uint32) int {
 	i := sort.Search(len(f.Slots), func(i int) bool { return f.Slots[i] >= slot })
 	if i < len(f.Slots) && f.Slots[i] == slot {
 		return i
@@ -274,7 +297,7 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 			return S, fmt.Errorf("%w: part %d of tick %d disagrees with the tick's other parts", ErrCorrupt, h.Part, S)
 		}
 	}
-	var base, base2 *Frame
+	var base, base2 *View
 	if B != 0 {
 		if base = r.exact(B); base == nil {
 			return S, ErrMissingBaseline
@@ -356,11 +379,8 @@ func (r *Receiver) noteDecoded(S uint32) {
 // rd applied. Deltas are against base's values; predicted ones against the
 // extrapolation of base's values through base2, as they were at tick baseTick
 // (base may be a view of tick S itself, for a tick's later parts).
-func (r *Receiver) merge(rd *bitio.Reader, base *Frame, baseTick uint32, base2, out *Frame, S uint32, count int, k uint) error {
-	out.Slots = out.Slots[:0]
-	out.Metas = out.Metas[:0]
-	out.Offs = out.Offs[:0]
-	out.Lanes = out.Lanes[:0]
+func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint) error {
+	out.reset()
 	out.Srcs = out.Srcs[:0]
 	bi := 0
 	nb := 0

@@ -149,3 +149,133 @@ func BenchmarkRingMemory(b *testing.B) {
 	}
 	b.ReportMetric(float64(s.w.MemoryBytes()), "ring-bytes")
 }
+
+// frameScene holds two states of n transform entities that differ in every
+// entity, so a frame build can alternate between them with the scene's own
+// motion outside the timing.
+func frameScene(n int) (*World, [2][]benchTransform) {
+	s := newBenchScene(n)
+	var states [2][]benchTransform
+	states[0] = append([]benchTransform(nil), s.ents...)
+	states[1] = append([]benchTransform(nil), s.ents...)
+	for i := range states[1] {
+		e := &states[1][i]
+		e.Pos.X += 0.1
+		e.Rot = e.Rot.Mul(components.QuatAxisAngle(components.Vec3{Y: 1}, 0.02)).Normalize()
+	}
+	return s.w, states
+}
+
+func benchFrame(b *testing.B, change bool) {
+	const n = 2000
+	w, states := frameScene(n)
+	ptrs := make([]unsafe.Pointer, 1)
+	tick := uint32(0)
+	build := func(st []benchTransform) {
+		tick++
+		w.Begin(tick)
+		for i := range st {
+			ptrs[0] = unsafe.Pointer(&st[i])
+			w.Put(uint32(i), Meta{Set: 1}, ptrs)
+		}
+		w.Commit()
+		w.EndTick()
+	}
+	for range 40 {
+		build(states[tick%2])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		st := states[0]
+		if change {
+			st = states[tick%2]
+		}
+		build(st)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/entity")
+}
+
+// BenchmarkFrameUnchanged: one frame of 2000 transform entities of which
+// none changed since the last frame (per-entity cost of the frame build).
+func BenchmarkFrameUnchanged(b *testing.B) { benchFrame(b, false) }
+
+// BenchmarkFrameChanged: one frame of 2000 transform entities that all
+// changed: each is quantized and compared (the motion is precomputed).
+func BenchmarkFrameChanged(b *testing.B) { benchFrame(b, true) }
+
+// BenchmarkHighMotionBuild: a client's datagrams for 250 tumbling bodies
+// that all move every tick, acks 3 ticks behind. "encode": one client, so
+// it encodes every record itself; "cached": a second client with the same
+// acks, whose records the first one's Build encoded (the per-client cost of
+// a server with many clients: selection, packing, stitching, bookkeeping).
+func BenchmarkHighMotionBuild(b *testing.B) {
+	b.Run("encode", func(b *testing.B) { benchHighMotion(b, false) })
+	b.Run("cached", func(b *testing.B) { benchHighMotion(b, true) })
+}
+
+func benchHighMotion(b *testing.B, cached bool) {
+	const n, lag = 250, 3
+	s := newBenchScene(n)
+	spin := make([]components.Quat, n)
+	for i := range spin {
+		axis := components.Vec3{X: s.rng.NormFloat64(), Y: s.rng.NormFloat64(), Z: s.rng.NormFloat64()}
+		spin[i] = components.QuatAxisAngle(axis.Scale(1/axis.Len()), 0.05+s.rng.Float64()*0.1)
+	}
+	move := func() {
+		for i := range s.ents {
+			e := &s.ents[i]
+			e.Pos = e.Pos.Add(components.Vec3{X: 0.05 + float64(i%7)*0.01, Y: float64(i%3-1) * 0.02, Z: 0.03})
+			e.Rot = spin[i].Mul(e.Rot).Normalize()
+		}
+		s.tick++
+		s.w.Begin(s.tick)
+		for i := range s.ents {
+			s.ptrs[0] = unsafe.Pointer(&s.ents[i])
+			s.w.Put(uint32(i), Meta{Set: 1}, s.ptrs)
+		}
+		s.w.Commit()
+	}
+	enc := NewEncoder(s.w)
+	c, twin := NewClient(0, 0), NewClient(0, 0)
+	rcv := NewReceiver(s.reg, 0, 0)
+	var pk, twinPk Packets
+	var acks []Ack
+	finish := func() {
+		s.w.EndTick()
+		for j := range pk.Len() {
+			if _, err := rcv.Decode(pk.At(j)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		acks = append(acks, rcv.Ack())
+		if len(acks) > lag {
+			c.Ack(acks[len(acks)-1-lag])
+			twin.Ack(acks[len(acks)-1-lag])
+		}
+	}
+	for range 40 {
+		move()
+		enc.Build(twin, BuildOptions{}, &twinPk)
+		enc.Build(c, BuildOptions{}, &pk)
+		finish()
+	}
+	records := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		move()
+		if cached {
+			enc.Build(twin, BuildOptions{}, &twinPk)
+		}
+		b.StartTimer()
+		info := enc.Build(c, BuildOptions{}, &pk)
+		b.StopTimer()
+		records += info.Deltas + info.Fulls
+		finish()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/record")
+	b.ReportMetric(float64(records)/float64(b.N), "records")
+}

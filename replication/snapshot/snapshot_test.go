@@ -28,7 +28,7 @@ func refRegistry(t testing.TB) *schema.Registry {
 }
 
 // requireSameView checks that a receiver view equals a world frame exactly.
-func requireSameView(t testing.TB, want *Frame, got *Frame) {
+func requireSameView(t testing.TB, want *Frame, got *View) {
 	t.Helper()
 	require.NotNil(t, got)
 	require.Equal(t, want.Tick, got.Tick)

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"fmt"
 	"math/bits"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/archenet/archenet/replication/schema"
@@ -21,54 +23,55 @@ type Meta struct {
 	Set   uint64 // replicated component ids present (bit i = registry id i)
 }
 
-// Frame is the quantized state of every replicated entity at one tick,
-// stored once and shared by all clients. Entries are sorted by slot.
-type Frame struct {
-	Tick  uint32
+// Entries is the entity table frames and views share: entities sorted by
+// slot, their identity and layout, and their quantized lanes.
+type Entries struct {
 	Slots []uint32 // sorted entity slots (net indices)
 	Metas []Meta
 	Offs  []uint32 // first lane of each entry in Lanes
 	Lanes []uint64
-	// Srcs (receiver views only) is, per entry, the tick of the datagram
-	// whose record last set the entry's state along the baseline chain: the
-	// client applies an entry to its mirror only when Srcs is newer than
-	// what it applied.
-	Srcs []uint32
-	// InputAck (receiver views only, when HasInputAck) is the newest input
-	// tick the server had applied for this client when it sent the view.
-	InputAck    uint32
-	HasInputAck bool
-	// InputHeld and InputDepth (receiver views only, when
-	// HasInputFeedback) are the server's input feedback for this client
-	// (see BuildOptions.InputHeld).
-	InputHeld        uint32
-	InputDepth       int
-	HasInputFeedback bool
-
-	index []int32 // slot → entry, −1 if absent (dense, len = World slot capacity)
-	valid bool
-}
-
-// Lookup returns the entry index of slot, or −1.
-func (f *Frame) Lookup(slot uint32) int {
-	if int(slot) >= len(f.index) {
-		return -1
-	}
-	return int(f.index[slot])
 }
 
 // EntityLanes returns the lanes of entry i (all components of its set, in
 // registry id order).
-func (f *Frame) EntityLanes(i int) []uint64 {
-	end := uint32(len(f.Lanes))
-	if i+1 < len(f.Offs) {
-		end = f.Offs[i+1]
+func (e *Entries) EntityLanes(i int) []uint64 {
+	end := uint32(len(e.Lanes))
+	if i+1 < len(e.Offs) {
+		end = e.Offs[i+1]
 	}
-	return f.Lanes[f.Offs[i]:end]
+	return e.Lanes[e.Offs[i]:end]
 }
 
 // Len returns the number of entities.
-func (f *Frame) Len() int { return len(f.Slots) }
+func (e *Entries) Len() int { return len(e.Slots) }
+
+func (e *Entries) reset() {
+	e.Slots, e.Metas, e.Offs, e.Lanes = e.Slots[:0], e.Metas[:0], e.Offs[:0], e.Lanes[:0]
+}
+
+// Frame is the server's quantized state of every replicated entity at one
+// tick, stored once in the World's ring and shared by all clients.
+type Frame struct {
+	Tick uint32
+	Entries
+
+	// index maps a slot to its entry; an entry is trusted only if it points
+	// back at the slot, so the array never needs clearing.
+	index []int32
+	valid bool
+}
+
+// Lookup returns the entry index of slot, or −1. O(1).
+func (f *Frame) Lookup(slot uint32) int {
+	if int(slot) >= len(f.index) {
+		return -1
+	}
+	i := f.index[slot]
+	if int(i) >= len(f.Slots) || f.Slots[i] != slot {
+		return -1
+	}
+	return int(i)
+}
 
 // World builds and keeps the shared ring of frames on the server. Each net
 // tick: [World.Begin], one [World.Put] per replicated entity in increasing
@@ -89,12 +92,16 @@ type World struct {
 	last  uint32 // last Put slot + 1 (ordering check)
 	plans []*schema.Plan
 
+	pj int      // next entry of the previous frame to match (while building)
+	ch []uint32 // slots changed in the frame being built
+
 	// per slot, current
 	changedAt  []uint32   // tick of the last change of lanes or layout
 	layoutAt   []uint32   // tick the current gen/set began
 	raw        [][]byte   // last raw component bytes per slot
 	rawSet     []uint64   // set the raw bytes belong to
 	changes    [][]uint32 // per ring index: slots changed at that frame's tick (sorted)
+	sinceMu    sync.Mutex
 	sinceCache map[uint32]Bitset
 	sinceBuf   []Bitset
 
@@ -141,43 +148,38 @@ func (w *World) Begin(tick uint32) {
 	if w.open {
 		panic("snapshot: Begin without Commit")
 	}
-	f := &w.ring[tick%uint32(w.depth)]
+	ri := tick % uint32(w.depth)
+	f := &w.ring[ri]
 	if f.valid {
+		w.sinceMu.Lock()
 		delete(w.sinceCache, f.Tick)
+		w.sinceMu.Unlock()
 	}
 	f.Tick = tick
-	f.Slots = f.Slots[:0]
-	f.Metas = f.Metas[:0]
-	f.Offs = f.Offs[:0]
-	f.Lanes = f.Lanes[:0]
+	f.reset()
 	f.valid = false
 	w.cur = f
 	w.open = true
 	w.last = 0
+	w.pj = 0
+	w.ch = w.changes[ri][:0]
 	w.Quantized, w.Reused = 0, 0
 }
 
 // Put adds an entity to the frame being built: its slot (slots must
 // increase within a frame), identity, component set and one pointer per
 // component in the set, in registry id order (comps[i] points to a value of
-// the i-th set component's type, e.g. from arche's World.Get). Allocation-free
-// in steady state. Panics on misuse (slots out of order, pointer count).
+// the i-th set component's type, e.g. from arche's World.Get). If the
+// component bytes equal last tick's, the previous lanes are reused without
+// quantizing. Allocation-free in steady state. Panics on misuse (slots out
+// of order, pointer count).
 func (w *World) Put(slot uint32, m Meta, comps []unsafe.Pointer) {
 	if len(comps) != bits.OnesCount64(m.Set) {
 		panic("snapshot: Put needs one pointer per component in the set")
 	}
-	f := w.addEntry("Put", slot, m)
-
-	// Raw-bytes cache: if the component bytes equal last tick's and the
-	// previous frame has this slot with the same layout, copy its lanes.
-	var prevLanes []uint64
-	if w.prev != nil && w.rawSet[slot] == m.Set {
-		if pi := w.prev.Lookup(slot); pi >= 0 && w.prev.Metas[pi].Set == m.Set && w.prev.Metas[pi].Gen == m.Gen {
-			prevLanes = w.prev.EntityLanes(pi)
-		}
-	}
+	f, prevLanes := w.addEntry("Put", slot, m)
 	raw := w.raw[slot]
-	same := prevLanes != nil
+	same := prevLanes != nil && w.rawSet[slot] == m.Set
 	rawOff := 0
 	ci := 0
 	for set := m.Set; set != 0; set &= set - 1 {
@@ -199,19 +201,23 @@ func (w *World) Put(slot uint32, m Meta, comps []unsafe.Pointer) {
 		raw = make([]byte, 0, rawOff)
 	}
 	raw = raw[:0]
+	start := len(f.Lanes)
 	ci = 0
 	for set := m.Set; set != 0; set &= set - 1 {
 		p := w.plans[bits.TrailingZeros64(set)]
 		n := p.NumLanes()
-		start := len(f.Lanes)
+		at := len(f.Lanes)
 		f.Lanes = append(f.Lanes, make([]uint64, n)...) // no alloc when capacity suffices
-		p.Quantize(comps[ci], f.Lanes[start:start+n])
+		p.Quantize(comps[ci], f.Lanes[at:at+n])
 		raw = append(raw, unsafe.Slice((*byte)(comps[ci]), p.Size)...)
 		ci++
 	}
 	w.raw[slot] = raw
 	w.rawSet[slot] = m.Set
 	w.Quantized++
+	if prevLanes != nil && !equalLanes(prevLanes, f.Lanes[start:]) {
+		w.changed(slot, false)
+	}
 }
 
 // PutLanes adds an entity whose lanes the caller quantized itself (tests,
@@ -220,15 +226,23 @@ func (w *World) PutLanes(slot uint32, m Meta, lanes []uint64) {
 	if len(lanes) != w.lanesOf(m.Set) {
 		panic("snapshot: PutLanes lane count does not match the set")
 	}
-	f := w.addEntry("PutLanes", slot, m)
+	f, prevLanes := w.addEntry("PutLanes", slot, m)
 	f.Lanes = append(f.Lanes, lanes...)
 	w.rawSet[slot] = 0 // raw cache unknown
 	w.Quantized++
+	if prevLanes != nil && !equalLanes(prevLanes, lanes) {
+		w.changed(slot, false)
+	}
 }
 
 // addEntry checks the call and appends slot's index entry (slot, meta,
-// lane offset) to the frame being built; the caller appends the lanes.
-func (w *World) addEntry(op string, slot uint32, m Meta) *Frame {
+// lane offset) to the frame being built; the caller appends the lanes. It
+// matches the entry against the previous frame as it goes (slots ascend in
+// both): entries the previous frame has below slot were despawned; a new
+// slot, generation or component set is a layout change. It returns the
+// previous frame's lanes of the entity if it had the same layout (nil: the
+// caller need not compare, the entity changed).
+func (w *World) addEntry(op string, slot uint32, m Meta) (*Frame, []uint64) {
 	if !w.open {
 		panic("snapshot: " + op + " outside Begin/Commit")
 	}
@@ -236,12 +250,45 @@ func (w *World) addEntry(op string, slot uint32, m Meta) *Frame {
 		panic(fmt.Sprintf("snapshot: %s slot %d out of order or range", op, slot))
 	}
 	w.last = slot + 1
-	w.growSlots(int(slot) + 1)
+	if int(slot) >= len(w.changedAt) {
+		w.growSlots(int(slot) + 1)
+	}
 	f := w.cur
+	if int(slot) >= len(f.index) {
+		f.index = append(f.index, make([]int32, len(w.changedAt)-len(f.index))...)
+	}
+	f.index[slot] = int32(len(f.Slots))
 	f.Slots = append(f.Slots, slot)
 	f.Metas = append(f.Metas, m)
 	f.Offs = append(f.Offs, uint32(len(f.Lanes)))
-	return f
+	var prevLanes []uint64
+	if prev := w.prev; prev != nil {
+		for w.pj < len(prev.Slots) && prev.Slots[w.pj] < slot {
+			w.changed(prev.Slots[w.pj], true) // despawned
+			w.pj++
+		}
+		if w.pj < len(prev.Slots) && prev.Slots[w.pj] == slot {
+			if prev.Metas[w.pj] == m {
+				prevLanes = prev.EntityLanes(w.pj)
+			}
+			w.pj++
+		}
+	}
+	if prevLanes == nil {
+		w.changed(slot, true) // spawned, or a new generation or component set
+	}
+	return f, prevLanes
+}
+
+// changed records that slot changed in the frame being built (its layout
+// too if layout).
+func (w *World) changed(slot uint32, layout bool) {
+	t := w.cur.Tick
+	w.changedAt[slot] = t
+	if layout {
+		w.layoutAt[slot] = t
+	}
+	w.ch = append(w.ch, slot)
 }
 
 func (w *World) lanesOf(set uint64) int {
@@ -252,61 +299,26 @@ func (w *World) lanesOf(set uint64) int {
 	return n
 }
 
-// Commit finishes the frame, detects changes against the previous frame and
-// returns the frame. O(entities); allocation-free in steady state.
+// Commit finishes the frame and returns it. The frame's changes were found
+// as its entities were added; what is left of the previous frame was
+// despawned. O(despawns) here, allocation-free in steady state.
 func (w *World) Commit() *Frame {
 	if !w.open {
 		panic("snapshot: Commit without Begin")
 	}
 	f := w.cur
 	w.open = false
-	n := len(w.changedAt)
-	if cap(f.index) < n {
-		f.index = make([]int32, n)
-	}
-	f.index = f.index[:n]
-	for i := range f.index {
-		f.index[i] = -1
-	}
-	for i, s := range f.Slots {
-		f.index[s] = int32(i)
-	}
-	ri := f.Tick % uint32(w.depth)
-	ch := w.changes[ri][:0]
-	prev := w.prev
-	// Merge pass over prev ∪ cur in slot order.
-	i, j := 0, 0
-	var pn int
-	if prev != nil {
-		pn = len(prev.Slots)
-	}
-	for i < len(f.Slots) || j < pn {
-		switch {
-		case j >= pn || (i < len(f.Slots) && f.Slots[i] < prev.Slots[j]):
-			s := f.Slots[i] // spawned (or first frame)
-			w.changedAt[s], w.layoutAt[s] = f.Tick, f.Tick
-			ch = append(ch, s)
-			i++
-		case i >= len(f.Slots) || prev.Slots[j] < f.Slots[i]:
-			s := prev.Slots[j] // despawned
-			w.changedAt[s], w.layoutAt[s] = f.Tick, f.Tick
-			ch = append(ch, s)
-			j++
-		default:
-			s := f.Slots[i]
-			pm, cm := prev.Metas[j], f.Metas[i]
-			if pm != cm {
-				w.changedAt[s], w.layoutAt[s] = f.Tick, f.Tick
-				ch = append(ch, s)
-			} else if !equalLanes(prev.EntityLanes(j), f.EntityLanes(i)) {
-				w.changedAt[s] = f.Tick
-				ch = append(ch, s)
-			}
-			i++
-			j++
+	if prev := w.prev; prev != nil {
+		for ; w.pj < len(prev.Slots); w.pj++ {
+			w.changed(prev.Slots[w.pj], true)
 		}
 	}
-	w.changes[ri] = ch
+	// Despawns were recorded as they were found, between the entries: the
+	// tick's change list must ascend, like the slots of a frame.
+	if !slices.IsSorted(w.ch) {
+		slices.Sort(w.ch)
+	}
+	w.changes[f.Tick%uint32(w.depth)] = w.ch
 	f.valid = true
 	w.prev = f
 	w.tick = f.Tick
@@ -360,7 +372,9 @@ func (w *World) LayoutAt(slot uint32) uint32 {
 // ChangedSince returns the set of slots that changed (values, layout, spawn
 // or despawn) in the ticks after base up to the newest frame, or ok=false if
 // base is older than the ring. The set is computed once per base tick and
-// shared by all clients acking that base; do not modify it.
+// shared by all clients acking that base; do not modify it. Safe for
+// concurrent use between Commit and EndTick (the encoders of several
+// workers).
 func (w *World) ChangedSince(base uint32) (slots Bitset, ok bool) {
 	if base == w.tick {
 		return nil, true
@@ -368,6 +382,8 @@ func (w *World) ChangedSince(base uint32) (slots Bitset, ok bool) {
 	if w.Frame(base) == nil {
 		return nil, false
 	}
+	w.sinceMu.Lock()
+	defer w.sinceMu.Unlock()
 	if s, hit := w.sinceCache[base]; hit {
 		return s, true
 	}
@@ -434,12 +450,8 @@ func (w *World) Keep(slot uint32, m Meta) bool {
 	if pi < 0 || w.prev.Metas[pi] != m {
 		return false
 	}
-	w.last = slot + 1
-	f := w.cur
-	f.Slots = append(f.Slots, slot)
-	f.Metas = append(f.Metas, m)
-	f.Offs = append(f.Offs, uint32(len(f.Lanes)))
-	f.Lanes = append(f.Lanes, w.prev.EntityLanes(pi)...)
+	f, prevLanes := w.addEntry("Keep", slot, m)
+	f.Lanes = append(f.Lanes, prevLanes...)
 	w.Reused++
 	return true
 }

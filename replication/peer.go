@@ -1,0 +1,260 @@
+package replication
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
+)
+
+// peer is the server's side of one client's channel, as a state machine: the
+// client's datagrams (acks, input sections) and the server's frames go in
+// with the time, and what to send the client comes out — a spawn batch, the
+// ready message, the tick's snapshot datagrams ([peer.out]). It does no I/O
+// and starts no goroutine: the Server pumps its input from the client's
+// connection and its output to it. Within one net tick [peer.tick] only
+// reads the server's shared state (frame ring, slot table, interest grid),
+// so the peers of a tick are built in parallel.
+type peer struct {
+	id   ClientID
+	conn transport.Conn // the Server's pump's, never used here
+	snap *snapshot.Client
+
+	relevant     snapshot.Bitset // interest this tick
+	relevantNext snapshot.Bitset // spare buffer
+	spawned      snapshot.Bitset // told to spawn over the reliable channel
+	spawnedGen   []uint32
+	spawnedSet   []uint64
+	ready        bool // the ready message went out
+
+	sent   []sentRecord // ring by tick
+	judged uint32       // next sent tick to judge for loss
+	rtt    rttEstimator
+	budget budgetController
+
+	plan   peerPlan   // this tick's inputs from the server's sequential phase
+	out    peerOutput // this tick's output, for the server to send
+	msgBuf []byte     // the spawn batch's buffer
+
+	snapBytes, spawnBytes uint64
+	datagrams             uint64
+}
+
+// peerPlan is what the server decides for a peer before the parallel phase:
+// values from user hooks and the connection, which must not be called from
+// several goroutines.
+type peerPlan struct {
+	mtu int
+	opt snapshot.BuildOptions // input extension fields
+}
+
+// peerOutput is what one tick of a peer produced.
+type peerOutput struct {
+	spawnMsg         []byte // spawn/despawn batch (nil: none)
+	readyMsg         bool   // send the ready message after it
+	spawns, despawns int
+	pkts             snapshot.Packets
+	info             snapshot.BuildInfo
+	encoder          *snapshot.Encoder // the worker's, for its cache statistics
+}
+
+// minLossHorizon is the least time a snapshot datagram waits for its ack
+// before it counts as lost (at least 4 smoothed RTTs).
+const minLossHorizon = 300 * time.Millisecond
+
+// sentRecord is what the server sent a client at one tick.
+type sentRecord struct {
+	tick  uint32
+	at    time.Time
+	acked bool
+	bytes int
+	parts int    // datagrams
+	held  uint64 // parts the client acked (valid once acked)
+}
+
+func newPeer(id ClientID, conn transport.Conn, cfg *ServerConfig) *peer {
+	// The sent ring is longer than the snapshot ring so that RTT is still
+	// measured when a congested queue delays acks by seconds.
+	p := &peer{id: id, conn: conn, snap: snapshot.NewClient(id, cfg.Depth), sent: make([]sentRecord, 512)}
+	p.budget = newBudgetController(float64(cfg.MinBytesPerSecond), float64(cfg.MaxBytesPerSecond))
+	p.snap.SetRate(int(p.budget.rate), p.burst(cfg.MTU))
+	return p
+}
+
+// burst is the token bucket's depth: an eighth of a second, at least two
+// datagrams.
+func (p *peer) burst(mtu int) int { return max(mtu*2, int(p.budget.rate)/8) }
+
+// onDatagram takes one datagram from the client: its ack, then its input
+// section, which it returns for the server's input hook. serverTick is the
+// newest tick the server built; an ack of a later one is a protocol error.
+func (p *peer) onDatagram(d []byte, now time.Time, serverTick uint32) (ack snapshot.Ack, input []byte, err error) {
+	ack, input, err = parseClientHeader(d)
+	if err != nil {
+		return ack, nil, err
+	}
+	if ack.Newest != 0 && int32(ack.Newest-serverTick) > 0 {
+		return ack, nil, fmt.Errorf("ack of tick %d from the future (server tick %d)", ack.Newest, serverTick)
+	}
+	p.onAck(&ack, now)
+	return ack, input, nil
+}
+
+func (p *peer) onAck(a *snapshot.Ack, now time.Time) {
+	if a.Newest == 0 {
+		return
+	}
+	if a.Newest != p.snap.NewestAck {
+		p.budget.onAck(now)
+	}
+	fresh := p.snap.Ack(*a)
+	mark := func(t uint32, sample bool) {
+		r := &p.sent[t%uint32(len(p.sent))]
+		if r.tick != t || r.acked {
+			return
+		}
+		r.acked = true
+		r.held, _ = a.Holds(t)
+		if n := max(r.parts, 1); r.bytes > 0 {
+			p.budget.onDelivered(float64(r.bytes) * float64(heldParts(r.held, n)) / float64(n))
+		}
+		if sample && !r.at.Before(p.budget.ignoreBefore) {
+			// (Datagrams sent before an outage ended measure the outage, or
+			// the queues it filled, not the path.)
+			p.rtt.sample(now.Sub(r.at), now)
+		}
+	}
+	for f := fresh; f != 0; f &= f - 1 {
+		if i := uint32(bits.TrailingZeros64(f)); a.Newest > i {
+			mark(a.Newest-i, i == 0)
+		}
+	}
+}
+
+// judgeLoss hands the budget controller every sent record whose fate is
+// known, oldest first: acked ones (an ack is final about which datagrams of
+// its tick arrived), ones the client skipped (it acked a tick reorderThreshold
+// or more later), and ones older than 4 smoothed RTTs (at least
+// minLossHorizon) without an ack.
+func (p *peer) judgeLoss(tick uint32, now time.Time) {
+	horizon := max(4*p.rtt.srtt, minLossHorizon)
+	if p.judged == 0 || int32(tick-p.judged) > int32(len(p.sent)) {
+		p.judged = tick // first tick, or the ring lapped: nothing older to judge
+	}
+	newest := p.snap.NewestAck
+	for ; int32(tick-p.judged) > 0; p.judged++ {
+		r := &p.sent[p.judged%uint32(len(p.sent))]
+		if r.tick != p.judged || r.bytes == 0 {
+			continue
+		}
+		skipped := newest != 0 && int32(newest-r.tick) >= reorderThreshold && int32(newest-r.tick) < snapshot.AckWindow
+		if !r.acked && !skipped && now.Sub(r.at) < horizon {
+			return
+		}
+		p.budget.account(r)
+	}
+}
+
+// reorderThreshold is how many later ticks a client may ack before an
+// unacked tick counts as lost (datagrams overtaken by a few later ones are
+// reordered, not lost).
+const reorderThreshold = 3
+
+// prepare is the sequential part of a tick: loss judging, the budget, and
+// the plan's values from user hooks and the connection.
+func (p *peer) prepare(tick uint32, now time.Time, netRate int, plan peerPlan) {
+	p.judgeLoss(tick, now)
+	if p.budget.update(now, &p.rtt) {
+		p.snap.SetRate(int(p.budget.rate), p.burst(plan.mtu))
+	}
+	p.snap.Refill(1 / float64(netRate))
+	p.plan = plan
+}
+
+// tick builds what the client gets this net tick into p.out: spawns and
+// despawns for what entered or left its interest (or changed layout), the
+// ready message after the first batch, and the snapshot datagrams. It reads
+// the server's shared state only and writes p and the worker's scratch, so
+// peers run in parallel.
+func (p *peer) tick(s *Server, w *worker, now time.Time) {
+	p.out.encoder = w.enc
+	p.updateRelevance(s)
+	p.spawnDiff(s, w)
+	if !p.ready {
+		p.ready, p.out.readyMsg = true, true
+	}
+	opt := p.plan.opt
+	opt.Budget, opt.Relevant, opt.Weights = p.plan.mtu, p.spawned, s.weights
+	p.out.info = w.enc.Build(p.snap, opt, &p.out.pkts)
+	p.sent[s.tick%uint32(len(p.sent))] = sentRecord{tick: s.tick, at: now, bytes: p.out.info.Bytes, parts: p.out.pkts.Len()}
+}
+
+// updateRelevance sets p.relevant for this tick.
+func (p *peer) updateRelevance(s *Server) {
+	switch {
+	case s.interest == nil:
+		p.relevant = append(p.relevant[:0], s.alive...)
+	case s.interest.due(s.tick) || p.relevant == nil:
+		s.interest.relevantFor(s, p)
+	default:
+		s.interest.effective(s, p)
+	}
+}
+
+// spawnDiff writes the spawn/despawn batch that brings the client's mirrors
+// in line with its interest: despawns of freed or reincarnated slots and
+// spawns of component-set changes first (in the order the slots changed),
+// then entries entering and leaving interest in slot order.
+func (p *peer) spawnDiff(s *Server, w *worker) {
+	f := s.snap.Current()
+	sw := &w.spawns
+	sw.reset()
+	for len(p.spawnedGen) < len(s.slots) {
+		p.spawnedGen = append(p.spawnedGen, 0)
+		p.spawnedSet = append(p.spawnedSet, 0)
+	}
+	p.out.spawns, p.out.despawns = 0, 0
+	despawn := func(slot uint32) {
+		sw.add(s.plans, spawnEntry{Despawn: true, Slot: slot, Meta: snapshot.Meta{Gen: p.spawnedGen[slot]}}, false)
+		p.spawned.Clear(slot)
+		p.out.despawns++
+	}
+	spawn := func(slot uint32) {
+		i := f.Lookup(slot)
+		if i < 0 {
+			return
+		}
+		m := f.Metas[i]
+		sw.add(s.plans, spawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i)}, p.id != 0 && m.Owner == p.id)
+		p.spawned.Set(slot)
+		p.spawnedGen[slot], p.spawnedSet[slot] = m.Gen, m.Set
+		p.out.spawns++
+	}
+	for _, slot := range s.relayout {
+		if !p.spawned.Has(slot) {
+			continue
+		}
+		si := &s.slots[slot]
+		switch {
+		case !si.alive || si.gen != p.spawnedGen[slot]:
+			despawn(slot)
+		case si.meta.Set != p.spawnedSet[slot] && p.relevant.Has(slot):
+			spawn(slot) // component set change: same slot and generation
+		}
+	}
+	for wi := range max(len(p.relevant), len(p.spawned)) {
+		r, sp := p.relevant.Word(wi), p.spawned.Word(wi)
+		for add := r &^ sp; add != 0; add &= add - 1 {
+			spawn(uint32(wi*64 + tz64(add)))
+		}
+		for rem := sp &^ r; rem != 0; rem &= rem - 1 {
+			despawn(uint32(wi*64 + tz64(rem)))
+		}
+	}
+	p.out.spawnMsg = nil
+	if msg := sw.bytes(s.tick, p.msgBuf); msg != nil {
+		p.msgBuf, p.out.spawnMsg = msg, msg
+	}
+}

@@ -1,0 +1,161 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
+)
+
+// ServerConfig configures a [Server]. Every zero value has a documented
+// default.
+type ServerConfig struct {
+	// Registry holds the replicated component types. Required.
+	Registry *schema.Registry
+	// NetRate is the number of net ticks per second (snapshot rate). 0: 30.
+	NetRate int
+	// NetDivisor is the number of simulation ticks per net tick
+	// (ecs.Config.NetDivisor). The Welcome carries it, so clients can turn
+	// snapshot ticks into simulation ticks (Client.SimTick). 0: 1.
+	NetDivisor int
+	// Tick, if set, names the net tick each Send builds, e.g.
+	// func() uint32 { return sched.Info().NetTick }, so that snapshot ticks
+	// are the simulation's net ticks even for a server created after the
+	// simulation started. The first Send takes its number from it; Send
+	// must then run once per net tick: a number that is not the previous
+	// one plus one is logged and replaced by it. Nil: net ticks count Send
+	// calls from 1.
+	Tick func() uint32
+	// Depth is the snapshot ring depth in net ticks. 0: 32.
+	Depth int
+	// MTU is the largest snapshot datagram. 0: 1200 bytes.
+	MTU int
+	// MaxBytesPerSecond caps each client's snapshot bandwidth; the adaptive
+	// budget moves below it. 0: 512 KiB/s (4 Mbit/s), enough for every
+	// change of a busy physics scene of a few hundred bodies at 60 Hz; a
+	// client's share is what its link carries without loss or queueing.
+	MaxBytesPerSecond int
+	// MinBytesPerSecond is the floor of the adaptive budget: how far it goes
+	// down on a congested link (and during an outage). A link that is fine —
+	// jitter, reordering and standing random loss included — never brings
+	// the budget near it: only rising loss or a standing queue do. 0: 4 KiB/s
+	// (32 kbit/s), so that even a very slow link carries the most important
+	// changes without a standing queue.
+	MinBytesPerSecond int
+	// MaxClients bounds connected clients (≤ 254). 0: 64.
+	MaxClients int
+	// Workers is how many goroutines build the clients' datagrams in each
+	// Send (the clients are shared out among them; the bytes each client
+	// gets do not depend on it). 0: GOMAXPROCS. 1: all on the caller's
+	// goroutine.
+	Workers int
+	// Authenticator, if set, decides whether a client may join (after the
+	// version and protocol-hash checks, and only while the server is not
+	// full). It runs on a goroutine of its own, never on the simulation's,
+	// with a context that ends at the client's HandshakeTimeout; a client
+	// whose authentication has not finished by then is rejected. Nil:
+	// everyone may.
+	Authenticator transport.Authenticator
+	// Interest limits what each client receives. Nil: every entity.
+	Interest *Interest
+	// HandshakeTimeout drops connections that are not through the handshake
+	// (Hello received, Authenticator done) in time. 0: 5 s.
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds connections in the handshake at once (accepted,
+	// not yet welcomed); more are refused at once with "server busy", so a
+	// flood of connections that never say Hello holds bounded memory. 0: 256.
+	MaxHandshakes int
+	// Input receives the input section of each client datagram (package
+	// input decodes it). A returned error drops that client with the error
+	// as the reason. Nil: input sections are ignored.
+	Input func(c ClientID, ackTick uint32, section []byte) error
+	// InputAck, if set, returns the newest input tick the server applied for
+	// a client; it rides in that client's snapshot datagrams (see
+	// Client.InputAck) so predicted entities reconcile at the right tick.
+	InputAck func(c ClientID) (tick uint32, ok bool)
+	// InputFeedback, if set, returns a client's input feedback, e.g. from
+	// input.Log.Feedback: the newest input tick the server holds and the
+	// depth (ticks of input held beyond the one consumed, negative when
+	// inputs arrive late). It is called once per snapshot datagram built for
+	// the client, when InputAck reports a tick, and rides along with it
+	// (Client.InputReport) for the client's input sender (Sender.Ack) and
+	// clock (TickSync.ObserveFeedback).
+	InputFeedback func(c ClientID) (held uint32, depth int, ok bool)
+	// OnConnect and OnDisconnect, if set, are called when a client completes
+	// the handshake and when it is gone (with the reason).
+	OnConnect    func(c ClientID)
+	OnDisconnect func(c ClientID, reason error)
+	// Now is the clock for RTT and timeouts. Nil: time.Now.
+	Now func() time.Time
+	// Logger receives connection events. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *ServerConfig) defaults() error {
+	if c.Registry == nil {
+		return errors.New("replication: ServerConfig.Registry is required")
+	}
+	if c.NetRate <= 0 {
+		c.NetRate = 30
+	}
+	if c.NetRate > 1<<16-1 {
+		return fmt.Errorf("replication: NetRate %d > 65535", c.NetRate)
+	}
+	if c.NetDivisor <= 0 {
+		c.NetDivisor = 1
+	}
+	if c.NetDivisor > 1<<16-1 {
+		return fmt.Errorf("replication: NetDivisor %d > 65535", c.NetDivisor)
+	}
+	if c.Depth <= 0 {
+		c.Depth = snapshot.DefaultDepth
+	}
+	if c.Depth > 128 {
+		return fmt.Errorf("replication: Depth %d > 128", c.Depth)
+	}
+	if c.MTU <= 0 {
+		c.MTU = snapshot.DefaultMTU
+	}
+	if c.MaxBytesPerSecond <= 0 {
+		c.MaxBytesPerSecond = DefaultMaxBytesPerSecond
+	}
+	if c.MinBytesPerSecond <= 0 {
+		c.MinBytesPerSecond = DefaultMinBytesPerSecond
+	}
+	c.MinBytesPerSecond = min(c.MinBytesPerSecond, c.MaxBytesPerSecond)
+	if c.MaxClients <= 0 {
+		c.MaxClients = 64
+	}
+	c.MaxClients = min(c.MaxClients, 254)
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	c.Workers = min(c.Workers, c.MaxClients)
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = 256
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	// Connection events can come in floods (hostile peers): each kind of
+	// message is rate-limited, and the count of suppressed ones is reported.
+	c.Logger = slog.New(transport.RateLimit(c.Logger.Handler(), 10, time.Second))
+	return nil
+}
+
+// Defaults of the adaptive per-client budget (ServerConfig).
+const (
+	DefaultMaxBytesPerSecond = 512 << 10
+	DefaultMinBytesPerSecond = 4 << 10
+)

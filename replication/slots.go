@@ -1,0 +1,171 @@
+package replication
+
+import (
+	"math/bits"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/mlange-42/arche/ecs/event"
+)
+
+// slotInfo is the server's record of one net slot.
+type slotInfo struct {
+	entity ecs.Entity
+	gen    uint32
+	meta   snapshot.Meta
+	alive  bool
+	dirty  bool // MarkDirty since the last frame
+	rep    components.Replicated
+}
+
+// structureListener is the arche listener the server installs: it collects
+// the entities whose structure changed (created, removed, components added
+// or removed) until the next Send. It keeps arche's interface off the
+// Server's own API.
+type structureListener struct{ s *Server }
+
+// Notify implements arche's Listener.
+func (l structureListener) Notify(_ *ecs.World, e ecs.EntityEvent) { l.s.touch(e.Entity) }
+
+// Subscriptions implements arche's Listener.
+func (l structureListener) Subscriptions() event.Subscription {
+	return event.EntityCreated | event.EntityRemoved | event.ComponentAdded | event.ComponentRemoved
+}
+
+// Components implements arche's Listener: all components (the server
+// filters on Replicated itself, so adding any replicated component to a
+// replicated entity is seen).
+func (l structureListener) Components() *ecs.Mask { return nil }
+
+func (s *Server) touch(e ecs.Entity) {
+	if _, ok := s.touched[e]; !ok {
+		s.touched[e] = struct{}{}
+		s.order = append(s.order, e)
+	}
+}
+
+// advanceTick numbers the net tick Send builds (see ServerConfig.Tick).
+func (s *Server) advanceTick() {
+	next := s.tick + 1
+	if s.cfg.Tick != nil {
+		t := s.cfg.Tick()
+		switch {
+		case s.tick == 0 && t != 0:
+			next = t // the first Send: align with the simulation
+		case t != next && !s.tickWarned:
+			s.tickWarned = true
+			s.cfg.Logger.Warn("replication: ServerConfig.Tick did not advance by one net tick per Send; counting instead",
+				"tick", t, "expected", next)
+		}
+	}
+	s.tick = next
+}
+
+// applyStructure turns the entities touched by listener events into slot
+// allocations, layout changes and frees.
+func (s *Server) applyStructure() {
+	for _, e := range s.order {
+		delete(s.touched, e)
+		slot, has := s.byEntity[e]
+		if !s.world.Alive(e) || !s.world.Has(e, s.idRep) {
+			if has {
+				s.freeSlot(slot)
+			}
+			continue
+		}
+		set := s.setOf(e)
+		if set == 0 {
+			if has {
+				s.freeSlot(slot)
+			}
+			continue
+		}
+		var owner uint8
+		if s.world.Has(e, s.idOwner) {
+			owner = (*components.Owner)(s.world.Get(e, s.idOwner)).Client
+		}
+		if !has {
+			slot = s.allocSlot(e)
+		}
+		si := &s.slots[slot]
+		m := snapshot.Meta{Gen: si.gen, Owner: owner, Set: set}
+		if !has || si.meta != m {
+			si.meta = m
+			s.relayout = append(s.relayout, slot)
+		}
+		si.rep = *(*components.Replicated)(s.world.Get(e, s.idRep))
+		w := si.rep.Priority
+		if w <= 0 {
+			w = 1
+		}
+		s.weights[slot] = w
+	}
+	s.order = s.order[:0]
+}
+
+func (s *Server) setOf(e ecs.Entity) uint64 {
+	var set uint64
+	for i, id := range s.compIDs {
+		if s.world.Has(e, id) {
+			set |= 1 << i
+		}
+	}
+	return set
+}
+
+func (s *Server) allocSlot(e ecs.Entity) uint32 {
+	var slot uint32
+	if n := len(s.free); n > 0 {
+		slot = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.slots[slot].gen++ // a reused slot is a new incarnation
+	} else {
+		slot = uint32(len(s.slots))
+		s.slots = append(s.slots, slotInfo{})
+		s.weights = append(s.weights, 1)
+	}
+	si := &s.slots[slot]
+	si.entity, si.alive, si.dirty = e, true, true
+	s.byEntity[e] = slot
+	s.alive.Set(slot)
+	if s.interest != nil {
+		s.interest.fresh.Set(slot)
+	}
+	return slot
+}
+
+func (s *Server) freeSlot(slot uint32) {
+	si := &s.slots[slot]
+	delete(s.byEntity, si.entity)
+	si.alive = false
+	si.entity = ecs.Entity{}
+	s.alive.Clear(slot)
+	s.free = append(s.free, slot)
+	s.relayout = append(s.relayout, slot)
+}
+
+// buildFrame runs the one pass over replicated entities.
+func (s *Server) buildFrame() {
+	s.snap.Begin(s.tick)
+	for slot := range s.slots {
+		si := &s.slots[slot]
+		if !si.alive {
+			continue
+		}
+		m := si.meta
+		// Dormant entities and send-rate divisors keep last frame's state.
+		if (si.rep.Dormant && !si.dirty) || (si.rep.SendEvery > 1 && (s.tick+uint32(slot))%uint32(si.rep.SendEvery) != 0) {
+			if s.snap.Keep(uint32(slot), m) {
+				continue
+			}
+		}
+		si.dirty = false
+		s.ptrs = s.ptrs[:0]
+		for set := m.Set; set != 0; set &= set - 1 {
+			s.ptrs = append(s.ptrs, s.world.Get(si.entity, s.compIDs[bits.TrailingZeros64(set)]))
+		}
+		s.snap.Put(uint32(slot), m, s.ptrs)
+	}
+	s.snap.Commit()
+}

@@ -1,0 +1,61 @@
+package replication
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/archenet/archenet/replication/snapshot"
+)
+
+// worker is one goroutine's scratch for building peers' ticks: its own
+// snapshot encoder, with its own record cache (a record's bytes depend only
+// on the entity, the baseline and the client's view, so which worker encodes
+// it does not change them), and its own spawn-batch writer.
+type worker struct {
+	enc    *snapshot.Encoder
+	spawns spawnWriter
+}
+
+func newWorkers(n int, w *snapshot.World) []*worker {
+	ws := make([]*worker, n)
+	for i := range ws {
+		ws[i] = &worker{enc: snapshot.NewEncoder(w)}
+	}
+	return ws
+}
+
+// buildPeers runs every peer's tick, spread over the workers: each worker
+// takes the next peer not yet taken, on a goroutine of its own (the first on
+// the caller's). What a peer builds does not depend on which worker built it
+// or in what order, so the bytes every client gets are the same for any
+// number of workers.
+func (s *Server) buildPeers(peers []*peer, now time.Time) {
+	n := min(len(s.workers), len(peers))
+	if n <= 1 {
+		for _, p := range peers {
+			p.tick(s, s.workers[0], now)
+		}
+		return
+	}
+	var next atomic.Int64
+	run := func(w *worker) {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(peers) {
+				return
+			}
+			peers[i].tick(s, w, now)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, w := range s.workers[1:n] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(w)
+		}()
+	}
+	run(s.workers[0])
+	wg.Wait()
+}
