@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/snapshot"
@@ -47,28 +48,37 @@ func (i *Interest) validate() error {
 	return nil
 }
 
-type cellKey struct{ x, z int32 }
-
-// interestGrid is a spatial hash over the x/z plane of every replicated
-// entity with a Transform, rebuilt each net tick; cell lists keep their
-// memory across ticks.
+// interestGrid is a spatial grid over the x/z plane of every replicated
+// entity with a Transform, rebuilt on every relevance update: a dense array
+// of cells over the entities' bounding box (at most maxGridSide cells a side;
+// entities beyond it share the edge cells), each cell's slots contiguous in
+// one array (a counting sort by cell). Lookups are array indexing, the
+// rebuild two passes over the entities; memory is kept across updates.
 type interestGrid struct {
-	cfg     Interest
-	every   uint32
-	fresh   snapshot.Bitset // slots (re)allocated since the last update
-	leave   float64
-	cell    float64
-	cells   map[cellKey][]uint32
-	pos     []components.Vec3 // by slot
-	hasPos  snapshot.Bitset
-	global  snapshot.Bitset // alive without Transform
-	owned   map[ClientID]components.Vec3
-	ownedOK map[ClientID]bool
-	ownedBy map[ClientID][]uint32 // slots owned by each client
+	cfg   Interest
+	every uint32
+	fresh snapshot.Bitset // slots (re)allocated since the last update
+	leave float64
+	cell  float64
+
+	minX, minZ   int32 // cell coordinates of the grid's first cell
+	width, depth int32
+	cellStart    []int32  // per cell: first index into cellSlots (len cells+1)
+	cellSlots    []uint32 // slots, grouped by cell
+	cellOf       []int32  // per slot: its cell (−1: none)
+	pos          []components.Vec3
+	global       snapshot.Bitset // alive without Transform
+	owned        map[ClientID]components.Vec3
+	ownedOK      map[ClientID]bool
+	ownedBy      map[ClientID][]uint32 // slots owned by each client
+	scratch      []int32
 }
 
+// maxGridSide bounds the grid's cells per side (memory and rebuild time).
+const maxGridSide = 1024
+
 func newInterestGrid(cfg *Interest) *interestGrid {
-	g := &interestGrid{cfg: *cfg, cells: map[cellKey][]uint32{}, owned: map[ClientID]components.Vec3{}, ownedOK: map[ClientID]bool{},
+	g := &interestGrid{cfg: *cfg, owned: map[ClientID]components.Vec3{}, ownedOK: map[ClientID]bool{},
 		ownedBy: map[ClientID][]uint32{}}
 	h := cfg.Hysteresis
 	if h == 0 {
@@ -86,29 +96,34 @@ func newInterestGrid(cfg *Interest) *interestGrid {
 	return g
 }
 
-func (g *interestGrid) key(p components.Vec3) cellKey {
-	return cellKey{int32(math.Floor(p.X / g.cell)), int32(math.Floor(p.Z / g.cell))}
+// cellCoord is the cell coordinate of x (clamped to the int32 range).
+func (g *interestGrid) cellCoord(x float64) int32 {
+	c := math.Floor(x / g.cell)
+	return int32(math.Max(math.MinInt32/2, math.Min(math.MaxInt32/2, c)))
+}
+
+// index returns the grid cell of cell coordinates (cx, cz), clamped into the
+// grid.
+func (g *interestGrid) index(cx, cz int32) int32 {
+	x := min(max(cx-g.minX, 0), g.width-1)
+	z := min(max(cz-g.minZ, 0), g.depth-1)
+	return z*g.width + x
 }
 
 func (g *interestGrid) rebuild(s *Server) {
-	for k, v := range g.cells {
-		if len(v) == 0 {
-			delete(g.cells, k) // forget cells that stayed empty a tick
-			continue
-		}
-		g.cells[k] = v[:0]
-	}
-	g.hasPos.Reset()
 	g.global.Reset()
 	clear(g.ownedOK)
 	for k, v := range g.ownedBy {
 		g.ownedBy[k] = v[:0]
 	}
-	for len(g.pos) < len(s.slots) {
-		g.pos = append(g.pos, components.Vec3{})
-	}
+	n := len(s.slots)
+	g.pos = slices.Grow(g.pos[:0], n)[:n]
+	g.cellOf = slices.Grow(g.cellOf[:0], n)[:n]
+	// Pass 1: positions, owners, the bounding box.
+	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
 	for slot := range s.slots {
 		si := &s.slots[slot]
+		g.cellOf[slot] = -1
 		if !si.alive {
 			continue
 		}
@@ -121,13 +136,48 @@ func (g *interestGrid) rebuild(s *Server) {
 		}
 		p := (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos
 		g.pos[slot] = p
-		g.hasPos.Set(uint32(slot))
-		k := g.key(p)
-		g.cells[k] = append(g.cells[k], uint32(slot))
+		cx, cz := g.cellCoord(p.X), g.cellCoord(p.Z)
+		minX, maxX, minZ, maxZ = min(minX, cx), max(maxX, cx), min(minZ, cz), max(maxZ, cz)
+		g.cellOf[slot] = 0 // has a position; the cell follows
 		if o := si.meta.Owner; o != 0 && !g.ownedOK[o] {
 			g.owned[o], g.ownedOK[o] = p, true
 		}
 	}
+	if minX > maxX {
+		minX, maxX, minZ, maxZ = 0, 0, 0, 0
+	}
+	g.minX, g.minZ = minX, minZ
+	g.width = int32(min(int64(maxX)-int64(minX)+1, maxGridSide))
+	g.depth = int32(min(int64(maxZ)-int64(minZ)+1, maxGridSide))
+	cells := int(g.width * g.depth)
+	g.cellStart = slices.Grow(g.cellStart[:0], cells+1)[:cells+1]
+	clear(g.cellStart)
+	// Pass 2: count per cell, then place (a counting sort).
+	total := 0
+	for slot, c := range g.cellOf {
+		if c < 0 {
+			continue
+		}
+		p := g.pos[slot]
+		c = g.index(g.cellCoord(p.X), g.cellCoord(p.Z))
+		g.cellOf[slot] = c
+		g.cellStart[c+1]++
+		total++
+	}
+	for i := 1; i <= cells; i++ {
+		g.cellStart[i] += g.cellStart[i-1]
+	}
+	g.cellSlots = slices.Grow(g.cellSlots[:0], total)[:total]
+	fill := g.cellStart[:cells] // the next free index per cell, advanced below
+	next := slices.Grow(g.scratch[:0], cells)[:cells]
+	copy(next, fill)
+	for slot, c := range g.cellOf {
+		if c >= 0 {
+			g.cellSlots[next[c]] = uint32(slot)
+			next[c]++
+		}
+	}
+	g.scratch = next
 }
 
 // due reports whether relevance is recomputed this net tick.
@@ -168,23 +218,23 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 	if !ok {
 		focus, ok = g.owned[c.id], g.ownedOK[c.id]
 	}
-	if ok {
-		r := int32(math.Ceil(g.leave / g.cell))
-		k := g.key(focus)
+	if ok && g.width > 0 {
 		enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
-		for dx := -r; dx <= r; dx++ {
-			for dz := -r; dz <= r; dz++ {
-				// Skip cells entirely outside the leave radius.
-				cx0, cz0 := float64(k.x+dx)*g.cell, float64(k.z+dz)*g.cell
-				nx := math.Max(cx0, math.Min(focus.X, cx0+g.cell)) - focus.X
-				nz := math.Max(cz0, math.Min(focus.Z, cz0+g.cell)) - focus.Z
-				if nx*nx+nz*nz > leave2 {
-					continue
-				}
-				for _, slot := range g.cells[cellKey{k.x + dx, k.z + dz}] {
+		// The grid cells the leave radius touches (cells past the grid's
+		// edges are its edge cells, which hold the entities beyond).
+		clampTo := func(v, hi int32) int32 { return min(max(v, 0), hi) }
+		x0 := clampTo(g.cellCoord(focus.X-g.leave)-g.minX, g.width-1)
+		x1 := clampTo(g.cellCoord(focus.X+g.leave)-g.minX, g.width-1)
+		z0 := clampTo(g.cellCoord(focus.Z-g.leave)-g.minZ, g.depth-1)
+		z1 := clampTo(g.cellCoord(focus.Z+g.leave)-g.minZ, g.depth-1)
+		for z := z0; z <= z1; z++ {
+			row := z * g.width
+			for x := x0; x <= x1; x++ {
+				c := row + x
+				for _, slot := range g.cellSlots[g.cellStart[c]:g.cellStart[c+1]] {
 					p := g.pos[slot]
-					ddx, ddz := p.X-focus.X, p.Z-focus.Z
-					d2 := ddx*ddx + ddz*ddz
+					dx, dz := p.X-focus.X, p.Z-focus.Z
+					d2 := dx*dx + dz*dz
 					if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
 						next.Set(slot)
 					}

@@ -1,0 +1,136 @@
+package replication
+
+import (
+	"testing"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+)
+
+// interestServer is a server without transport whose entities sit where a
+// test puts them.
+type interestServer struct {
+	s     *Server
+	w     *ecs.World
+	slots map[string]uint32
+}
+
+func newInterestServer(t *testing.T, in Interest) *interestServer {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	schema.MustRegister[tagComponent](reg)
+	w := ecs.NewWorld()
+	s, err := NewServer(&w, nil, ServerConfig{Registry: reg, Interest: &in, Logger: quietLogger})
+	require.NoError(t, err)
+	return &interestServer{s: s, w: &w, slots: map[string]uint32{}}
+}
+
+type tagComponent struct {
+	V uint8 `net:"range=0:3"`
+}
+
+// at spawns a replicated entity named name at x, z owned by owner (0: the
+// server); without a position (global) if global.
+func (is *interestServer) at(name string, x, z float64, owner uint8, global bool) ecs.Entity {
+	w := is.w
+	ids := []ecs.ID{ecs.ComponentID[components.Replicated](w)}
+	if global {
+		ids = append(ids, ecs.ComponentID[tagComponent](w))
+	} else {
+		ids = append(ids, ecs.ComponentID[components.Transform](w))
+	}
+	if owner != 0 {
+		ids = append(ids, ecs.ComponentID[components.Owner](w))
+	}
+	e := w.NewEntity(ids...)
+	if !global {
+		tr := (*components.Transform)(w.Get(e, ecs.ComponentID[components.Transform](w)))
+		tr.Pos, tr.Rot = components.Vec3{X: x, Z: z}, components.QuatIdentity()
+	}
+	if owner != 0 {
+		(*components.Owner)(w.Get(e, ecs.ComponentID[components.Owner](w))).Client = owner
+	}
+	is.s.applyStructure()
+	id, _ := is.s.NetID(e)
+	is.slots[name] = id.Index()
+	return e
+}
+
+// relevant computes client id's relevance (with its previous relevance)
+// and returns the names relevant to it.
+func (is *interestServer) relevant(p *peer) map[string]bool {
+	is.s.interest.rebuild(is.s)
+	is.s.interest.relevantFor(is.s, p)
+	out := map[string]bool{}
+	for name, slot := range is.slots {
+		if p.relevant.Has(slot) {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+func TestInterestRelevance(t *testing.T) {
+	const r = 100.0 // leave radius 115 with the default hysteresis
+	for _, tc := range []struct {
+		name   string
+		in     Interest
+		before map[string]bool // relevant last time (hysteresis)
+		want   []string
+	}{
+		{name: "enter radius, global and owned", in: Interest{Radius: r},
+			want: []string{"me", "near", "edge", "global", "mine-far"}},
+		{name: "hysteresis keeps what was relevant", in: Interest{Radius: r},
+			before: map[string]bool{"between": true, "beyond": true},
+			want:   []string{"me", "near", "edge", "between", "global", "mine-far"}},
+		{name: "focus from the hook", in: Interest{Radius: r, Focus: func(ClientID) (components.Vec3, bool) { return components.Vec3{X: 5000, Z: 5000}, true }},
+			want: []string{"me", "far", "global", "mine-far"}}, // what it owns too
+		{name: "filter", in: Interest{Radius: r, Filter: func(_ ClientID, e ecs.Entity) bool { return e.ID()%2 == 1 }},
+			want: nil}, // computed below
+		{name: "small cells", in: Interest{Radius: r, CellSize: 7},
+			want: []string{"me", "near", "edge", "global", "mine-far"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := newInterestServer(t, tc.in)
+			es := map[string]ecs.Entity{}
+			es["me"] = is.at("me", 0, 0, 1, false)
+			es["near"] = is.at("near", 30, -40, 0, false)
+			es["edge"] = is.at("edge", 0, r-0.001, 0, false)
+			es["between"] = is.at("between", 0, -(r + 10), 0, false)
+			es["beyond"] = is.at("beyond", r+20, 0, 0, false)
+			es["global"] = is.at("global", 0, 0, 0, true)
+			es["far"] = is.at("far", 5000, 5010, 0, false)
+			es["mine-far"] = is.at("mine-far", -3e6, 2e6, 1, false) // beyond the grid's 1024 cells a side
+			es["theirs"] = is.at("theirs", -3e6, 2e6, 2, false)
+			p := newPeer(1, nil, &is.s.cfg)
+			for name := range tc.before {
+				p.relevant.Set(is.slots[name])
+			}
+			want := map[string]bool{}
+			for _, n := range tc.want {
+				want[n] = true
+			}
+			if tc.in.Filter != nil {
+				for n, e := range es {
+					if n == "me" || n == "mine-far" || (e.ID()%2 == 1 && (n == "near" || n == "edge" || n == "global")) {
+						want[n] = true
+					}
+				}
+			}
+			require.Equal(t, want, is.relevant(p))
+		})
+	}
+}
+
+// Someone far beyond the grid's edge cells sees the entities around it.
+func TestInterestBeyondTheGrid(t *testing.T) {
+	is := newInterestServer(t, Interest{Radius: 10})
+	is.at("origin", 0, 0, 0, false)
+	is.at("me", 1e7, 0, 1, false)
+	is.at("neighbour", 1e7+5, 3, 0, false)
+	is.at("far-neighbour", 1e7+50, 0, 0, false)
+	got := is.relevant(newPeer(1, nil, &is.s.cfg))
+	require.Equal(t, map[string]bool{"me": true, "neighbour": true}, got)
+}
