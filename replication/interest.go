@@ -72,6 +72,9 @@ type interestGrid struct {
 	ownedOK      map[ClientID]bool
 	ownedBy      map[ClientID][]uint32 // slots owned by each client
 	scratch      []int32
+	cx, cz       []int32         // per slot: cell coordinates (while rebuilding)
+	posOK        snapshot.Bitset // slots notePos recorded this tick
+	inv          float64         // 1 / cell
 }
 
 // maxGridSide bounds the grid's cells per side (memory and rebuild time).
@@ -93,13 +96,36 @@ func newInterestGrid(cfg *Interest) *interestGrid {
 	if g.cell <= 0 {
 		g.cell = cfg.Radius / 2
 	}
+	g.inv = 1 / g.cell
 	return g
 }
 
-// cellCoord is the cell coordinate of x (clamped to the int32 range).
+// cellCoord is the cell coordinate of x (clamped to ±2^30; NaN: 0).
 func (g *interestGrid) cellCoord(x float64) int32 {
-	c := math.Floor(x / g.cell)
-	return int32(math.Max(math.MinInt32/2, math.Min(math.MaxInt32/2, c)))
+	c := math.Floor(x * g.inv)
+	if c >= -(1<<30) && c <= 1<<30 {
+		return int32(c)
+	}
+	switch {
+	case c < 0:
+		return -(1 << 30)
+	case c > 0:
+		return 1 << 30
+	}
+	return 0
+}
+
+// notePos records slot's position for the next rebuild (the frame build
+// reads every entity's Transform anyway).
+func (g *interestGrid) notePos(slot uint32, p components.Vec3) {
+	g.pos[slot] = p
+	g.posOK.Set(slot)
+}
+
+// beginPositions readies notePos for n slots.
+func (g *interestGrid) beginPositions(n int) {
+	g.pos = slices.Grow(g.pos[:0], n)[:n]
+	g.posOK.Reset()
 }
 
 // index returns the grid cell of cell coordinates (cx, cz), clamped into the
@@ -117,8 +143,12 @@ func (g *interestGrid) rebuild(s *Server) {
 		g.ownedBy[k] = v[:0]
 	}
 	n := len(s.slots)
-	g.pos = slices.Grow(g.pos[:0], n)[:n]
+	if len(g.pos) < n {
+		g.pos = slices.Grow(g.pos, n-len(g.pos))[:n]
+	}
 	g.cellOf = slices.Grow(g.cellOf[:0], n)[:n]
+	g.cx = slices.Grow(g.cx[:0], n)[:n]
+	g.cz = slices.Grow(g.cz[:0], n)[:n]
 	// Pass 1: positions, owners, the bounding box.
 	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
 	for slot := range s.slots {
@@ -130,13 +160,19 @@ func (g *interestGrid) rebuild(s *Server) {
 		if o := si.meta.Owner; o != 0 {
 			g.ownedBy[o] = append(g.ownedBy[o], uint32(slot))
 		}
-		if !s.world.Has(si.entity, s.idTrans) {
+		var p components.Vec3
+		switch {
+		case g.posOK.Has(uint32(slot)):
+			p = g.pos[slot]
+		case si.meta.Set&(1<<s.transPl.ID) == 0:
 			g.global.Set(uint32(slot))
 			continue
+		default: // not read by this tick's frame build (dormant)
+			p = (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos
+			g.pos[slot] = p
 		}
-		p := (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos
-		g.pos[slot] = p
 		cx, cz := g.cellCoord(p.X), g.cellCoord(p.Z)
+		g.cx[slot], g.cz[slot] = cx, cz
 		minX, maxX, minZ, maxZ = min(minX, cx), max(maxX, cx), min(minZ, cz), max(maxZ, cz)
 		g.cellOf[slot] = 0 // has a position; the cell follows
 		if o := si.meta.Owner; o != 0 && !g.ownedOK[o] {
@@ -158,8 +194,7 @@ func (g *interestGrid) rebuild(s *Server) {
 		if c < 0 {
 			continue
 		}
-		p := g.pos[slot]
-		c = g.index(g.cellCoord(p.X), g.cellCoord(p.Z))
+		c = g.index(g.cx[slot], g.cz[slot])
 		g.cellOf[slot] = c
 		g.cellStart[c+1]++
 		total++

@@ -148,6 +148,11 @@ func (s *Server) freeSlot(slot uint32) {
 // buildFrame runs the one pass over replicated entities.
 func (s *Server) buildFrame() {
 	s.snap.Begin(s.tick)
+	// The interest grid takes the positions this pass reads anyway.
+	notePos := s.interest != nil && s.interest.due(s.tick)
+	if notePos {
+		s.interest.beginPositions(len(s.slots))
+	}
 	for slot := range s.slots {
 		si := &s.slots[slot]
 		if !si.alive {
@@ -163,7 +168,12 @@ func (s *Server) buildFrame() {
 		si.dirty = false
 		s.ptrs = s.ptrs[:0]
 		for set := m.Set; set != 0; set &= set - 1 {
-			s.ptrs = append(s.ptrs, s.world.Get(si.entity, s.compIDs[bits.TrailingZeros64(set)]))
+			id := bits.TrailingZeros64(set)
+			ptr := s.world.Get(si.entity, s.compIDs[id])
+			s.ptrs = append(s.ptrs, ptr)
+			if notePos && s.hasTrans && id == int(s.transPl.ID) {
+				s.interest.notePos(uint32(slot), (*components.Transform)(ptr).Pos)
+			}
 		}
 		s.snap.Put(uint32(slot), m, s.ptrs)
 	}
