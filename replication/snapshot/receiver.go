@@ -253,95 +253,44 @@ func (r *Receiver) Decode(b []byte) (uint32, error) {
 }
 
 func (r *Receiver) decode(b []byte) (uint32, error) {
-	if len(b) < 1 || b[0]&^FlagCompressed != KindSnapshot {
-		return 0, ErrNotSnapshot
-	}
-	body := b[1:]
-	if b[0]&FlagCompressed != 0 {
-		d, err := r.dec.decompress(b[1:])
-		if err != nil {
-			return 0, err
-		}
-		body = d
-	}
 	var rd bitio.Reader
-	rd.Reset(body)
-	h, err := parseHeader(&rd)
+	h, err := r.open(b, &rd)
 	if err != nil {
 		return h.Tick, err
 	}
-	S := h.Tick
-	depth := uint32(len(r.ring))
-	if h.Baseline >= depth || (h.Predict && uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(depth)) {
-		return S, fmt.Errorf("%w: tick %d names a view %d ticks back, beyond the ring", ErrCorrupt, S, h.Baseline+h.PredictGap+1)
+	p, err := r.place(&h)
+	if err != nil {
+		return h.Tick, err
 	}
-	if r.newest != 0 && int32(r.newest-S) >= int32(depth) {
-		return S, ErrTooOld
-	}
-	var B, B2 uint32
-	if h.Baseline != 0 {
-		B = S - h.Baseline
-		if h.Predict {
-			B2 = B - h.PredictGap - 1
-		}
-	}
-	idx := S % depth
-	cur := r.exact(S)
-	m := &r.meta[idx]
-	bit := uint64(1) << h.Part
-	if cur != nil {
-		if (m.parts|m.late)&bit != 0 {
-			return S, ErrDuplicate
-		}
-		if m.count != h.Parts || m.base != B || m.base2 != B2 {
-			return S, fmt.Errorf("%w: part %d of tick %d disagrees with the tick's other parts", ErrCorrupt, h.Part, S)
-		}
-	}
-	var base, base2 *View
-	if B != 0 {
-		if base = r.exact(B); base == nil {
-			return S, ErrMissingBaseline
-		}
-		if B2 != 0 {
-			if base2 = r.exact(B2); base2 == nil {
-				return S, ErrMissingBaseline
-			}
-		}
-	}
-	inputAck := h.InputAck
-	if h.InputAckRelative {
-		if !base.HasInputAck {
-			return S, fmt.Errorf("%w: input ack relative to a baseline without one", ErrCorrupt)
-		}
-		inputAck += base.InputAck
-	}
+	S, m := h.Tick, &r.meta[p.idx]
 	// Records apply to the baseline view for a tick's first part, else to
 	// the tick's view (or, once sealed, to what is shown of it).
-	from, into := base, &r.ring[idx]
+	from, into := p.base, &r.ring[p.idx]
 	switch {
-	case cur == nil:
+	case p.cur == nil:
 	case !m.sealed:
-		from = cur
+		from = p.cur
 	default:
-		from, into = cur, &r.shown[idx]
+		from, into = p.cur, &r.shown[p.idx]
 		if m.late != 0 {
 			from = into
 		}
 	}
 	out := &r.spare
 	out.valid = false
-	if err := r.merge(&rd, from, B, base2, out, S, h.Count, uint(h.GapOrder)); err != nil {
+	if err := r.merge(&rd, from, p.B, p.base2, out, S, h.Count, uint(h.GapOrder)); err != nil {
 		return S, err
 	}
 	out.Tick = S
-	out.InputAck, out.HasInputAck = inputAck, h.HasInputAck
-	out.InputHeld, out.InputDepth, out.HasInputFeedback = inputAck+uint32(h.InputLead), int(h.InputDepth), h.HasInputFeedback
+	out.InputAck, out.HasInputAck = p.inputAck, h.HasInputAck
+	out.InputHeld, out.InputDepth, out.HasInputFeedback = p.inputAck+uint32(h.InputLead), int(h.InputDepth), h.HasInputFeedback
 	out.valid = true
 	*into, r.spare = *out, *into
 	r.spare.valid = false
+	bit := uint64(1) << h.Part
 	switch {
-	case cur == nil:
-		*m = viewMeta{parts: bit, count: h.Parts, base: B, base2: B2}
+	case p.cur == nil:
+		*m = viewMeta{parts: bit, count: h.Parts, base: p.B, base2: p.B2}
 	case !m.sealed:
 		m.parts |= bit
 	default:
@@ -350,6 +299,82 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	r.noteDecoded(S)
 	return S, nil
+}
+
+// open checks a datagram's kind, decompresses it if it says so and reads
+// its header, leaving rd at the first record.
+func (r *Receiver) open(b []byte, rd *bitio.Reader) (Header, error) {
+	if len(b) < 1 || b[0]&^FlagCompressed != KindSnapshot {
+		return Header{}, ErrNotSnapshot
+	}
+	body := b[1:]
+	if b[0]&FlagCompressed != 0 {
+		d, err := r.dec.decompress(b[1:])
+		if err != nil {
+			return Header{}, err
+		}
+		body = d
+	}
+	rd.Reset(body)
+	return parseHeader(rd)
+}
+
+// placement is where a datagram's records go: its tick's ring entry, the
+// views they are coded against, and the input ack they carry.
+type placement struct {
+	idx         uint32
+	cur         *View // the tick's view if a part of it was decoded
+	B, B2       uint32
+	base, base2 *View
+	inputAck    uint32
+}
+
+// place checks a parsed header against the ring and finds the views it
+// names.
+func (r *Receiver) place(h *Header) (placement, error) {
+	var p placement
+	S := h.Tick
+	depth := uint32(len(r.ring))
+	if h.Baseline >= depth || (h.Predict && uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(depth)) {
+		return p, fmt.Errorf("%w: tick %d names a view %d ticks back, beyond the ring", ErrCorrupt, S, h.Baseline+h.PredictGap+1)
+	}
+	if r.newest != 0 && int32(r.newest-S) >= int32(depth) {
+		return p, ErrTooOld
+	}
+	if h.Baseline != 0 {
+		p.B = S - h.Baseline
+		if h.Predict {
+			p.B2 = p.B - h.PredictGap - 1
+		}
+	}
+	p.idx = S % depth
+	p.cur = r.exact(S)
+	if m := &r.meta[p.idx]; p.cur != nil {
+		if (m.parts|m.late)&(1<<h.Part) != 0 {
+			return p, ErrDuplicate
+		}
+		if m.count != h.Parts || m.base != p.B || m.base2 != p.B2 {
+			return p, fmt.Errorf("%w: part %d of tick %d disagrees with the tick's other parts", ErrCorrupt, h.Part, S)
+		}
+	}
+	if p.B != 0 {
+		if p.base = r.exact(p.B); p.base == nil {
+			return p, ErrMissingBaseline
+		}
+		if p.B2 != 0 {
+			if p.base2 = r.exact(p.B2); p.base2 == nil {
+				return p, ErrMissingBaseline
+			}
+		}
+	}
+	p.inputAck = h.InputAck
+	if h.InputAckRelative {
+		if p.base == nil || !p.base.HasInputAck {
+			return p, fmt.Errorf("%w: input ack relative to a baseline without one", ErrCorrupt)
+		}
+		p.inputAck += p.base.InputAck
+	}
+	return p, nil
 }
 
 func (r *Receiver) noteDecoded(S uint32) {
@@ -382,123 +407,168 @@ func (r *Receiver) noteDecoded(S uint32) {
 func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint) error {
 	out.reset()
 	out.Srcs = out.Srcs[:0]
-	bi := 0
-	nb := 0
+	mg := merger{r: r, rd: rd, base: base, base2: base2, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun()}
 	if base != nil {
-		nb = len(base.Slots)
+		mg.nb = len(base.Slots)
 	}
-	copyBase := func(i int) {
+	for n := 0; n < count; n++ {
+		if err := mg.record(k); err != nil {
+			return err
+		}
+		if len(out.Slots) > r.MaxEntities {
+			return ErrTooManyEntities
+		}
+	}
+	mg.copyBaseUpTo(MaxSlots)
+	if len(out.Slots) > r.MaxEntities {
+		return ErrTooManyEntities
+	}
+	return rd.Err()
+}
+
+// merger is the state of one merge: the baseline view walked in slot order
+// alongside the datagram's records.
+type merger struct {
+	r           *Receiver
+	rd          *bitio.Reader
+	base, base2 *View
+	out         *View
+	S, baseTick uint32
+	bi, nb      int   // next baseline entry, baseline length
+	prev        int64 // previous record's slot
+	run         maskRun
+}
+
+// copyBaseUpTo copies the baseline's entries below slot to the output.
+func (mg *merger) copyBaseUpTo(slot uint32) {
+	base, out := mg.base, mg.out
+	for ; mg.bi < mg.nb && base.Slots[mg.bi] < slot; mg.bi++ {
+		i := mg.bi
 		out.Slots = append(out.Slots, base.Slots[i])
 		out.Metas = append(out.Metas, base.Metas[i])
 		out.Offs = append(out.Offs, uint32(len(out.Lanes)))
 		out.Lanes = append(out.Lanes, base.EntityLanes(i)...)
 		out.Srcs = append(out.Srcs, base.Srcs[i])
 	}
-	prev := int64(-1)
-	run := newMaskRun()
-	for n := 0; n < count; n++ {
-		gap := rd.ReadExpGolomb(k)
-		if err := rd.Err(); err != nil {
-			return err
-		}
-		slot64 := prev + 1 + int64(gap)
-		if gap >= MaxSlots || slot64 >= MaxSlots {
-			return fmt.Errorf("%w: slot out of range", ErrCorrupt)
-		}
-		slot := uint32(slot64)
-		prev = slot64
-		for bi < nb && base.Slots[bi] < slot {
-			copyBase(bi)
-			bi++
-		}
-		inBase := bi < nb && base.Slots[bi] == slot
-		kind := kindDelta
-		if rd.ReadBits(1) == 1 {
-			kind = kindFull + int(rd.ReadBits(1))
-		}
-		if err := rd.Err(); err != nil {
-			return err
-		}
-		switch kind {
-		case kindRemoval:
-			if !inBase {
-				return fmt.Errorf("%w: removal of slot %d not in the baseline", ErrCorrupt, slot)
-			}
-			bi++
-		case kindFull:
-			if inBase {
-				bi++
-			}
-			start := len(out.Lanes)
-			m, lanes, err := readFull(rd, r.plans, r.me, out.Lanes)
-			out.Lanes = lanes
-			if err != nil {
-				return err
-			}
-			out.Slots = append(out.Slots, slot)
-			out.Metas = append(out.Metas, m)
-			out.Offs = append(out.Offs, uint32(start))
-			out.Srcs = append(out.Srcs, S)
-		default:
-			if !inBase {
-				return fmt.Errorf("%w: delta for slot %d not in the baseline", ErrCorrupt, slot)
-			}
-			m := base.Metas[bi]
-			owner := r.me != 0 && m.Owner == r.me
-			repeat := rd.ReadBits(1) == 1
-			if repeat {
-				if run.bits < 0 {
-					return fmt.Errorf("%w: repeated field mask without a previous one", ErrCorrupt)
-				}
-				mr := &r.maskReader
-				for i := range r.maskBuf {
-					r.maskBuf[i] = byte(run.mask >> (8 * i))
-				}
-				mr.Reset(r.maskBuf[:(run.bits+7)/8])
-				_, nb := readMasks(mr, r.plans, m.Set, owner, &r.masks)
-				if mr.Err() != nil || nb != run.bits {
-					return fmt.Errorf("%w: repeated field mask does not fit slot %d", ErrCorrupt, slot)
-				}
-			} else {
-				run.note(readMasks(rd, r.plans, m.Set, owner, &r.masks))
-			}
-			if err := rd.Err(); err != nil {
-				return err
-			}
-			baseLanes := base.EntityLanes(bi)
-			pred := baseLanes
-			if base2 != nil && rd.ReadBool() {
-				// Residuals against the extrapolation through view base2.
-				i2 := base2.Find(slot)
-				if i2 < 0 || base2.Metas[i2] != m {
-					return fmt.Errorf("%w: predicted slot %d not in the prediction view", ErrCorrupt, slot)
-				}
-				r.pred = append(r.pred[:0], baseLanes...)
-				predict(r.plans, m.Set, baseLanes, base2.EntityLanes(i2), int64(S-baseTick), int64(baseTick-base2.Tick), r.pred)
-				pred = r.pred
-			}
-			start := len(out.Lanes)
-			out.Lanes = append(out.Lanes, baseLanes...)
-			nc := bits.OnesCount64(m.Set)
-			if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, owner); err != nil {
-				return err
-			}
-			out.Slots = append(out.Slots, slot)
-			out.Metas = append(out.Metas, m)
-			out.Offs = append(out.Offs, uint32(start))
-			out.Srcs = append(out.Srcs, S)
-			bi++
-		}
-		if len(out.Slots) > r.MaxEntities {
-			return ErrTooManyEntities
-		}
+}
+
+// record reads and applies one record: its slot gap (exp-Golomb of order
+// k), its kind and body.
+func (mg *merger) record(k uint) error {
+	rd := mg.rd
+	gap := rd.ReadExpGolomb(k)
+	if err := rd.Err(); err != nil {
+		return err
 	}
-	for bi < nb {
-		copyBase(bi)
-		bi++
+	slot64 := mg.prev + 1 + int64(gap)
+	if gap >= MaxSlots || slot64 >= MaxSlots {
+		return fmt.Errorf("%w: slot out of range", ErrCorrupt)
 	}
-	if len(out.Slots) > r.MaxEntities {
-		return ErrTooManyEntities
+	slot := uint32(slot64)
+	mg.prev = slot64
+	mg.copyBaseUpTo(slot)
+	inBase := mg.bi < mg.nb && mg.base.Slots[mg.bi] == slot
+	kind := kindDelta
+	if rd.ReadBits(1) == 1 {
+		kind = kindFull + int(rd.ReadBits(1))
+	}
+	if err := rd.Err(); err != nil {
+		return err
+	}
+	switch kind {
+	case kindRemoval:
+		if !inBase {
+			return fmt.Errorf("%w: removal of slot %d not in the baseline", ErrCorrupt, slot)
+		}
+		mg.bi++
+		return nil
+	case kindFull:
+		if inBase {
+			mg.bi++
+		}
+		return mg.full(slot)
+	default:
+		if !inBase {
+			return fmt.Errorf("%w: delta for slot %d not in the baseline", ErrCorrupt, slot)
+		}
+		err := mg.delta(slot)
+		mg.bi++
+		return err
+	}
+}
+
+// emit appends an entry whose lanes start at start in the output.
+func (mg *merger) emit(slot uint32, m Meta, start int) {
+	out := mg.out
+	out.Slots = append(out.Slots, slot)
+	out.Metas = append(out.Metas, m)
+	out.Offs = append(out.Offs, uint32(start))
+	out.Srcs = append(out.Srcs, mg.S)
+}
+
+// full reads a full record for slot.
+func (mg *merger) full(slot uint32) error {
+	r, out := mg.r, mg.out
+	start := len(out.Lanes)
+	m, lanes, err := readFull(mg.rd, r.plans, r.me, out.Lanes)
+	out.Lanes = lanes
+	if err != nil {
+		return err
+	}
+	mg.emit(slot, m, start)
+	return nil
+}
+
+// delta reads a delta record for slot, the baseline's entry mg.bi.
+func (mg *merger) delta(slot uint32) error {
+	r, rd, base := mg.r, mg.rd, mg.base
+	m := base.Metas[mg.bi]
+	owner := r.me != 0 && m.Owner == r.me
+	if err := mg.masks(slot, m, owner); err != nil {
+		return err
+	}
+	baseLanes := base.EntityLanes(mg.bi)
+	pred := baseLanes
+	if mg.base2 != nil && rd.ReadBool() {
+		// Residuals against the extrapolation through view base2.
+		i2 := mg.base2.Find(slot)
+		if i2 < 0 || mg.base2.Metas[i2] != m {
+			return fmt.Errorf("%w: predicted slot %d not in the prediction view", ErrCorrupt, slot)
+		}
+		r.pred = append(r.pred[:0], baseLanes...)
+		predict(r.plans, m.Set, baseLanes, mg.base2.EntityLanes(i2), int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred)
+		pred = r.pred
+	}
+	out := mg.out
+	start := len(out.Lanes)
+	out.Lanes = append(out.Lanes, baseLanes...)
+	nc := bits.OnesCount64(m.Set)
+	if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, owner); err != nil {
+		return err
+	}
+	mg.emit(slot, m, start)
+	return nil
+}
+
+// masks reads a delta record's field masks into r.masks: given, or a repeat
+// of the previous record's.
+func (mg *merger) masks(slot uint32, m Meta, owner bool) error {
+	r, rd := mg.r, mg.rd
+	if rd.ReadBits(1) == 0 {
+		mg.run.note(readMasks(rd, r.plans, m.Set, owner, &r.masks))
+		return rd.Err()
+	}
+	if mg.run.bits < 0 {
+		return fmt.Errorf("%w: repeated field mask without a previous one", ErrCorrupt)
+	}
+	mr := &r.maskReader
+	for i := range r.maskBuf {
+		r.maskBuf[i] = byte(mg.run.mask >> (8 * i))
+	}
+	mr.Reset(r.maskBuf[:(mg.run.bits+7)/8])
+	_, nb := readMasks(mr, r.plans, m.Set, owner, &r.masks)
+	if mr.Err() != nil || nb != mg.run.bits {
+		return fmt.Errorf("%w: repeated field mask does not fit slot %d", ErrCorrupt, slot)
 	}
 	return rd.Err()
 }
