@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ type pendingConn struct {
 	conn  transport.Conn
 	since time.Time
 	hello transport.Hello
+	first []byte // the Hello's bytes (hello aliases them)
 	// auth receives the Authenticator's verdict; non-nil while it runs.
 	auth   chan error
 	cancel context.CancelFunc
@@ -97,20 +99,18 @@ func (s *Server) advanceHandshake(p *pendingConn, now time.Time) bool {
 		}
 		return true
 	}
-	h, err := transport.ParseHello(m)
-	if err == nil {
-		err = transport.CheckHello(h, ProtocolVersion, hash)
-	}
-	if err == nil && s.full() {
+	var refuse error
+	if s.full() {
 		// Checked before authentication, so junk Hellos cost no auth calls
 		// while the server is full.
-		err = s.rejection(h, hash, "server full", nil)
+		refuse = errServerFull
 	}
-	if err != nil {
-		s.reject(p.conn, err, hash)
+	h, he := transport.JudgeHello(m, ProtocolVersion, hash, refuse)
+	if he != nil {
+		s.reject(p.conn, he, hash)
 		return false
 	}
-	p.hello = h
+	p.hello, p.first = h, m
 	if s.cfg.Authenticator == nil {
 		s.admit(p, hash)
 		return false
@@ -162,14 +162,14 @@ func (s *Server) endAuth(p *pendingConn) {
 func (s *Server) awaitAuth(p *pendingConn, now time.Time, hash uint64) bool {
 	if m, ok := p.conn.PollMessage(); ok {
 		s.endAuth(p)
-		s.reject(p.conn, fmt.Errorf("%w: unexpected message of %d bytes during the handshake", ErrMalformed, len(m)), hash)
+		s.reject(p.conn, transport.AsHandshakeError(fmt.Errorf("%w: unexpected message of %d bytes during the handshake", ErrMalformed, len(m)), ProtocolVersion, hash), hash)
 		return false
 	}
 	select {
 	case err := <-p.auth:
 		s.endAuth(p)
 		if err != nil {
-			s.reject(p.conn, s.rejection(p.hello, hash, err.Error(), err), hash)
+			s.refuse(p, hash, err)
 			return false
 		}
 		s.admit(p, hash)
@@ -179,23 +179,29 @@ func (s *Server) awaitAuth(p *pendingConn, now time.Time, hash uint64) bool {
 	if now.Sub(p.since) > s.cfg.HandshakeTimeout {
 		s.endAuth(p)
 		s.Stats.HandshakeTimeouts++
-		s.reject(p.conn, s.rejection(p.hello, hash, "authentication timed out", nil), hash)
+		s.refuse(p, hash, errAuthTimeout)
 		return false
 	}
 	return true
 }
 
-// rejection is the HandshakeError that refuses the client of h.
-func (s *Server) rejection(h transport.Hello, hash uint64, reason string, cause error) *transport.HandshakeError {
-	return &transport.HandshakeError{Kind: transport.HandshakeRejected, Reason: reason, Err: cause,
-		ServerVersion: ProtocolVersion, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
+// Reasons the server refuses a client with a well-formed, matching Hello.
+var (
+	errServerFull  = errors.New("server full")
+	errAuthTimeout = errors.New("authentication timed out")
+)
+
+// refuse rejects p, whose Hello was acceptable, for the server's reason why.
+func (s *Server) refuse(p *pendingConn, hash uint64, why error) {
+	_, he := transport.JudgeHello(p.first, ProtocolVersion, hash, why)
+	s.reject(p.conn, he, hash)
 }
 
 // admit welcomes p as a client, unless the server filled up meanwhile.
 func (s *Server) admit(p *pendingConn, hash uint64) {
 	id, full := s.allocClientID()
 	if full {
-		s.reject(p.conn, s.rejection(p.hello, hash, "server full", nil), hash)
+		s.refuse(p, hash, errServerFull)
 		return
 	}
 	info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor)}
@@ -216,18 +222,9 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 
 // reject sends the client a Reject saying why and closes the connection after
 // a linger.
-func (s *Server) reject(c transport.Conn, err error, hash uint64) {
+func (s *Server) reject(c transport.Conn, he *transport.HandshakeError, hash uint64) {
 	s.Stats.Rejected++
-	he, ok := err.(*transport.HandshakeError)
-	if !ok {
-		he = &transport.HandshakeError{Kind: transport.HandshakeMalformed, Reason: err.Error(), Err: err, ServerVersion: ProtocolVersion, ServerHash: hash}
-	}
-	// The client's error says "rejected by server: " + reason itself.
-	reason := he.Reason
-	if he.Kind != transport.HandshakeRejected {
-		reason = he.Error()
-	}
-	rj := transport.Reject{Code: he.CloseCode(), Version: ProtocolVersion, ProtocolHash: hash, Reason: transport.TruncateReason(reason, transport.MaxReasonLen)}
+	rj := he.Reject(ProtocolVersion, hash)
 	_ = c.SendMessage(rj.Append(nil))
 	// Close after a linger, so the Reject arrives before the close (a QUIC
 	// close may discard stream data in flight); the client closes first

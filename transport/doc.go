@@ -22,9 +22,11 @@
 //
 // The handshake is the first exchange of reliable messages: the client sends [Hello]
 // (protocol version, protocol hash, token), the server answers [Welcome] (client ID,
-// payload) or [Reject]. [CheckHello] is the pure check; [ClientHandshake] and
-// [ServerHandshake] run the exchange blocking, and a game loop can drive the same codec
-// ([Hello.Append], [ParseHello], ...) through Poll methods. Failures are *[HandshakeError].
+// payload) or [Reject]. [JudgeHello] is the server's policy, a pure function every server
+// path shares (replication's Server drives it from its tick, [ServerHandshake] blocking);
+// [HandshakeError.Reject] is the answer it implies. [ClientHandshake] runs the client's
+// side blocking, and a game loop can drive the same codec ([Hello.Append], [ParseHello],
+// ...) through Poll methods. Failures are *[HandshakeError].
 //
 // Implementations: package transport/quic (QUIC over UDP) and transport/sim (a
 // deterministic in-memory network); transport/transporttest is their conformance suite.
@@ -36,7 +38,7 @@
 //   - Drain input once per tick: [Conn.PollDatagram], [Conn.PollMessage], [Listener.PollAccept].
 //   - Refuse a client: [Conn.CloseWithReason] with [CodeRejected].
 //   - Tell why a connection ended: [Conn.Done], [Conn.Err], [CloseError].
-//   - Check a client's build: [CheckHello], [ServerHandshake], [ClientHandshake].
+//   - Check a client's build: [JudgeHello], [ServerHandshake], [ClientHandshake].
 //   - Build a transport whose sends never block: [NewOutbox] over an [OutboxWriter].
 //   - Log connection events without being flooded: [RateLimit].
 package transport

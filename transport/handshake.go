@@ -300,9 +300,57 @@ func failMalformed(c Conn, err error) *HandshakeError {
 	return he
 }
 
-// ServerHandshake waits for the client's Hello on c, checks it with CheckHello, then with
-// auth (if non-nil), then asks assign (if non-nil; nil sends a zero Welcome) for the
-// Welcome to send. It returns the accepted Hello.
+// JudgeHello is the server's handshake policy, the one every server path
+// uses: from the client's first message m, the server's protocol version and
+// hash, and refuse — the server's own objection to a well-formed, matching
+// Hello (it is full, the Authenticator said no; nil: none) — it returns the
+// Hello and nil to accept the client, or the *HandshakeError that refuses
+// it: malformed, version mismatch, hash mismatch (checked in that order),
+// else rejected with refuse's text as the reason. [HandshakeError.Reject] is
+// the answer to send and [HandshakeError.CloseCode] the close code. Pure: no
+// I/O, no clock.
+func JudgeHello(m []byte, version uint16, hash uint64, refuse error) (Hello, *HandshakeError) {
+	h, err := ParseHello(m)
+	if err != nil {
+		return Hello{}, &HandshakeError{Kind: HandshakeMalformed, Reason: err.Error(), Err: err, ServerVersion: version, ServerHash: hash}
+	}
+	if err := CheckHello(h, version, hash); err != nil {
+		return h, err.(*HandshakeError)
+	}
+	if refuse != nil {
+		return h, &HandshakeError{Kind: HandshakeRejected, Reason: refuse.Error(), Err: refuse,
+			ServerVersion: version, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
+	}
+	return h, nil
+}
+
+// AsHandshakeError returns err as the *HandshakeError a server refuses a
+// client with: err itself if it is one, else a HandshakeMalformed error
+// wrapping it (a protocol violation during the handshake).
+func AsHandshakeError(err error, version uint16, hash uint64) *HandshakeError {
+	var he *HandshakeError
+	if errors.As(err, &he) {
+		return he
+	}
+	return &HandshakeError{Kind: HandshakeMalformed, Reason: err.Error(), Err: err, ServerVersion: version, ServerHash: hash}
+}
+
+// Reject is the answer that tells the client about e, from a server with the
+// given protocol version and hash. Its reason says the cause once: the
+// client's error adds the "rejected by server: " or mismatch wording itself
+// ([Reject.Err]).
+func (e *HandshakeError) Reject(version uint16, hash uint64) Reject {
+	reason := e.Reason
+	if e.Kind != HandshakeRejected {
+		reason = e.Error()
+	}
+	return Reject{Code: e.CloseCode(), Version: version, ProtocolHash: hash, Reason: TruncateReason(reason, MaxReasonLen)}
+}
+
+// ServerHandshake waits for the client's Hello on c, judges it with
+// [JudgeHello], runs auth (if non-nil) on an acceptable one and judges it
+// again with auth's verdict, then asks assign (if non-nil; nil sends a zero
+// Welcome) for the Welcome to send. It returns the accepted Hello.
 //
 // On failure it sends a Reject, waits up to RejectLinger (bounded by ctx) for the client
 // to close, closes c with CodeHandshakeFailed or CodeRejected, and returns a
@@ -313,25 +361,18 @@ func ServerHandshake(ctx context.Context, c Conn, version uint16, hash uint64, a
 	if err != nil {
 		return Hello{}, fmt.Errorf("transport: waiting for hello: %w", err)
 	}
-	h, err := ParseHello(b)
-	if err != nil {
-		return Hello{}, reject(ctx, c, version, hash, &HandshakeError{Kind: HandshakeMalformed, Reason: err.Error(), Err: err})
-	}
-	if err := CheckHello(h, version, hash); err != nil {
-		return h, reject(ctx, c, version, hash, err.(*HandshakeError))
-	}
-	if auth != nil {
-		if err := auth(ctx, c.RemoteAddr(), h.Token); err != nil {
-			return h, reject(ctx, c, version, hash, &HandshakeError{Kind: HandshakeRejected, Reason: err.Error(), Err: err,
-				ServerVersion: version, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash})
-		}
+	h, he := JudgeHello(b, version, hash, nil)
+	if he == nil && auth != nil {
+		h, he = JudgeHello(b, version, hash, auth(ctx, c.RemoteAddr(), h.Token))
 	}
 	var w Welcome
-	if assign != nil {
+	if he == nil && assign != nil {
 		if w, err = assign(h); err != nil {
-			return h, reject(ctx, c, version, hash, &HandshakeError{Kind: HandshakeRejected, Reason: err.Error(), Err: err,
-				ServerVersion: version, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash})
+			h, he = JudgeHello(b, version, hash, err)
 		}
+	}
+	if he != nil {
+		return h, reject(ctx, c, he.Reject(version, hash), he)
 	}
 	if len(w.Payload) > MaxWelcomePayloadLen {
 		err := fmt.Errorf("transport: welcome payload of %d bytes exceeds %d", len(w.Payload), MaxWelcomePayloadLen)
@@ -344,13 +385,7 @@ func ServerHandshake(ctx context.Context, c Conn, version uint16, hash uint64, a
 	return h, nil
 }
 
-func reject(ctx context.Context, c Conn, version uint16, hash uint64, he *HandshakeError) error {
-	reason := he.Reason
-	if he.Kind != HandshakeRejected {
-		reason = he.Error()
-	}
-	reason = TruncateReason(reason, MaxReasonLen)
-	r := Reject{Code: he.CloseCode(), Version: version, ProtocolHash: hash, Reason: reason}
+func reject(ctx context.Context, c Conn, r Reject, he *HandshakeError) error {
 	if err := c.SendMessage(r.Append(make([]byte, 0, r.Len()))); err == nil {
 		t := time.NewTimer(RejectLinger)
 		select {
@@ -360,7 +395,7 @@ func reject(ctx context.Context, c Conn, version uint16, hash uint64, he *Handsh
 		}
 		t.Stop()
 	}
-	c.CloseWithReason(r.Code, reason)
+	c.CloseWithReason(r.Code, r.Reason)
 	return he
 }
 

@@ -260,3 +260,66 @@ func TestClientHandshakeRejectsOversizeToken(t *testing.T) {
 	require.ErrorContains(t, err, "exceeds")
 	require.Zero(t, c.Stats().MessagesSent)
 }
+
+// TestJudgeHello: the server's handshake policy as a table — what each first
+// message gets, the close code, and what the client reports (the reason said
+// once).
+func TestJudgeHello(t *testing.T) {
+	const version, hash = 3, 0xabc
+	good := transport.Hello{Version: version, ProtocolHash: hash, Token: []byte("t")}.Append(nil)
+	cases := []struct {
+		name   string
+		m      []byte
+		refuse error
+		kind   transport.HandshakeErrorKind // 0: accepted
+		code   transport.CloseCode
+		client string // the client's error
+	}{
+		{"accept", good, nil, 0, 0, ""},
+		{"malformed", append(append([]byte{}, good...), 0), nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed,
+			"rejected by server: handshake failed: transport: malformed message: hello: 1 trailing bytes"},
+		{"not a hello", []byte{byte(transport.MessageWelcome), 1, 0}, nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed, ""},
+		{"version first", transport.Hello{Version: 4, ProtocolHash: 1}.Append(nil), errors.New("full"), transport.HandshakeVersionMismatch,
+			transport.CodeHandshakeFailed, "protocol version mismatch: server 3, client 4"},
+		{"hash", transport.Hello{Version: version, ProtocolHash: 1}.Append(nil), errors.New("full"), transport.HandshakeHashMismatch,
+			transport.CodeHandshakeFailed, "protocol hash mismatch: server 0xabc, client 0x1"},
+		{"refused", good, errors.New("server full"), transport.HandshakeRejected, transport.CodeRejected, "rejected by server: server full"},
+		{"long reason", good, errors.New(strings.Repeat("é", transport.MaxReasonLen)), transport.HandshakeRejected, transport.CodeRejected, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, he := transport.JudgeHello(tc.m, version, hash, tc.refuse)
+			if tc.kind == 0 {
+				require.Nil(t, he)
+				require.Equal(t, []byte("t"), h.Token)
+				return
+			}
+			require.NotNil(t, he)
+			require.Equal(t, tc.kind, he.Kind)
+			require.Equal(t, tc.code, he.CloseCode())
+			if tc.refuse != nil && tc.kind == transport.HandshakeRejected {
+				require.ErrorIs(t, he, tc.refuse)
+			}
+			rj := he.Reject(version, hash)
+			require.Equal(t, tc.code, rj.Code)
+			require.LessOrEqual(t, len(rj.Reason), transport.MaxReasonLen)
+			// The Reject survives the wire, and the client's error says the
+			// reason once.
+			back, err := transport.ParseReject(rj.Append(nil))
+			require.NoError(t, err)
+			cv, ch := h.Version, h.ProtocolHash
+			if tc.kind == transport.HandshakeMalformed {
+				cv, ch = version, hash // a client of this build that sent junk
+			}
+			cerr := back.Err(cv, ch)
+			if tc.client != "" {
+				require.EqualError(t, cerr, tc.client)
+			}
+			said := 0
+			if tc.code == transport.CodeRejected || tc.kind == transport.HandshakeMalformed {
+				said = 1
+			}
+			require.Equal(t, said, strings.Count(cerr.Error(), "rejected by server"), cerr.Error())
+		})
+	}
+}
