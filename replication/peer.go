@@ -206,7 +206,9 @@ func (p *peer) updateRelevance(s *Server) {
 // spawnDiff writes the spawn/despawn batch that brings the client's mirrors
 // in line with its interest: despawns of freed or reincarnated slots and
 // spawns of component-set changes first (in the order the slots changed),
-// then entries entering and leaving interest in slot order.
+// then entries leaving interest, then entries entering it, each in slot
+// order (so a client at its entity bound makes room before it is asked to
+// take more).
 func (p *peer) spawnDiff(s *Server, w *worker) {
 	f := s.snap.Current()
 	sw := &w.spawns
@@ -244,13 +246,15 @@ func (p *peer) spawnDiff(s *Server, w *worker) {
 			spawn(slot) // component set change: same slot and generation
 		}
 	}
-	for wi := range max(len(p.relevant), len(p.spawned)) {
-		r, sp := p.relevant.Word(wi), p.spawned.Word(wi)
-		for add := r &^ sp; add != 0; add &= add - 1 {
-			spawn(uint32(wi*64 + tz64(add)))
-		}
-		for rem := sp &^ r; rem != 0; rem &= rem - 1 {
+	words := max(len(p.relevant), len(p.spawned))
+	for wi := range words {
+		for rem := p.spawned.Word(wi) &^ p.relevant.Word(wi); rem != 0; rem &= rem - 1 {
 			despawn(uint32(wi*64 + tz64(rem)))
+		}
+	}
+	for wi := range words {
+		for add := p.relevant.Word(wi) &^ p.spawned.Word(wi); add != 0; add &= add - 1 {
+			spawn(uint32(wi*64 + tz64(add)))
 		}
 	}
 	p.out.spawnMsg = nil

@@ -396,20 +396,14 @@ func (s *Server) receiveClient(c *peer, now time.Time) error {
 // client order, none of which waits for a peer.
 func (s *Server) Send() {
 	t0 := time.Now()
-	s.advanceTick()
-	s.applyStructure()
-	s.buildFrame()
+	s.commitTick()
 	t1 := time.Now()
 	s.Stats.BuildFrame += t1.Sub(t0)
-	if s.interest != nil && s.interest.due(s.tick) {
-		s.interest.rebuild(s)
-		s.interest.fresh.Reset()
-	}
 	now := s.cfg.Now()
 	s.active = s.active[:0]
 	for _, p := range s.clients {
 		if p != nil {
-			s.planPeer(p, now)
+			s.planPeer(p, now, p.conn.MaxDatagramSize())
 			s.active = append(s.active, p)
 		}
 	}
@@ -419,14 +413,32 @@ func (s *Server) Send() {
 			s.sendFailed(p, err)
 		}
 	}
-	s.snap.EndTick()
-	s.relayout = s.relayout[:0]
+	s.endTick()
 	s.Stats.BuildClients += time.Since(t1)
 }
 
-// planPeer runs a peer's sequential phase.
-func (s *Server) planPeer(p *peer, now time.Time) {
-	plan := peerPlan{mtu: min(s.cfg.MTU, p.conn.MaxDatagramSize())}
+// commitTick starts a net tick: it numbers it, applies structural changes,
+// builds its frame and, when due, the interest grid.
+func (s *Server) commitTick() {
+	s.advanceTick()
+	s.applyStructure()
+	s.buildFrame()
+	if s.interest != nil && s.interest.due(s.tick) {
+		s.interest.rebuild(s)
+		s.interest.fresh.Reset()
+	}
+}
+
+// endTick ends a net tick after its peers were built.
+func (s *Server) endTick() {
+	s.snap.EndTick()
+	s.relayout = s.relayout[:0]
+}
+
+// planPeer runs a peer's sequential phase; maxDatagram is what its
+// connection takes.
+func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
+	plan := peerPlan{mtu: min(s.cfg.MTU, maxDatagram)}
 	if s.cfg.InputAck != nil {
 		o := &plan.opt
 		o.InputAck, o.HasInputAck = s.cfg.InputAck(p.id)
