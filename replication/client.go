@@ -47,6 +47,12 @@ type ClientConfig struct {
 	OnSnapshot func(tick uint32, arrival time.Time)
 	// MaxEntities bounds mirrored entities. 0: 65536.
 	MaxEntities int
+	// CompressionDictionary is the zstd dictionary of a server that
+	// compresses with one (ServerConfig.CompressionDictionary); a client
+	// whose dictionary differs from the server's fails at the Welcome.
+	// Compressed datagrams are decoded whenever the server says it sends
+	// them, within snapshot.MaxBody. Nil: none.
+	CompressionDictionary []byte
 	// Now is the clock for interpolation. Nil: time.Now.
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
@@ -393,6 +399,14 @@ func (c *Client) handleMessage(m []byte) error {
 			c.id, c.info = w.ClientID, info
 			c.rcv = snapshot.NewReceiver(c.cfg.Registry, w.ClientID, int(info.Depth))
 			c.rcv.MaxEntities = c.cfg.MaxEntities
+			if info.Compression {
+				if d := dictionaryHash(c.cfg.CompressionDictionary); d != info.Dictionary {
+					return fmt.Errorf("%w: the server uses dictionary %#x, this client %#x (ClientConfig.CompressionDictionary)", ErrDictionary, info.Dictionary, d)
+				}
+				if err := c.rcv.EnableZstd(c.cfg.CompressionDictionary); err != nil {
+					return err
+				}
+			}
 			if c.cfg.Interpolation {
 				cc := c.cfg.InterpClock
 				if cc.TickInterval == 0 {

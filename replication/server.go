@@ -88,8 +88,11 @@ type ServerStats struct {
 	SnapshotHeaderBits uint64
 	// Deferred counts changed records a client's budget left for a later
 	// tick (summed over clients and ticks).
-	Deferred                 uint64
-	Spawns, Despawns         uint64
+	Deferred         uint64
+	Spawns, Despawns uint64
+	// Compressed counts snapshot datagrams sent zstd-compressed
+	// (ServerConfig.Compression).
+	Compressed               uint64
 	BuildFrame, BuildClients time.Duration // time in frame building / per-client work
 }
 
@@ -116,7 +119,10 @@ func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Serve
 		s.idTrans = ecs.ComponentID[components.Transform](world)
 	}
 	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
-	s.workers = newWorkers(cfg.Workers, s.snap)
+	var err error
+	if s.workers, err = newWorkers(&s.cfg, s.snap); err != nil {
+		return nil, err
+	}
 	if cfg.Interest != nil {
 		if err := cfg.Interest.validate(); err != nil {
 			return nil, err
@@ -479,5 +485,6 @@ func (s *Server) flush(p *peer) error {
 	s.Stats.SnapshotDatagrams += n
 	s.Stats.SnapshotHeaderBits += uint64(o.info.HeaderBits)
 	s.Stats.Deferred += uint64(o.info.Deferred)
+	s.Stats.Compressed += uint64(o.info.Compressed)
 	return nil
 }

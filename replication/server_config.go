@@ -63,6 +63,17 @@ type ServerConfig struct {
 	Authenticator transport.Authenticator
 	// Interest limits what each client receives. Nil: every entity.
 	Interest *Interest
+	// Compression zstd-compresses every snapshot datagram whose body it
+	// strictly shrinks (the datagram is flagged; the others go as they are).
+	// The Welcome tells clients, which then decode compressed datagrams with
+	// their ClientConfig.CompressionDictionary. Bit-packed deltas rarely
+	// shrink; full records of similar entities (a join, a burst of spawns)
+	// often do. It costs CPU per datagram. False: never.
+	Compression bool
+	// CompressionDictionary is a zstd dictionary (snapshot.TrainDictionary)
+	// for Compression; clients must be given the same one (a client with
+	// another is refused at the Welcome). Nil: none.
+	CompressionDictionary []byte
 	// HandshakeTimeout drops connections that are not through the handshake
 	// (Hello received, Authenticator done) in time. 0: 5 s.
 	HandshakeTimeout time.Duration

@@ -204,7 +204,8 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 		s.refuse(p, hash, errServerFull)
 		return
 	}
-	info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor)}
+	info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor),
+		Compression: s.cfg.Compression, Dictionary: dictionaryHash(s.cfg.CompressionDictionary)}
 	w := transport.Welcome{ClientID: id, Payload: info.append(nil)}
 	if err := p.conn.SendMessage(w.Append(nil)); err != nil {
 		s.cfg.Logger.Warn("archenet: connection dropped: welcome failed", "remote", p.conn.RemoteAddr(), "err", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/bits"
 
 	"github.com/archenet/archenet/replication/bitio"
@@ -25,6 +26,11 @@ const (
 // ErrMalformed wraps decode errors of replication messages.
 var ErrMalformed = errors.New("replication: malformed message")
 
+// ErrDictionary is a client's error when the server compresses snapshots
+// with a zstd dictionary other than the client's
+// (ClientConfig.CompressionDictionary).
+var ErrDictionary = errors.New("replication: compression dictionary mismatch")
+
 // welcomeInfo is the Welcome payload: what a client needs to know about the
 // server's replication.
 type welcomeInfo struct {
@@ -32,29 +38,58 @@ type welcomeInfo struct {
 	Depth      uint8  // snapshot ring depth
 	Tick       uint32 // server net tick at welcome
 	NetDivisor uint16 // simulation ticks per net tick
+	// Compression: snapshot datagrams may be zstd-compressed, with the
+	// dictionary whose dictionaryHash is Dictionary (0: none).
+	Compression bool
+	Dictionary  uint64
 }
 
 // welcomeVersion is the Welcome payload layout version.
-const welcomeVersion = 2
+const welcomeVersion = 3
+
+// welcomeLen is the Welcome payload's length:
+//
+//	version u8 | tick rate u16 | depth u8 | tick u32 | net divisor u16 |
+//	flags u8 (bit 0: compression) | dictionary hash u64   (little-endian)
+const welcomeLen = 19
 
 func (w welcomeInfo) append(b []byte) []byte {
 	b = append(b, welcomeVersion)
 	b = binary.LittleEndian.AppendUint16(b, w.TickRate)
 	b = append(b, w.Depth)
 	b = binary.LittleEndian.AppendUint32(b, w.Tick)
-	return binary.LittleEndian.AppendUint16(b, w.NetDivisor)
+	b = binary.LittleEndian.AppendUint16(b, w.NetDivisor)
+	var flags byte
+	if w.Compression {
+		flags |= 1
+	}
+	b = append(b, flags)
+	return binary.LittleEndian.AppendUint64(b, w.Dictionary)
 }
 
 func parseWelcomeInfo(b []byte) (welcomeInfo, error) {
-	if len(b) != 10 || b[0] != welcomeVersion {
+	if len(b) != welcomeLen || b[0] != welcomeVersion {
 		return welcomeInfo{}, fmt.Errorf("%w: welcome payload of %d bytes", ErrMalformed, len(b))
 	}
 	w := welcomeInfo{TickRate: binary.LittleEndian.Uint16(b[1:]), Depth: b[3], Tick: binary.LittleEndian.Uint32(b[4:]),
-		NetDivisor: binary.LittleEndian.Uint16(b[8:])}
+		NetDivisor: binary.LittleEndian.Uint16(b[8:]), Compression: b[10]&1 != 0, Dictionary: binary.LittleEndian.Uint64(b[11:])}
 	if w.TickRate == 0 || w.Depth < 2 || w.Depth > 128 || w.NetDivisor == 0 {
 		return w, fmt.Errorf("%w: welcome tick rate %d depth %d net divisor %d", ErrMalformed, w.TickRate, w.Depth, w.NetDivisor)
 	}
+	if b[10]&^1 != 0 || (!w.Compression && w.Dictionary != 0) {
+		return w, fmt.Errorf("%w: welcome flags %#x dictionary %#x", ErrMalformed, b[10], w.Dictionary)
+	}
 	return w, nil
+}
+
+// dictionaryHash names a compression dictionary in the Welcome (0: none).
+func dictionaryHash(dict []byte) uint64 {
+	if dict == nil {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write(dict)
+	return h.Sum64() | 1
 }
 
 // appendClientHeader starts a client datagram: its kind and the snapshot

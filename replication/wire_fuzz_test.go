@@ -36,6 +36,7 @@ func FuzzClientMessages(f *testing.F) {
 	sw.add(plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
 	f.Add(sw.bytes(77, nil))
 	f.Add(welcomeInfo{TickRate: 30, Depth: 32, Tick: 9, NetDivisor: 2}.append(nil))
+	f.Add(welcomeInfo{TickRate: 60, Depth: 64, Tick: 1, NetDivisor: 1, Compression: true, Dictionary: 0x1234567}.append(nil))
 	f.Add(appendClientHeader(nil, &snapshot.Ack{Newest: 10, Mask: 0xff}))
 	partial := snapshot.Ack{Newest: 12, Mask: 0b101, Partial: 0b10, PartCount: [snapshot.AckWindow]uint8{0, 3}}
 	partial.Parts[1] = 0b101

@@ -9,7 +9,7 @@ import (
 )
 
 // worker is one goroutine's scratch for building peers' ticks: its own
-// snapshot encoder, with its own record cache (a record's bytes depend only
+// snapshot encoder (and compressor), with its own record cache (a record's bytes depend only
 // on the entity, the baseline and the client's view, so which worker encodes
 // it does not change them), and its own spawn-batch writer.
 type worker struct {
@@ -17,12 +17,19 @@ type worker struct {
 	spawns spawnWriter
 }
 
-func newWorkers(n int, w *snapshot.World) []*worker {
-	ws := make([]*worker, n)
+func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
+	ws := make([]*worker, cfg.Workers)
 	for i := range ws {
 		ws[i] = &worker{enc: snapshot.NewEncoder(w)}
+		if cfg.Compression {
+			c, err := snapshot.NewCompressor(cfg.CompressionDictionary)
+			if err != nil {
+				return nil, err
+			}
+			ws[i].enc.Compression = c
+		}
 	}
-	return ws
+	return ws, nil
 }
 
 // buildPeers runs every peer's tick, spread over the workers: each worker
