@@ -61,11 +61,3 @@ func (a Angle) Delta(base, cur uint64) int64 {
 	}
 	return int64(d)
 }
-
-// WrapAngle returns θ wrapped into [−π, π).
-func WrapAngle(theta float64) float64 {
-	if math.IsNaN(theta) || math.IsInf(theta, 0) {
-		return 0
-	}
-	return theta - 2*math.Pi*math.Floor((theta+math.Pi)/(2*math.Pi))
-}

@@ -110,7 +110,7 @@ func TestAngleWrap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	for i := 0; i < 100_000; i++ {
 		th := (rng.Float64() - 0.5) * 40
-		d := math.Abs(WrapAngle(a.Dequantize(a.Quantize(th)) - th))
+		d := math.Abs(wrapAngle(a.Dequantize(a.Quantize(th)) - th))
 		require.LessOrEqual(t, d, a.MaxError()*(1+1e-9), "θ=%v", th)
 	}
 	require.Equal(t, int64(2), a.Delta(511, 1))
@@ -327,4 +327,9 @@ func TestQuatNonUnitInput(t *testing.T) {
 		l2, a2, b2, c2 := qc.Quantize(c.want[0], c.want[1], c.want[2], c.want[3])
 		require.Equal(t, [4]uint64{l2, a2, b2, c2}, [4]uint64{l, a, b, cc}, "%v", c.in)
 	}
+}
+
+// wrapAngle returns θ wrapped into [−π, π) (interp.WrapAngle for users).
+func wrapAngle(theta float64) float64 {
+	return theta - 2*math.Pi*math.Floor((theta+math.Pi)/(2*math.Pi))
 }
