@@ -18,8 +18,10 @@
 //     [AppendFeedback] / [ReadFeedback] tell the client its ack and input
 //     buffer depth; [Log.Stats] counts late, missing, duplicate, rejected.
 //   - [TickSync] (client): estimates the server tick from snapshot arrivals
-//     and RTT ([TickSync.ObserveSnapshot], [TickSync.ObserveRTT]), adapts the
-//     lead from server feedback ([TickSync.ObserveFeedback]), and
+//     — best from the client's own estimator, shared with its render clock
+//     ([SyncConfig].Arrivals = replication.Client.Arrivals), else fed by
+//     [TickSync.ObserveSnapshot] — and the RTT ([TickSync.ObserveRTT]),
+//     adapts the lead from server feedback ([TickSync.ObserveFeedback]), and
 //     [TickSync.Advance] says which input ticks to run now.
 //   - [Predictor] (client): [Predictor.Predict] runs the game's [StepFunc]
 //     with local input and records (tick, input, rounded state);
@@ -91,7 +93,8 @@
 //	declare the input                           struct with net tags; NewCodec[I]
 //	client: each input tick                     TickSync.Advance → Sender.Push, Predictor.Predict
 //	client: write the input section             Sender.AppendFrames
-//	client: on a snapshot                       TickSync.ObserveSnapshot/ObserveRTT/ObserveFeedback,
+//	client: set up the input clock              NewTickSync(SyncConfig{Arrivals: client.Arrivals()})
+//	client: on a snapshot                       TickSync.ObserveRTT/ObserveFeedback,
 //	                                            Sender.Ack, Predictor.Reconcile → interp.Smoother.Correct
 //	server: on an input datagram                Log.Receive (ErrFlood → consider disconnecting)
 //	server: each tick                           Log.Consume, step, Rounder.Round

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/archenet/archenet/replication/timing"
 )
 
 // SyncConfig configures a [TickSync]. Its zero value suits a 60 Hz server:
@@ -34,6 +36,14 @@ type SyncConfig struct {
 	// MaxCatchUp is the largest number of ticks one [TickSync.Advance]
 	// returns; ticks beyond it are skipped (after a stall). Zero: 8.
 	MaxCatchUp int
+	// Arrivals, if set, is the server-time estimator to read instead of one
+	// of the clock's own: the client's (replication.Client.Arrivals), which
+	// the client feeds with every snapshot in net ticks and which its render
+	// clock reads too, so that the two clocks cannot disagree about the
+	// server's time. Its ticks may be longer than TickInterval (net ticks of
+	// several simulation ticks); they are converted. ObserveSnapshot is then
+	// ignored. Nil: the clock keeps its own, fed by ObserveSnapshot.
+	Arrivals *timing.Arrivals
 }
 
 func (c SyncConfig) resolve() (SyncConfig, error) {
@@ -69,19 +79,18 @@ func (c SyncConfig) resolve() (SyncConfig, error) {
 	return c, nil
 }
 
-// Estimator gains.
+// Estimator gains (the server's tick schedule is timing.Arrivals', shared
+// with the render clock).
 const (
-	offsetGain    = 1.0 / 32 // server clock offset (after the first 32 samples)
-	jitterGain    = 1.0 / 16
 	rttGain       = 1.0 / 8
 	upGainSlower  = 1.0 / 64 // upstream delay estimate, moving down
 	upGainFaster  = 1.0 / 8  // and moving up: late input hurts more than early
-	outlierRun    = 3        // consecutive outliers that restart the estimator
 	feedbackClamp = 64.0     // bound on one upstream-delay sample, in ticks
 )
 
 // TickSync is the client's input clock. It estimates the server's current
-// tick from snapshot arrivals (server tick + local arrival time) and the
+// tick from snapshot arrivals (server tick + local arrival time; with the
+// timing.Arrivals estimator the render clock interp.Clock uses too) and the
 // round-trip time, and runs the client's input ticks a small adaptive lead
 // ahead of it, so that each input reaches the server just before the server
 // consumes that tick:
@@ -99,16 +108,8 @@ const (
 type TickSync struct {
 	cfg SyncConfig
 	t   float64 // tick interval, seconds
-
-	observed bool
-	baseTime time.Time
-	baseExt  int64
-	lastTick uint32
-	lastExt  int64
-	samples  int
-	outliers int
-	offset   float64 // ticks: EWMA of ext − baseExt − (arrival − baseTime)/t
-	jitter   float64 // ticks: EWMA of |deviation|
+	arr *timing.Arrivals
+	own timing.Arrivals
 
 	rtt   float64 // seconds
 	up    float64 // ticks: upstream delay estimate
@@ -128,50 +129,35 @@ func NewTickSync(cfg SyncConfig) (*TickSync, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TickSync{cfg: cfg, t: cfg.TickInterval.Seconds(), rtt: cfg.InitialRTT.Seconds(), scale: 1}, nil
+	s := &TickSync{cfg: cfg, t: cfg.TickInterval.Seconds(), rtt: cfg.InitialRTT.Seconds(), scale: 1}
+	s.arr = cfg.Arrivals
+	if s.arr == nil {
+		threshold := time.Duration(cfg.ResyncTicks * float64(cfg.TickInterval))
+		s.own = timing.NewArrivals(cfg.TickInterval, threshold, cfg.TickInterval/4)
+		s.arr = &s.own
+	}
+	return s, nil
 }
 
 // Config returns the configuration with defaults filled in.
 func (s *TickSync) Config() SyncConfig { return s.cfg }
 
-func (s *TickSync) restart(tick uint32, arrival time.Time) {
-	ext := int64(tick)
-	if s.observed {
-		ext = s.lastExt + int64(int32(tick-s.lastTick)) // keep one extended numbering
-	}
-	s.observed = true
-	s.baseTime, s.baseExt = arrival, ext
-	s.lastTick, s.lastExt = tick, ext
-	s.samples = 1
-	s.outliers = 0
-	s.offset = 0
-}
-
 // ObserveSnapshot records that the snapshot of server tick arrived at local
 // time arrival. Call it for every snapshot, in arrival order (late and
-// reordered ones included). O(1), allocation-free.
+// reordered ones included). Ignored with SyncConfig.Arrivals (its owner
+// feeds it). O(1), allocation-free.
 func (s *TickSync) ObserveSnapshot(tick uint32, arrival time.Time) {
-	if !s.observed {
-		s.restart(tick, arrival)
-		return
+	if s.arr == &s.own {
+		s.own.Observe(tick, arrival)
 	}
-	ext := s.lastExt + int64(int32(tick-s.lastTick))
-	sample := float64(ext-s.baseExt) - arrival.Sub(s.baseTime).Seconds()/s.t
-	dev := sample - s.offset
-	if math.Abs(dev) > s.cfg.ResyncTicks {
-		s.outliers++
-		if s.outliers >= outlierRun {
-			s.restart(tick, arrival)
-		}
-		return
+}
+
+// ticks is the length of the estimator's ticks in this clock's ticks.
+func (s *TickSync) ticks() float64 {
+	if s.arr == &s.own {
+		return 1
 	}
-	s.outliers = 0
-	s.samples++
-	s.offset += dev * max(offsetGain, 1/float64(s.samples))
-	s.jitter += (math.Abs(dev) - s.jitter) * jitterGain
-	if ext > s.lastExt {
-		s.lastExt, s.lastTick = ext, tick
-	}
+	return s.arr.Interval().Seconds() / s.t
 }
 
 // ObserveRTT records a round-trip time measurement (e.g. the transport's
@@ -206,10 +192,10 @@ func (s *TickSync) ObserveFeedback(depth int) {
 // the server is simulating at now), as a fractional extended tick; 0 before
 // the first snapshot.
 func (s *TickSync) ServerTick(now time.Time) float64 {
-	if !s.observed {
+	if !s.arr.Observed() {
 		return 0
 	}
-	return float64(s.baseExt) + now.Sub(s.baseTime).Seconds()/s.t + s.offset + s.rtt/2/s.t
+	return s.arr.ServerTick(now)*s.ticks() + s.rtt/2/s.t
 }
 
 // TargetLead returns the lead, in ticks, the clock steers toward.
@@ -218,7 +204,7 @@ func (s *TickSync) TargetLead() float64 {
 	if s.hasUp {
 		up = s.up
 	}
-	return max(up, 0) + s.cfg.JitterMargin*s.jitter + s.cfg.Safety
+	return max(up, 0) + s.cfg.JitterMargin*s.arr.JitterTicks()*s.ticks() + s.cfg.Safety
 }
 
 // Lead returns the client's current lead over the estimated server tick, in
@@ -232,9 +218,7 @@ func (s *TickSync) Lead() float64 {
 
 // Jitter returns the measured snapshot arrival jitter (mean absolute
 // deviation).
-func (s *TickSync) Jitter() time.Duration {
-	return time.Duration(s.jitter * s.t * float64(time.Second))
-}
+func (s *TickSync) Jitter() time.Duration { return s.arr.Jitter() }
 
 // RTT returns the smoothed round-trip time.
 func (s *TickSync) RTT() time.Duration { return time.Duration(s.rtt * float64(time.Second)) }
@@ -246,7 +230,7 @@ func (s *TickSync) Scale() float64 { return s.scale }
 func (s *TickSync) Resyncs() int { return s.resyncs }
 
 // Ready reports whether a snapshot has been observed, so Advance can run.
-func (s *TickSync) Ready() bool { return s.observed }
+func (s *TickSync) Ready() bool { return s.arr.Observed() }
 
 // Advance moves the client clock to local time now and returns the input
 // ticks to sample and simulate now: first, first+1, …, first+n−1 (n may be
@@ -254,7 +238,7 @@ func (s *TickSync) Ready() bool { return s.observed }
 // are never returned twice: after a backward resync the clock waits.
 // O(1), allocation-free.
 func (s *TickSync) Advance(now time.Time) (first uint32, n int) {
-	if !s.observed {
+	if !s.arr.Observed() {
 		return 0, 0
 	}
 	target := s.ServerTick(now) + s.TargetLead()

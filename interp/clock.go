@@ -4,35 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"time"
+
+	"github.com/archenet/archenet/replication/timing"
 )
 
 // ErrInvalidClockConfig reports a [ClockConfig] field out of range.
 var ErrInvalidClockConfig = errors.New("interp: invalid clock config")
 
-// Fixed estimator constants. They are not configurable because the delay
+// Fixed delay constants. They are not configurable because the delay
 // formula and its tests are derived from them.
 const (
-	// offsetGain is the EWMA gain of the arrival-offset estimate after
-	// warm-up (the first samples are averaged exactly, gain 1/n). 1/16 keeps
-	// the offset noise at σ·√(g/(2−g)) ≈ 0.18σ of the per-packet jitter σ.
-	offsetGain = 1.0 / 16
-	// jitterGain is the EWMA gain of the mean absolute deviation of arrival
-	// offsets, as in RFC 3550's interarrival jitter.
-	jitterGain = 1.0 / 16
-	// lossWindow is the number of recent network ticks loss is measured over.
-	lossWindow = 64
 	// lossTolerance is the accepted probability that the snapshot needed for
 	// interpolation is missing because of consecutive losses; see
 	// [Clock.TargetDelay].
 	lossTolerance = 0.05
 	// maxLossIntervals caps the send intervals reserved for consecutive losses.
 	maxLossIntervals = 4
-	// outlierRun is how many consecutive arrivals more than ResetThreshold
-	// off the estimate it takes to reset the estimator; fewer are ignored as
-	// one-off late packets.
-	outlierRun = 3
 )
 
 // ClockConfig configures a render [Clock]. Only TickInterval is required;
@@ -58,7 +46,7 @@ type ClockConfig struct {
 	// lower clamp; zero MaxDelay means 1 s.
 	MinDelay, MaxDelay time.Duration
 	// ResetThreshold is the discontinuity beyond which the clock jumps
-	// instead of sliding: outlierRun consecutive arrivals this far off the
+	// instead of sliding: timing.OutlierRun consecutive arrivals this far off the
 	// estimate reset the estimator (server restart, tick renumbering, a
 	// stall), and a render time this far off its target jumps to it. Zero
 	// means 1 s.
@@ -66,6 +54,13 @@ type ClockConfig struct {
 	// InitialJitter is the jitter assumed before any is measured. Zero means
 	// TickInterval/4.
 	InitialJitter time.Duration
+	// Arrivals, if set, is the server-time estimator to read instead of one
+	// of the clock's own: the client's (replication.Client.Arrivals, in
+	// TickInterval ticks), which its owner feeds and which an input clock
+	// (input.TickSync) may read too. Observe is then ignored, and
+	// ResetThreshold and InitialJitter are the estimator's business. Nil:
+	// the clock keeps its own, fed by Observe.
+	Arrivals *timing.Arrivals
 }
 
 func (c ClockConfig) resolve() (ClockConfig, error) {
@@ -107,12 +102,10 @@ func (c ClockConfig) resolve() (ClockConfig, error) {
 //
 // # Server time
 //
-// A snapshot of tick k arrives at local time a = base + k·T + latency +
-// jitter. The clock keeps an EWMA of the offset a − k·T (the mean arrival
-// schedule) and the EWMA of its absolute deviations (the jitter). The
-// estimated server tick at local time t, [Clock.ServerTick], is the tick
-// whose snapshot arrives at t on average: the server's tick minus the mean
-// one-way latency, which is all interpolation needs.
+// The server's tick schedule comes from a [timing.Arrivals] (the one
+// estimator input.TickSync uses too): [Clock.ServerTick] is the tick whose
+// snapshot arrives at a given local time on average — the server's tick
+// minus the mean one-way latency, which is all interpolation needs.
 //
 // # Delay
 //
@@ -134,18 +127,8 @@ func (c ClockConfig) resolve() (ClockConfig, error) {
 type Clock struct {
 	cfg ClockConfig
 	t   float64 // TickInterval in seconds
-
-	observed bool
-	baseTime time.Time // arrival of the sample that (re)started the estimator
-	baseExt  int64     // its extended tick
-	lastTick uint32    // newest tick received, as sent
-	lastExt  int64     // newest tick received, extended to 64 bits
-	firstExt int64     // first tick since the last reset, for the loss window
-	recv     uint64    // bit i: tick lastExt−i received
-	samples  int
-	outliers int
-	offset   float64 // seconds: EWMA of arrival − base − (ext − baseExt)·T
-	jitter   float64 // seconds: EWMA of |arrival offset − offset|
+	arr *timing.Arrivals
+	own timing.Arrivals
 
 	ready   bool
 	render  float64 // render tick
@@ -162,99 +145,41 @@ func NewClock(cfg ClockConfig) (*Clock, error) {
 		return nil, err
 	}
 	c := &Clock{cfg: cfg, t: cfg.TickInterval.Seconds(), scale: 1}
-	c.jitter = cfg.InitialJitter.Seconds()
+	c.arr = cfg.Arrivals
+	if c.arr == nil {
+		c.own = timing.NewArrivals(cfg.TickInterval, cfg.ResetThreshold, cfg.InitialJitter)
+		c.arr = &c.own
+	}
 	return c, nil
 }
 
 // Config returns the clock's configuration with defaults filled in.
 func (c *Clock) Config() ClockConfig { return c.cfg }
 
-// restart makes (tick, arrival) the new base of the estimator. The jitter
-// estimate is kept: the network did not change because ticks did.
-func (c *Clock) restart(tick uint32, arrival time.Time) {
-	c.observed = true
-	c.baseTime = arrival
-	c.baseExt = int64(tick)
-	c.lastTick = tick
-	c.lastExt = int64(tick)
-	c.firstExt = int64(tick)
-	c.recv = 1
-	c.samples = 1
-	c.outliers = 0
-	c.offset = 0
-}
-
 // Observe records that the snapshot of server network tick arrived at local
 // time arrival. Call it for every snapshot received, including late,
 // reordered and duplicate ones (a duplicate counts as a jitter sample but not
-// twice as received). Ticks wrap with serial-number arithmetic. O(1), no
-// allocation.
+// twice as received). Ticks wrap with serial-number arithmetic. Ignored with
+// ClockConfig.Arrivals (its owner feeds it). O(1), no allocation.
 func (c *Clock) Observe(tick uint32, arrival time.Time) {
-	if !c.observed {
-		c.restart(tick, arrival)
-		return
-	}
-	ext := c.lastExt + int64(int32(tick-c.lastTick))
-	s := arrival.Sub(c.baseTime).Seconds() - float64(ext-c.baseExt)*c.t
-	dev := s - c.offset
-	if math.Abs(dev) > c.cfg.ResetThreshold.Seconds() {
-		c.outliers++
-		if c.outliers >= outlierRun {
-			c.restart(tick, arrival)
-		}
-		return
-	}
-	c.outliers = 0
-	c.samples++
-	// Clip the deviation (a Huber-style M-estimator) so one very late packet
-	// moves neither the offset nor the jitter much, while a real change in
-	// latency or jitter still gets through: the jitter can grow by ~19% per
-	// sample (3J/16) and the clip grows with it.
-	clip := 4*c.jitter + c.t/4
-	dev = min(max(dev, -clip), clip)
-	c.offset += dev * max(offsetGain, 1/float64(c.samples))
-	c.jitter += (math.Abs(dev) - c.jitter) * jitterGain
-	switch d := ext - c.lastExt; {
-	case d > 0:
-		if d >= 64 {
-			c.recv = 1
-		} else {
-			c.recv = c.recv<<d | 1
-		}
-		c.lastExt, c.lastTick = ext, tick
-	case -d < 64:
-		c.recv |= 1 << -d
+	if c.arr == &c.own {
+		c.own.Observe(tick, arrival)
 	}
 }
 
 // ServerTick returns the estimated server network tick at local time now,
 // as a fractional tick: the tick whose snapshot arrives at now on average.
 // Zero before the first [Clock.Observe].
-func (c *Clock) ServerTick(now time.Time) float64 {
-	if !c.observed {
-		return 0
-	}
-	return float64(c.baseExt) + (now.Sub(c.baseTime).Seconds()-c.offset)/c.t
-}
+func (c *Clock) ServerTick(now time.Time) float64 { return c.arr.ServerTick(now) }
 
 // Jitter returns the measured jitter: the running mean absolute deviation of
 // snapshot arrival times from their estimated schedule.
-func (c *Clock) Jitter() time.Duration { return seconds(c.jitter) }
+func (c *Clock) Jitter() time.Duration { return c.arr.Jitter() }
 
 // Loss returns the fraction of network ticks missing among the last
-// lossWindow (64) ticks up to the newest received. A reordered snapshot counts
-// as lost until it arrives.
-func (c *Clock) Loss() float64 {
-	if !c.observed {
-		return 0
-	}
-	w := min(c.lastExt-c.firstExt+1, lossWindow)
-	mask := ^uint64(0)
-	if w < 64 {
-		mask = 1<<w - 1
-	}
-	return 1 - float64(bits.OnesCount64(c.recv&mask))/float64(w)
-}
+// timing.LossWindow (64) ticks up to the newest received. A reordered
+// snapshot counts as lost until it arrives.
+func (c *Clock) Loss() float64 { return c.arr.Loss() }
 
 // TargetDelay returns the delay the render time steers toward:
 //
@@ -275,7 +200,7 @@ func (c *Clock) targetDelay() float64 {
 	} else if p > 0 {
 		m = min(max(math.Log(lossTolerance)/math.Log(p), 1), maxLossIntervals)
 	}
-	d := (1+m)*c.t + c.cfg.JitterFactor*c.jitter
+	d := (1+m)*c.t + c.cfg.JitterFactor*c.arr.JitterTicks()*c.t
 	return min(max(d, c.cfg.MinDelay.Seconds()), c.cfg.MaxDelay.Seconds())
 }
 
@@ -290,7 +215,7 @@ func (c *Clock) Advance(now time.Time) float64 {
 		if c.lastNow.IsZero() || now.After(c.lastNow) {
 			c.lastNow = now
 		}
-		if c.observed {
+		if c.arr.Observed() {
 			c.render = c.ServerTick(now) - c.targetDelay()/c.t
 			c.ready = true
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/archenet/archenet/interp"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/replication/timing"
 	"github.com/archenet/archenet/transport"
 	"github.com/mlange-42/arche/ecs"
 )
@@ -31,7 +32,9 @@ type ClientConfig struct {
 	// [Client.InterpClock] to your frame loop. False: mirrors only.
 	Interpolation bool
 	// InterpClock configures the render clock. Zero: interp defaults with
-	// the server's tick interval.
+	// the server's tick interval (which it always takes from the Welcome);
+	// its ResetThreshold and InitialJitter configure the client's
+	// server-time estimator ([Client.Arrivals]).
 	InterpClock interp.ClockConfig
 	// Input, if set, appends the input section of each client datagram
 	// (package input encodes it) after the ack. Nil: acks only.
@@ -98,12 +101,13 @@ type Client struct {
 	transPlan                   *schema.Plan
 	transOK                     bool
 
-	state ClientState
-	err   error
-	id    ClientID
-	info  welcomeInfo
-	rcv   *snapshot.Receiver
-	clock *interp.Clock
+	state    ClientState
+	err      error
+	id       ClientID
+	info     welcomeInfo
+	rcv      *snapshot.Receiver
+	clock    *interp.Clock
+	arrivals timing.Arrivals
 
 	mirrors  mirrorTable
 	nMirrors int      // alive mirrors, kept so spawns need not count them
@@ -259,6 +263,14 @@ func (c *Client) SimTick(netTick uint32) uint64 {
 	return uint64(netTick) * uint64(c.info.NetDivisor)
 }
 
+// Arrivals returns the client's server-time estimator: the server's net
+// tick schedule from snapshot arrivals, fed by [Client.Receive] with every
+// tick's first datagram and read by the render clock ([Client.InterpClock]).
+// Give it to the input clock (input.SyncConfig.Arrivals) so that both run on
+// one estimate of the server's time. The pointer is valid for the client's
+// life; the estimator starts over at each Welcome.
+func (c *Client) Arrivals() *timing.Arrivals { return &c.arrivals }
+
 // InterpClock returns the render clock of interpolated mirrors (nil
 // without Interpolation or before the Welcome).
 func (c *Client) InterpClock() *interp.Clock { return c.clock }
@@ -358,9 +370,7 @@ func (c *Client) Receive() {
 			if c.cfg.OnSnapshot != nil {
 				c.cfg.OnSnapshot(S, now)
 			}
-			if c.clock != nil {
-				c.clock.Observe(S, now)
-			}
+			c.arrivals.Observe(S, now)
 		}
 		if !slices.Contains(c.touched, S) {
 			c.touched = append(c.touched, S)
@@ -407,11 +417,17 @@ func (c *Client) handleMessage(m []byte) error {
 					return err
 				}
 			}
+			cc := c.cfg.InterpClock
+			cc.TickInterval = time.Second / time.Duration(info.TickRate)
+			if cc.ResetThreshold <= 0 {
+				cc.ResetThreshold = time.Second
+			}
+			if cc.InitialJitter <= 0 {
+				cc.InitialJitter = cc.TickInterval / 4
+			}
+			c.arrivals = timing.NewArrivals(cc.TickInterval, cc.ResetThreshold, cc.InitialJitter)
 			if c.cfg.Interpolation {
-				cc := c.cfg.InterpClock
-				if cc.TickInterval == 0 {
-					cc.TickInterval = time.Second / time.Duration(info.TickRate)
-				}
+				cc.Arrivals = &c.arrivals
 				clk, err := interp.NewClock(cc)
 				if err != nil {
 					return err

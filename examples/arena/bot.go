@@ -101,9 +101,6 @@ func NewBot(opts BotOptions) (*Bot, error) {
 		return nil, err
 	}
 	b.sender = input.NewSender(b.codec)
-	if b.sync, err = input.NewTickSync(input.SyncConfig{TickInterval: time.Second / simRate}); err != nil {
-		return nil, err
-	}
 	if b.pred, err = input.NewPredictor(reg.ByType(typeOf[Avatar]()), stepAvatar, input.PredictorConfig{Dt: simDt}); err != nil {
 		return nil, err
 	}
@@ -116,6 +113,11 @@ func NewBot(opts BotOptions) (*Bot, error) {
 		Logger:        opts.Logger,
 	})
 	if err != nil {
+		return nil, err
+	}
+	// The input clock reads the client's server-time estimator, which the
+	// render clock reads too: one estimate of the server's time.
+	if b.sync, err = input.NewTickSync(input.SyncConfig{TickInterval: time.Second / simRate, Arrivals: b.cl.Arrivals()}); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -205,12 +207,11 @@ func (b *Bot) findAvatar() bool {
 	return b.hasAvatar
 }
 
-// onSnapshot is ClientConfig.OnSnapshot: every snapshot's arrival (at the
-// server's simulation tick it was taken) and input feedback go to the input
-// clock (tick estimate, the server's input buffer depth) and the sender
-// (frames the server holds need no resending).
-func (b *Bot) onSnapshot(tick uint32, arrival time.Time) {
-	b.sync.ObserveSnapshot(uint32(b.cl.SimTick(tick)), arrival)
+// onSnapshot is ClientConfig.OnSnapshot: every snapshot's input feedback
+// goes to the input clock (the server's input buffer depth) and the sender
+// (frames the server holds need no resending). (Arrival times reach the
+// input clock through the client's shared estimator.)
+func (b *Bot) onSnapshot(tick uint32, _ time.Time) {
 	if r, ok := b.cl.InputReport(tick); ok && r.HasFeedback {
 		b.sender.Ack(r.Held)
 		b.sync.ObserveFeedback(r.Depth)
