@@ -7,8 +7,6 @@ import (
 	"errors"
 	"net"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,48 +69,52 @@ func TestMaxDatagramSize(t *testing.T) {
 	}
 }
 
-// TestPacedDatagrams sends 10,000 datagrams in bursts of 50, waiting after each burst
-// for the receiver to catch up, and expects at most 1% loss.
+// TestPacedDatagrams sends 2,000 datagrams in bursts of 50 (below every
+// queue's bound), waiting after each burst until the receiver has all of
+// it: every datagram arrives, none is dropped on either side, and an
+// unlimited rate never counts as a flood. Throughput is
+// BenchmarkDatagramThroughput1200's business; the wait is bounded only
+// against a hang.
 func TestPacedDatagrams(t *testing.T) {
 	e := newEnv(t, quic.Config{DatagramRateLimit: -1})
 	c, s := e.dial(t, quic.Config{})
-	var got atomic.Int64
-	var seen sync.Map
-	done := make(chan struct{})
+	arrived := make(chan uint32, 64)
 	go func() {
-		defer close(done)
+		defer close(arrived)
 		for {
 			b, err := s.ReceiveDatagram(context.Background())
 			if err != nil {
 				return
 			}
-			seen.Store(binary.BigEndian.Uint32(b), true)
-			got.Add(1)
+			arrived <- binary.BigEndian.Uint32(b)
 		}
 	}()
-	const total, burst = 10000, 50
+	const total, burst = 2000, 50
+	seen := make([]bool, total)
 	payload := make([]byte, 1000)
-	start := time.Now()
 	for i := 0; i < total; i += burst {
 		for j := i; j < i+burst; j++ {
 			binary.BigEndian.PutUint32(payload, uint32(j))
 			require.NoError(t, c.SendDatagram(payload))
 		}
-		deadline := time.Now().Add(50 * time.Millisecond)
-		for got.Load() < int64(i+burst)-5 && time.Now().Before(deadline) {
-			runtime.Gosched()
+		for got := 0; got < burst; got++ {
+			select {
+			case j := <-arrived:
+				require.Less(t, int(j), i+burst, "a datagram of a later burst")
+				require.False(t, seen[j], "datagram %d twice", j)
+				seen[j] = true
+			case <-time.After(10 * time.Second):
+				t.Fatalf("burst at %d: %d of %d datagrams after 10 s (sender dropped %d, receiver %d)",
+					i, got, burst, c.Stats().DatagramsDropped, s.Stats().DatagramsDropped)
+			}
 		}
 	}
-	require.Eventually(t, func() bool { return got.Load() >= total*99/100 }, 5*time.Second, time.Millisecond)
-	elapsed := time.Since(start)
-	time.Sleep(20 * time.Millisecond) // stragglers
-	n := got.Load()
-	t.Logf("received %d/%d datagrams (%.2f%% loss) in %v: %.0f datagrams/s", n, total, 100*float64(total-n)/total, elapsed, float64(n)/elapsed.Seconds())
-	require.GreaterOrEqual(t, n, int64(total*99/100))
+	require.Zero(t, c.Stats().DatagramsDropped)
 	require.Zero(t, s.Stats().DatagramsDropped)
 	require.NoError(t, s.Err(), "unlimited rate: no flood close")
 	s.Close()
-	<-done
+	for range arrived {
+	}
 }
 
 // rawDial opens a quic-go connection with archenet's ALPN, bypassing our Conn, so a test
