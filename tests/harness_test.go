@@ -1,15 +1,14 @@
 package tests
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
-	"math/bits"
 	"testing"
 	"time"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/replicationtest"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/sim"
@@ -134,80 +133,16 @@ func (h *harness) spawn(owner uint8, pos components.Vec3, extra ...ecs.ID) ecs.E
 	return e
 }
 
-// mirrorState quantizes every replicated component of e in world w.
-func mirrorState(reg *schema.Registry, w *ecs.World, e ecs.Entity, owner bool) (uint64, []uint64) {
-	var set uint64
-	var lanes []uint64
-	for _, p := range reg.Plans() {
-		id := ecs.TypeID(w, p.Type)
-		if !w.Has(e, id) {
-			continue
-		}
-		set |= 1 << p.ID
-		l := make([]uint64, p.NumLanes())
-		p.Quantize(w.Get(e, id), l)
-		if !owner {
-			for _, g := range p.Groups() {
-				if g.OwnerOnly {
-					for i := g.First; i < g.First+g.Count; i++ {
-						l[i] = 0
-					}
-				}
-			}
-		}
-		lanes = append(lanes, l...)
-	}
-	return set, lanes
-}
-
 // converged reports whether client ci mirrors exactly the server's
 // replicated entities relevant to it (all of them unless relevant is set),
-// at the server's quantized state. Owner-only fields are compared for the
-// owner and must be zero for everyone else.
+// at the server's quantized state (replicationtest.Converged).
 func (h *harness) converged(ci int, relevant func(e ecs.Entity) bool) error {
 	cs := h.clients[ci]
-	want := map[components.NetID]ecs.Entity{}
-	q := h.sw.Query(ecs.All(ecs.ComponentID[components.Replicated](h.sw)))
-	for q.Next() {
-		e := q.Entity()
-		if relevant != nil && !relevant(e) {
-			continue
-		}
-		id, ok := h.srv.NetID(e)
-		if !ok {
-			q.Close()
-			return fmt.Errorf("server entity %v has no net id", e)
-		}
-		want[id] = e
+	c := replicationtest.Check{Registry: h.reg, Server: h.sw, NetID: h.srv.NetID, Client: cs.w, Me: cs.c.ID()}
+	if relevant != nil {
+		c.Relevance = replicationtest.Only(relevant)
 	}
-	got := 0
-	cq := cs.w.Query(ecs.All(ecs.ComponentID[components.NetID](cs.w)))
-	for cq.Next() {
-		got++
-		id := *(*components.NetID)(cq.Get(ecs.ComponentID[components.NetID](cs.w)))
-		se, ok := want[id]
-		if !ok {
-			cq.Close()
-			return fmt.Errorf("client %d mirrors %v which the server does not have (or is not relevant)", ci, id)
-		}
-		owner := id.Owner() == cs.c.ID()
-		sset, slanes := mirrorState(h.reg, h.sw, se, owner)
-		cset, clanes := mirrorState(h.reg, cs.w, cq.Entity(), true)
-		if sset != cset {
-			cq.Close()
-			return fmt.Errorf("client %d %v: component set %b, server %b", ci, id, cset, sset)
-		}
-		for i := range slanes {
-			if slanes[i] != clanes[i] {
-				cq.Close()
-				return fmt.Errorf("client %d %v: lane %d = %d, server %d (set %b)", ci, id, i, clanes[i], slanes[i], bits.OnesCount64(sset))
-			}
-		}
-	}
-	if got != len(want) {
-		return fmt.Errorf("client %d mirrors %d entities, server has %d", ci, got, len(want))
-	}
-	return nil
+	return replicationtest.Converged(c)
 }
 
 func (h *harness) requireConverged(relevant func(ci int, e ecs.Entity) bool) {

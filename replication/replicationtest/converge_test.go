@@ -1,0 +1,106 @@
+package replicationtest
+
+import (
+	"testing"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+)
+
+type secret struct {
+	HP   int16  `net:"range=0:100"`
+	Ammo uint16 `net:"range=0:50,owner"`
+}
+
+// pair is a server world and a client world mirroring it by hand.
+type pair struct {
+	reg    *schema.Registry
+	sw, cw *ecs.World
+	ids    map[ecs.Entity]components.NetID
+	mirror map[ecs.Entity]ecs.Entity
+}
+
+func newPair(t *testing.T) *pair {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	schema.MustRegister[secret](reg)
+	sw, cw := ecs.NewWorld(), ecs.NewWorld()
+	return &pair{reg: reg, sw: &sw, cw: &cw, ids: map[ecs.Entity]components.NetID{}, mirror: map[ecs.Entity]ecs.Entity{}}
+}
+
+// add makes a server entity at x owned by owner and its exact mirror.
+func (p *pair) add(x float64, owner uint8) ecs.Entity {
+	rep, tr, sec := ecs.ComponentID[components.Replicated](p.sw), ecs.ComponentID[components.Transform](p.sw), ecs.ComponentID[secret](p.sw)
+	e := p.sw.NewEntity(rep, tr, sec)
+	(*components.Transform)(p.sw.Get(e, tr)).Pos = components.Vec3{X: x}
+	(*components.Transform)(p.sw.Get(e, tr)).Rot = components.QuatIdentity()
+	*(*secret)(p.sw.Get(e, sec)) = secret{HP: 40, Ammo: 7}
+	id := components.NetID{Handle: uint32(owner)<<24 | uint32(len(p.ids)), Gen: 1}
+	p.ids[e] = id
+	cn, ctr, csec := ecs.ComponentID[components.NetID](p.cw), ecs.ComponentID[components.Transform](p.cw), ecs.ComponentID[secret](p.cw)
+	m := p.cw.NewEntity(cn, ctr, csec)
+	*(*components.NetID)(p.cw.Get(m, cn)) = id
+	*(*components.Transform)(p.cw.Get(m, ctr)) = *(*components.Transform)(p.sw.Get(e, tr))
+	s := secret{HP: 40}
+	if owner == 1 {
+		s.Ammo = 7
+	}
+	*(*secret)(p.cw.Get(m, csec)) = s
+	p.mirror[e] = m
+	return e
+}
+
+func (p *pair) check(rel Relevance) error {
+	return Converged(Check{Registry: p.reg, Server: p.sw, Client: p.cw, Me: 1, Relevance: rel,
+		NetID: func(e ecs.Entity) (components.NetID, bool) { id, ok := p.ids[e]; return id, ok }})
+}
+
+// TestConvergedFindsEachDifference: an exact mirror passes; a state off by
+// more than its precision, a leaked owner-only field, a missing, extra or
+// doubled mirror, and one the client must not have, each fail.
+func TestConvergedFindsEachDifference(t *testing.T) {
+	p := newPair(t)
+	a := p.add(1, 0)
+	p.add(2, 1) // the client's own: its owner-only field is shown
+	far := p.add(500, 0)
+	require.NoError(t, p.check(nil))
+
+	tr := ecs.ComponentID[components.Transform](p.cw)
+	pos := &(*components.Transform)(p.cw.Get(p.mirror[a], tr)).Pos
+	pos.X += 1e-5 // within the precision: the same quantized state
+	require.NoError(t, p.check(nil))
+	pos.X += 0.1
+	require.ErrorContains(t, p.check(nil), "lane 0")
+	pos.X = 1
+
+	sec := ecs.ComponentID[secret](p.cw)
+	(*secret)(p.cw.Get(p.mirror[a], sec)).Ammo = 7 // not the client's entity
+	require.ErrorContains(t, p.check(nil), "lane")
+	(*secret)(p.cw.Get(p.mirror[a], sec)).Ammo = 0
+
+	// Interest: far is beyond the leave radius of a focus at 0.
+	within := Within(p.sw, 1, components.Vec3{}, true, 100, 0.15)
+	require.ErrorContains(t, p.check(within), "not relevant")
+	p.cw.RemoveEntity(p.mirror[far])
+	require.NoError(t, p.check(within))
+	require.ErrorContains(t, p.check(nil), "2 of the 3")
+	// Between the radii either is right.
+	(*components.Transform)(p.sw.Get(far, ecs.ComponentID[components.Transform](p.sw))).Pos.X = 110
+	require.NoError(t, p.check(within))
+	require.NoError(t, p.check(Only(func(e ecs.Entity) bool { return e != far })))
+
+	// A mirror of nothing, and a doubled one.
+	extra := p.cw.NewEntity(ecs.ComponentID[components.NetID](p.cw))
+	*(*components.NetID)(p.cw.Get(extra, ecs.ComponentID[components.NetID](p.cw))) = components.NetID{Handle: 77, Gen: 1}
+	require.ErrorContains(t, p.check(within), "does not have")
+	p.cw.RemoveEntity(extra)
+	require.NoError(t, p.check(within))
+	cn := ecs.ComponentID[components.NetID](p.cw)
+	twin := p.cw.NewEntity(cn, tr, sec)
+	*(*components.NetID)(p.cw.Get(twin, cn)) = p.ids[a]
+	*(*components.Transform)(p.cw.Get(twin, tr)) = *(*components.Transform)(p.cw.Get(p.mirror[a], tr))
+	*(*secret)(p.cw.Get(twin, sec)) = *(*secret)(p.cw.Get(p.mirror[a], sec))
+	require.ErrorContains(t, p.check(within), "twice")
+}
