@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/archenet/archenet/components"
-	archenet "github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/interp"
 )
 
 var (
-	_ archenet.System = (*interp.System)(nil)
-	_ archenet.System = (*interp.SmoothSystem[components.Visual])(nil)
+	_ ecs.System = (*interp.System)(nil)
+	_ ecs.System = (*interp.SmoothSystem[components.Visual])(nil)
 )
 
 func yaw(a float64) components.Quat { return components.QuatAxisAngle(yAxis, a) }

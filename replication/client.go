@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
-	anecs "github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/interp"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/replication/timing"
 	"github.com/archenet/archenet/transport"
-	"github.com/mlange-42/arche/ecs"
+	arche "github.com/mlange-42/arche/ecs"
 )
 
 // ClientConfig configures a [Client]. Every zero value has a documented
@@ -78,7 +78,7 @@ func (s ClientState) String() string {
 }
 
 type mirror struct {
-	entity ecs.Entity
+	entity arche.Entity
 	owner  uint8
 	gen    uint32
 	set    uint64
@@ -92,12 +92,12 @@ type mirror struct {
 // [Client.Send]. Not safe for concurrent use.
 type Client struct {
 	cfg   ClientConfig
-	world *ecs.World
+	world *arche.World
 	conn  transport.Conn
 	plans []*schema.Plan
-	ids   []ecs.ID
+	ids   []arche.ID
 
-	idNetID, idBuffer, idVisual ecs.ID
+	idNetID, idBuffer, idVisual arche.ID
 	transPlan                   *schema.Plan
 	transOK                     bool
 
@@ -113,7 +113,7 @@ type Client struct {
 	nMirrors int      // alive mirrors, kept so spawns need not count them
 	applied  uint32   // newest view tick applied
 	touched  []uint32 // ticks that gained datagrams in this Receive
-	idBuf    []ecs.ID
+	idBuf    []arche.ID
 	dgBuf    []byte
 	onReady  []func()
 	// Stats since start.
@@ -132,7 +132,7 @@ type ClientStats struct {
 // and sends the Hello. The handshake completes in later [Client.Receive]
 // calls; a mismatch ends in StateClosed with a *transport.HandshakeError
 // (e.g. "protocol hash mismatch: server 0x…, client 0x…") from [Client.Err].
-func NewClient(world *ecs.World, conn transport.Conn, cfg ClientConfig) (*Client, error) {
+func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Client, error) {
 	if cfg.Registry == nil {
 		return nil, errors.New("replication: ClientConfig.Registry is required")
 	}
@@ -147,9 +147,9 @@ func NewClient(world *ecs.World, conn transport.Conn, cfg ClientConfig) (*Client
 	}
 	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans(), mirrors: newMirrorTable(cfg.MaxEntities)}
 	for _, p := range c.plans {
-		c.ids = append(c.ids, ecs.TypeID(world, p.Type))
+		c.ids = append(c.ids, arche.TypeID(world, p.Type))
 	}
-	c.idNetID = ecs.ComponentID[components.NetID](world)
+	c.idNetID = arche.ComponentID[components.NetID](world)
 	if p := cfg.Registry.ByType(reflect.TypeFor[components.Transform]()); p != nil {
 		c.transPlan, c.transOK = p, true
 	}
@@ -157,8 +157,8 @@ func NewClient(world *ecs.World, conn transport.Conn, cfg ClientConfig) (*Client
 		if !c.transOK {
 			return nil, errors.New("replication: Interpolation needs components.Transform in the registry")
 		}
-		c.idBuffer = ecs.ComponentID[interp.Buffer](world)
-		c.idVisual = ecs.ComponentID[components.Visual](world)
+		c.idBuffer = arche.ComponentID[interp.Buffer](world)
+		c.idVisual = arche.ComponentID[components.Visual](world)
 	}
 	if err := c.start(conn); err != nil {
 		return nil, err
@@ -279,11 +279,11 @@ func (c *Client) InterpClock() *interp.Clock { return c.clock }
 func (c *Client) Receiver() *snapshot.Receiver { return c.rcv }
 
 // Entity returns the mirror entity of a net handle and generation.
-func (c *Client) Entity(id components.NetID) (ecs.Entity, bool) {
+func (c *Client) Entity(id components.NetID) (arche.Entity, bool) {
 	slot := id.Index()
 	m := c.mirrors.get(slot)
 	if m == nil || !m.alive || m.gen != id.Gen {
-		return ecs.Entity{}, false
+		return arche.Entity{}, false
 	}
 	return m.entity, true
 }
@@ -302,11 +302,11 @@ func (c *Client) StateTick(id components.NetID) (uint32, bool) {
 // Mirrors returns the number of mirrored entities.
 func (c *Client) Mirrors() int { return c.nMirrors }
 
-// ReceiveSystem returns an ecs.System running [Client.Receive].
-func (c *Client) ReceiveSystem() anecs.System { return systemFunc{update: c.Receive} }
+// ReceiveSystem returns an arche.System running [Client.Receive].
+func (c *Client) ReceiveSystem() ecs.System { return systemFunc{update: c.Receive} }
 
-// SendSystem returns an ecs.System running [Client.Send].
-func (c *Client) SendSystem() anecs.System {
+// SendSystem returns an arche.System running [Client.Send].
+func (c *Client) SendSystem() ecs.System {
 	return systemFunc{update: c.Send, final: func() {
 		if c.conn != nil {
 			_ = c.conn.Close()
@@ -536,7 +536,7 @@ func (c *Client) interpolated(m snapshot.Meta) bool {
 }
 
 func (c *Client) exchange(m *mirror, set uint64) {
-	var add, rem []ecs.ID
+	var add, rem []arche.ID
 	for s := set &^ m.set; s != 0; s &= s - 1 {
 		add = append(add, c.ids[bits.TrailingZeros64(s)])
 	}

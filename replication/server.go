@@ -10,11 +10,11 @@ import (
 	"unsafe"
 
 	"github.com/archenet/archenet/components"
-	anecs "github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport"
-	"github.com/mlange-42/arche/ecs"
+	arche "github.com/mlange-42/arche/ecs"
 )
 
 // ClientID identifies a connected client (1..254); 0 is the server.
@@ -27,13 +27,13 @@ type ClientID = uint8
 // everything runs on the simulation goroutine.
 type Server struct {
 	cfg      ServerConfig
-	world    *ecs.World
+	world    *arche.World
 	listener transport.Listener
 	plans    []*schema.Plan
-	compIDs  []ecs.ID
-	idRep    ecs.ID
-	idOwner  ecs.ID
-	idTrans  ecs.ID
+	compIDs  []arche.ID
+	idRep    arche.ID
+	idOwner  arche.ID
+	idTrans  arche.ID
 	hasTrans bool
 	transPl  *schema.Plan
 
@@ -45,10 +45,10 @@ type Server struct {
 
 	slots    []slotInfo
 	free     []uint32
-	byEntity map[ecs.Entity]uint32
-	touched  map[ecs.Entity]struct{}
-	order    []ecs.Entity // touched entities in event order (deterministic)
-	relayout []uint32     // slots whose gen or set changed this tick
+	byEntity map[arche.Entity]uint32
+	touched  map[arche.Entity]struct{}
+	order    []arche.Entity // touched entities in event order (deterministic)
+	relayout []uint32       // slots whose gen or set changed this tick
 	weights  []float32
 	ptrs     []unsafe.Pointer
 	alive    snapshot.Bitset
@@ -98,25 +98,25 @@ type ServerStats struct {
 
 // NewServer attaches replication to world, serving clients that connect
 // through l (nil: add connections with [Server.AddConn]). It installs an
-// arche listener through archenet's listener fan-out (ecs.AddListener), so
+// arche listener through archenet's listener fan-out (arche.AddListener), so
 // the game's own listeners keep working.
-func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Server, error) {
+func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Server, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
 	s := &Server{
 		cfg: cfg, world: world, listener: l, plans: cfg.Registry.Plans(),
-		byEntity: map[ecs.Entity]uint32{}, touched: map[ecs.Entity]struct{}{},
+		byEntity: map[arche.Entity]uint32{}, touched: map[arche.Entity]struct{}{},
 		clients: make([]*peer, 256), nextID: 1,
 	}
 	for _, p := range s.plans {
-		s.compIDs = append(s.compIDs, ecs.TypeID(world, p.Type))
+		s.compIDs = append(s.compIDs, arche.TypeID(world, p.Type))
 	}
-	s.idRep = ecs.ComponentID[components.Replicated](world)
-	s.idOwner = ecs.ComponentID[components.Owner](world)
+	s.idRep = arche.ComponentID[components.Replicated](world)
+	s.idOwner = arche.ComponentID[components.Owner](world)
 	if p := cfg.Registry.ByType(reflect.TypeFor[components.Transform]()); p != nil {
 		s.hasTrans, s.transPl = true, p
-		s.idTrans = ecs.ComponentID[components.Transform](world)
+		s.idTrans = arche.ComponentID[components.Transform](world)
 	}
 	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
 	var err error
@@ -132,9 +132,9 @@ func NewServer(world *ecs.World, l transport.Listener, cfg ServerConfig) (*Serve
 		}
 		s.interest = newInterestGrid(cfg.Interest)
 	}
-	anecs.AddListener(world, structureListener{s})
+	ecs.AddListener(world, structureListener{s})
 	// Entities that exist already are replicated too.
-	q := world.Query(ecs.All(s.idRep))
+	q := world.Query(arche.All(s.idRep))
 	for q.Next() {
 		s.touch(q.Entity())
 	}
@@ -148,7 +148,7 @@ func (s *Server) Tick() uint32 { return s.tick }
 func (s *Server) Registry() *schema.Registry { return s.cfg.Registry }
 
 // NetID returns the network identity of a replicated entity.
-func (s *Server) NetID(e ecs.Entity) (components.NetID, bool) {
+func (s *Server) NetID(e arche.Entity) (components.NetID, bool) {
 	slot, ok := s.byEntity[e]
 	if !ok {
 		return components.NetID{}, false
@@ -161,14 +161,14 @@ func (s *Server) NetID(e ecs.Entity) (components.NetID, bool) {
 // A stale reference (the slot was reused, or the entity is gone) or a
 // handle whose owner bits disagree is rejected: ok is false and the caller
 // must not change any state.
-func (s *Server) Resolve(id components.NetID) (ecs.Entity, bool) {
+func (s *Server) Resolve(id components.NetID) (arche.Entity, bool) {
 	slot := id.Index()
 	if int(slot) >= len(s.slots) {
-		return ecs.Entity{}, false
+		return arche.Entity{}, false
 	}
 	si := &s.slots[slot]
 	if !si.alive || si.gen != id.Gen || si.meta.Owner != id.Owner() || !s.world.Alive(si.entity) {
-		return ecs.Entity{}, false
+		return arche.Entity{}, false
 	}
 	return si.entity, true
 }
@@ -176,7 +176,7 @@ func (s *Server) Resolve(id components.NetID) (ecs.Entity, bool) {
 // MarkDirty tells the server that a dormant entity's state changed; it is
 // re-read at the next snapshot (push model). No effect on other entities,
 // which are compared every tick.
-func (s *Server) MarkDirty(e ecs.Entity) {
+func (s *Server) MarkDirty(e arche.Entity) {
 	if slot, ok := s.byEntity[e]; ok {
 		s.slots[slot].dirty = true
 	}
@@ -306,13 +306,13 @@ func (s *Server) gone(c *peer, reason error) {
 	}
 }
 
-// ReceiveSystem returns an ecs.System that runs [Server.Receive]: add it
+// ReceiveSystem returns an arche.System that runs [Server.Receive]: add it
 // first, as a net-tick system.
-func (s *Server) ReceiveSystem() anecs.System { return systemFunc{update: s.Receive} }
+func (s *Server) ReceiveSystem() ecs.System { return systemFunc{update: s.Receive} }
 
-// SendSystem returns an ecs.System that runs [Server.Send]: add it last,
+// SendSystem returns an arche.System that runs [Server.Send]: add it last,
 // as a net-tick system.
-func (s *Server) SendSystem() anecs.System {
+func (s *Server) SendSystem() ecs.System {
 	return systemFunc{update: s.Send, final: func() { _ = s.Close() }}
 }
 
@@ -321,9 +321,9 @@ type systemFunc struct {
 	final  func()
 }
 
-func (f systemFunc) Initialize(*ecs.World) {}
-func (f systemFunc) Update(*ecs.World)     { f.update() }
-func (f systemFunc) Finalize(*ecs.World) {
+func (f systemFunc) Initialize(*arche.World) {}
+func (f systemFunc) Update(*arche.World)     { f.update() }
+func (f systemFunc) Finalize(*arche.World) {
 	if f.final != nil {
 		f.final()
 	}

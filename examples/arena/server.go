@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mlange-42/arche/ecs"
+	arche "github.com/mlange-42/arche/ecs"
 
 	"github.com/archenet/archenet/components"
-	anecs "github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/input"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/bitio"
@@ -46,7 +46,7 @@ type npc struct {
 type player struct {
 	id     replication.ClientID
 	log    *input.Log[ShooterInput]
-	avatar ecs.Entity
+	avatar arche.Entity
 	has    bool
 	in     ShooterInput
 	pushes uint64 // hits by projectiles: state changes the client cannot predict
@@ -67,8 +67,8 @@ type ServerStats struct {
 // archenet scheduler at 60 Hz, replicated at 30 Hz.
 type ServerGame struct {
 	opts  ServerOptions
-	world *ecs.World
-	sched *anecs.Scheduler
+	world *arche.World
+	sched *ecs.Scheduler
 	srv   *replication.Server
 	// joined and left are the clients the replication server reported
 	// (ServerConfig.OnConnect / OnDisconnect) since the last syncPlayers.
@@ -81,10 +81,10 @@ type ServerGame struct {
 	players [256]*player
 	order   []*player // connected players in join order (deterministic iteration)
 
-	idRep, idTrans, idVel, idOwner, idPred, idAvatar, idProj, idNPC ecs.ID
+	idRep, idTrans, idVel, idOwner, idPred, idAvatar, idProj, idNPC arche.ID
 
 	spawnQueue []projectileSpawn
-	removeQ    []ecs.Entity
+	removeQ    []arche.Entity
 
 	last    time.Time
 	started bool
@@ -108,16 +108,16 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	w := ecs.NewWorld()
+	w := arche.NewWorld()
 	g := &ServerGame{opts: opts, world: &w, rng: rand.New(rand.NewPCG(opts.Seed, 0xa4e4a)), log: opts.Logger}
-	g.idRep = ecs.ComponentID[components.Replicated](g.world)
-	g.idTrans = ecs.ComponentID[components.Transform](g.world)
-	g.idVel = ecs.ComponentID[components.Velocity](g.world)
-	g.idOwner = ecs.ComponentID[components.Owner](g.world)
-	g.idPred = ecs.ComponentID[components.Predicted](g.world)
-	g.idAvatar = ecs.ComponentID[Avatar](g.world)
-	g.idProj = ecs.ComponentID[Projectile](g.world)
-	g.idNPC = ecs.ComponentID[npc](g.world)
+	g.idRep = arche.ComponentID[components.Replicated](g.world)
+	g.idTrans = arche.ComponentID[components.Transform](g.world)
+	g.idVel = arche.ComponentID[components.Velocity](g.world)
+	g.idOwner = arche.ComponentID[components.Owner](g.world)
+	g.idPred = arche.ComponentID[components.Predicted](g.world)
+	g.idAvatar = arche.ComponentID[Avatar](g.world)
+	g.idProj = arche.ComponentID[Projectile](g.world)
+	g.idNPC = arche.ComponentID[npc](g.world)
 
 	reg := newRegistry()
 	var err error
@@ -153,7 +153,7 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	if g.srv, err = replication.NewServer(g.world, opts.Listener, cfg); err != nil {
 		return nil, err
 	}
-	if g.sched, err = anecs.New(g.world, anecs.Config{TickRate: simRate, NetDivisor: netDivisor}); err != nil {
+	if g.sched, err = ecs.New(g.world, ecs.Config{TickRate: simRate, NetDivisor: netDivisor}); err != nil {
 		return nil, err
 	}
 	g.sched.AddNetSystem(g.srv.ReceiveSystem())
@@ -233,7 +233,7 @@ func (g *ServerGame) InputStats(id replication.ClientID) (input.Stats, bool) {
 
 // Entities returns the number of replicated entities.
 func (g *ServerGame) Entities() int {
-	q := g.world.Query(ecs.All(g.idRep))
+	q := g.world.Query(arche.All(g.idRep))
 	n := q.Count()
 	q.Close()
 	return n
@@ -301,7 +301,7 @@ func (g *ServerGame) player(c replication.ClientID) (*player, error) {
 
 // syncPlayers spawns an avatar for every client that joined and removes the
 // avatars of clients that left (net ticks, after Receive).
-func (g *ServerGame) syncPlayers(*ecs.World) {
+func (g *ServerGame) syncPlayers(*arche.World) {
 	for _, id := range g.joined {
 		p, err := g.player(id)
 		if err != nil {
@@ -359,7 +359,7 @@ func (g *ServerGame) spawnNPC() {
 
 // stepAvatars consumes each player's input for this tick and steps the
 // avatar with the same function the client predicts with.
-func (g *ServerGame) stepAvatars(*ecs.World) {
+func (g *ServerGame) stepAvatars(*arche.World) {
 	tick := uint32(g.sched.Info().Tick)
 	for _, p := range g.order {
 		if !p.has {
@@ -380,8 +380,8 @@ func (g *ServerGame) stepAvatars(*ecs.World) {
 }
 
 // stepNPCs makes the NPCs wander and fire.
-func (g *ServerGame) stepNPCs(*ecs.World) {
-	q := g.world.Query(ecs.All(g.idNPC, g.idTrans, g.idVel))
+func (g *ServerGame) stepNPCs(*arche.World) {
+	q := g.world.Query(arche.All(g.idNPC, g.idTrans, g.idVel))
 	for q.Next() {
 		n := (*npc)(q.Get(g.idNPC))
 		tr := (*components.Transform)(q.Get(g.idTrans))
@@ -431,7 +431,7 @@ func (g *ServerGame) nearestAvatar(p components.Vec3, r float64) (components.Vec
 
 // stepProjectiles spawns the shots of this tick, moves projectiles, pushes
 // the avatars they hit and removes them when their TTL runs out.
-func (g *ServerGame) stepProjectiles(*ecs.World) {
+func (g *ServerGame) stepProjectiles(*arche.World) {
 	for _, s := range g.spawnQueue {
 		e := g.world.NewEntity(g.idRep, g.idTrans, g.idVel, g.idProj)
 		*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: s.pos, Rot: components.QuatIdentity()}
@@ -441,7 +441,7 @@ func (g *ServerGame) stepProjectiles(*ecs.World) {
 	}
 	g.spawnQueue = g.spawnQueue[:0]
 
-	q := g.world.Query(ecs.All(g.idProj, g.idTrans, g.idVel))
+	q := g.world.Query(arche.All(g.idProj, g.idTrans, g.idVel))
 	for q.Next() {
 		pr := (*Projectile)(q.Get(g.idProj))
 		tr := (*components.Transform)(q.Get(g.idTrans))
@@ -477,7 +477,7 @@ func (g *ServerGame) stepProjectiles(*ecs.World) {
 
 // endOfTick rounds every avatar to what its owner receives (the Predictor
 // rounds its own state the same way) and derives the replicated Transform.
-func (g *ServerGame) endOfTick(*ecs.World) {
+func (g *ServerGame) endOfTick(*arche.World) {
 	info := g.sched.Info()
 	g.stats.Ticks = info.Tick
 	for _, p := range g.order {
@@ -510,7 +510,7 @@ func (g *ServerGame) inputFeedback(c replication.ClientID) (uint32, int, bool) {
 	return 0, 0, false
 }
 
-func (g *ServerGame) afterSend(*ecs.World) {
+func (g *ServerGame) afterSend(*arche.World) {
 	if info := g.sched.Info(); uint64(g.srv.Tick())*netDivisor != info.Tick {
 		g.log.Warn("arena: net tick does not match the simulation tick", "net", g.srv.Tick(), "sim", info.Tick)
 	}
