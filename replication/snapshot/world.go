@@ -94,6 +94,13 @@ type World struct {
 
 	pj int      // next entry of the previous frame to match (while building)
 	ch []uint32 // slots changed in the frame being built
+	// aligned: every entry so far matches the previous frame's entry at the
+	// same index (slot and meta). The frame's Lanes then start as a copy of
+	// the previous frame's, and its Slots, Metas, Offs and index are copied
+	// in bulk when the alignment ends (unalign) or at Commit: an unchanged
+	// entity costs a comparison of its raw bytes, a changed one a quantize
+	// into place.
+	aligned bool
 
 	// per slot, current
 	changedAt  []uint32   // tick of the last change of lanes or layout
@@ -164,6 +171,62 @@ func (w *World) Begin(tick uint32) {
 	w.pj = 0
 	w.ch = w.changes[ri][:0]
 	w.Quantized, w.Reused = 0, 0
+	w.aligned = w.prev != nil && w.prev != f
+	if w.aligned {
+		f.Lanes = append(f.Lanes, w.prev.Lanes...)
+	}
+}
+
+// unalign ends aligned mode: the frame takes the previous frame's first
+// w.pj entries (which matched) and the lanes they span, and continues
+// entry by entry.
+func (w *World) unalign() {
+	if !w.aligned {
+		return
+	}
+	w.aligned = false
+	f, prev, n := w.cur, w.prev, w.pj
+	f.Slots = append(f.Slots[:0], prev.Slots[:n]...)
+	f.Metas = append(f.Metas[:0], prev.Metas[:n]...)
+	f.Offs = append(f.Offs[:0], prev.Offs[:n]...)
+	end := len(prev.Lanes)
+	if n < len(prev.Offs) {
+		end = int(prev.Offs[n])
+	}
+	f.Lanes = f.Lanes[:end]
+	f.index = append(f.index[:0], prev.index...)
+}
+
+// alignedEntry returns the index of slot with meta m in the previous frame
+// if it is the previous frame's next entry while the frame is aligned, and
+// takes it; else −1.
+func (w *World) alignedEntry(slot uint32, m Meta) int {
+	prev, j := w.prev, w.pj
+	if j >= len(prev.Slots) || prev.Slots[j] != slot || prev.Metas[j] != m || slot < w.last {
+		return -1
+	}
+	w.last = slot + 1
+	w.pj++
+	return j
+}
+
+// rawSame reports whether the component bytes comps of slot (with set)
+// equal the raw bytes kept from its last quantization.
+func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
+	if w.rawSet[slot] != set {
+		return false
+	}
+	raw := w.raw[slot]
+	off := 0
+	for _, c := range comps {
+		n := int(w.plans[bits.TrailingZeros64(set)].Size)
+		set &= set - 1
+		if off+n > len(raw) || string(raw[off:off+n]) != string(unsafe.Slice((*byte)(c), n)) {
+			return false
+		}
+		off += n
+	}
+	return true
 }
 
 // Put adds an entity to the frame being built: its slot (slots must
@@ -174,9 +237,27 @@ func (w *World) Begin(tick uint32) {
 // quantizing. Allocation-free in steady state. Panics on misuse (slots out
 // of order, pointer count).
 func (w *World) Put(slot uint32, m Meta, comps []unsafe.Pointer) {
+	// The common case (the entity has the index, identity and layout it had
+	// last tick) is kept small; the rest is put.
+	if w.aligned && len(comps) == bits.OnesCount64(m.Set) {
+		if j := w.alignedEntry(slot, m); j >= 0 {
+			if w.rawSame(slot, m.Set, comps) {
+				w.Reused++
+				return
+			}
+			w.putAligned(slot, m, comps, j)
+			return
+		}
+	}
+	w.put(slot, m, comps)
+}
+
+// put is Put's general case.
+func (w *World) put(slot uint32, m Meta, comps []unsafe.Pointer) {
 	if len(comps) != bits.OnesCount64(m.Set) {
 		panic("snapshot: Put needs one pointer per component in the set")
 	}
+	w.unalign()
 	f, prevLanes := w.addEntry("Put", slot, m)
 	raw := w.raw[slot]
 	same := prevLanes != nil && w.rawSet[slot] == m.Set
@@ -220,9 +301,36 @@ func (w *World) Put(slot uint32, m Meta, comps []unsafe.Pointer) {
 	}
 }
 
+// putAligned quantizes an entity that is the previous frame's entry j
+// into place (its lanes in this frame hold the previous values) and notes
+// whether its quantized value changed.
+func (w *World) putAligned(slot uint32, m Meta, comps []unsafe.Pointer, j int) {
+	prevLanes := w.prev.EntityLanes(j)
+	off := int(w.prev.Offs[j])
+	cur := w.cur.Lanes[off : off+len(prevLanes)]
+	raw := w.raw[slot][:0]
+	at := 0
+	ci := 0
+	for set := m.Set; set != 0; set &= set - 1 {
+		p := w.plans[bits.TrailingZeros64(set)]
+		n := p.NumLanes()
+		p.Quantize(comps[ci], cur[at:at+n])
+		raw = append(raw, unsafe.Slice((*byte)(comps[ci]), p.Size)...)
+		at += n
+		ci++
+	}
+	w.raw[slot] = raw
+	w.rawSet[slot] = m.Set
+	w.Quantized++
+	if !equalLanes(prevLanes, cur) {
+		w.changed(slot, false)
+	}
+}
+
 // PutLanes adds an entity whose lanes the caller quantized itself (tests,
 // tools): lanes holds all components of the set in registry id order.
 func (w *World) PutLanes(slot uint32, m Meta, lanes []uint64) {
+	w.unalign()
 	if len(lanes) != w.lanesOf(m.Set) {
 		panic("snapshot: PutLanes lane count does not match the set")
 	}
@@ -307,6 +415,12 @@ func (w *World) Commit() *Frame {
 		panic("snapshot: Commit without Begin")
 	}
 	f := w.cur
+	if w.aligned && w.pj == len(w.prev.Slots) {
+		// Entry for entry the previous frame's layout: the lanes are in
+		// place, the index tables are the previous frame's.
+		w.unalignAll()
+	}
+	w.unalign()
 	w.open = false
 	if prev := w.prev; prev != nil {
 		for ; w.pj < len(prev.Slots); w.pj++ {
@@ -323,6 +437,17 @@ func (w *World) Commit() *Frame {
 	w.prev = f
 	w.tick = f.Tick
 	return f
+}
+
+// unalignAll takes every entry of the previous frame (all matched).
+func (w *World) unalignAll() {
+	f, prev := w.cur, w.prev
+	w.aligned = false
+	f.Slots = append(f.Slots[:0], prev.Slots...)
+	f.Metas = append(f.Metas[:0], prev.Metas...)
+	f.Offs = append(f.Offs[:0], prev.Offs...)
+	f.index = append(f.index[:0], prev.index...)
+	w.pj = len(prev.Slots)
 }
 
 func equalLanes(a, b []uint64) bool {
@@ -445,6 +570,13 @@ func (w *World) Keep(slot uint32, m Meta) bool {
 	}
 	if slot < w.last || w.prev == nil {
 		return false
+	}
+	if w.aligned {
+		if w.alignedEntry(slot, m) >= 0 {
+			w.Reused++
+			return true
+		}
+		w.unalign()
 	}
 	pi := w.prev.Lookup(slot)
 	if pi < 0 || w.prev.Metas[pi] != m {
