@@ -34,12 +34,22 @@ type peer struct {
 	rtt    rttEstimator
 	budget budgetController
 
+	rx    []rxInput // input sections received this tick, for the Input hook
+	rxErr error     // a protocol error in what the client sent this tick
+
 	plan   peerPlan   // this tick's inputs from the server's sequential phase
 	out    peerOutput // this tick's output, for the server to send
 	msgBuf []byte     // the spawn batch's buffer
 
 	snapBytes, spawnBytes uint64
 	datagrams             uint64
+}
+
+// rxInput is the input section of one client datagram and the tick it
+// acked.
+type rxInput struct {
+	ack     uint32
+	section []byte
 }
 
 // peerPlan is what the server decides for a peer before the parallel phase:
@@ -162,15 +172,14 @@ func (p *peer) judgeLoss(tick uint32, now time.Time) {
 // reordered, not lost).
 const reorderThreshold = 3
 
-// prepare is the sequential part of a tick: loss judging, the budget, and
-// the plan's values from user hooks and the connection.
-func (p *peer) prepare(tick uint32, now time.Time, netRate int, plan peerPlan) {
+// prepare starts a peer's tick: loss judging, the budget and the byte
+// allowance of the tick.
+func (p *peer) prepare(tick uint32, now time.Time, netRate int) {
 	p.judgeLoss(tick, now)
 	if p.budget.update(now, &p.rtt) {
-		p.snap.SetRate(int(p.budget.rate), p.burst(plan.mtu))
+		p.snap.SetRate(int(p.budget.rate), p.burst(p.plan.mtu))
 	}
 	p.snap.Refill(1 / float64(netRate))
-	p.plan = plan
 }
 
 // tick builds what the client gets this net tick into p.out: spawns and
@@ -179,6 +188,7 @@ func (p *peer) prepare(tick uint32, now time.Time, netRate int, plan peerPlan) {
 // the server's shared state only and writes p and the worker's scratch, so
 // peers run in parallel.
 func (p *peer) tick(s *Server, w *worker, now time.Time) {
+	p.prepare(s.tick, now, s.cfg.NetRate)
 	p.out.encoder = w.enc
 	p.updateRelevance(s)
 	p.spawnDiff(s, w)

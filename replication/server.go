@@ -350,6 +350,7 @@ func (s *Server) Receive() {
 	}
 	s.handshakes()
 	now := s.cfg.Now()
+	s.active = s.active[:0]
 	for _, c := range s.clients {
 		if c == nil {
 			continue
@@ -360,13 +361,23 @@ func (s *Server) Receive() {
 			continue
 		default:
 		}
-		if err := s.receiveClient(c, now); err != nil {
+		s.active = append(s.active, c)
+	}
+	// Acks are parsed and taken in parallel; the input sections go to the
+	// user's hook afterwards, in client order, on this goroutine.
+	s.eachPeer(s.active, func(_ *worker, p *peer) { s.drain(p, now) })
+	for _, c := range s.active {
+		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
 		}
 	}
 }
 
-func (s *Server) receiveClient(c *peer, now time.Time) error {
+// drain takes every datagram the client sent since the last tick into its
+// peer (acks) and keeps their input sections for deliverInput. It touches
+// only the peer and its connection.
+func (s *Server) drain(c *peer, now time.Time) {
+	c.rx, c.rxErr = c.rx[:0], nil
 	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
@@ -374,16 +385,32 @@ func (s *Server) receiveClient(c *peer, now time.Time) error {
 		}
 		ack, input, err := c.onDatagram(d, now, s.tick)
 		if err != nil {
-			return err
+			c.rxErr = err
+			return
 		}
-		if len(input) > 0 && s.cfg.Input != nil {
-			if err := s.cfg.Input(c.id, ack.Newest, input); err != nil {
-				return err
-			}
+		if len(input) > 0 {
+			c.rx = append(c.rx, rxInput{ack: ack.Newest, section: input})
 		}
 	}
 	if m, ok := c.conn.PollMessage(); ok {
-		return fmt.Errorf("unexpected reliable message of %d bytes (type 0x%02x)", len(m), transport.TypeOf(m))
+		c.rxErr = fmt.Errorf("unexpected reliable message of %d bytes (type 0x%02x)", len(m), transport.TypeOf(m))
+	}
+}
+
+// deliverInput hands what drain kept to the Input hook; an error (the
+// peer's or the hook's) drops the client.
+func (s *Server) deliverInput(c *peer) error {
+	defer clear(c.rx) // release the datagrams
+	if c.rxErr != nil {
+		return c.rxErr
+	}
+	if s.cfg.Input == nil {
+		return nil
+	}
+	for _, in := range c.rx {
+		if err := s.cfg.Input(c.id, in.ack, in.section); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -441,8 +468,8 @@ func (s *Server) endTick() {
 	s.relayout = s.relayout[:0]
 }
 
-// planPeer runs a peer's sequential phase; maxDatagram is what its
-// connection takes.
+// planPeer runs a peer's sequential phase — the user's hooks — and leaves
+// its plan in the peer; maxDatagram is what its connection takes.
 func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
 	plan := peerPlan{mtu: min(s.cfg.MTU, maxDatagram)}
 	if s.cfg.InputAck != nil {
@@ -452,7 +479,7 @@ func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
 			o.InputHeld, o.InputDepth, o.HasInputFeedback = s.cfg.InputFeedback(p.id)
 		}
 	}
-	p.prepare(s.tick, now, s.cfg.NetRate, plan)
+	p.plan = plan
 }
 
 // flush hands what a peer built this tick to its connection.

@@ -32,16 +32,22 @@ func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
 	return ws, nil
 }
 
-// buildPeers runs every peer's tick, spread over the workers: each worker
-// takes the next peer not yet taken, on a goroutine of its own (the first on
-// the caller's). What a peer builds does not depend on which worker built it
-// or in what order, so the bytes every client gets are the same for any
-// number of workers.
+// buildPeers runs every peer's tick, spread over the workers. What a peer
+// builds does not depend on which worker built it or in what order, so the
+// bytes every client gets are the same for any number of workers.
 func (s *Server) buildPeers(peers []*peer, now time.Time) {
+	s.eachPeer(peers, func(w *worker, p *peer) { p.tick(s, w, now) })
+}
+
+// eachPeer runs fn for every peer, spread over the workers: each worker
+// takes the next peer not yet taken, on a goroutine of its own (the first
+// on the caller's). fn must only touch the peer, the worker and state that
+// is read-only for the duration.
+func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer)) {
 	n := min(len(s.workers), len(peers))
 	if n <= 1 {
 		for _, p := range peers {
-			p.tick(s, s.workers[0], now)
+			fn(s.workers[0], p)
 		}
 		return
 	}
@@ -52,7 +58,7 @@ func (s *Server) buildPeers(peers []*peer, now time.Time) {
 			if i >= len(peers) {
 				return
 			}
-			peers[i].tick(s, w, now)
+			fn(w, peers[i])
 		}
 	}
 	var wg sync.WaitGroup
