@@ -2,11 +2,9 @@ package replication
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/bits"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/archenet/archenet/components"
@@ -101,20 +99,13 @@ type Client struct {
 	transPlan                   *schema.Plan
 	transOK                     bool
 
-	state    ClientState
-	err      error
-	id       ClientID
-	info     welcomeInfo
-	rcv      *snapshot.Receiver
-	clock    *interp.Clock
-	arrivals timing.Arrivals
+	link  // the protocol: handshake, snapshots, acks (no I/O)
+	clock *interp.Clock
 
 	mirrors  mirrorTable
-	nMirrors int      // alive mirrors, kept so spawns need not count them
-	applied  uint32   // newest view tick applied
-	touched  []uint32 // ticks that gained datagrams in this Receive
+	nMirrors int    // alive mirrors, kept so spawns need not count them
+	applied  uint32 // newest view tick applied
 	idBuf    []arche.ID
-	dgBuf    []byte
 	onReady  []func()
 	// Stats since start.
 	Stats ClientStats
@@ -146,6 +137,7 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 		cfg.Logger = slog.Default()
 	}
 	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans(), mirrors: newMirrorTable(cfg.MaxEntities)}
+	c.link.cfg, c.link.plans, c.link.stats = &c.cfg, c.plans, &c.Stats
 	for _, p := range c.plans {
 		c.ids = append(c.ids, arche.TypeID(world, p.Type))
 	}
@@ -168,13 +160,8 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 
 func (c *Client) start(conn transport.Conn) error {
 	c.conn = conn
-	c.state = StateConnecting
-	c.err = nil
 	c.applied = 0
-	c.rcv = snapshot.NewReceiver(c.cfg.Registry, 0, 0)
-	c.rcv.MaxEntities = c.cfg.MaxEntities
-	h := transport.Hello{Version: ProtocolVersion, ProtocolHash: c.cfg.Registry.Hash(), Token: c.cfg.Token}
-	return conn.SendMessage(h.Append(nil))
+	return conn.SendMessage(c.link.start())
 }
 
 // Reconnect starts over on a new connection: every mirror is removed and the
@@ -314,15 +301,6 @@ func (c *Client) SendSystem() ecs.System {
 	}}
 }
 
-func (c *Client) fail(err error) {
-	if c.state == StateClosed {
-		return
-	}
-	c.state = StateClosed
-	c.err = err
-	c.cfg.Logger.Info("archenet: disconnected", "client", c.id, "err", err)
-}
-
 // Receive processes the handshake, reliable spawn and despawn messages, and
 // snapshot datagrams, and writes the newest state into the mirrors.
 func (c *Client) Receive() {
@@ -353,35 +331,20 @@ func (c *Client) Receive() {
 		return
 	}
 	now := c.cfg.Now()
-	c.touched = c.touched[:0]
 	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
 			break
 		}
-		c.Stats.BytesIn += uint64(len(d))
-		S, err := c.rcv.Decode(d)
-		if err != nil {
-			c.Stats.DatagramsDropped++
-			continue
-		}
-		c.Stats.Datagrams++
-		if got, _ := c.rcv.Parts(S); got == 1 { // a tick's first datagram
-			if c.cfg.OnSnapshot != nil {
-				c.cfg.OnSnapshot(S, now)
-			}
-			c.arrivals.Observe(S, now)
-		}
-		if !slices.Contains(c.touched, S) {
-			c.touched = append(c.touched, S)
+		if S, first := c.onDatagram(d, now); first && c.cfg.OnSnapshot != nil {
+			c.cfg.OnSnapshot(S, now)
 		}
 	}
 	// Every tick that gained datagrams, oldest first: a mirror takes an
 	// entry only if it is newer than what it shows, so a tick completed by
 	// a later datagram, or one whose datagrams came late, fills in what the
 	// newest view could not.
-	slices.Sort(c.touched)
-	for _, S := range c.touched {
+	for _, S := range c.fresh() {
 		v := c.rcv.View(S)
 		if c.clock != nil {
 			c.pushInterp(v)
@@ -393,84 +356,34 @@ func (c *Client) Receive() {
 	}
 }
 
+// handleMessage runs a reliable message through the link and applies what
+// it says to the world.
 func (c *Client) handleMessage(m []byte) error {
-	switch c.state {
-	case StateConnecting:
-		switch transport.TypeOf(m) {
-		case transport.MessageWelcome:
-			w, err := transport.ParseWelcome(m)
-			if err != nil {
-				return err
-			}
-			info, err := parseWelcomeInfo(w.Payload)
-			if err != nil {
-				return err
-			}
-			c.id, c.info = w.ClientID, info
-			c.rcv = snapshot.NewReceiver(c.cfg.Registry, w.ClientID, int(info.Depth))
-			c.rcv.MaxEntities = c.cfg.MaxEntities
-			if info.Compression {
-				if d := dictionaryHash(c.cfg.CompressionDictionary); d != info.Dictionary {
-					return fmt.Errorf("%w: the server uses dictionary %#x, this client %#x (ClientConfig.CompressionDictionary)", ErrDictionary, info.Dictionary, d)
-				}
-				if err := c.rcv.EnableZstd(c.cfg.CompressionDictionary); err != nil {
-					return err
-				}
-			}
-			cc := c.cfg.InterpClock
-			cc.TickInterval = time.Second / time.Duration(info.TickRate)
-			if cc.ResetThreshold <= 0 {
-				cc.ResetThreshold = time.Second
-			}
-			if cc.InitialJitter <= 0 {
-				cc.InitialJitter = cc.TickInterval / 4
-			}
-			c.arrivals = timing.NewArrivals(cc.TickInterval, cc.ResetThreshold, cc.InitialJitter)
-			if c.cfg.Interpolation {
-				cc.Arrivals = &c.arrivals
-				clk, err := interp.NewClock(cc)
-				if err != nil {
-					return err
-				}
-				c.clock = clk
-			}
-			c.state = StateJoined
-			return nil
-		case transport.MessageReject:
-			rj, err := transport.ParseReject(m)
-			if err != nil {
-				return err
-			}
-			c.fail(rj.Err(ProtocolVersion, c.cfg.Registry.Hash()))
-			_ = c.conn.Close()
-			return nil
-		}
-		return fmt.Errorf("%w: message type 0x%02x before the welcome", ErrMalformed, transport.TypeOf(m))
-	default:
-		if len(m) == 0 {
-			return fmt.Errorf("%w: empty message", ErrMalformed)
-		}
-		switch m[0] {
-		case kindSpawns:
-			// Validate the whole batch before applying any of it.
-			if err := parseSpawns(m, c.plans, c.id, schema.MaxLanes*4, func(uint32, spawnEntry) {}); err != nil {
-				return err
-			}
-			return parseSpawns(m, c.plans, c.id, schema.MaxLanes*4, c.applySpawn)
-		case kindReady:
-			if len(m) != 5 {
-				return fmt.Errorf("%w: ready message", ErrMalformed)
-			}
-			if c.state == StateJoined {
-				c.state = StateReady
-				for _, fn := range c.onReady {
-					fn()
-				}
-			}
-			return nil
-		}
-		return fmt.Errorf("%w: unknown message type 0x%02x", ErrMalformed, m[0])
+	ev, err := c.onMessage(m)
+	if err != nil {
+		return err
 	}
+	switch ev {
+	case eventWelcome:
+		if c.cfg.Interpolation {
+			cc := c.cfg.InterpClock
+			cc.TickInterval, cc.Arrivals = c.arrivals.Interval(), &c.arrivals
+			clk, err := interp.NewClock(cc)
+			if err != nil {
+				return err
+			}
+			c.clock = clk
+		}
+	case eventRejected:
+		_ = c.conn.Close()
+	case eventSpawns:
+		return c.spawns(m, c.applySpawn)
+	case eventReady:
+		for _, fn := range c.onReady {
+			fn()
+		}
+	}
+	return nil
 }
 
 func (c *Client) applySpawn(tick uint32, e spawnEntry) {
@@ -624,12 +537,8 @@ func (c *Client) Send() {
 	if c.state != StateJoined && c.state != StateReady {
 		return
 	}
-	ack := c.rcv.Ack()
-	c.dgBuf = appendClientHeader(c.dgBuf[:0], &ack)
-	if c.cfg.Input != nil {
-		c.dgBuf = c.cfg.Input(c.dgBuf)
-	}
-	if err := c.conn.SendDatagram(c.dgBuf); err != nil {
+	d := c.datagram()
+	if err := c.conn.SendDatagram(d); err != nil {
 		select {
 		case <-c.conn.Done():
 			c.fail(c.conn.Err())
@@ -638,5 +547,5 @@ func (c *Client) Send() {
 		}
 		return
 	}
-	c.Stats.BytesOut += uint64(len(c.dgBuf))
+	c.Stats.BytesOut += uint64(len(d))
 }
