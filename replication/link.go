@@ -70,7 +70,10 @@ func (l *link) onMessage(m []byte) (linkEvent, error) {
 	if l.state == StateConnecting {
 		switch transport.TypeOf(m) {
 		case transport.MessageWelcome:
-			return eventWelcome, l.welcome(m)
+			if err := l.welcome(m); err != nil {
+				return eventNone, err
+			}
+			return eventWelcome, nil
 		case transport.MessageReject:
 			rj, err := transport.ParseReject(m)
 			if err != nil {

@@ -1,0 +1,173 @@
+package replication
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
+	"github.com/stretchr/testify/require"
+)
+
+// newLink returns a client link over a registry of transforms, past its
+// Hello.
+func newLink(t *testing.T, tweak func(*ClientConfig)) (*link, *schema.Registry) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	cfg := &ClientConfig{Registry: reg, MaxEntities: 1 << 10, Logger: quietLogger, Token: []byte("tok")}
+	if tweak != nil {
+		tweak(cfg)
+	}
+	l := &link{cfg: cfg, plans: reg.Plans(), stats: &ClientStats{}}
+	h, err := transport.ParseHello(l.start())
+	require.NoError(t, err)
+	require.Equal(t, transport.Hello{Version: ProtocolVersion, ProtocolHash: reg.Hash(), Token: []byte("tok")}, h)
+	require.Equal(t, StateConnecting, l.state)
+	return l, reg
+}
+
+func welcomeMsg(id ClientID, info welcomeInfo) []byte {
+	return transport.Welcome{ClientID: id, Payload: info.append(nil)}.Append(nil)
+}
+
+// TestLinkHandshakeOutcomes: what each answer to the Hello does to the
+// client's link, without a transport.
+func TestLinkHandshakeOutcomes(t *testing.T) {
+	info := welcomeInfo{TickRate: 60, Depth: 16, Tick: 7, NetDivisor: 2}
+	for _, tc := range []struct {
+		name  string
+		tweak func(*ClientConfig)
+		msg   func(hash uint64) []byte
+		event linkEvent
+		state ClientState
+		err   string // the returned error (a protocol violation)
+		fail  string // the link's error (a refusal)
+	}{
+		{"welcome", nil, func(uint64) []byte { return welcomeMsg(3, info) }, eventWelcome, StateJoined, "", ""},
+		{"rejected: full", nil, func(h uint64) []byte {
+			return transport.Reject{Code: transport.CodeRejected, Version: ProtocolVersion, ProtocolHash: h, Reason: "server full"}.Append(nil)
+		},
+			eventRejected, StateClosed, "", "rejected by server: server full"},
+		{"rejected: other build", nil, func(h uint64) []byte {
+			return transport.Reject{Code: transport.CodeHandshakeFailed, Version: ProtocolVersion + 1, ProtocolHash: h, Reason: "x"}.Append(nil)
+		},
+			eventRejected, StateClosed, "", "protocol version mismatch"},
+		{"a spawn batch before the welcome", nil, func(uint64) []byte { return []byte{kindSpawns, 0, 0, 0, 0, 0} }, eventNone, StateConnecting, "before the welcome", ""},
+		{"a welcome with a bad payload", nil, func(uint64) []byte { return transport.Welcome{ClientID: 1, Payload: []byte{9}}.Append(nil) }, eventNone, StateConnecting, "welcome payload", ""},
+		{"a welcome with zero depth", nil, func(uint64) []byte { return welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 0, NetDivisor: 1}) }, eventNone, StateConnecting, "depth", ""},
+		{"compression with another dictionary", func(c *ClientConfig) { c.CompressionDictionary = []byte("mine") },
+			func(uint64) []byte {
+				return welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 8, NetDivisor: 1, Compression: true, Dictionary: 0x99})
+			},
+			eventNone, StateConnecting, "compression dictionary mismatch", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, reg := newLink(t, tc.tweak)
+			ev, err := l.onMessage(tc.msg(reg.Hash()))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, tc.event, ev)
+			require.Equal(t, tc.state, l.state)
+			if tc.fail != "" {
+				require.ErrorContains(t, l.err, tc.fail)
+				require.Equal(t, 1, strings.Count(l.err.Error(), "rejected by server")+strings.Count(l.err.Error(), "mismatch"), l.err.Error())
+			}
+			if ev == eventWelcome {
+				require.Equal(t, ClientID(3), l.id)
+				require.Equal(t, info, l.info)
+				require.Equal(t, time.Second/60, l.arrivals.Interval())
+			}
+		})
+	}
+}
+
+// TestLinkSpawnsAndReady: a spawn batch is validated whole before the
+// client sees any of it; ready comes once, after the welcome.
+func TestLinkSpawnsAndReady(t *testing.T) {
+	l, _ := newLink(t, nil)
+	_, err := l.onMessage(welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 8, NetDivisor: 1}))
+	require.NoError(t, err)
+	var sw spawnWriter
+	lanes := make([]uint64, l.plans[0].NumLanes())
+	sw.add(l.plans, spawnEntry{Slot: 4, Meta: snapshot.Meta{Gen: 2, Set: 1}, Lanes: lanes}, false)
+	sw.add(l.plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
+	batch := sw.bytes(5, nil)
+	ev, err := l.onMessage(batch)
+	require.NoError(t, err)
+	require.Equal(t, eventSpawns, ev)
+	var got []spawnEntry
+	require.NoError(t, l.spawns(batch, func(tick uint32, e spawnEntry) {
+		require.Equal(t, uint32(5), tick)
+		e.Lanes = nil
+		got = append(got, e)
+	}))
+	require.Equal(t, []spawnEntry{{Slot: 4, Meta: snapshot.Meta{Gen: 2, Set: 1}}, {Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}}, got)
+	// A batch cut short is refused whole.
+	_, err = l.onMessage(batch[:len(batch)-3])
+	require.ErrorIs(t, err, ErrMalformed)
+
+	ev, err = l.onMessage(appendReady(nil, 5))
+	require.NoError(t, err)
+	require.Equal(t, eventReady, ev)
+	require.Equal(t, StateReady, l.state)
+	ev, err = l.onMessage(appendReady(nil, 6))
+	require.NoError(t, err)
+	require.Equal(t, eventNone, ev, "ready once")
+	for _, m := range [][]byte{{}, {0x7f}, {kindReady, 1}} {
+		_, err = l.onMessage(m)
+		require.ErrorIs(t, err, ErrMalformed, "%x", m)
+	}
+}
+
+// TestLinkDatagramsAndAcks: snapshot datagrams decode into views, the
+// ticks that gained datagrams come out oldest first, the first datagram of
+// a tick feeds the arrival estimator, junk is counted and dropped, and the
+// datagram to send carries the ack of what was decoded.
+func TestLinkDatagramsAndAcks(t *testing.T) {
+	l, reg := newLink(t, func(c *ClientConfig) {
+		c.Input = func(dst []byte) []byte { return append(dst, 0xAB) }
+	})
+	_, err := l.onMessage(welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 8, NetDivisor: 1}))
+	require.NoError(t, err)
+	w := snapshot.NewWorld(reg, 8)
+	enc := snapshot.NewEncoder(w)
+	sc := snapshot.NewClient(1, 8)
+	var pkts [3]snapshot.Packets
+	for tick := uint32(1); tick <= 3; tick++ {
+		w.Begin(tick)
+		w.PutLanes(0, snapshot.Meta{Set: 1}, []uint64{uint64(tick), 0, 0, 0, 0, 0, 0})
+		w.Commit()
+		enc.Build(sc, snapshot.BuildOptions{Budget: 1200}, &pkts[tick-1])
+		w.EndTick()
+	}
+	now := time.Unix(100, 0)
+	// Ticks 3 and 1 arrive (2 is lost), then a duplicate and junk.
+	S, first := l.onDatagram(pkts[2].At(0), now)
+	require.Equal(t, uint32(3), S)
+	require.True(t, first)
+	S, first = l.onDatagram(pkts[0].At(0), now.Add(time.Millisecond))
+	require.Equal(t, uint32(1), S)
+	require.True(t, first)
+	_, first = l.onDatagram(pkts[0].At(0), now)
+	require.False(t, first)
+	l.onDatagram([]byte{0x01, 0xff, 0xff}, now)
+	require.Equal(t, uint64(2), l.stats.Datagrams)
+	require.Equal(t, uint64(2), l.stats.DatagramsDropped)
+	require.Equal(t, []uint32{1, 3}, l.fresh())
+	require.Empty(t, l.fresh(), "each tick once")
+	require.True(t, l.arrivals.Observed())
+	require.Equal(t, []uint64{3, 0, 0, 0, 0, 0, 0}, l.rcv.View(3).EntityLanes(0))
+
+	d := l.datagram()
+	ack, input, err := parseClientHeader(d)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0xAB}, input)
+	require.Equal(t, uint32(3), ack.Newest)
+	require.Equal(t, uint32(0b10), ack.Mask, "tick 1 held, tick 2 missing")
+}
