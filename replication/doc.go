@@ -65,6 +65,20 @@
 // kept by slot in memory bounded by [ClientConfig].MaxEntities, whatever slot
 // numbers a server names.
 //
+// # Structure
+//
+// Each side of a client's channel is a state machine without I/O: on the
+// server a peer per client takes the client's datagrams and the tick's
+// frame and yields the spawn batch and snapshot datagrams to send; on the
+// client a link takes the server's messages and datagrams and yields events
+// and the ack datagram. The Server keeps the world ↔ slot mapping and pumps
+// connections; after the frame is built, the peers' datagrams are built in
+// parallel by [ServerConfig].Workers goroutines over the read-only frame
+// ring (the bytes a client gets do not depend on the number of workers). The
+// handshake policy is transport.JudgeHello's, on both the blocking and the
+// tick-driven path. Snapshots may be zstd-compressed
+// ([ServerConfig].Compression, negotiated in the Welcome).
+//
 // # Client features
 //
 // Mirrors get the same components plus components.NetID; [Client.Entity]
@@ -86,6 +100,9 @@
 //	limit what a client sees           ServerConfig.Interest
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)
 //	drop a client                      Server.Kick
+//	use both cores                     ServerConfig.Workers (0 = GOMAXPROCS)
+//	one server clock for input/render  input.SyncConfig{Arrivals: client.Arrivals()}
+//	check a client converged (tests)   replicationtest.Converged
 //
 // See the package example for a complete server and client in one program.
 package replication
