@@ -59,6 +59,9 @@ type Frame struct {
 	// back at the slot, so the array never needs clearing.
 	index []int32
 	valid bool
+	// layout names the arrays behind Slots, Metas, Offs and index: frames
+	// whose entries all match the previous frame's share them (0: none yet).
+	layout uint32
 }
 
 // Lookup returns the entry index of slot, or −1. O(1).
@@ -101,6 +104,7 @@ type World struct {
 	// entity costs a comparison of its raw bytes, a changed one a quantize
 	// into place.
 	aligned bool
+	layouts uint32 // the last Frame.layout handed out
 
 	// per slot, current
 	changedAt  []uint32   // tick of the last change of lanes or layout
@@ -163,6 +167,7 @@ func (w *World) Begin(tick uint32) {
 		w.sinceMu.Unlock()
 	}
 	f.Tick = tick
+	w.detach(f)
 	f.reset()
 	f.valid = false
 	w.cur = f
@@ -175,6 +180,21 @@ func (w *World) Begin(tick uint32) {
 	if w.aligned {
 		f.Lanes = append(f.Lanes, w.prev.Lanes...)
 	}
+}
+
+// detach gives f arrays of its own if another frame shares them, so that
+// building f does not write into that frame.
+func (w *World) detach(f *Frame) {
+	if f.layout == 0 {
+		return
+	}
+	for i := range w.ring {
+		if g := &w.ring[i]; g != f && g.valid && g.layout == f.layout {
+			f.Slots, f.Metas, f.Offs, f.index = nil, nil, nil, nil
+			break
+		}
+	}
+	f.layout = 0
 }
 
 // unalign ends aligned mode: the frame takes the previous frame's first
@@ -433,20 +453,22 @@ func (w *World) Commit() *Frame {
 		slices.Sort(w.ch)
 	}
 	w.changes[f.Tick%uint32(w.depth)] = w.ch
+	if f.layout == 0 {
+		w.layouts++
+		f.layout = w.layouts
+	}
 	f.valid = true
 	w.prev = f
 	w.tick = f.Tick
 	return f
 }
 
-// unalignAll takes every entry of the previous frame (all matched).
+// unalignAll takes every entry of the previous frame (all matched): the
+// frame shares the previous frame's entry arrays instead of copying them.
 func (w *World) unalignAll() {
 	f, prev := w.cur, w.prev
 	w.aligned = false
-	f.Slots = append(f.Slots[:0], prev.Slots...)
-	f.Metas = append(f.Metas[:0], prev.Metas...)
-	f.Offs = append(f.Offs[:0], prev.Offs...)
-	f.index = append(f.index[:0], prev.index...)
+	f.Slots, f.Metas, f.Offs, f.index, f.layout = prev.Slots, prev.Metas, prev.Offs, prev.index, prev.layout
 	w.pj = len(prev.Slots)
 }
 
@@ -545,9 +567,15 @@ func (w *World) EndTick() {
 // (capacities, not lengths).
 func (w *World) MemoryBytes() int {
 	n := 0
+	seen := map[uint32]bool{}
 	for i := range w.ring {
 		f := &w.ring[i]
-		n += cap(f.Slots)*4 + cap(f.Metas)*int(unsafe.Sizeof(Meta{})) + cap(f.Offs)*4 + cap(f.Lanes)*8 + cap(f.index)*4
+		n += cap(f.Lanes) * 8
+		if f.layout != 0 && seen[f.layout] {
+			continue // shared with a frame counted already
+		}
+		seen[f.layout] = true
+		n += cap(f.Slots)*4 + cap(f.Metas)*int(unsafe.Sizeof(Meta{})) + cap(f.Offs)*4 + cap(f.index)*4
 	}
 	for i := range w.changes {
 		n += cap(w.changes[i]) * 4
