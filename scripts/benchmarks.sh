@@ -37,6 +37,9 @@ load lossy -clients 64 -entities 2000 -ticks 600 -loss 0.05 -latency 50ms -jitte
 load all-visible -clients 16 -entities 2000 -interest 0 -ticks 300
 load trace -trace examples/loadtest/testdata/falling.trace.gz
 load quic -transport quic -clients 32 -entities 2000 -ticks 300
+load 254-clients-1-worker -clients 254 -entities 2000 -ticks 600 -workers 1
+load 254-clients-2-workers -clients 254 -entities 2000 -ticks 600 -workers 2
+load 50k-entities-2-workers -clients 64 -entities 50000 -world 4096 -ticks 300 -workers 2
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 {
