@@ -38,7 +38,6 @@ type Server struct {
 	transPl  *schema.Plan
 
 	snap *snapshot.World
-	enc  *snapshot.Encoder
 	tick uint32
 	// tickWarned: a ServerConfig.Tick mismatch was logged.
 	tickWarned bool
@@ -58,7 +57,6 @@ type Server struct {
 	closing  []closingConn
 	authing  int // pending connections whose Authenticator runs
 	nextID   int
-	pkts     snapshot.Packets
 	workers  []*worker
 	active   []*peer // the clients of this tick's Send
 	interest *interestGrid
