@@ -221,8 +221,8 @@ func runCompare(cfg Config, list string, stdout, stderr io.Writer) int {
 		reps = append(reps, rep)
 	}
 	for _, rep := range reps {
-		fmt.Fprintf(stdout, "%-10s server %.3f ms/tick wall (p99 %.3f), %.3f ms/tick CPU; %.2f KB/s per client; converged %v\n",
-			workersText(rep.Workers)+":", rep.ServerMsMean, rep.ServerMsP99, rep.ServerCPUMsMean, rep.DownKBpsMean, rep.Converged)
+		fmt.Fprintf(stdout, "%-10s server %.3f ms/tick wall (p99 %.3f, worst %.3f), %.3f ms/tick CPU; %.2f KB/s per client; stale %.4f%%; converged %v\n",
+			workersText(rep.Workers)+":", rep.ServerMsMean, rep.ServerMsP99, rep.ServerMsMax, rep.ServerCPUMsMean, rep.DownKBpsMean, 100*rep.StaleFraction, rep.Converged)
 	}
 	if len(reps) == 2 && reps[0].ServerMsMean > 0 {
 		fmt.Fprintf(stdout, "wall time ratio %s / %s: %.2f\n", workersText(reps[1].Workers), workersText(reps[0].Workers), reps[1].ServerMsMean/reps[0].ServerMsMean)

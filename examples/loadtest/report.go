@@ -39,6 +39,7 @@ type Report struct {
 	ServerMsMean        float64 `json:"server_ms_per_tick_mean"`     // srv.Receive + srv.Send, wall time
 	ServerCPUMsMean     float64 `json:"server_cpu_ms_per_tick_mean"` // CPU time of the process during them (every worker)
 	ServerMsP99         float64 `json:"server_ms_per_tick_p99"`
+	ServerMsMax         float64 `json:"server_ms_per_tick_max"` // the worst tick
 	ReceiveMsMean       float64 `json:"receive_ms_per_tick_mean"`
 	SendMsMean          float64 `json:"send_ms_per_tick_mean"`
 	SnapshotBuildMsMean float64 `json:"snapshot_build_ms_per_tick_mean"` // ServerStats.BuildFrame
@@ -102,7 +103,7 @@ func (rep *Report) fill(r *rig, m *meter, entities, replicated int) {
 	for i := range server {
 		server[i] = m.recv[i] + m.send[i]
 	}
-	rep.ServerMsMean, rep.ServerMsP99 = mean(server), percentile(server, 0.99)
+	rep.ServerMsMean, rep.ServerMsP99, rep.ServerMsMax = mean(server), percentile(server, 0.99), percentile(server, 1)
 	rep.ServerCPUMsMean, rep.Workers = mean(m.cpu), c.Workers
 	rep.ReceiveMsMean, rep.SendMsMean = mean(m.recv), mean(m.send)
 	rep.SnapshotBuildMsMean, rep.SnapshotBuildMsP99 = mean(m.frame), percentile(m.frame, 0.99)
@@ -158,8 +159,8 @@ func (rep *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  per client:  down %.2f KB/s mean, %.2f p99   up %.2f KB/s mean, %.2f p99   %.0f mirrors\n",
 		rep.DownKBpsMean, rep.DownKBpsP99, rep.UpKBpsMean, rep.UpKBpsP99, rep.MirrorsPerClient)
-	fmt.Fprintf(w, "  server/tick: %.3f ms mean, %.3f ms p99 (receive %.3f, send %.3f); CPU %.3f ms with %s\n",
-		rep.ServerMsMean, rep.ServerMsP99, rep.ReceiveMsMean, rep.SendMsMean, rep.ServerCPUMsMean, workersText(rep.Workers))
+	fmt.Fprintf(w, "  server/tick: %.3f ms mean, %.3f ms p99, %.3f ms worst (receive %.3f, send %.3f); CPU %.3f ms with %s\n",
+		rep.ServerMsMean, rep.ServerMsP99, rep.ServerMsMax, rep.ReceiveMsMean, rep.SendMsMean, rep.ServerCPUMsMean, workersText(rep.Workers))
 	fmt.Fprintf(w, "    snapshot build %.3f ms mean (%.0f ns/entity), per-client packets %.3f ms mean (%.1f µs/client)\n",
 		rep.SnapshotBuildMsMean, rep.SnapshotNsPerEntity, rep.ClientBuildMsMean, rep.ClientBuildUsPerCl)
 	fmt.Fprintf(w, "  snapshots:   %.2f bytes/entity update, %.1f updates/client/tick; %d B snapshots, %d B spawn messages\n",
