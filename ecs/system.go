@@ -20,3 +20,18 @@ type System interface {
 	Update(w *arche.World)
 	Finalize(w *arche.World)
 }
+
+// Func adapts a function to a [System] whose Initialize and Finalize do
+// nothing:
+//
+//	sched.AddSystem(ecs.Func(func(w *arche.World) { ... }))
+type Func func(w *arche.World)
+
+// Initialize does nothing.
+func (f Func) Initialize(*arche.World) {}
+
+// Update calls f.
+func (f Func) Update(w *arche.World) { f(w) }
+
+// Finalize does nothing.
+func (f Func) Finalize(*arche.World) {}

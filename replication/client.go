@@ -107,6 +107,7 @@ type Client struct {
 	applied  uint32 // newest view tick applied
 	idBuf    []arche.ID
 	onReady  []func()
+	onSnap   []func(tick uint32, arrival time.Time)
 	// Stats since start.
 	Stats ClientStats
 }
@@ -193,6 +194,35 @@ func (c *Client) Ready() bool { return c.state == StateReady }
 
 // OnReady registers fn to run once when the initial world has arrived.
 func (c *Client) OnReady(fn func()) { c.onReady = append(c.onReady, fn) }
+
+// OnSnapshot registers fn to run, like ClientConfig.OnSnapshot, for every
+// snapshot tick's first datagram decoded (helpers such as input.Player
+// register here; ClientConfig.OnSnapshot runs first).
+func (c *Client) OnSnapshot(fn func(tick uint32, arrival time.Time)) {
+	c.onSnap = append(c.onSnap, fn)
+}
+
+// SetInput sets the input section source, like ClientConfig.Input, after
+// the client was created (input.Player does). Nil: acks only.
+func (c *Client) SetInput(fn func(dst []byte) []byte) { c.cfg.Input = fn }
+
+// Registry returns the client's component registry (ClientConfig.Registry).
+func (c *Client) Registry() *schema.Registry { return c.cfg.Registry }
+
+// Logger returns the client's logger (ClientConfig.Logger or the default).
+func (c *Client) Logger() *slog.Logger { return c.cfg.Logger }
+
+// World returns the client's arche world (where the mirrors live).
+func (c *Client) World() *arche.World { return c.world }
+
+// RTT returns the transport's smoothed round-trip time (0 before a sample):
+// the path's delay, without the server's net-tick wait.
+func (c *Client) RTT() time.Duration {
+	if c.conn == nil {
+		return 0
+	}
+	return c.conn.Stats().RTT
+}
 
 // ServerTick returns the tick of the newest snapshot decoded.
 func (c *Client) ServerTick() uint32 { return c.rcv.Newest() }
@@ -336,8 +366,13 @@ func (c *Client) Receive() {
 		if !ok {
 			break
 		}
-		if S, first := c.onDatagram(d, now); first && c.cfg.OnSnapshot != nil {
-			c.cfg.OnSnapshot(S, now)
+		if S, first := c.onDatagram(d, now); first {
+			if c.cfg.OnSnapshot != nil {
+				c.cfg.OnSnapshot(S, now)
+			}
+			for _, fn := range c.onSnap {
+				fn(S, now)
+			}
 		}
 	}
 	// Every tick that gained datagrams, oldest first: a mirror takes an

@@ -13,7 +13,6 @@ import (
 	"github.com/archenet/archenet/input"
 	"github.com/archenet/archenet/interp"
 	"github.com/archenet/archenet/replication"
-	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -48,33 +47,24 @@ type BotStats struct {
 }
 
 // Bot is a headless client: its own arche world mirrored by a
-// replication.Client with interpolation, an avatar driven by scripted input
-// and predicted with the server's step function, and corrections smoothed.
+// replication.Client with interpolation, and an avatar driven by scripted
+// input through an input.Player (predicted with the server's step function,
+// corrections smoothed).
 type Bot struct {
-	opts  BotOptions
-	world *ecs.World
-	cl    *replication.Client
-
-	codec  *input.Codec[ShooterInput]
-	sender *input.Sender[ShooterInput]
-	sync   *input.TickSync
-	pred   *input.Predictor[Avatar, ShooterInput]
-	smooth interp.Smoother
+	opts   BotOptions
+	world  *ecs.World
+	cl     *replication.Client
+	player *input.Player[Avatar, ShooterInput]
 	isys   *interp.System
-	w      bitio.Writer
 
-	idAvatar, idVisual, idProj, idNetID ecs.ID
-	avatar                              ecs.Entity
-	hasAvatar                           bool
-	lastState                           uint32 // simulation tick of the newest avatar state reconciled
-	lastNet                             uint32 // newest snapshot tick observed
-	lastFrame                           time.Time
-	drawn                               components.Visual
-	shift                               components.Vec3 // sum of the corrections' position changes
-
-	rng    *rand.Rand
-	script ShooterInput
-	stats  BotStats
+	idProj    ecs.ID
+	lastNet   uint32          // newest snapshot tick observed
+	shift     components.Vec3 // sum of the corrections' position changes
+	maxCorr   float64
+	rng       *rand.Rand
+	script    ShooterInput
+	snapshots uint64
+	stats     BotStats
 }
 
 // NewBot creates the client world and sends the Hello.
@@ -90,34 +80,31 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	}
 	w := ecs.NewWorld()
 	b := &Bot{opts: opts, world: &w, rng: rand.New(rand.NewPCG(opts.Seed, 0xb07))}
-	b.idAvatar = ecs.ComponentID[Avatar](b.world)
-	b.idVisual = ecs.ComponentID[components.Visual](b.world)
 	b.idProj = ecs.ComponentID[Projectile](b.world)
-	b.idNetID = ecs.ComponentID[components.NetID](b.world)
-
-	reg := newRegistry()
 	var err error
-	if b.codec, err = input.NewCodec[ShooterInput](input.Config{}); err != nil {
-		return nil, err
-	}
-	b.sender = input.NewSender(b.codec)
-	if b.pred, err = input.NewPredictor(reg.ByType(typeOf[Avatar]()), stepAvatar, input.PredictorConfig{Dt: simDt}); err != nil {
-		return nil, err
-	}
 	b.cl, err = replication.NewClient(b.world, opts.Conn, replication.ClientConfig{
-		Registry:      reg,
-		Interpolation: true,
-		Input:         b.appendInput,
-		OnSnapshot:    b.onSnapshot,
+		Registry:      newRegistry(),
+		Interpolation: true, // remote avatars, NPCs, projectiles
 		Now:           opts.Now,
 		Logger:        opts.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	// The input clock reads the client's server-time estimator, which the
-	// render clock reads too: one estimate of the server's time.
-	if b.sync, err = input.NewTickSync(input.SyncConfig{TickInterval: time.Second / simRate, Arrivals: b.cl.Arrivals()}); err != nil {
+	// The own avatar (components.Predicted) is predicted, not interpolated.
+	b.player, err = input.NewPlayer(b.cl, input.PlayerConfig[Avatar, ShooterInput]{
+		Step:   stepAvatar,
+		Sample: b.nextInput,
+		Visual: avatarVisual,
+		OnCorrection: func(c input.Correction[Avatar]) {
+			if c.Status == input.ReconcileCorrected {
+				b.maxCorr = max(b.maxCorr, math.Hypot(c.New.X-c.Old.X, c.New.Z-c.Old.Z))
+				b.shift = b.shift.Add(components.Vec3{X: c.New.X - c.Old.X, Z: c.New.Z - c.Old.Z})
+			}
+		},
+		Now: opts.Now,
+	})
+	if err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -127,10 +114,16 @@ func NewBot(opts BotOptions) (*Bot, error) {
 func (b *Bot) Client() *replication.Client { return b.cl }
 
 // Stats returns the counters.
-func (b *Bot) Stats() BotStats { return b.stats }
+func (b *Bot) Stats() BotStats {
+	st := b.player.Stats()
+	s := b.stats
+	s.InputTicks, s.Corrections, s.Matches, s.Resets, s.MaxError = st.InputTicks, st.Corrections, st.Matches, st.Resets, st.MaxError
+	s.MaxCorrection, s.Snapshots = b.maxCorr, b.snapshots
+	return s
+}
 
 // RTT returns the transport's smoothed RTT.
-func (b *Bot) RTT() time.Duration { return b.opts.Conn.Stats().RTT }
+func (b *Bot) RTT() time.Duration { return b.cl.RTT() }
 
 // BytesIn returns the payload bytes received (datagrams and messages).
 func (b *Bot) BytesIn() uint64 {
@@ -139,15 +132,21 @@ func (b *Bot) BytesIn() uint64 {
 }
 
 // Lead returns the input clock's lead over the server in ticks.
-func (b *Bot) Lead() float64 { return b.sync.Lead() }
+func (b *Bot) Lead() float64 {
+	if clk := b.player.Clock(); clk != nil {
+		return clk.Lead()
+	}
+	return 0
+}
 
 // Close closes the connection.
 func (b *Bot) Close() { _ = b.opts.Conn.Close() }
 
-// Frame runs one client frame at local time now: receive, reconcile, sample
-// and predict the input ticks due, send, interpolate and draw. It returns
-// the client's error once it is disconnected.
-func (b *Bot) Frame(now time.Time) error {
+// Frame runs one client frame: receive, then the player (reconcile,
+// sample and predict the input ticks due, send, draw the avatar), then
+// interpolation of everything else. It returns the client's error once it
+// is disconnected.
+func (b *Bot) Frame(time.Time) error {
 	b.cl.Receive()
 	if b.cl.State() == replication.StateClosed {
 		err := b.cl.Err()
@@ -156,113 +155,20 @@ func (b *Bot) Frame(now time.Time) error {
 		}
 		return err
 	}
-	fresh := false
 	if st := b.cl.ServerTick(); st != 0 && st != b.lastNet {
-		b.lastNet, fresh = st, true
-		b.stats.Snapshots++
+		b.lastNet = st
+		b.snapshots++
 	}
-	b.sync.ObserveRTT(b.RTT())
-	if b.cl.Ready() {
-		b.reconcile()
+	if err := b.player.Update(); err != nil {
+		return err
 	}
-
-	first, n := b.sync.Advance(now)
-	if b.hasAvatar && b.lastState != 0 { // predicting from the server's first state
-		for i := 0; i < n; i++ {
-			t := first + uint32(i)
-			in := b.nextInput()
-			b.sender.Push(t, &in) // rounds in to what the server decodes
-			b.pred.Predict(t, &in)
-			b.stats.InputTicks++
-		}
-	}
-	if n > 0 || fresh {
-		b.cl.Send()
-	}
-	b.draw(now)
+	b.draw()
 	return nil
-}
-
-// appendInput is ClientConfig.Input: the newest input frames.
-func (b *Bot) appendInput(dst []byte) []byte {
-	b.w.Reset(b.w.Bytes()[:0])
-	if b.sender.AppendFrames(&b.w) == 0 {
-		return dst
-	}
-	return append(dst, b.w.Bytes()...)
-}
-
-// findAvatar looks up this client's avatar mirror.
-func (b *Bot) findAvatar() bool {
-	if b.hasAvatar && b.world.Alive(b.avatar) {
-		return true
-	}
-	b.hasAvatar = false
-	q := b.world.Query(ecs.All(b.idAvatar, b.idNetID))
-	for q.Next() {
-		if (*components.NetID)(q.Get(b.idNetID)).Owner() == b.cl.ID() {
-			b.avatar, b.hasAvatar = q.Entity(), true
-		}
-	}
-	return b.hasAvatar
-}
-
-// onSnapshot is ClientConfig.OnSnapshot: every snapshot's input feedback
-// goes to the input clock (the server's input buffer depth) and the sender
-// (frames the server holds need no resending). (Arrival times reach the
-// input clock through the client's shared estimator.)
-func (b *Bot) onSnapshot(tick uint32, _ time.Time) {
-	if r, ok := b.cl.InputReport(tick); ok && r.HasFeedback {
-		b.sender.Ack(r.Held)
-		b.sync.ObserveFeedback(r.Depth)
-	}
-}
-
-// reconcile compares the newest authoritative avatar state with the
-// prediction for its tick.
-func (b *Bot) reconcile() {
-	if !b.findAvatar() {
-		return
-	}
-	// The state's tick is the snapshot that last changed the avatar; that
-	// snapshot's input report names the input the state includes.
-	S, ok := b.cl.StateTick(*(*components.NetID)(b.world.Get(b.avatar, b.idNetID)))
-	if !ok || S == 0 {
-		return
-	}
-	simTick := uint32(b.cl.SimTick(S))
-	if simTick == b.lastState {
-		return
-	}
-	var applied uint32
-	if r, ok := b.cl.InputReport(S); ok {
-		applied = r.Applied
-	} else if b.lastState != 0 {
-		return // that snapshot is gone from the receiver: wait for the next state
-	} // else the first state: no input of ours was applied yet
-	b.lastState = simTick
-	auth := *(*Avatar)(b.world.Get(b.avatar, b.idAvatar))
-	c := b.pred.Reconcile(simTick, applied, &auth)
-	switch c.Status {
-	case input.ReconcileMatch:
-		b.stats.Matches++
-	case input.ReconcileCorrected:
-		b.stats.Corrections++
-		b.stats.MaxError = max(b.stats.MaxError, c.MaxError)
-		b.stats.MaxCorrection = max(b.stats.MaxCorrection, math.Hypot(c.New.X-c.Old.X, c.New.Z-c.Old.Z))
-		b.shift = b.shift.Add(components.Vec3{X: c.New.X - c.Old.X, Z: c.New.Z - c.Old.Z})
-		// Keep drawing where the avatar was; the offset decays.
-		b.smooth.Correct(b.drawn, avatarVisual(&c.New))
-	case input.ReconcileReset:
-		b.stats.Resets++
-		b.smooth = interp.Smoother{}
-	}
 }
 
 // nextInput is the scripted player: hold keys for a while, turn smoothly,
 // head back to the centre near the walls, fire in bursts.
-func (b *Bot) nextInput() ShooterInput {
-	s := b.pred.State()
+func (b *Bot) nextInput(_ uint32, s *Avatar) ShooterInput {
 	if b.rng.IntN(90) == 0 {
 		b.script.Keys = uint8(b.rng.IntN(16))
 	}
@@ -278,20 +184,15 @@ func (b *Bot) nextInput() ShooterInput {
 	return b.script
 }
 
-// draw advances the render clock, interpolates remote entities, and draws
-// the predicted avatar with the correction smoother.
-func (b *Bot) draw(now time.Time) {
-	dt := time.Duration(0)
-	if !b.lastFrame.IsZero() {
-		dt = now.Sub(b.lastFrame)
-	}
-	b.lastFrame = now
+// draw advances the render clock and interpolates remote entities (the
+// player drew the avatar).
+func (b *Bot) draw() {
 	if clk := b.cl.InterpClock(); clk != nil {
 		if b.isys == nil {
 			b.isys = interp.NewSystem(clk, 0)
 			b.isys.Initialize(b.world)
 		}
-		clk.Advance(now)
+		clk.Advance(b.opts.Now())
 		b.isys.Update(b.world)
 		st := b.isys.Stats()
 		b.stats.Interpolating, b.stats.Extrapolating, b.stats.Holding = st.Interpolating, st.Extrapolating, st.Holding
@@ -299,22 +200,14 @@ func (b *Bot) draw(now time.Time) {
 	q := b.world.Query(ecs.All(b.idProj))
 	b.stats.Projectiles = q.Count()
 	q.Close()
-	if !b.findAvatar() || b.lastState == 0 {
-		return
-	}
-	// The interpolation system also drew the avatar (the client gives every
-	// mirror with a Transform a buffer); the predicted pose replaces it.
-	b.smooth.Decay(dt)
-	b.drawn = b.smooth.Apply(avatarVisual(b.pred.State()))
-	*(*components.Visual)(b.world.Get(b.avatar, b.idVisual)) = b.drawn
 }
 
 // Poses returns the drawn position of the local avatar and its motion: the
 // predicted position minus every correction so far, a path without the
 // corrections' jumps. ok is false until prediction has started.
 func (b *Bot) Poses() (drawn, motion components.Vec3, ok bool) {
-	if !b.hasAvatar || b.lastState == 0 {
+	if _, ok := b.player.Entity(); !ok {
 		return drawn, motion, false
 	}
-	return b.drawn.Pos, avatarVisual(b.pred.State()).Pos.Sub(b.shift), true
+	return b.player.Visual().Pos, avatarVisual(b.player.State()).Pos.Sub(b.shift), true
 }

@@ -74,6 +74,9 @@ func newRegistry() *schema.Registry {
 	schema.MustRegister[components.Velocity](reg)
 	schema.MustRegister[Projectile](reg)
 	schema.MustRegister[Avatar](reg)
+	// Marks avatars: their owners predict them (input.Player) instead of
+	// interpolating them.
+	schema.MustRegister[components.Predicted](reg)
 	return reg
 }
 

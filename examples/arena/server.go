@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -15,7 +14,6 @@ import (
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/input"
 	"github.com/archenet/archenet/replication"
-	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -45,10 +43,8 @@ type npc struct {
 // player is the server's state of one connected client.
 type player struct {
 	id     replication.ClientID
-	log    *input.Log[ShooterInput]
 	avatar arche.Entity
 	has    bool
-	in     ShooterInput
 	pushes uint64 // hits by projectiles: state changes the client cannot predict
 }
 
@@ -57,10 +53,13 @@ type ServerStats struct {
 	Ticks                               uint64
 	ProjectilesSpawned, ProjectilesGone uint64
 	Hits                                uint64
-	InputDatagrams, InputRejected       uint64
-	// Input ticks consumed with the client's own frame / without it, summed
-	// over every player that has left or is connected.
+	// Input ticks consumed with the client's own frame / without it, and
+	// frames that came after their tick, summed over every player that has
+	// left or is connected.
 	InputReceived, InputMissing, InputLate uint64
+	// InputRejected counts input sections refused (malformed, flooding, or
+	// coded against a frame the server no longer holds).
+	InputRejected uint64
 }
 
 // ServerGame is the authoritative arena: an arche world stepped by an
@@ -73,8 +72,7 @@ type ServerGame struct {
 	// joined and left are the clients the replication server reported
 	// (ServerConfig.OnConnect / OnDisconnect) since the last syncPlayers.
 	joined, left []replication.ClientID
-	codec        *input.Codec[ShooterInput]
-	round        *input.Rounder[Avatar]
+	auth         *input.Authority[Avatar, ShooterInput]
 	rng          *rand.Rand
 	log          *slog.Logger
 
@@ -121,10 +119,12 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 
 	reg := newRegistry()
 	var err error
-	if g.codec, err = input.NewCodec[ShooterInput](input.Config{}); err != nil {
-		return nil, err
-	}
-	if g.round, err = input.NewRounder[Avatar](reg.ByType(typeOf[Avatar]())); err != nil {
+	// The authority steps every avatar with its owner's input, the step the
+	// owner predicts with, and fires when the step says so.
+	g.auth, err = input.NewAuthority(g.world, input.AuthorityConfig[Avatar, ShooterInput]{
+		Registry: reg, Step: stepAvatar, OnStep: g.onAvatarStep,
+	})
+	if err != nil {
 		return nil, err
 	}
 	cfg := replication.ServerConfig{
@@ -133,12 +133,7 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		NetDivisor: netDivisor,
 		// Snapshot ticks are the scheduler's net ticks (g.sched is set
 		// below, before the first Send).
-		Tick:  func() uint32 { return g.sched.Info().NetTick },
-		Input: g.receiveInput,
-		// Each snapshot tells its client which of its input ticks the
-		// avatar's state includes, and the input feedback.
-		InputAck:      g.inputAck,
-		InputFeedback: g.inputFeedback,
+		Tick: func() uint32 { return g.sched.Info().NetTick },
 		// Joins and leaves are queued: avatars change between systems.
 		OnConnect:    func(c replication.ClientID) { g.joined = append(g.joined, c) },
 		OnDisconnect: func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
@@ -147,6 +142,10 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
+	}
+	// Input, input acks and feedback go through the authority's logs.
+	if err = g.auth.Configure(&cfg); err != nil {
+		return nil, err
 	}
 	// Net tick n is simulation tick n·netDivisor (ServerConfig.Tick), which
 	// clients use to stamp inputs (checked in afterSend).
@@ -157,13 +156,14 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		return nil, err
 	}
 	g.sched.AddNetSystem(g.srv.ReceiveSystem())
-	g.sched.AddNetSystem(sysFunc(g.syncPlayers))
-	g.sched.AddSystem(sysFunc(g.stepAvatars))
-	g.sched.AddSystem(sysFunc(g.stepNPCs))
-	g.sched.AddSystem(sysFunc(g.stepProjectiles))
-	g.sched.AddSystem(sysFunc(g.endOfTick))
+	g.sched.AddNetSystem(ecs.Func(g.syncPlayers))
+	g.sched.AddSystem(g.auth.System())
+	g.sched.AddSystem(ecs.Func(g.stepNPCs))
+	g.sched.AddSystem(ecs.Func(g.stepProjectiles))
+	g.sched.AddSystem(g.auth.RoundSystem()) // after the knockback of stepProjectiles
+	g.sched.AddSystem(ecs.Func(g.endOfTick))
 	g.sched.AddNetSystem(g.srv.SendSystem())
-	g.sched.AddNetSystem(sysFunc(g.afterSend))
+	g.sched.AddNetSystem(ecs.Func(g.afterSend))
 
 	for i := 0; i < opts.NPCs; i++ {
 		g.spawnNPC()
@@ -205,12 +205,9 @@ func (g *ServerGame) Replication() *replication.Server { return g.srv }
 // players' logs.
 func (g *ServerGame) Stats() ServerStats {
 	s := g.stats
-	for _, p := range g.order {
-		st := p.log.Stats()
-		s.InputReceived += st.Received
-		s.InputMissing += st.Missing
-		s.InputLate += st.Late
-	}
+	st := g.auth.Stats()
+	s.InputReceived, s.InputMissing, s.InputLate = st.Received, st.Missing, st.Late
+	s.InputRejected = st.Malformed + st.NoBaseline + st.Flooded
 	return s
 }
 
@@ -225,8 +222,8 @@ func (g *ServerGame) Pushes(id replication.ClientID) uint64 {
 
 // InputStats returns the input log counters of client id.
 func (g *ServerGame) InputStats(id replication.ClientID) (input.Stats, bool) {
-	if p := g.players[id]; p != nil {
-		return p.log.Stats(), true
+	if l := g.auth.Log(id); l != nil {
+		return l.Stats(), true
 	}
 	return input.Stats{}, false
 }
@@ -264,51 +261,21 @@ func (g *ServerGame) BytesDown() (snapshots, spawns uint64) {
 	return g.srv.Stats.SnapshotBytes, g.srv.Stats.SpawnBytes
 }
 
-// receiveInput is ServerConfig.Input: it stores the frames of a client
-// datagram's input section in the client's log.
-func (g *ServerGame) receiveInput(c replication.ClientID, _ uint32, section []byte) error {
-	p, err := g.player(c)
-	if err != nil {
-		return err
-	}
-	// Receive runs at the start of the tick being simulated: that is the
-	// next tick the log will consume.
-	_, err = p.log.Receive(bitio.NewReader(section), uint32(g.sched.Info().Tick))
-	switch {
-	case err == nil:
-		g.stats.InputDatagrams++
-	case errors.Is(err, input.ErrMalformed):
-		return fmt.Errorf("input: %w", err) // untrusted bytes: drop the client
-	default:
-		g.stats.InputRejected++ // ErrNoBaseline, ErrFlood: drop the datagram only
-	}
-	return nil
-}
-
-func (g *ServerGame) player(c replication.ClientID) (*player, error) {
+func (g *ServerGame) player(c replication.ClientID) *player {
 	if p := g.players[c]; p != nil {
-		return p, nil
+		return p
 	}
-	l, err := input.NewLog(g.codec, input.LogConfig{})
-	if err != nil {
-		return nil, err
-	}
-	p := &player{id: c, log: l}
+	p := &player{id: c}
 	g.players[c] = p
 	g.order = append(g.order, p)
-	return p, nil
+	return p
 }
 
 // syncPlayers spawns an avatar for every client that joined and removes the
 // avatars of clients that left (net ticks, after Receive).
 func (g *ServerGame) syncPlayers(*arche.World) {
 	for _, id := range g.joined {
-		p, err := g.player(id)
-		if err != nil {
-			g.log.Error("arena: input log", "err", err)
-			continue
-		}
-		if !p.has {
+		if p := g.player(id); !p.has {
 			g.spawnAvatar(p)
 		}
 	}
@@ -321,10 +288,6 @@ func (g *ServerGame) syncPlayers(*arche.World) {
 		if p.has && g.world.Alive(p.avatar) {
 			g.world.RemoveEntity(p.avatar)
 		}
-		st := p.log.Stats()
-		g.stats.InputReceived += st.Received
-		g.stats.InputMissing += st.Missing
-		g.stats.InputLate += st.Late
 		g.players[id] = nil
 		g.order = slices.DeleteFunc(g.order, func(q *player) bool { return q == p })
 	}
@@ -339,7 +302,6 @@ func (g *ServerGame) spawnAvatar(p *player) {
 	// Spread players on a circle around the centre.
 	a := float64(p.id) * 2.4
 	av.X, av.Z = 20*math.Cos(a), 20*math.Sin(a)
-	g.round.Round(av)
 	*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: components.Vec3{X: av.X, Z: av.Z}, Rot: yawRot(av.Yaw)}
 	p.avatar, p.has = e, true
 	g.log.Info("arena: avatar spawned", "client", p.id)
@@ -357,26 +319,18 @@ func (g *ServerGame) spawnNPC() {
 	n.FireIn = npcFireMinTick + g.rng.IntN(npcFireMaxTick-npcFireMinTick)
 }
 
-// stepAvatars consumes each player's input for this tick and steps the
-// avatar with the same function the client predicts with.
-func (g *ServerGame) stepAvatars(*arche.World) {
-	tick := uint32(g.sched.Info().Tick)
-	for _, p := range g.order {
-		if !p.has {
-			continue
-		}
-		p.log.Consume(tick, &p.in)
-		av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
-		before := *av
-		stepAvatar(av, &p.in, simDt)
-		if fired(&before, av) {
-			sin, cos := math.Sincos(av.Yaw)
-			dir := components.Vec3{X: cos, Z: sin}
-			g.spawnQueue = append(g.spawnQueue, projectileSpawn{
-				pos: components.Vec3{X: av.X, Z: av.Z}.Add(dir.Scale(1)), vel: dir.Scale(projectileVel), shooter: p.id,
-			})
-		}
+// onAvatarStep is the authority's OnStep: a step that fired queues a
+// projectile.
+func (g *ServerGame) onAvatarStep(e arche.Entity, before, after *Avatar, _ *ShooterInput) {
+	if !fired(before, after) {
+		return
 	}
+	sin, cos := math.Sincos(after.Yaw)
+	dir := components.Vec3{X: cos, Z: sin}
+	g.spawnQueue = append(g.spawnQueue, projectileSpawn{
+		pos: components.Vec3{X: after.X, Z: after.Z}.Add(dir.Scale(1)), vel: dir.Scale(projectileVel),
+		shooter: (*components.Owner)(g.world.Get(e, g.idOwner)).Client,
+	})
 }
 
 // stepNPCs makes the NPCs wander and fire.
@@ -475,8 +429,8 @@ func (g *ServerGame) stepProjectiles(*arche.World) {
 	g.removeQ = g.removeQ[:0]
 }
 
-// endOfTick rounds every avatar to what its owner receives (the Predictor
-// rounds its own state the same way) and derives the replicated Transform.
+// endOfTick derives the replicated Transform of every avatar from its
+// rounded state (the authority's RoundSystem ran before).
 func (g *ServerGame) endOfTick(*arche.World) {
 	info := g.sched.Info()
 	g.stats.Ticks = info.Tick
@@ -485,29 +439,8 @@ func (g *ServerGame) endOfTick(*arche.World) {
 			continue
 		}
 		av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
-		g.round.Round(av)
 		*(*components.Transform)(g.world.Get(p.avatar, g.idTrans)) = components.Transform{Pos: components.Vec3{X: av.X, Z: av.Z}, Rot: yawRot(av.Yaw)}
 	}
-}
-
-// inputAck is ServerConfig.InputAck: the input tick whose values the
-// avatar's state includes (input.Log.LastApplied), none before the first.
-func (g *ServerGame) inputAck(c replication.ClientID) (uint32, bool) {
-	if p := g.players[c]; p != nil {
-		return p.log.LastApplied()
-	}
-	return 0, false
-}
-
-// inputFeedback is ServerConfig.InputFeedback: the newest input tick held
-// and the buffer depth. Feedback starts a new depth window; it runs once per
-// snapshot datagram.
-func (g *ServerGame) inputFeedback(c replication.ClientID) (uint32, int, bool) {
-	if p := g.players[c]; p != nil {
-		fb := p.log.Feedback()
-		return fb.Ack, fb.Depth, fb.HasAck
-	}
-	return 0, 0, false
 }
 
 func (g *ServerGame) afterSend(*arche.World) {

@@ -1,0 +1,242 @@
+package input
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	arche "github.com/mlange-42/arche/ecs"
+	"github.com/mlange-42/arche/generic"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// AuthorityConfig configures an [Authority]. Every zero field has a
+// documented default.
+type AuthorityConfig[S, I any] struct {
+	// Registry is the server's component registry; S must be registered
+	// in it. Required.
+	Registry *schema.Registry
+	// Step is the game's step function, the one clients predict with
+	// (PlayerConfig.Step). Required.
+	Step StepFunc[S, I]
+	// Input configures the input codec; it must match the clients'
+	// (PlayerConfig.Input). Zero: the defaults.
+	Input Config
+	// Log configures each client's input log.
+	Log LogConfig
+	// OnStep, if set, runs after each entity's step with its state before
+	// and after and the input applied (fire a shot, play a sound). It runs
+	// inside a query: queue structural changes (new entities) for later.
+	OnStep func(e arche.Entity, before, after *S, in *I)
+}
+
+// AuthorityStats are an [Authority]'s counters, summed over every client
+// that is or was connected.
+type AuthorityStats struct {
+	Stats             // the input logs' counters
+	Dropped    uint64 // clients dropped for malformed input
+	Steps      uint64 // entity steps run
+	NoInputLog uint64 // input sections from clients the Authority does not know
+}
+
+// Authority is the server side of predicted entities: it keeps an input
+// [Log] per connected client, fed from the replication server's input hook,
+// and each simulation tick steps every entity with component S and a
+// components.Owner with its owner's input for that tick, with the same step
+// function the owner predicts with ([Player]). Each snapshot tells the
+// client which of its input ticks the state includes and its input buffer
+// depth ([Authority.Configure] sets the server's hooks).
+//
+// Add [Authority.System] where the entities should step and
+// [Authority.RoundSystem] after every system that changes S in the tick, so
+// that the state the server continues from is the quantized one the client
+// reconciles with. The tick comes from the world's ecs.TickInfo (an
+// archenet ecs.Scheduler). Not safe for concurrent use.
+type Authority[S, I any] struct {
+	cfg   AuthorityConfig[S, I]
+	world *arche.World
+	codec *Codec[I]
+	round *Rounder[S]
+	logs  [256]*Log[I]
+	info  generic.Resource[ecs.TickInfo]
+	in    I
+
+	idState, idOwner arche.ID
+	stats            AuthorityStats
+}
+
+// NewAuthority returns an authority stepping the S entities of world.
+func NewAuthority[S, I any](world *arche.World, cfg AuthorityConfig[S, I]) (*Authority[S, I], error) {
+	if world == nil || cfg.Registry == nil || cfg.Step == nil {
+		return nil, fmt.Errorf("%w: NewAuthority needs a world, Registry and Step", ErrInvalidConfig)
+	}
+	plan := cfg.Registry.ByType(reflect.TypeFor[S]())
+	if plan == nil {
+		return nil, fmt.Errorf("%w: %s is not in the registry", ErrInvalidConfig, reflect.TypeFor[S]())
+	}
+	a := &Authority[S, I]{cfg: cfg, world: world, info: generic.NewResource[ecs.TickInfo](world)}
+	var err error
+	if a.codec, err = NewCodec[I](cfg.Input); err != nil {
+		return nil, err
+	}
+	if a.round, err = NewRounder[S](plan); err != nil {
+		return nil, err
+	}
+	if _, err = NewLog(a.codec, cfg.Log); err != nil {
+		return nil, err
+	}
+	a.idState = arche.TypeID(world, reflect.TypeFor[S]())
+	a.idOwner = arche.ComponentID[components.Owner](world)
+	return a, nil
+}
+
+// Configure sets the server config's input hooks (Input, InputAck,
+// InputFeedback) to this authority's, and chains OnConnect and
+// OnDisconnect (the game's run first) to open and close each client's log.
+// Call it before replication.NewServer. It fails if an input hook is
+// already set.
+func (a *Authority[S, I]) Configure(cfg *replication.ServerConfig) error {
+	if cfg.Input != nil || cfg.InputAck != nil || cfg.InputFeedback != nil {
+		return fmt.Errorf("%w: ServerConfig already has input hooks", ErrInvalidConfig)
+	}
+	cfg.Input, cfg.InputAck, cfg.InputFeedback = a.receive, a.inputAck, a.feedback
+	connect, disconnect := cfg.OnConnect, cfg.OnDisconnect
+	cfg.OnConnect = func(c replication.ClientID) {
+		if connect != nil {
+			connect(c)
+		}
+		a.logs[c], _ = NewLog(a.codec, a.cfg.Log) // checked in NewAuthority
+	}
+	cfg.OnDisconnect = func(c replication.ClientID, reason error) {
+		if disconnect != nil {
+			disconnect(c, reason)
+		}
+		if l := a.logs[c]; l != nil {
+			a.stats.add(l.Stats())
+			a.logs[c] = nil
+		}
+	}
+	return nil
+}
+
+// tick is the simulation tick being run (the next one before the first).
+func (a *Authority[S, I]) tick() uint32 {
+	if a.info.Has() {
+		return uint32(a.info.Get().Tick)
+	}
+	return 0
+}
+
+// receive is ServerConfig.Input: it stores the frames of a client
+// datagram's input section in the client's log. Malformed input drops the
+// client; stale or flooding datagrams are dropped alone.
+func (a *Authority[S, I]) receive(c replication.ClientID, _ uint32, section []byte) error {
+	l := a.logs[c]
+	if l == nil {
+		a.stats.NoInputLog++
+		return nil
+	}
+	// The server's Receive runs at the start of the tick it belongs to:
+	// the next tick the log consumes.
+	_, err := l.Receive(bitio.NewReader(section), a.tick())
+	if errors.Is(err, ErrMalformed) {
+		a.stats.Dropped++
+		return fmt.Errorf("input: %w", err)
+	}
+	return nil // ErrNoBaseline, ErrFlood: counted by the log
+}
+
+// inputAck is ServerConfig.InputAck: the input tick the state includes.
+func (a *Authority[S, I]) inputAck(c replication.ClientID) (uint32, bool) {
+	if l := a.logs[c]; l != nil {
+		return l.LastApplied()
+	}
+	return 0, false
+}
+
+// feedback is ServerConfig.InputFeedback: the newest input tick held and
+// the buffer depth.
+func (a *Authority[S, I]) feedback(c replication.ClientID) (uint32, int, bool) {
+	if l := a.logs[c]; l != nil {
+		fb := l.Feedback()
+		return fb.Ack, fb.Depth, fb.HasAck
+	}
+	return 0, 0, false
+}
+
+// Step consumes the input of the current tick for every owned S entity and
+// steps it (what [Authority.System] runs).
+func (a *Authority[S, I]) Step() {
+	tick, dt := a.tick(), 1.0/60
+	if a.info.Has() {
+		dt = a.info.Get().Dt
+	}
+	q := a.world.Query(arche.All(a.idState, a.idOwner))
+	for q.Next() {
+		owner := (*components.Owner)(q.Get(a.idOwner)).Client
+		l := a.logs[owner]
+		if l == nil {
+			continue // not connected: no input, no step
+		}
+		l.Consume(tick, &a.in)
+		s := (*S)(q.Get(a.idState))
+		var before S
+		if a.cfg.OnStep != nil {
+			before = *s
+		}
+		a.cfg.Step(s, &a.in, dt)
+		a.stats.Steps++
+		if a.cfg.OnStep != nil {
+			a.cfg.OnStep(q.Entity(), &before, s, &a.in)
+		}
+	}
+}
+
+// Round rounds every owned S to its quantized value (what
+// [Authority.RoundSystem] runs).
+func (a *Authority[S, I]) Round() {
+	q := a.world.Query(arche.All(a.idState, a.idOwner))
+	for q.Next() {
+		a.round.Round((*S)(q.Get(a.idState)))
+	}
+}
+
+// System returns an ecs.System running [Authority.Step] every tick.
+func (a *Authority[S, I]) System() ecs.System { return ecs.Func(func(*arche.World) { a.Step() }) }
+
+// RoundSystem returns an ecs.System running [Authority.Round] every tick;
+// add it after the systems that change S.
+func (a *Authority[S, I]) RoundSystem() ecs.System { return ecs.Func(func(*arche.World) { a.Round() }) }
+
+// Log returns the input log of client c (nil if not connected).
+func (a *Authority[S, I]) Log(c replication.ClientID) *Log[I] { return a.logs[c] }
+
+// Stats returns the counters, including the logs of connected clients.
+func (a *Authority[S, I]) Stats() AuthorityStats {
+	st := a.stats
+	for _, l := range a.logs {
+		if l != nil {
+			st.add(l.Stats())
+		}
+	}
+	return st
+}
+
+func (s *AuthorityStats) add(l Stats) {
+	s.Datagrams += l.Datagrams
+	s.Malformed += l.Malformed
+	s.NoBaseline += l.NoBaseline
+	s.Flooded += l.Flooded
+	s.Frames += l.Frames
+	s.Duplicate += l.Duplicate
+	s.Late += l.Late
+	s.Ahead += l.Ahead
+	s.Consumed += l.Consumed
+	s.Received += l.Received
+	s.Missing += l.Missing
+}
