@@ -46,6 +46,20 @@ type ClientConfig struct {
 	// OnSnapshot, if set, is called for every snapshot datagram decoded, with
 	// its server tick and arrival time (tick synchronization, statistics).
 	OnSnapshot func(tick uint32, arrival time.Time)
+	// ConnectTimeout closes the client with an ErrTimeout error naming the
+	// server's address when no Welcome arrives this long after the Hello.
+	// 0: DefaultTimeout (10 s). Negative: never.
+	ConnectTimeout time.Duration
+	// ReadyTimeout closes the client when the initial world has not arrived
+	// this long after the Welcome (a large world over a slow link takes a
+	// while). 0: 30 s. Negative: never.
+	ReadyTimeout time.Duration
+	// Timeout closes the client once welcomed when nothing (no datagram, no
+	// message) arrives from the server for this long: a dead link or a
+	// killed server (noticed long before QUIC's 30 s idle timeout), or a
+	// server that does not run Server.Send. 0: DefaultTimeout (10 s).
+	// Negative: never (the transport's idle timeout still applies).
+	Timeout time.Duration
 	// MaxEntities bounds mirrored entities. 0: 65536.
 	MaxEntities int
 	// CompressionDictionary is the zstd dictionary of a server that
@@ -108,6 +122,8 @@ type Client struct {
 	idBuf    []arche.ID
 	onReady  []func()
 	onSnap   []func(tick uint32, arrival time.Time)
+
+	lastReceive, warnedStall time.Time // liveness of the caller's Receive
 	// Stats since start.
 	Stats ClientStats
 }
@@ -136,6 +152,15 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultTimeout
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 30 * time.Second
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans(), mirrors: newMirrorTable(cfg.MaxEntities)}
 	c.link.cfg, c.link.plans, c.link.stats = &c.cfg, c.plans, &c.Stats
@@ -337,11 +362,15 @@ func (c *Client) Receive() {
 	if c.state == StateClosed {
 		return
 	}
+	now := c.cfg.Now()
+	c.lastReceive = now
+	defer c.checkLiveness(now)
 	for {
 		m, ok := c.conn.PollMessage()
 		if !ok {
 			break
 		}
+		c.hear(now)
 		if err := c.handleMessage(m); err != nil {
 			_ = c.conn.CloseWithReason(transport.CodeProtocolError, err.Error())
 			c.fail(err)
@@ -360,12 +389,12 @@ func (c *Client) Receive() {
 	if c.state == StateConnecting {
 		return
 	}
-	now := c.cfg.Now()
 	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
 			break
 		}
+		c.hear(now)
 		if S, first := c.onDatagram(d, now); first {
 			if c.cfg.OnSnapshot != nil {
 				c.cfg.OnSnapshot(S, now)
@@ -389,6 +418,33 @@ func (c *Client) Receive() {
 			c.applied = S
 		}
 	}
+}
+
+// checkLiveness closes the client when the server went quiet too long.
+func (c *Client) checkLiveness(now time.Time) {
+	if c.state == StateClosed {
+		return
+	}
+	if err := c.expired(now, c.conn.RemoteAddr().String()); err != nil {
+		_ = c.conn.CloseWithReason(transport.CodeTimeout, "server timed out")
+		c.fail(err)
+	}
+}
+
+// warnStalled warns, at most every 10 s, when Send runs while Receive has
+// not run for a while: the client cannot see the server (no Welcome, no
+// snapshots) and acks nothing new.
+func (c *Client) warnStalled(now time.Time) {
+	const after, every = 2 * time.Second, 10 * time.Second
+	if c.lastReceive.IsZero() {
+		c.lastReceive = now // the first Send: count from here
+	}
+	if now.Sub(c.lastReceive) < after || now.Sub(c.warnedStall) < every {
+		return
+	}
+	c.warnedStall = now
+	c.cfg.Logger.Warn("archenet: Client.Send runs but Client.Receive has not run for "+now.Sub(c.lastReceive).Round(time.Millisecond).String()+
+		": the client sees nothing from the server (add Client.ReceiveSystem before the game's systems)", "state", c.state)
 }
 
 // handleMessage runs a reliable message through the link and applies what
@@ -569,6 +625,7 @@ func (c *Client) pushInterp(v *snapshot.View) {
 // Send sends this net tick's client datagram: the snapshot ack and, if
 // configured, the input section.
 func (c *Client) Send() {
+	c.warnStalled(c.cfg.Now())
 	if c.state != StateJoined && c.state != StateReady {
 		return
 	}

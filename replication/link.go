@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -31,6 +32,11 @@ type link struct {
 	arrivals timing.Arrivals
 	touched  []uint32 // ticks that gained datagrams since the last fresh
 	dgBuf    []byte
+
+	// Liveness: when the current state began (as of the first expired
+	// check in it) and when the server was last heard from.
+	phase        ClientState
+	since, heard time.Time
 }
 
 // linkEvent is what a reliable message meant.
@@ -51,8 +57,46 @@ func (l *link) start() []byte {
 	l.rcv = snapshot.NewReceiver(l.cfg.Registry, 0, 0)
 	l.rcv.MaxEntities = l.cfg.MaxEntities
 	l.touched = l.touched[:0]
+	l.phase, l.since, l.heard = StateClosed, time.Time{}, time.Time{}
 	h := transport.Hello{Version: ProtocolVersion, ProtocolHash: l.cfg.Registry.Hash(), Token: l.cfg.Token}
 	return h.Append(nil)
+}
+
+// ErrTimeout is wrapped by the errors of a client that gave up on its
+// server (ClientConfig.ConnectTimeout, ReadyTimeout, Timeout); the text
+// names the server's address and the phase.
+var ErrTimeout = errors.New("replication: timeout")
+
+// hear notes that something arrived from the server at now.
+func (l *link) hear(now time.Time) { l.heard = now }
+
+// expired reports the liveness failure of the link at now (nil if none):
+// no Welcome within ConnectTimeout of the Hello, no initial world within
+// ReadyTimeout of the Welcome, or nothing heard for Timeout once welcomed.
+// remote names the server.
+func (l *link) expired(now time.Time, remote string) error {
+	if l.state != l.phase {
+		l.phase, l.since = l.state, now
+		if l.heard.IsZero() {
+			l.heard = now
+		}
+	}
+	c := l.cfg
+	switch {
+	case l.state == StateConnecting && c.ConnectTimeout > 0 && now.Sub(l.since) > c.ConnectTimeout:
+		return fmt.Errorf("%w: connecting to %s: no Welcome within %v of the Hello (no archenet server there, or it is not running Server.Receive)",
+			ErrTimeout, remote, c.ConnectTimeout)
+	case l.state != StateJoined && l.state != StateReady:
+		return nil
+	case c.Timeout > 0 && now.Sub(l.heard) > c.Timeout:
+		if l.state == StateJoined && !l.heard.After(l.since) {
+			return fmt.Errorf("%w: joined %s: nothing arrived in the %v since the Welcome (is the server running Server.Send?)", ErrTimeout, remote, c.Timeout)
+		}
+		return fmt.Errorf("%w: %s %s: nothing arrived for %v (dead link, or the server stopped running Server.Send)", ErrTimeout, l.state, remote, c.Timeout)
+	case l.state == StateJoined && c.ReadyTimeout > 0 && now.Sub(l.since) > c.ReadyTimeout:
+		return fmt.Errorf("%w: joined %s: the initial world did not arrive within %v of the Welcome", ErrTimeout, remote, c.ReadyTimeout)
+	}
+	return nil
 }
 
 // fail closes the link with err (the first reason sticks).

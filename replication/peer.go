@@ -41,6 +41,9 @@ type peer struct {
 	out    peerOutput // this tick's output, for the server to send
 	msgBuf []byte     // the spawn batch's buffer
 
+	heard    time.Time // the last datagram from the client (or the Welcome)
+	welcomed time.Time
+
 	snapBytes, spawnBytes uint64
 	datagrams             uint64
 }
@@ -93,6 +96,18 @@ func newPeer(id ClientID, conn transport.Conn, cfg *ServerConfig) *peer {
 	return p
 }
 
+// silent reports why the client is to be dropped for silence: no datagram
+// for longer than timeout (> 0) before now; "" if it is alive.
+func (p *peer) silent(now time.Time, timeout time.Duration) string {
+	if timeout <= 0 || now.Sub(p.heard) <= timeout {
+		return ""
+	}
+	if p.heard.Equal(p.welcomed) {
+		return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and Client.Send?)", timeout)
+	}
+	return fmt.Sprintf("no datagram from the client for %v (dead link, or the client stopped running Client.Send)", timeout)
+}
+
 // burst is the token bucket's depth: an eighth of a second, at least two
 // datagrams.
 func (p *peer) burst(mtu int) int { return max(mtu*2, int(p.budget.rate)/8) }
@@ -108,6 +123,7 @@ func (p *peer) onDatagram(d []byte, now time.Time, serverTick uint32) (ack snaps
 	if ack.Newest != 0 && int32(ack.Newest-serverTick) > 0 {
 		return ack, nil, fmt.Errorf("ack of tick %d from the future (server tick %d)", ack.Newest, serverTick)
 	}
+	p.heard = now
 	p.onAck(&ack, now)
 	return ack, input, nil
 }

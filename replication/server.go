@@ -52,14 +52,16 @@ type Server struct {
 	ptrs     []unsafe.Pointer
 	alive    snapshot.Bitset
 
-	clients  []*peer // index = ClientID
-	pending  []*pendingConn
-	closing  []closingConn
-	authing  int // pending connections whose Authenticator runs
-	nextID   int
-	workers  []*worker
-	active   []*peer // the clients of this tick's Send
-	interest *interestGrid
+	clients []*peer // index = ClientID
+	pending []*pendingConn
+	closing []closingConn
+	authing int // pending connections whose Authenticator runs
+	nextID  int
+	workers []*worker
+	active  []*peer // the clients of this tick's Send
+
+	lastReceive, warnedStall time.Time // liveness of the caller's Receive
+	interest                 *interestGrid
 
 	// Stats since start.
 	Stats ServerStats
@@ -367,8 +369,28 @@ func (s *Server) Receive() {
 	for _, c := range s.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
+		} else if why := c.silent(now, s.cfg.ClientTimeout); why != "" {
+			s.drop(c, transport.CodeTimeout, why)
 		}
 	}
+	s.lastReceive = now
+}
+
+// warnStalled warns, at most every 10 s, when Send runs with clients while
+// Receive has not run for a while: clients' acks and inputs go unread, so
+// their budgets collapse and their input is missing.
+func (s *Server) warnStalled(now time.Time) {
+	const after, every = 2 * time.Second, 10 * time.Second
+	if len(s.active) == 0 || now.Sub(s.lastReceive) < after || now.Sub(s.warnedStall) < every {
+		return
+	}
+	s.warnedStall = now
+	since := "ever"
+	if !s.lastReceive.IsZero() {
+		since = "for " + now.Sub(s.lastReceive).Round(time.Millisecond).String()
+	}
+	s.cfg.Logger.Warn("archenet: Server.Send runs but Server.Receive has not run "+since+
+		": acks and input are not read (add Server.ReceiveSystem to the scheduler)", "clients", len(s.active))
 }
 
 // drain takes every datagram the client sent since the last tick into its
@@ -438,6 +460,7 @@ func (s *Server) Send() {
 			s.active = append(s.active, p)
 		}
 	}
+	s.warnStalled(now)
 	s.buildPeers(s.active, now)
 	for _, p := range s.active {
 		if err := s.flush(p); err != nil {

@@ -77,6 +77,12 @@ type ServerConfig struct {
 	// HandshakeTimeout drops connections that are not through the handshake
 	// (Hello received, Authenticator done) in time. 0: 5 s.
 	HandshakeTimeout time.Duration
+	// ClientTimeout drops a client from which no datagram (ack or input)
+	// arrived for this long, with transport.CodeTimeout and a reason that
+	// says so: a killed peer or dead path (noticed long before QUIC's 30 s
+	// idle timeout), or a client that does not run Client.Send. 0: 10 s.
+	// Negative: never (the transport's idle timeout still applies).
+	ClientTimeout time.Duration
 	// MaxHandshakes bounds connections in the handshake at once (accepted,
 	// not yet welcomed); more are refused at once with "server busy", so a
 	// flood of connections that never say Hello holds bounded memory. 0: 256.
@@ -153,6 +159,9 @@ func (c *ServerConfig) defaults() error {
 	if c.MaxHandshakes <= 0 {
 		c.MaxHandshakes = 256
 	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = DefaultTimeout
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -164,6 +173,10 @@ func (c *ServerConfig) defaults() error {
 	c.Logger = slog.New(transport.RateLimit(c.Logger.Handler(), 10, time.Second))
 	return nil
 }
+
+// DefaultTimeout is the default of ServerConfig.ClientTimeout and of
+// ClientConfig.Timeout and ConnectTimeout.
+const DefaultTimeout = 10 * time.Second
 
 // Defaults of the adaptive per-client budget (ServerConfig).
 const (

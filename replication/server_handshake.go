@@ -213,6 +213,8 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 		return
 	}
 	c := newPeer(id, p.conn, &s.cfg)
+	c.heard = s.cfg.Now()
+	c.welcomed = c.heard
 	s.clients[id] = c
 	s.Stats.Connected++
 	s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())

@@ -36,16 +36,18 @@ import (
 // current that client is.
 type quicRig struct {
 	*harness
-	cert   *quic.DevCert
-	l      *quic.Listener
-	ticks  []time.Duration
-	probe  ecs.Entity
-	worst  time.Duration
-	lagMax map[int]int // client index → worst probe lag seen, in ticks
-	good   []int       // clients whose lag is tracked
-	active map[int]bool
-	mu     sync.Mutex
-	events []error // OnDisconnect reasons
+	cert  *quic.DevCert
+	l     *quic.Listener
+	ticks []time.Duration
+	probe ecs.Entity
+	// clientTimeout is ClientConfig.Timeout of dialled clients (0: default).
+	clientTimeout time.Duration
+	worst         time.Duration
+	lagMax        map[int]int // client index → worst probe lag seen, in ticks
+	good          []int       // clients whose lag is tracked
+	active        map[int]bool
+	mu            sync.Mutex
+	events        []error // OnDisconnect reasons
 }
 
 func newQUICRig(t *testing.T, lcfg quic.Config, tweak func(*replication.ServerConfig)) *quicRig {
@@ -86,7 +88,7 @@ func (r *quicRig) dial(addr string, token string) int {
 	conn, err := quic.Dial(ctx, addr, &quic.Config{TLS: r.cert.ClientTLS(), Logger: quiet})
 	require.NoError(r.t, err)
 	w := ecs.NewWorld()
-	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Logger: quiet, Token: []byte(token)})
+	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Logger: quiet, Token: []byte(token), Timeout: r.clientTimeout})
 	require.NoError(r.t, err)
 	r.clients = append(r.clients, &clientSide{w: &w, c: c})
 	i := len(r.clients) - 1
@@ -272,7 +274,11 @@ func TestQUICNonReadingClient(t *testing.T) {
 // its rate throughout, the players see no extra lag, and the silent client
 // catches up once its link is back.
 func TestQUICDeadAndSilentPeers(t *testing.T) {
-	r := newQUICRig(t, quic.Config{}, nil)
+	// Timeouts beyond the 16 s this test runs: the silent link must come
+	// back to a client and a server that kept waiting (liveness tests cover
+	// dropping dead peers).
+	r := newQUICRig(t, quic.Config{}, func(c *replication.ServerConfig) { c.ClientTimeout = 20 * time.Second })
+	r.clientTimeout = 20 * time.Second
 	ents := r.movers(200, 3)
 	for range 2 {
 		r.good = append(r.good, r.dial(r.l.Addr().String(), ""))

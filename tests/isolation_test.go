@@ -248,7 +248,12 @@ func TestSlowAuthenticatorDoesNotStallServer(t *testing.T) {
 		cfg.HandshakeTimeout = 2 * time.Second
 	})
 	join := func(token string) *clientSide {
-		h.clientCfg = func(cfg *replication.ClientConfig) { cfg.Token = []byte(token) }
+		h.clientCfg = func(cfg *replication.ClientConfig) {
+			// The verdicts come from goroutines, in real time, while the
+			// test steps simulated time: on a loaded machine many simulated
+			// seconds may pass first. The client must not give up.
+			cfg.Token, cfg.ConnectTimeout = []byte(token), -1
+		}
 		return h.addClient()
 	}
 	a := join("fast")
@@ -273,7 +278,7 @@ func TestSlowAuthenticatorDoesNotStallServer(t *testing.T) {
 		require.Equal(t, replication.StateConnecting, b.c.State())
 	}
 	close(release)
-	stepUntil(t, h, "the slow client", func() bool { return b.c.Ready() })
+	stepUntil(t, h, "the slow client", func() bool { require.NoError(t, b.c.Err()); return b.c.Ready() })
 	h.run(2)
 	require.NoError(t, h.converged(0, nil))
 	require.NoError(t, h.converged(1, nil))
