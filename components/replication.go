@@ -47,7 +47,7 @@ type Replicated struct {
 
 // Transform is the standard replicated pose: a large-world position at
 // 1 mm (grid cells of 65.536 m, so precision is the same anywhere) and a
-// smallest-three rotation at 10 bits per component (≤ 0.15° error).
+// smallest-three rotation at 10 bits per component (≤ 0.1671° error).
 type Transform struct {
 	Pos Vec3 `net:"world,step=0.001"`
 	Rot Quat `net:"quat,bits=10"`

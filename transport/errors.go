@@ -88,6 +88,8 @@ type CloseError struct {
 	Remote bool
 }
 
+// Error describes the close: who closed, the code and the reason if any, e.g.
+// "transport: connection closed by peer (timeout)".
 func (e *CloseError) Error() string {
 	who := "locally"
 	if e.Remote {
@@ -114,6 +116,7 @@ type DatagramTooLargeError struct {
 	Max  int // largest payload that could have been sent
 }
 
+// Error names the rejected size and the maximum, in bytes.
 func (e *DatagramTooLargeError) Error() string {
 	return fmt.Sprintf("transport: datagram of %d bytes exceeds the maximum payload of %d bytes", e.Size, e.Max)
 }
@@ -125,6 +128,7 @@ type MessageTooLargeError struct {
 	Max  int // the maximum message size
 }
 
+// Error names the rejected size and the maximum, in bytes.
 func (e *MessageTooLargeError) Error() string {
 	return fmt.Sprintf("transport: message of %d bytes exceeds the maximum of %d bytes", e.Size, e.Max)
 }

@@ -35,6 +35,8 @@ const (
 // MessageType is the first byte of a handshake message.
 type MessageType byte
 
+// The handshake message types: the client's Hello, and the server's answer, a
+// Welcome or a Reject.
 const (
 	MessageHello   MessageType = 0x01
 	MessageWelcome MessageType = 0x02
@@ -181,6 +183,7 @@ func TruncateReason(s string, max int) string {
 // HandshakeErrorKind classifies a [HandshakeError].
 type HandshakeErrorKind uint8
 
+// The kinds of [HandshakeError].
 const (
 	HandshakeVersionMismatch HandshakeErrorKind = iota + 1 // the protocol versions differ
 	HandshakeHashMismatch                                  // the protocol hashes differ
@@ -200,6 +203,8 @@ type HandshakeError struct {
 	Err           error  // the underlying cause, if any (Authenticator error, decoding error, close error)
 }
 
+// Error says why the handshake failed, naming both sides' values for a mismatch,
+// e.g. "protocol version mismatch: server 3, client 2"; it has no package prefix.
 func (e *HandshakeError) Error() string {
 	switch e.Kind {
 	case HandshakeVersionMismatch:
@@ -213,6 +218,7 @@ func (e *HandshakeError) Error() string {
 	}
 }
 
+// Unwrap returns the underlying cause, Err (nil if none).
 func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // CloseCode is the code a connection closes with because of e:

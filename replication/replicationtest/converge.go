@@ -13,6 +13,7 @@ import (
 // Need says whether a client must mirror a server entity.
 type Need uint8
 
+// The values of [Need].
 const (
 	Must    Need = iota // the client must mirror it
 	May                 // either is right (an interest border)

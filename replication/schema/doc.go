@@ -16,7 +16,7 @@
 //	                                  (default B=16) + in-cell offset; step S everywhere
 //	net:"raw"                        float: IEEE-754 bits, exact (32 or 64 bits)
 //	net:"quat,bits=N"                smallest-three rotation (N = 4..20 per component;
-//	                                  9 ≈ 0.3° worst, 10 ≈ 0.15°) on [4]float or a struct
+//	                                  worst 0.335° at 9, 0.1671° at 10) on [4]float or a struct
 //	                                  of 4 floats (X, Y, Z, W by name, else field order)
 //	net:"vel,max=M,step=S|bits=N[,rest=R]"
 //	                                  3-vector, ±M per axis, 1-bit at-rest flag when every

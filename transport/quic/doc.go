@@ -40,9 +40,19 @@
 //
 // # Tasks
 //
-//   - Serve: [Listen] with Config.TLS = [DevCert.ServerTLS] (or a real certificate), then
-//     [Listener.Accept] and transport.ServerHandshake.
-//   - Connect: [Dial], then transport.ClientHandshake.
+//   - Serve with replication: [Listen] with Config.TLS = [DevCert.ServerTLS] (or a real
+//     certificate), then pass the Listener to replication.NewServer, which accepts
+//     connections and runs the archenet handshake itself.
+//   - Connect with replication: [Dial], then replication.NewClient(world, conn, cfg),
+//     which sends the Hello itself and completes the handshake in its Receive calls
+//     (calling transport.ClientHandshake as well would send a second Hello, which the
+//     server does not expect).
+//   - Drive the transport directly (no replication package): [Listen], [Listener.Accept]
+//     and transport.ServerHandshake on the server; [Dial] and transport.ClientHandshake
+//     on the client.
+//   - Diagnose a failed Dial: its error names the address and the phase, e.g.
+//     "quic: dial 127.0.0.1:4433: no handshake response within 10s (is a server listening
+//     there?)", and matches context.DeadlineExceeded on a timeout.
 //   - Tune timeouts: [Config].IdleTimeout, [Config].KeepAlivePeriod, [Config].HandshakeTimeout.
 //   - Bound memory per peer: [Config].MaxMessageSize, [Config].MessageQueueLen,
 //     [Config].MessageQueueBytes, [Config].DatagramQueueLen.

@@ -215,18 +215,29 @@ func checkDatagrams(qc *quicgo.Conn) error {
 
 // Dial connects to the archenet server at the UDP address addr, verifying its
 // certificate against cfg.TLS (see [Config]). It returns once the QUIC handshake is done,
-// datagram support is confirmed and the message stream is open; then run
-// transport.ClientHandshake. Closing the Conn releases its UDP socket.
+// datagram support is confirmed and the message stream is open. The archenet handshake
+// comes next: pass the Conn to replication.NewClient, which sends the Hello itself, or,
+// when driving the transport directly, run transport.ClientHandshake. Closing the Conn
+// releases its UDP socket.
+//
+// The QUIC handshake and opening the stream are bounded by [Config].HandshakeTimeout
+// (default 10s) and by ctx. Errors name the address and the phase that failed, and wrap
+// the cause; a server that never answers gives
+//
+//	quic: dial 127.0.0.1:4433: no handshake response within 10s (is a server listening there?): …
+//
+// for which errors.Is(err, context.DeadlineExceeded) is true, as it is for any
+// timeout of Dial.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	r := cfg.resolved()
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
-		return nil, err
+		return nil, &dialError{addr: addr, phase: "resolving the address", err: err}
 	}
 	laddr := &net.UDPAddr{}
 	if r.LocalAddr != "" {
 		if laddr, err = net.ResolveUDPAddr("udp", r.LocalAddr); err != nil {
-			return nil, err
+			return nil, &dialError{addr: addr, phase: "resolving the local address " + r.LocalAddr, err: err}
 		}
 	} else if raddr.IP.IsLoopback() {
 		laddr.IP = net.IPv4(127, 0, 0, 1)
@@ -236,34 +247,87 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	}
 	udp, err := net.ListenUDP("udp", laddr)
 	if err != nil {
-		return nil, err
+		return nil, &dialError{addr: addr, phase: "binding a local UDP socket", err: err}
 	}
 	tr := &quicgo.Transport{Conn: udp}
 	release := func() {
 		tr.Close()
 		udp.Close()
 	}
+	start := time.Now()
+	limit := r.HandshakeTimeout
+	if d, ok := ctx.Deadline(); ok && d.Sub(start) < limit {
+		limit = d.Sub(start) // the caller's deadline comes first
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.HandshakeTimeout)
 	defer cancel()
 	qc, err := tr.Dial(ctx, raddr, clientTLS(&r, addr), r.quicConfig(false))
 	if err != nil {
 		release()
-		return nil, err
+		if isTimeout(err) {
+			return nil, &dialError{addr: addr, timeout: true, err: err,
+				phase: fmt.Sprintf("no handshake response within %v (is a server listening there?)", roundLimit(limit))}
+		}
+		return nil, &dialError{addr: addr, phase: "QUIC handshake", err: err}
 	}
-	fail := func(err error) (*Conn, error) {
+	fail := func(phase string, err error) (*Conn, error) {
 		qc.CloseWithError(quicgo.ApplicationErrorCode(transport.CodeProtocolError), err.Error())
 		release()
-		return nil, err
+		if isTimeout(err) {
+			phase += fmt.Sprintf(" (timed out after %v)", roundLimit(time.Since(start)))
+		}
+		return nil, &dialError{addr: addr, phase: phase, timeout: isTimeout(err), err: err}
 	}
 	if err := checkDatagrams(qc); err != nil {
-		return fail(err)
+		return fail("checking datagram support", err)
 	}
 	stream, err := qc.OpenStreamSync(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("quic: opening message stream: %w", err))
+		return fail("opening the message stream", err)
 	}
 	if _, err := stream.Write([]byte{streamPreamble}); err != nil {
-		return fail(fmt.Errorf("quic: writing stream preamble: %w", err))
+		return fail("writing the stream preamble", err)
 	}
 	return newConn(qc, stream, nil, r, func(*Conn) { release() }), nil
+}
+
+// dialError is an error of Dial: the address dialed, the phase that failed, and the
+// cause. A timeout also matches context.DeadlineExceeded (quic-go reports its own
+// handshake timeout as a distinct error type).
+type dialError struct {
+	addr, phase string
+	timeout     bool
+	err         error
+}
+
+func (e *dialError) Error() string {
+	return "quic: dial " + e.addr + ": " + e.phase + ": " + e.err.Error()
+}
+
+func (e *dialError) Unwrap() error { return e.err }
+
+// Is makes errors.Is(err, context.DeadlineExceeded) true for every timeout.
+func (e *dialError) Is(target error) bool {
+	return e.timeout && target == context.DeadlineExceeded
+}
+
+// Timeout reports whether Dial gave up waiting (see net.Error).
+func (e *dialError) Timeout() bool { return e.timeout }
+
+// isTimeout reports whether err is a deadline or quic-go's handshake or idle timeout.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var hs *quicgo.HandshakeTimeoutError
+	var idle *quicgo.IdleTimeoutError
+	return errors.As(err, &hs) || errors.As(err, &idle)
+}
+
+// roundLimit rounds d for a message: to 1ms, or to 100ms above a second.
+func roundLimit(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }

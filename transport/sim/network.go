@@ -21,6 +21,7 @@ type Addr string
 // Network returns "sim".
 func (Addr) Network() string { return "sim" }
 
+// String returns the address as given to [Network.Listen] or [Network.Dial].
 func (a Addr) String() string { return string(a) }
 
 // Network is an in-memory network driven by an injected clock and a seeded random source.
@@ -93,6 +94,7 @@ func (n *Network) SetTrace(fn func(TraceEvent)) {
 // TraceKind says what happened to a packet in a [TraceEvent].
 type TraceKind uint8
 
+// The kinds of [TraceEvent].
 const (
 	TraceDeliver   TraceKind = iota // reached the receiving end's queue
 	TraceLost                       // lost on the link (loss, burst loss)
@@ -102,6 +104,8 @@ const (
 	TraceClose                      // a close reached the peer
 )
 
+// String returns a short name of the kind ("deliver", "lost", "queue-drop", …),
+// or "TraceKind(n)" for an unknown kind.
 func (k TraceKind) String() string {
 	switch k {
 	case TraceDeliver:
