@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -20,6 +21,8 @@ type Registry struct {
 	plans  []*Plan
 	byType map[reflect.Type]*Plan
 	byName map[string]*Plan
+	// clampGen counts clamps by any plan (see ClampGeneration).
+	clampGen atomic.Uint64
 }
 
 // NewRegistry returns an empty registry.
@@ -105,6 +108,7 @@ func (r *Registry) RegisterType(t reflect.Type, opts ...Option) (*Plan, error) {
 		return nil, err
 	}
 	p.ID = uint8(len(r.plans))
+	p.clampGen = &r.clampGen
 	r.plans = append(r.plans, p)
 	r.byType[t] = p
 	r.byName[o.name] = p
