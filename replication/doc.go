@@ -42,6 +42,15 @@
 //   - Adaptive budget: each client's snapshot byte rate backs off on loss
 //     spikes, queueing delay or silent acks and grows back while the link is
 //     clean ([ClientInfo].BytesPerSecond).
+//   - Clamped values are loud: a value a field cannot represent (Health 300
+//     in range=0:100, NaN, ±Inf, a position past the world limit) reaches
+//     clients clamped while the server keeps its own; quantization counts
+//     each such value per component type and field ([Server.Clamps],
+//     schema.Registry.Clamps; counted when the entity's value is quantized,
+//     i.e. when its bytes changed), and the server warns at most once per
+//     [ClampWarnEvery] per field ("archenet: value clamped by quantization",
+//     component, field, kind, count). Checking costs one atomic load per
+//     net tick.
 //   - Input hooks: [ServerConfig].Input and [ClientConfig].Input carry the
 //     input section (package input) in the client's datagrams; in the other
 //     direction [ServerConfig].InputAck and [ServerConfig].InputFeedback put
@@ -99,6 +108,7 @@
 //	entity ↔ network id                Server.NetID, Server.Resolve, Client.Entity
 //	limit what a client sees           ServerConfig.Interest
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)
+//	find values clients see clamped    Server.Clamps (and the server's warnings)
 //	drop a client                      Server.Kick
 //	use both cores                     ServerConfig.Workers (0 = GOMAXPROCS)
 //	one server clock for input/render  input.SyncConfig{Arrivals: client.Arrivals()}

@@ -60,6 +60,7 @@ type Server struct {
 	workers  []*worker
 	active   []*peer // the clients of this tick's Send
 	interest *interestGrid
+	clampW   clampWatch // clamps.go
 
 	// Stats since start.
 	Stats ServerStats
@@ -348,6 +349,7 @@ func (s *Server) Receive() {
 	}
 	s.handshakes()
 	now := s.cfg.Now()
+	s.watchClamps(now)
 	s.active = s.active[:0]
 	for _, c := range s.clients {
 		if c == nil {
