@@ -35,15 +35,6 @@ func quantizeClampee(p *Plan, v clampee) {
 	QuantizeValue(p, &v, lanes)
 }
 
-// counts returns the clamp counts by field.
-func counts(r *Registry) map[string]ClampCount {
-	m := map[string]ClampCount{}
-	for _, c := range r.Clamps() {
-		m[c.Type+"."+c.Field] = c
-	}
-	return m
-}
-
 func TestClampNoneForRepresentableValues(t *testing.T) {
 	reg, p := clampReg(t)
 	for _, v := range []clampee{
