@@ -18,7 +18,11 @@
 //   - Handshake (reliable): protocol version, the registry's protocol hash
 //     and an auth token; a mismatch fails on both sides with a clear
 //     *transport.HandshakeError ("protocol hash mismatch: server 0x…, client
-//     0x…"). The Welcome assigns the client id (1..254) and carries the net
+//     0x…"). On a hash mismatch the server's Reject lists its components
+//     (name, own hash, fields), and the client's error names what differs:
+//     `…: component 2 differs: server "Avatar" (fields X,Z) vs client
+//     "Avatar" (fields X,Y)`, `client lacks component "Foo"`, or `server
+//     registers "Projectile" where the client registers "Avatar"`. The Welcome assigns the client id (1..254) and carries the net
 //     rate, the snapshot depth and the net divisor ([Client.SimTick]).
 //   - Spawns and despawns (reliable, ordered, batched per tick): net handle
 //     slot, generation, owner, component set and full initial state; also

@@ -150,6 +150,15 @@ func (r *Registry) Hash() uint64 {
 	return h.Sum64()
 }
 
+// Hash returns the component's own hash: 64-bit FNV-1a over its name and
+// [Plan.Describe] (not its id). Two registries whose protocol hashes differ
+// can compare these to find the component that differs.
+func (p *Plan) Hash() uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "component %s\n%s", p.Name, p.desc)
+	return h.Sum64()
+}
+
 // QuantizeValue is [Plan.Quantize] for a typed pointer; it panics if T is
 // not the plan's type.
 func QuantizeValue[T any](p *Plan, v *T, lanes []uint64) {
