@@ -43,6 +43,7 @@ const (
 	StatusMissing
 )
 
+// String names the status.
 func (s Status) String() string {
 	switch s {
 	case StatusNone:

@@ -74,6 +74,7 @@ const (
 
 var reconcileNames = [...]string{"match", "corrected", "stale", "too old", "reset"}
 
+// String names the status ("match", "corrected", "stale", "too old", "reset").
 func (s ReconcileStatus) String() string {
 	if int(s) < len(reconcileNames) {
 		return reconcileNames[s]

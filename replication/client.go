@@ -85,6 +85,7 @@ const (
 	StateClosed                        // disconnected; see Client.Err
 )
 
+// String names the state: "connecting", "joined", "ready" or "closed".
 func (s ClientState) String() string {
 	return [...]string{"connecting", "joined", "ready", "closed"}[s]
 }

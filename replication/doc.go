@@ -18,7 +18,11 @@
 //   - Handshake (reliable): protocol version, the registry's protocol hash
 //     and an auth token; a mismatch fails on both sides with a clear
 //     *transport.HandshakeError ("protocol hash mismatch: server 0x…, client
-//     0x…"). The Welcome assigns the client id (1..254) and carries the net
+//     0x…"). On a hash mismatch the server's Reject lists its components
+//     (name, own hash, fields), and the client's error names what differs:
+//     `…: component 2 differs: server "Avatar" (fields X,Z) vs client
+//     "Avatar" (fields X,Y)`, `client lacks component "Foo"`, or `server
+//     registers "Projectile" where the client registers "Avatar"`. The Welcome assigns the client id (1..254) and carries the net
 //     rate, the snapshot depth and the net divisor ([Client.SimTick]).
 //   - Spawns and despawns (reliable, ordered, batched per tick): net handle
 //     slot, generation, owner, component set and full initial state; also
@@ -42,6 +46,15 @@
 //   - Adaptive budget: each client's snapshot byte rate backs off on loss
 //     spikes, queueing delay or silent acks and grows back while the link is
 //     clean ([ClientInfo].BytesPerSecond).
+//   - Clamped values are loud: a value a field cannot represent (Health 300
+//     in range=0:100, NaN, ±Inf, a position past the world limit) reaches
+//     clients clamped while the server keeps its own; quantization counts
+//     each such value per component type and field ([Server.Clamps],
+//     schema.Registry.Clamps; counted when the entity's value is quantized,
+//     i.e. when its bytes changed), and the server warns at most once per
+//     [ClampWarnEvery] per field ("archenet: value clamped by quantization",
+//     component, field, kind, count). Checking costs one atomic load per
+//     net tick.
 //   - Input hooks: [ServerConfig].Input and [ClientConfig].Input carry the
 //     input section (package input) in the client's datagrams; in the other
 //     direction [ServerConfig].InputAck and [ServerConfig].InputFeedback put
@@ -99,6 +112,7 @@
 //	entity ↔ network id                Server.NetID, Server.Resolve, Client.Entity
 //	limit what a client sees           ServerConfig.Interest
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)
+//	find values clients see clamped    Server.Clamps (and the server's warnings)
 //	drop a client                      Server.Kick
 //	use both cores                     ServerConfig.Workers (0 = GOMAXPROCS)
 //	one server clock for input/render  input.SyncConfig{Arrivals: client.Arrivals()}

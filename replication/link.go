@@ -123,7 +123,7 @@ func (l *link) onMessage(m []byte) (linkEvent, error) {
 			if err != nil {
 				return eventNone, err
 			}
-			l.fail(rj.Err(ProtocolVersion, l.cfg.Registry.Hash()))
+			l.fail(explainReject(rj, l.cfg.Registry))
 			return eventRejected, nil
 		}
 		return eventNone, fmt.Errorf("%w: message type 0x%02x before the welcome", ErrMalformed, transport.TypeOf(m))

@@ -52,16 +52,17 @@ type Server struct {
 	ptrs     []unsafe.Pointer
 	alive    snapshot.Bitset
 
-	clients []*peer // index = ClientID
-	pending []*pendingConn
-	closing []closingConn
-	authing int // pending connections whose Authenticator runs
-	nextID  int
-	workers []*worker
-	active  []*peer // the clients of this tick's Send
+	clients  []*peer // index = ClientID
+	pending  []*pendingConn
+	closing  []closingConn
+	authing  int // pending connections whose Authenticator runs
+	nextID   int
+	workers  []*worker
+	active   []*peer // the clients of this tick's Send
+	interest *interestGrid
+	clampW   clampWatch // clamps.go
 
 	lastReceive, warnedStall time.Time // liveness of the caller's Receive
-	interest                 *interestGrid
 
 	// Stats since start.
 	Stats ServerStats
@@ -350,6 +351,7 @@ func (s *Server) Receive() {
 	}
 	s.handshakes()
 	now := s.cfg.Now()
+	s.watchClamps(now)
 	s.active = s.active[:0]
 	for _, c := range s.clients {
 		if c == nil {

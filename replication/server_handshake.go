@@ -227,7 +227,7 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 // a linger.
 func (s *Server) reject(c transport.Conn, he *transport.HandshakeError, hash uint64) {
 	s.Stats.Rejected++
-	rj := he.Reject(ProtocolVersion, hash)
+	rj := rejectFor(he, hash, s.cfg.Registry)
 	_ = c.SendMessage(rj.Append(nil))
 	// Close after a linger, so the Reject arrives before the close (a QUIC
 	// close may discard stream data in flight); the client closes first

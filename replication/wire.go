@@ -13,7 +13,9 @@ import (
 )
 
 // ProtocolVersion is the replication wire version checked at connect.
-const ProtocolVersion uint16 = 3
+// 4: a Reject for a protocol hash mismatch carries the server's component
+// list (transport.Reject.Components).
+const ProtocolVersion uint16 = 4
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.

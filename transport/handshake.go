@@ -17,7 +17,15 @@ import (
 //	Hello:   0x01 | version u16 | protocol hash u64 | token length uvarint | token
 //	Welcome: 0x02 | client ID u8 | payload length uvarint | payload
 //	Reject:  0x03 | close code u16 | server version u16 | server protocol hash u64 |
-//	         reason length uvarint | reason (UTF-8)
+//	         reason length uvarint | reason (UTF-8) |
+//	         [component count u8 (1..64) | per component: name length uvarint | name |
+//	          hash u64 | fields length uvarint | fields]
+//
+// The bracketed component list of a Reject is optional: a server sends it (its
+// registered components, see [ComponentHash]) when the protocol hashes differ, so that
+// the client can name the component that differs; without it a Reject is encoded as
+// before the list existed, which is what a version mismatch gets (so that a client of
+// another version can still read it).
 //
 // Decoders reject a length above the field's bound before looking at the data, a
 // truncated message, and trailing bytes.
@@ -25,6 +33,10 @@ const (
 	MaxTokenLen          = 1024     // bound of Hello.Token
 	MaxWelcomePayloadLen = 16 << 10 // bound of Welcome.Payload
 	MaxReasonLen         = 512      // bound of Reject.Reason
+
+	MaxRejectComponents   = 64  // bound of Reject.Components
+	MaxComponentNameLen   = 64  // bound of ComponentHash.Name
+	MaxComponentFieldsLen = 128 // bound of ComponentHash.Fields
 
 	// MaxHandshakeMessageSize is the largest handshake message (a Welcome with the
 	// largest payload): the bound a connection applies to the first message it
@@ -112,26 +124,59 @@ func ParseWelcome(b []byte) (Welcome, error) {
 }
 
 // Reject is the server's answer to a refused Hello. It carries the server's version and
-// protocol hash so that the client can report a mismatch precisely.
+// protocol hash so that the client can report a mismatch precisely, and, on a hash
+// mismatch, the server's components so that it can say which one differs
+// ([DiffComponents]).
 type Reject struct {
 	Code         CloseCode // CodeHandshakeFailed (mismatch, malformed Hello) or CodeRejected
 	Version      uint16    // the server's protocol version
 	ProtocolHash uint64    // the server's protocol hash
 	Reason       string    // human-readable; at most MaxReasonLen bytes
+	// Components are the server's registered components in id order (at most
+	// MaxRejectComponents; nil: not sent).
+	Components []ComponentHash
+}
+
+// ComponentHash is one registered component as a Reject describes it: enough for a
+// client to tell which of its components differs from the server's.
+type ComponentHash struct {
+	Name   string // registered name; at most MaxComponentNameLen bytes
+	Hash   uint64 // hash of the component's replicated layout (name, fields, precision)
+	Fields string // its field paths, comma-separated; at most MaxComponentFieldsLen bytes
 }
 
 // Len is the encoded length of r.
-func (r Reject) Len() int { return 1 + 2 + 2 + 8 + uvarintLen(len(r.Reason)) + len(r.Reason) }
+func (r Reject) Len() int {
+	n := 1 + 2 + 2 + 8 + uvarintLen(len(r.Reason)) + len(r.Reason)
+	if len(r.Components) > 0 {
+		n++
+		for _, c := range r.Components {
+			n += uvarintLen(len(c.Name)) + len(c.Name) + 8 + uvarintLen(len(c.Fields)) + len(c.Fields)
+		}
+	}
+	return n
+}
 
-// Append appends the encoding of r to b. It does not check the bound of Reason
-// (see [TruncateReason]).
+// Append appends the encoding of r to b. It does not check the bounds of Reason (see
+// [TruncateReason]) and of Components ([NewComponentHash] keeps to them).
 func (r Reject) Append(b []byte) []byte {
 	b = append(b, byte(MessageReject))
 	b = binary.BigEndian.AppendUint16(b, uint16(r.Code))
 	b = binary.BigEndian.AppendUint16(b, r.Version)
 	b = binary.BigEndian.AppendUint64(b, r.ProtocolHash)
 	b = binary.AppendUvarint(b, uint64(len(r.Reason)))
-	return append(b, r.Reason...)
+	b = append(b, r.Reason...)
+	if len(r.Components) > 0 {
+		b = append(b, byte(len(r.Components)))
+		for _, c := range r.Components {
+			b = binary.AppendUvarint(b, uint64(len(c.Name)))
+			b = append(b, c.Name...)
+			b = binary.BigEndian.AppendUint64(b, c.Hash)
+			b = binary.AppendUvarint(b, uint64(len(c.Fields)))
+			b = append(b, c.Fields...)
+		}
+	}
+	return b
 }
 
 // ParseReject decodes a Reject. Errors match ErrMalformed.
@@ -140,6 +185,18 @@ func ParseReject(b []byte) (Reject, error) {
 	rd.expectType(MessageReject)
 	r := Reject{Code: CloseCode(rd.u16()), Version: rd.u16(), ProtocolHash: rd.u64()}
 	r.Reason = string(rd.bytes("reason", MaxReasonLen))
+	if rd.err == nil && len(rd.b) > 0 {
+		n := int(rd.u8())
+		if n == 0 || n > MaxRejectComponents {
+			rd.fail("component count %d not in 1..%d", n, MaxRejectComponents)
+		}
+		for i := 0; i < n && rd.err == nil; i++ {
+			c := ComponentHash{Name: string(rd.bytes("component name", MaxComponentNameLen))}
+			c.Hash = rd.u64()
+			c.Fields = string(rd.bytes("component fields", MaxComponentFieldsLen))
+			r.Components = append(r.Components, c)
+		}
+	}
 	if err := rd.finish(); err != nil {
 		return Reject{}, err
 	}
@@ -153,7 +210,8 @@ func (r Reject) Err(clientVersion uint16, clientHash uint64) *HandshakeError {
 		Kind:          HandshakeRejected,
 		ServerVersion: r.Version, ClientVersion: clientVersion,
 		ServerHash: r.ProtocolHash, ClientHash: clientHash,
-		Reason: r.Reason,
+		Reason:           r.Reason,
+		ServerComponents: r.Components,
 	}
 	switch {
 	case r.Version != clientVersion:
@@ -201,6 +259,12 @@ type HandshakeError struct {
 	ClientHash    uint64
 	Reason        string // for HandshakeRejected and HandshakeMalformed
 	Err           error  // the underlying cause, if any (Authenticator error, decoding error, close error)
+	// ServerComponents are the server's components from its Reject, if it sent them
+	// (on a hash mismatch).
+	ServerComponents []ComponentHash
+	// Detail says, on a hash mismatch, which components differ (see
+	// [DiffComponents]); the message appends it.
+	Detail string
 }
 
 // Error says why the handshake failed, naming both sides' values for a mismatch,
@@ -210,6 +274,9 @@ func (e *HandshakeError) Error() string {
 	case HandshakeVersionMismatch:
 		return fmt.Sprintf("protocol version mismatch: server %d, client %d", e.ServerVersion, e.ClientVersion)
 	case HandshakeHashMismatch:
+		if e.Detail != "" {
+			return fmt.Sprintf("protocol hash mismatch: server %#x, client %#x: %s", e.ServerHash, e.ClientHash, e.Detail)
+		}
 		return fmt.Sprintf("protocol hash mismatch: server %#x, client %#x", e.ServerHash, e.ClientHash)
 	case HandshakeRejected:
 		return "rejected by server: " + e.Reason

@@ -33,6 +33,15 @@ func (a Angle) Quantize(theta float64) uint64 {
 	return q & (uint64(1)<<a.bits - 1)
 }
 
+// Clamped reports whether Quantize replaces θ: NaN or ±Inf (code 0). Angles
+// wrap, so no finite value is clamped.
+func (a Angle) Clamped(theta float64) Clamp {
+	if theta-theta == 0 {
+		return ClampNone
+	}
+	return floatClamp(theta)
+}
+
 // Dequantize returns the angle of code q in [−π, π).
 func (a Angle) Dequantize(q uint64) float64 {
 	q &= uint64(1)<<a.bits - 1

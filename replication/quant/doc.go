@@ -10,7 +10,11 @@
 // never a bit cast, so codes are identical on every platform. NaN and ±Inf
 // are clamped to documented values before any float→int conversion, and every
 // Dequantize accepts any code (corrupt codes clamp), so hostile input cannot
-// make a codec panic.
+// make a codec panic. Whether an input was clamped (out of range, NaN,
+// ±Inf) is reported by [Scalar.Clamped], [World.Clamped], [Angle.Clamped],
+// [Int.Clamped], [Quat.QuantizeClamp] and [Velocity.QuantizeClamp] (see
+// [Clamp]); Quantize gives clamped inputs end codes, so callers need to ask
+// only for those.
 //
 // # Task index
 //
@@ -21,4 +25,5 @@
 //   - A velocity that is often zero: [Velocity].
 //   - Health, ammo, an enum: [Int].
 //   - What error to expect: the MaxError method of each codec.
+//   - Was a value clamped: [Clamp], the Clamped / QuantizeClamp methods.
 package quant

@@ -91,6 +91,16 @@ func (qc Quat) MaxError() float64 { return 2 * QuatErrorFactor * qc.c.step }
 // under the 10⁻³-sized steps, and skipping it takes the normalization off
 // the critical path. Others are normalized first.
 func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
+	largest, a, b, c, _ = qc.QuantizeClamp(x, y, z, w)
+	return largest, a, b, c
+}
+
+// QuantizeClamp is [Quat.Quantize] that also reports a quaternion with a
+// NaN or ±Inf component ([ClampNaN] before [ClampInf]), which encodes as the
+// identity. A zero quaternion (a zero-valued struct) also encodes as the
+// identity but is not reported: it is the usual "no rotation set". The check
+// runs only on the path for input that is not unit length.
+func (qc *Quat) QuantizeClamp(x, y, z, w float64) (largest uint64, a, b, c uint64, cl Clamp) {
 	// Pick the largest magnitude on the IEEE bit patterns: for
 	// non-negative floats they order like the values, and integer selects
 	// compile to conditional moves (no mispredicted branches on real data).
@@ -154,15 +164,23 @@ func (qc *Quat) Quantize(x, y, z, w float64) (largest uint64, a, b, c uint64) {
 	if h0*h0 > t0*t0 || h1*h1 > t1*t1 || h2*h2 > t2*t2 {
 		q0, q1, q2 = qc.flipBest(q0, q1, q2, d0, d1, d2, h0, h1, h2, t0, t1, t2)
 	}
-	return big, q0, q1, q2
+	return big, q0, q1, q2, ClampNone
 }
 
 // quantizeOther is Quantize for input that is not unit length to 2⁻²⁰:
 // it normalizes (a zero, NaN or infinite quaternion becomes the identity)
 // and quantizes that. normalizeQuat's result is unit length to a few ulps
 // for every input, so Quantize comes back here at most once.
-func (qc *Quat) quantizeOther(x, y, z, w float64) (uint64, uint64, uint64, uint64) {
-	return qc.Quantize(normalizeQuat(x, y, z, w))
+func (qc *Quat) quantizeOther(x, y, z, w float64) (uint64, uint64, uint64, uint64, Clamp) {
+	cl := ClampNone
+	if d := (x - x) + (y - y) + (z - z) + (w - w); d != 0 { // a NaN or ±Inf component
+		cl = ClampInf
+		if x != x || y != y || z != z || w != w {
+			cl = ClampNaN
+		}
+	}
+	l, a, b, c, _ := qc.QuantizeClamp(normalizeQuat(x, y, z, w))
+	return l, a, b, c, cl
 }
 
 // code returns the nearest code of a sent component v and its rounding

@@ -128,6 +128,18 @@ func (s Scalar) Quantize(v float64) uint64 {
 	return uint64(int64(t))
 }
 
+// Clamped reports whether Quantize clamps v: NaN, ±Inf, or a value more
+// than half a step outside [Min, Max] (one that does not round to an end
+// code within the usual error). Quantize gives such values an end code, so
+// a caller that cares can check only those.
+func (s Scalar) Clamped(v float64) Clamp {
+	t := (v-s.min)*s.inv + 0.5
+	if t >= 0 && t < s.maxQf+1 {
+		return ClampNone
+	}
+	return floatClamp(v)
+}
+
 // Dequantize maps a code back to a value; codes above MaxQ clamp to MaxQ.
 func (s Scalar) Dequantize(q uint64) float64 {
 	if q > s.maxQ {
@@ -179,6 +191,15 @@ func NewInt(min, max int64) (Int, error) {
 func (r Int) Quantize(v int64) uint64 {
 	v = max(r.min, min(r.max, v))
 	return uint64(v) - uint64(r.min)
+}
+
+// Clamped reports whether Quantize clamps v ([ClampRange] outside [Min,
+// Max]).
+func (r Int) Clamped(v int64) Clamp {
+	if v < r.min || v > r.max {
+		return ClampRange
+	}
+	return ClampNone
 }
 
 // Dequantize returns Min + q, clamped to Max.

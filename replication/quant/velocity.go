@@ -61,6 +61,21 @@ func (v Velocity) Quantize(x, y, z float64) (rest bool, qx, qy, qz uint64) {
 	return false, v.axis.Quantize(x), v.axis.Quantize(y), v.axis.Quantize(z)
 }
 
+// QuantizeClamp is [Velocity.Quantize] that also reports the most severe
+// clamp of the three axes (see [Clamp]). A vector whose axes are NaN or
+// within the rest threshold is at rest, and reported as NaN if any is NaN.
+func (v Velocity) QuantizeClamp(x, y, z float64) (rest bool, qx, qy, qz uint64, c Clamp) {
+	rest, qx, qy, qz = v.Quantize(x, y, z)
+	if rest {
+		if x != x || y != y || z != z {
+			c = ClampNaN
+		}
+		return rest, qx, qy, qz, c
+	}
+	c = max(v.axis.Clamped(x), v.axis.Clamped(y), v.axis.Clamped(z))
+	return rest, qx, qy, qz, c
+}
+
 // Dequantize returns the vector of the codes; at rest it is exactly zero.
 func (v Velocity) Dequantize(rest bool, qx, qy, qz uint64) (x, y, z float64) {
 	if rest {

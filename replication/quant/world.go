@@ -65,6 +65,18 @@ func clampWorld(t float64) int64 {
 	return 0 // NaN
 }
 
+// Clamped reports whether Quantize clamps v: NaN, ±Inf, or beyond ±Limit
+// (see [Clamp]). Quantize gives such values a multiple of the limit (0 or
+// ±WorldLimitSteps), so a caller that cares can check only those codes:
+// q&(WorldLimitSteps−1) == 0.
+func (g World) Clamped(v float64) Clamp {
+	t := v * g.inv
+	if t <= float64(WorldLimitSteps) && t >= -float64(WorldLimitSteps) {
+		return ClampNone
+	}
+	return floatClamp(v)
+}
+
 // Dequantize returns the coordinate of q: q × Step, which equals the cell's
 // origin plus offset × Step (q is exact in a float64, |q| ≤ 2⁵⁰, so the
 // product has a single rounding).

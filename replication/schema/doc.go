@@ -50,9 +50,26 @@
 //   - [Plan.Quantize] / [Plan.Dequantize] (from/to the unsafe.Pointer arche's
 //     World.Get returns), [QuantizeValue] / [DequantizeValue] for typed pointers,
 //     [Plan.Round] for end-of-tick server rounding.
+//   - [Registry.Clamps], [Registry.ClampGeneration]: values quantization
+//     clamped, per component type and field.
 //   - [Plan.Write] / [Plan.Read]: the full bit-packed encoding; [Plan.WriteGroup],
 //     [Plan.ReadGroup], [WriteLane], [ReadLane] for field-level encoders;
 //     [Lane.Delta] / [Lane.Apply] for delta coders.
+//
+// # Clamps
+//
+// A value a field cannot represent — finite but more than half a step outside
+// its range (Health 300 in range=0:100 arrives as 100), beyond the world
+// limit, NaN (arrives as 0, or the identity rotation) or ±Inf — is clamped
+// by quantization, and counted per component type and field:
+// [Registry.Clamps] returns [ClampCount]s, [Plan.Clamps] one plan's, and
+// [Registry.ClampGeneration] is a counter that grows with every clamp (one
+// atomic load tells whether anything changed). Counting happens only on the
+// branches that produce clamped codes, with atomic counters (plans are shared
+// between goroutines); counts are per registry, so everything quantizing with
+// its plans — a server's frames, Plan.Round, package input's codecs built on
+// it — adds to them. A zero quaternion encodes as the identity without
+// counting; raw, varint and bool fields never clamp.
 //
 // # Protocol hash
 //

@@ -21,6 +21,7 @@ const (
 
 var laneKindNames = [...]string{"fixed", "angle", "bool", "uvarint", "varint", "world", "quatidx", "rest"}
 
+// String names the lane kind ("fixed", "angle", …).
 func (k LaneKind) String() string {
 	if int(k) < len(laneKindNames) {
 		return laneKindNames[k]

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/quant"
 )
 
 // ErrCorrupt is wrapped by decode errors for values no encoder produces
@@ -38,6 +40,10 @@ type Plan struct {
 	progAll   []step // full-encoding program with owner-only groups
 	progOther []step // full-encoding program without them
 	pose      *pose  // the pose kernel, for plans of that shape (pose.go)
+	// clamps counts clamped values per group; clampGen is the registry's
+	// generation counter (clamp.go).
+	clamps   []clampCounters
+	clampGen *atomic.Uint64
 }
 
 // step is one instruction of a full-encoding program: a run of fixed-width
@@ -155,6 +161,7 @@ func (p *Plan) finish() {
 		}
 	}
 	p.pose = detectPose(p)
+	p.clamps = make([]clampCounters, len(p.groups))
 }
 
 // NumLanes returns how many uint64 lanes a value of this component takes.
@@ -256,19 +263,41 @@ func (p *Plan) quantizeOps(src unsafe.Pointer, lanes []uint64) {
 		l := lanes[o.lane:]
 		switch o.kind {
 		case opScalar:
-			l[0] = o.sc.Quantize(f64(src, o.off[0], o.num))
+			v := f64(src, o.off[0], o.num)
+			q := o.sc.Quantize(v)
+			l[0] = q
+			if q == 0 || q == o.sc.MaxQ() {
+				p.checkClamp(o, v)
+			}
 		case opWorld:
-			l[0] = uint64(o.wld.Quantize(f64(src, o.off[0], o.num)))
+			v := f64(src, o.off[0], o.num)
+			q := o.wld.Quantize(v)
+			l[0] = uint64(q)
+			if worldEdge(q, v) {
+				p.checkClamp(o, v)
+			}
 		case opAngle:
-			l[0] = o.ang.Quantize(f64(src, o.off[0], o.num))
+			v := f64(src, o.off[0], o.num)
+			q := o.ang.Quantize(v)
+			l[0] = q
+			if q == 0 {
+				p.checkClamp(o, v)
+			}
 		case opQuat:
-			l[0], l[1], l[2], l[3] = o.qt.Quantize(f64(src, o.off[0], o.num), f64(src, o.off[1], o.num),
+			var c quant.Clamp
+			l[0], l[1], l[2], l[3], c = o.qt.QuantizeClamp(f64(src, o.off[0], o.num), f64(src, o.off[1], o.num),
 				f64(src, o.off[2], o.num), f64(src, o.off[3], o.num))
+			if c != quant.ClampNone {
+				p.noteClamp(o.lane, c)
+			}
 		case opVel:
-			rest, x, y, z := o.vel.Quantize(f64(src, o.off[0], o.num), f64(src, o.off[1], o.num), f64(src, o.off[2], o.num))
+			rest, x, y, z, c := o.vel.QuantizeClamp(f64(src, o.off[0], o.num), f64(src, o.off[1], o.num), f64(src, o.off[2], o.num))
 			l[0], l[1], l[2], l[3] = 0, x, y, z
 			if rest {
 				l[0] = 1
+			}
+			if c != quant.ClampNone {
+				p.noteClamp(o.lane, c)
 			}
 		case opRaw:
 			if o.num == numF32 {
@@ -280,8 +309,12 @@ func (p *Plan) quantizeOps(src unsafe.Pointer, lanes []uint64) {
 			v := loadInt(src, o.off[0], o.num)
 			if o.num == numU64 && v > math.MaxInt64 {
 				l[0] = o.irng.MaxQ()
+				p.noteClamp(o.lane, quant.ClampRange)
 			} else {
 				l[0] = o.irng.Quantize(int64(v))
+				if c := o.irng.Clamped(int64(v)); c != quant.ClampNone {
+					p.noteClamp(o.lane, c)
+				}
 			}
 		case opVarint, opUvarint, opBool:
 			l[0] = loadInt(src, o.off[0], o.num)

@@ -73,21 +73,43 @@ func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
 		return
 	}
 	if k.f32 {
-		quantizePose[float32](k, src, lanes)
+		quantizePose[float32](p, k, src, lanes)
 	} else {
-		quantizePose[float64](k, src, lanes)
+		quantizePose[float64](p, k, src, lanes)
 	}
 }
 
-// quantizePose is Plan.Quantize for a pose of float type F.
-func quantizePose[F float32 | float64](k *pose, src unsafe.Pointer, lanes []uint64) {
+// quantizePose is Plan.Quantize for a pose of float type F. Clamps are
+// checked only for positions with a code a clamp produces (±the limit,
+// or 0 from a NaN) and on the quaternion's path for input that is not unit length.
+func quantizePose[F float32 | float64](p *Plan, k *pose, src unsafe.Pointer, lanes []uint64) {
 	_ = lanes[6]
 	at := func(off uintptr) float64 { return float64(*(*F)(unsafe.Add(src, off))) }
 	g := &k.wld
-	lanes[0] = uint64(g.Quantize(at(k.pos[0])))
-	lanes[1] = uint64(g.Quantize(at(k.pos[1])))
-	lanes[2] = uint64(g.Quantize(at(k.pos[2])))
-	lanes[3], lanes[4], lanes[5], lanes[6] = k.qt.Quantize(at(k.rot[0]), at(k.rot[1]), at(k.rot[2]), at(k.rot[3]))
+	x, y, z := at(k.pos[0]), at(k.pos[1]), at(k.pos[2])
+	q0, q1, q2 := g.Quantize(x), g.Quantize(y), g.Quantize(z)
+	lanes[0], lanes[1], lanes[2] = uint64(q0), uint64(q1), uint64(q2)
+	var c quant.Clamp
+	lanes[3], lanes[4], lanes[5], lanes[6], c = k.qt.QuantizeClamp(at(k.rot[0]), at(k.rot[1]), at(k.rot[2]), at(k.rot[3]))
+	if worldEdge(q0, x) || worldEdge(q1, y) || worldEdge(q2, z) || c != quant.ClampNone {
+		p.checkPose(x, y, z, c)
+	}
+}
+
+// checkPose counts the clamps of a pose whose quantization may have
+// clamped: positions by World.Clamped, the rotation's clamp c as found.
+//
+//go:noinline
+func (p *Plan) checkPose(x, y, z float64, c quant.Clamp) {
+	g := &p.pose.wld
+	for i, v := range [3]float64{x, y, z} {
+		if ci := g.Clamped(v); ci != quant.ClampNone {
+			p.noteClamp(uint16(i), ci)
+		}
+	}
+	if c != quant.ClampNone {
+		p.noteClamp(3, c)
+	}
 }
 
 // dequantizePose is Plan.Dequantize for a pose of float type F.

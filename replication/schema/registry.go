@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -20,6 +21,8 @@ type Registry struct {
 	plans  []*Plan
 	byType map[reflect.Type]*Plan
 	byName map[string]*Plan
+	// clampGen counts clamps by any plan (see ClampGeneration).
+	clampGen atomic.Uint64
 }
 
 // NewRegistry returns an empty registry.
@@ -105,6 +108,7 @@ func (r *Registry) RegisterType(t reflect.Type, opts ...Option) (*Plan, error) {
 		return nil, err
 	}
 	p.ID = uint8(len(r.plans))
+	p.clampGen = &r.clampGen
 	r.plans = append(r.plans, p)
 	r.byType[t] = p
 	r.byName[o.name] = p
@@ -143,6 +147,15 @@ func (r *Registry) Hash() uint64 {
 	for _, p := range r.plans {
 		fmt.Fprintf(h, "component %d %s\n%s", p.ID, p.Name, p.desc)
 	}
+	return h.Sum64()
+}
+
+// Hash returns the component's own hash: 64-bit FNV-1a over its name and
+// [Plan.Describe] (not its id). Two registries whose protocol hashes differ
+// can compare these to find the component that differs.
+func (p *Plan) Hash() uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "component %s\n%s", p.Name, p.desc)
 	return h.Sum64()
 }
 
