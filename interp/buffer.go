@@ -1,8 +1,6 @@
 package interp
 
 import (
-	"math"
-
 	"github.com/archenet/archenet/components"
 )
 
@@ -52,6 +50,9 @@ type Snapshot struct {
 	Rot  components.Quat
 }
 
+// tickOf is the snapshot's tick (the ring's ordering key).
+func (s *Snapshot) tickOf() uint32 { return s.Tick }
+
 // Buffer is a snapshot interpolation buffer for one entity: the last
 // [BufferSize] authoritative states, ordered by server network tick. It is a
 // fixed-size value (about 1 KiB) with no heap allocation, meant to be used
@@ -61,31 +62,22 @@ type Snapshot struct {
 // (RFC 1982): a tick is newer than another if it is ahead by less than 2³¹,
 // so ticks may wrap around.
 type Buffer struct {
-	snaps [BufferSize]Snapshot // ring, oldest at head, sorted by tick
-	head  uint8
-	n     uint8
+	r ring[Snapshot, *Snapshot]
 }
 
-func (b *Buffer) at(i int) *Snapshot { return &b.snaps[(int(b.head)+i)%BufferSize] }
-
 // Len returns the number of snapshots held.
-func (b *Buffer) Len() int { return int(b.n) }
+func (b *Buffer) Len() int { return int(b.r.n) }
 
 // At returns the i-th snapshot, oldest first. Panics if i is out of [0, Len).
 func (b *Buffer) At(i int) Snapshot {
-	if i < 0 || i >= int(b.n) {
+	if i < 0 || i >= int(b.r.n) {
 		panic("interp: Buffer.At index out of range")
 	}
-	return *b.at(i)
+	return *b.r.at(i)
 }
 
 // Newest returns the newest tick held and false if the buffer is empty.
-func (b *Buffer) Newest() (uint32, bool) {
-	if b.n == 0 {
-		return 0, false
-	}
-	return b.at(int(b.n) - 1).Tick, true
-}
+func (b *Buffer) Newest() (uint32, bool) { return b.r.newest() }
 
 // Reset empties the buffer, e.g. after the entity teleported or respawned,
 // so that the next snapshots are not interpolated from the old place.
@@ -100,53 +92,11 @@ func (b *Buffer) Reset() { *b = Buffer{} }
 // identity). O(1) for in-order ticks, O(BufferSize) for late ones; never
 // allocates.
 func (b *Buffer) Push(tick uint32, pos components.Vec3, rot components.Quat) bool {
-	s := Snapshot{Tick: tick, Pos: pos, Rot: rot.Normalize()}
-	n := int(b.n)
-	if n == 0 {
-		b.head, b.n = 0, 1
-		b.snaps[0] = s
-		return true
+	e, _, _, ok := b.r.put(tick)
+	if ok {
+		*e = Snapshot{Tick: tick, Pos: pos, Rot: rot.Normalize()}
 	}
-	if d := int32(tick - b.at(n-1).Tick); d > 0 { // the common case: newest
-		if n == BufferSize {
-			b.snaps[b.head] = s
-			b.head = uint8((int(b.head) + 1) % BufferSize)
-		} else {
-			*b.at(n) = s
-			b.n++
-		}
-		return true
-	}
-	// Late: find the newest snapshot older than tick.
-	i := n - 1
-	for ; i >= 0; i-- {
-		d := int32(tick - b.at(i).Tick)
-		if d == 0 {
-			*b.at(i) = s
-			return true
-		}
-		if d > 0 {
-			break
-		}
-	}
-	if n == BufferSize {
-		if i < 0 {
-			return false // older than everything in a full buffer
-		}
-		// Drop the oldest, shift snapshots 1..i down, insert at i.
-		for j := 0; j < i; j++ {
-			*b.at(j) = *b.at(j + 1)
-		}
-		*b.at(i) = s
-		return true
-	}
-	// Shift snapshots i+1..n-1 up, insert at i+1.
-	for j := n; j > i+1; j-- {
-		*b.at(j) = *b.at(j - 1)
-	}
-	*b.at(i + 1) = s
-	b.n++
-	return true
+	return ok
 }
 
 // Sample returns the entity's position and rotation at renderTick, a
@@ -165,37 +115,12 @@ func (b *Buffer) Push(tick uint32, pos components.Vec3, rot components.Quat) boo
 //
 // Allocation-free; O(k) in the number of snapshots newer than renderTick.
 func (b *Buffer) Sample(renderTick, maxExtrapTicks float64) (components.Vec3, components.Quat, Mode) {
-	n := int(b.n)
-	if n == 0 {
+	a, c, t, mode := b.r.sample(renderTick, maxExtrapTicks)
+	switch {
+	case mode == ModeEmpty:
 		return components.Vec3{}, components.QuatIdentity(), ModeEmpty
+	case a == c:
+		return a.Pos, a.Rot, mode
 	}
-	fl := math.Floor(renderTick)
-	frac := renderTick - fl
-	base := uint32(int64(fl)) // render tick modulo 2³²
-	newest := b.at(n - 1)
-	if r := float64(int32(base-newest.Tick)) + frac; r >= 0 {
-		if r == 0 {
-			return newest.Pos, newest.Rot, ModeInterpolating
-		}
-		if n == 1 || maxExtrapTicks <= 0 {
-			return newest.Pos, newest.Rot, ModeHolding
-		}
-		mode := ModeExtrapolating
-		if r > maxExtrapTicks {
-			r, mode = maxExtrapTicks, ModeHolding
-		}
-		prev := b.at(n - 2)
-		t := 1 + r/float64(newest.Tick-prev.Tick)
-		return components.Lerp(prev.Pos, newest.Pos, t), components.Slerp(prev.Rot, newest.Rot, t), mode
-	}
-	for i := n - 2; i >= 0; i-- {
-		a := b.at(i)
-		if r := float64(int32(base-a.Tick)) + frac; r >= 0 {
-			next := b.at(i + 1)
-			t := r / float64(next.Tick-a.Tick)
-			return components.Lerp(a.Pos, next.Pos, t), components.Slerp(a.Rot, next.Rot, t), ModeInterpolating
-		}
-	}
-	oldest := b.at(0)
-	return oldest.Pos, oldest.Rot, ModeHolding
+	return components.Lerp(a.Pos, c.Pos, t), components.Slerp(a.Rot, c.Rot, t), mode
 }

@@ -26,9 +26,20 @@ type ClientConfig struct {
 	// Token is passed to the server's Authenticator. Nil: none.
 	Token []byte
 	// Interpolation gives every mirror with a Transform an interp.Buffer and
-	// a components.Visual, fed from snapshots; add interp.NewSystem with
-	// [Client.InterpClock] to your frame loop. False: mirrors only.
+	// a components.Visual, fed from snapshots: the Visual is drawn at the
+	// render clock's time by [Client.InterpolationSystem]. False: no Visual.
 	Interpolation bool
+	// InterpolatedComponents lists registered component types (e.g.
+	// reflect.TypeFor[Pos2]()) interpolated in place on remote mirrors:
+	// each mirror keeps an interp.Track of their recent snapshots and
+	// [Client.InterpolationSystem] overwrites the component every frame with
+	// its value at the render clock's time — floats, world positions and
+	// velocities linearly, angles the short way round, quaternions by slerp,
+	// integers and bools stepping (schema.Plan.Interpolate). Run that system
+	// after the Receive system and before anything that reads them. The
+	// client's own predicted entities (components.Predicted) are left to
+	// prediction. Nil: none.
+	InterpolatedComponents []reflect.Type
 	// InterpClock configures the render clock. Zero: interp defaults with
 	// the server's tick interval (which it always takes from the Welcome);
 	// its ResetThreshold and InitialJitter configure the client's
@@ -38,10 +49,10 @@ type ClientConfig struct {
 	// (package input encodes it) after the ack. Nil: acks only.
 	Input func(dst []byte) []byte
 	// Interpolate, if set, decides per mirror (by owner and component set)
-	// whether it gets an interpolation buffer when Interpolation is on. Nil:
-	// every mirror with a Transform except the client's own entities that
-	// carry components.Predicted (if registered): those are predicted, not
-	// interpolated.
+	// whether it is interpolated (an interpolation buffer with
+	// Interpolation, a track for InterpolatedComponents). Nil: every mirror
+	// except the client's own entities that carry components.Predicted (if
+	// registered): those are predicted, not interpolated.
 	Interpolate func(owner ClientID, set uint64) bool
 	// OnSnapshot, if set, is called for every snapshot datagram decoded, with
 	// its server tick and arrival time (tick synchronization, statistics).
@@ -60,6 +71,10 @@ type ClientConfig struct {
 	// server that does not run Server.Send. 0: DefaultTimeout (10 s).
 	// Negative: never (the transport's idle timeout still applies).
 	Timeout time.Duration
+	// MaxExtrapolation bounds how far past the newest snapshot interpolated
+	// mirrors are extrapolated before they hold. 0:
+	// interp.DefaultMaxExtrapolation. Negative: never extrapolate.
+	MaxExtrapolation time.Duration
 	// MaxEntities bounds mirrored entities. 0: 65536.
 	MaxEntities int
 	// CompressionDictionary is the zstd dictionary of a server that
@@ -110,9 +125,8 @@ type Client struct {
 	plans []*schema.Plan
 	ids   []arche.ID
 
-	idNetID, idBuffer, idVisual arche.ID
-	transPlan                   *schema.Plan
-	transOK                     bool
+	idNetID arche.ID
+	interpState
 
 	link  // the protocol: handshake, snapshots, acks (no I/O)
 	clock *interp.Clock
@@ -169,15 +183,8 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 		c.ids = append(c.ids, arche.TypeID(world, p.Type))
 	}
 	c.idNetID = arche.ComponentID[components.NetID](world)
-	if p := cfg.Registry.ByType(reflect.TypeFor[components.Transform]()); p != nil {
-		c.transPlan, c.transOK = p, true
-	}
-	if cfg.Interpolation {
-		if !c.transOK {
-			return nil, errors.New("replication: Interpolation needs components.Transform in the registry")
-		}
-		c.idBuffer = arche.ComponentID[interp.Buffer](world)
-		c.idVisual = arche.ComponentID[components.Visual](world)
+	if err := c.setupInterp(); err != nil {
+		return nil, err
 	}
 	if err := c.start(conn); err != nil {
 		return nil, err
@@ -313,10 +320,6 @@ func (c *Client) SimTick(netTick uint32) uint64 {
 // one estimate of the server's time. The pointer is valid for the client's
 // life; the estimator starts over at each Welcome.
 func (c *Client) Arrivals() *timing.Arrivals { return &c.arrivals }
-
-// InterpClock returns the render clock of interpolated mirrors (nil
-// without Interpolation or before the Welcome).
-func (c *Client) InterpClock() *interp.Clock { return c.clock }
 
 // Receiver returns the snapshot receiver (decoded views, ack state).
 func (c *Client) Receiver() *snapshot.Receiver { return c.rcv }
@@ -457,15 +460,7 @@ func (c *Client) handleMessage(m []byte) error {
 	}
 	switch ev {
 	case eventWelcome:
-		if c.cfg.Interpolation {
-			cc := c.cfg.InterpClock
-			cc.TickInterval, cc.Arrivals = c.arrivals.Interval(), &c.arrivals
-			clk, err := interp.NewClock(cc)
-			if err != nil {
-				return err
-			}
-			c.clock = clk
-		}
+		return c.startInterp()
 	case eventRejected:
 		_ = c.conn.Close()
 	case eventSpawns:
@@ -505,11 +500,12 @@ func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 			c.idBuf = append(c.idBuf, c.ids[bits.TrailingZeros64(set)])
 		}
 		c.idBuf = append(c.idBuf, c.idNetID)
-		if c.interpolated(e.Meta) {
-			c.idBuf = append(c.idBuf, c.idBuffer, c.idVisual)
-		}
+		track := c.spawnInterp(e.Meta)
 		m.entity = c.world.NewEntity(c.idBuf...)
 		m.alive, m.gen, m.set, m.owner = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner
+		if track {
+			c.initTrack(m)
+		}
 		c.nMirrors++
 		c.Stats.Spawns++
 	} else if m.set != e.Meta.Set {
@@ -527,19 +523,6 @@ func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 	}
 }
 
-func (c *Client) interpolated(m snapshot.Meta) bool {
-	if c.clock == nil || m.Set&(1<<c.transPlan.ID) == 0 {
-		return false
-	}
-	if c.cfg.Interpolate != nil {
-		return c.cfg.Interpolate(m.Owner, m.Set)
-	}
-	if p := c.cfg.Registry.ByType(reflect.TypeFor[components.Predicted]()); p != nil && m.Owner == c.id && c.id != 0 && m.Set&(1<<p.ID) != 0 {
-		return false
-	}
-	return true
-}
-
 func (c *Client) exchange(m *mirror, set uint64) {
 	var add, rem []arche.ID
 	for s := set &^ m.set; s != 0; s &= s - 1 {
@@ -548,17 +531,12 @@ func (c *Client) exchange(m *mirror, set uint64) {
 	for s := m.set &^ set; s != 0; s &= s - 1 {
 		rem = append(rem, c.ids[bits.TrailingZeros64(s)])
 	}
-	if c.clock != nil {
-		had := c.world.Has(m.entity, c.idBuffer)
-		has := c.interpolated(snapshot.Meta{Gen: m.gen, Owner: m.owner, Set: set})
-		if has && !had {
-			add = append(add, c.idBuffer, c.idVisual)
-		} else if had && !has {
-			rem = append(rem, c.idBuffer, c.idVisual)
-		}
-	}
+	add, rem, track := c.exchangeInterp(m, set, add, rem)
 	c.world.Exchange(m.entity, add, rem)
 	m.set = set
+	if track {
+		c.initTrack(m)
+	}
 }
 
 func (c *Client) removeMirror(slot uint32, m *mirror) {
@@ -598,28 +576,6 @@ func (c *Client) applyView(v *snapshot.View) {
 		}
 		c.write(m, m.set, v.EntityLanes(i))
 		m.src = v.Srcs[i]
-	}
-}
-
-// pushInterp feeds every interpolated mirror's transform at the view's tick.
-func (c *Client) pushInterp(v *snapshot.View) {
-	if v == nil {
-		return
-	}
-	tid := c.transPlan.ID
-	var tr components.Transform
-	for i, slot := range v.Slots {
-		m := c.mirrors.get(slot)
-		if m == nil || !m.alive || m.gen != v.Metas[i].Gen || m.set&(1<<tid) == 0 || !c.world.Has(m.entity, c.idBuffer) {
-			continue
-		}
-		off := 0
-		for s := m.set & (1<<tid - 1); s != 0; s &= s - 1 {
-			off += c.plans[bits.TrailingZeros64(s)].NumLanes()
-		}
-		lanes := v.EntityLanes(i)
-		c.transPlan.Dequantize(lanes[off:off+c.transPlan.NumLanes()], unsafePointer(&tr))
-		(*interp.Buffer)(c.world.Get(m.entity, c.idBuffer)).Push(v.Tick, tr.Pos, tr.Rot)
 	}
 }
 

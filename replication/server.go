@@ -204,11 +204,14 @@ func (s *Server) Clients() []ClientID {
 type ClientInfo struct {
 	ID    ClientID
 	Ready bool
-	// RTT is measured from snapshot send to ack processing, so it includes
-	// up to a net tick of waiting on each side; TransportRTT is the
-	// transport's own estimate (0 if it has none).
-	RTT               time.Duration
-	TransportRTT      time.Duration
+	// RTT is the transport's smoothed round-trip time, the path's delay
+	// (0 if the transport has none).
+	RTT time.Duration
+	// AckDelay is the smoothed time from sending a snapshot to processing
+	// its ack: RTT plus up to a net tick of waiting on each side (the
+	// client acks on its next send, the server reads acks at its next
+	// Receive). The server's loss detection and congestion control use it.
+	AckDelay          time.Duration
 	Loss              float64 // fraction of snapshots not acked (recent window)
 	BytesPerSecond    int     // current adaptive budget
 	SnapshotBytes     uint64
@@ -227,7 +230,7 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 		return ClientInfo{}, false
 	}
 	ts := c.conn.Stats()
-	return ClientInfo{ID: id, Ready: c.ready, RTT: c.rtt.srtt, TransportRTT: ts.RTT, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
+	return ClientInfo{ID: id, Ready: c.ready, RTT: ts.RTT, AckDelay: c.rtt.srtt, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
 		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.relevant.Count(),
 		NewestAck: c.snap.NewestAck, Transport: ts}, true
 }

@@ -73,8 +73,8 @@ func TestInterpolatedMirrors(t *testing.T) {
 	require.Less(t, maxStep, 0.2)
 	require.Greater(t, snapshots, 80)
 	ci, _ := h.srv.Client(1)
-	require.Equal(t, 80*time.Millisecond, ci.TransportRTT, "the simulator's base RTT")
-	require.Greater(t, ci.RTT, ci.TransportRTT, "the replication RTT includes tick waits")
+	require.Equal(t, 80*time.Millisecond, ci.RTT, "the simulator's base RTT")
+	require.Greater(t, ci.AckDelay, ci.RTT, "the ack delay includes tick waits")
 	require.Equal(t, []uint8{1}, connected)
 	require.NoError(t, conn.Close())
 	for i := 0; i < 30 && len(disconnected) == 0; i++ {

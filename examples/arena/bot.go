@@ -11,7 +11,6 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/input"
-	"github.com/archenet/archenet/interp"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/transport"
 )
@@ -55,7 +54,6 @@ type Bot struct {
 	world  *ecs.World
 	cl     *replication.Client
 	player *input.Player[Avatar, ShooterInput]
-	isys   *interp.System
 
 	idProj    ecs.ID
 	lastNet   uint32          // newest snapshot tick observed
@@ -187,16 +185,9 @@ func (b *Bot) nextInput(_ uint32, s *Avatar) ShooterInput {
 // draw advances the render clock and interpolates remote entities (the
 // player drew the avatar).
 func (b *Bot) draw() {
-	if clk := b.cl.InterpClock(); clk != nil {
-		if b.isys == nil {
-			b.isys = interp.NewSystem(clk, 0)
-			b.isys.Initialize(b.world)
-		}
-		clk.Advance(b.opts.Now())
-		b.isys.Update(b.world)
-		st := b.isys.Stats()
-		b.stats.Interpolating, b.stats.Extrapolating, b.stats.Holding = st.Interpolating, st.Extrapolating, st.Holding
-	}
+	b.cl.Interpolate()
+	st := b.cl.InterpolationStats()
+	b.stats.Interpolating, b.stats.Extrapolating, b.stats.Holding = st.Interpolating, st.Extrapolating, st.Holding
 	q := b.world.Query(ecs.All(b.idProj))
 	b.stats.Projectiles = q.Count()
 	q.Close()

@@ -241,8 +241,8 @@ func (g *ServerGame) RTT() time.Duration {
 	var sum time.Duration
 	n := 0
 	for _, id := range g.srv.Clients() {
-		if ci, ok := g.srv.Client(id); ok && ci.TransportRTT > 0 {
-			sum += ci.TransportRTT
+		if ci, ok := g.srv.Client(id); ok && ci.RTT > 0 {
+			sum += ci.RTT
 			n++
 		}
 	}

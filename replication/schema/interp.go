@@ -1,0 +1,92 @@
+package schema
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/archenet/archenet/components"
+)
+
+// Interpolable reports whether the component has a field that
+// [Plan.Interpolate] blends (a float, an angle, a world position, a
+// quaternion, a velocity); one of only integers and bools just steps.
+func (p *Plan) Interpolable() bool {
+	for i := range p.ops {
+		switch p.ops[i].kind {
+		case opScalar, opAngle, opWorld, opRaw, opQuat, opVel:
+			return true
+		}
+	}
+	return false
+}
+
+// Interpolate writes into the component at dst the state a fraction f of
+// the way from quantized state a to quantized state b (both NumLanes long):
+// floats, world positions and velocities linearly, angles the shorter way
+// round (the result wrapped into [−π, π)), quaternions by spherical linear
+// interpolation on the shorter arc; f > 1 extrapolates them. Integers and
+// bools step: a's value while f < 1, b's from
+// f ≥ 1. Interpolation happens on the dequantized values, so the result is
+// not snapped to the quantization grid; at f = 0 and f = 1 it is exactly
+// a's and b's dequantized value. Allocation-free.
+func (p *Plan) Interpolate(a, b []uint64, f float64, dst unsafe.Pointer) {
+	if len(p.lanes) == 0 {
+		return
+	}
+	_, _ = a[len(p.lanes)-1], b[len(p.lanes)-1]
+	switch f {
+	case 0: // on a snapshot: exactly its value
+		p.Dequantize(a, dst)
+		return
+	case 1:
+		p.Dequantize(b, dst)
+		return
+	}
+	step := a
+	if f >= 1 {
+		step = b
+	}
+	lerp := func(x, y float64) float64 { return x + (y-x)*f }
+	for i := range p.ops {
+		o := &p.ops[i]
+		la, lb := a[o.lane:], b[o.lane:]
+		switch o.kind {
+		case opScalar:
+			setF64(dst, o.off[0], o.num, lerp(o.sc.Dequantize(la[0]), o.sc.Dequantize(lb[0])))
+		case opWorld:
+			setF64(dst, o.off[0], o.num, lerp(o.wld.Dequantize(int64(la[0])), o.wld.Dequantize(int64(lb[0]))))
+		case opAngle:
+			x, y := o.ang.Dequantize(la[0]), o.ang.Dequantize(lb[0])
+			v := math.Remainder(x+math.Remainder(y-x, 2*math.Pi)*f, 2*math.Pi)
+			if v >= math.Pi {
+				v = -math.Pi
+			}
+			setF64(dst, o.off[0], o.num, v)
+		case opQuat:
+			xa, ya, za, wa := o.qt.Dequantize(la[0], la[1], la[2], la[3])
+			xb, yb, zb, wb := o.qt.Dequantize(lb[0], lb[1], lb[2], lb[3])
+			q := components.Slerp(components.Quat{X: xa, Y: ya, Z: za, W: wa}, components.Quat{X: xb, Y: yb, Z: zb, W: wb}, f)
+			setF64(dst, o.off[0], o.num, q.X)
+			setF64(dst, o.off[1], o.num, q.Y)
+			setF64(dst, o.off[2], o.num, q.Z)
+			setF64(dst, o.off[3], o.num, q.W)
+		case opVel:
+			xa, ya, za := o.vel.Dequantize(la[0] != 0, la[1], la[2], la[3])
+			xb, yb, zb := o.vel.Dequantize(lb[0] != 0, lb[1], lb[2], lb[3])
+			setF64(dst, o.off[0], o.num, lerp(xa, xb))
+			setF64(dst, o.off[1], o.num, lerp(ya, yb))
+			setF64(dst, o.off[2], o.num, lerp(za, zb))
+		case opRaw:
+			if o.num == numF32 {
+				x, y := math.Float32frombits(uint32(la[0])), math.Float32frombits(uint32(lb[0]))
+				*(*float32)(unsafe.Add(dst, o.off[0])) = float32(lerp(float64(x), float64(y)))
+			} else {
+				*(*float64)(unsafe.Add(dst, o.off[0])) = lerp(math.Float64frombits(la[0]), math.Float64frombits(lb[0]))
+			}
+		case opInt:
+			storeInt(dst, o.off[0], o.num, uint64(o.irng.Dequantize(step[o.lane])))
+		case opVarint, opUvarint, opBool:
+			storeInt(dst, o.off[0], o.num, step[o.lane])
+		}
+	}
+}
