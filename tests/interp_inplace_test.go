@@ -60,7 +60,7 @@ func TestInterpolatedComponentInPlace(t *testing.T) {
 	maxStep, maxYawStep := 0.0, 0.0
 	for tick := 1; tick <= 120; tick++ {
 		p := pos(mover)
-		p.X += 0.2 // 6 m/s
+		p.X += 0.2                                                // 6 m/s
 		p.Yaw = math.Remainder(3.0+0.05*float64(tick), 2*math.Pi) // crosses ±π at tick 3
 		pos(mine).Z += 0.2
 		srv.Receive()
