@@ -352,13 +352,24 @@ func (c *Client) Mirrors() int { return c.nMirrors }
 func (c *Client) ReceiveSystem() ecs.System { return systemFunc{update: c.Receive} }
 
 // SendSystem returns an arche.System running [Client.Send].
+//
+// Its Finalize (when the scheduler closes) closes the connection
+// ([Client.Close]).
 func (c *Client) SendSystem() ecs.System {
-	return systemFunc{update: c.Send, final: func() {
-		if c.conn != nil {
-			_ = c.conn.Close()
-		}
-	}}
+	return systemFunc{update: c.Send, final: c.Close}
 }
+
+// Close disconnects from the server (a normal close; the mirrors stay) and
+// leaves the client in StateClosed. Calling it again does nothing.
+func (c *Client) Close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+	}
+	c.fail(errClosedByApp)
+}
+
+// errClosedByApp is Client.Err after Client.Close.
+var errClosedByApp = errors.New("replication: client closed")
 
 // Receive processes the handshake, reliable spawn and despawn messages, and
 // snapshot datagrams, and writes the newest state into the mirrors.

@@ -315,7 +315,9 @@ func (s *Server) gone(c *peer, reason error) {
 func (s *Server) ReceiveSystem() ecs.System { return systemFunc{update: s.Receive} }
 
 // SendSystem returns an arche.System that runs [Server.Send]: add it last,
-// as a net-tick system.
+// as a net-tick system. Its Finalize (when the scheduler closes) closes the
+// server ([Server.Close]: every client is disconnected and the listener
+// closed).
 func (s *Server) SendSystem() ecs.System {
 	return systemFunc{update: s.Send, final: func() { _ = s.Close() }}
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"math/rand/v2"
+
+	arche "github.com/mlange-42/arche/ecs"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/input"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/transport"
+)
+
+// Server is the authoritative game: players stepped by their input, coins.
+type Server struct {
+	World   *arche.World
+	Sched   *ecs.Scheduler
+	Net     *replication.Server
+	Auth    *input.Authority[Body, Move]
+	players map[replication.ClientID]arche.Entity
+	events  []replication.ClientID // joins (and leaves, negated by the map)
+	rng     *rand.Rand
+	Picked  int
+}
+
+// NewServer creates the world and replicates it to the clients of ln.
+func NewServer(ln transport.Listener) (*Server, error) {
+	w := arche.NewWorld()
+	s := &Server{World: &w, players: map[replication.ClientID]arche.Entity{}, rng: rand.New(rand.NewPCG(1, 2))}
+	reg := Registry()
+	var err error
+	if s.Auth, err = input.NewAuthority(&w, input.AuthorityConfig[Body, Move]{Registry: reg, Step: Step}); err != nil {
+		return nil, err
+	}
+	cfg := replication.ServerConfig{Registry: reg, NetRate: SimRate / NetDivisor, NetDivisor: NetDivisor,
+		Tick:         func() uint32 { return s.Sched.Info().NetTick },
+		OnConnect:    func(c replication.ClientID) { s.events = append(s.events, c) },
+		OnDisconnect: func(c replication.ClientID, _ error) { s.events = append(s.events, c) }}
+	if err = s.Auth.Configure(&cfg); err != nil {
+		return nil, err
+	}
+	if s.Net, err = replication.NewServer(&w, ln, cfg); err != nil {
+		return nil, err
+	}
+	if s.Sched, err = ecs.New(&w, ecs.Config{TickRate: SimRate, NetDivisor: NetDivisor}); err != nil {
+		return nil, err
+	}
+	s.Sched.AddNetSystem(s.Net.ReceiveSystem())
+	s.Sched.AddNetSystem(ecs.Func(s.joinLeave))
+	s.Sched.AddSystem(s.Auth.System())
+	s.Sched.AddSystem(ecs.Func(s.coins))
+	s.Sched.AddSystem(s.Auth.RoundSystem())
+	s.Sched.AddNetSystem(s.Net.SendSystem())
+	return s, nil
+}
+
+func (s *Server) joinLeave(w *arche.World) {
+	for _, c := range s.events {
+		if e, ok := s.players[c]; ok { // left
+			w.RemoveEntity(e)
+			delete(s.players, c)
+			continue
+		}
+		e := arche.NewBuilder(w, arche.ComponentID[components.Replicated](w), arche.ComponentID[Body](w),
+			arche.ComponentID[components.Owner](w), arche.ComponentID[components.Predicted](w)).New()
+		(*components.Owner)(w.Get(e, arche.ComponentID[components.Owner](w))).Client = c
+		s.players[c] = e
+	}
+	s.events = s.events[:0]
+}
+
+// coins keeps 20 coins on the field; a player within 1 m picks one up.
+func (s *Server) coins(w *arche.World) {
+	idBody, idCoin := arche.ComponentID[Body](w), arche.ComponentID[Coin](w)
+	var picked []arche.Entity
+	q := w.Query(arche.All(idCoin, idBody))
+	n := q.Count()
+	for q.Next() {
+		c := (*Body)(q.Get(idBody))
+		for _, p := range s.players {
+			if b := (*Body)(w.Get(p, idBody)); (b.X-c.X)*(b.X-c.X)+(b.Z-c.Z)*(b.Z-c.Z) < 1 {
+				b.Score++
+				picked = append(picked, q.Entity())
+				break
+			}
+		}
+	}
+	for _, e := range picked {
+		w.RemoveEntity(e)
+		s.Picked++
+	}
+	for ; n-len(picked) < 20; n++ {
+		e := w.NewEntity(arche.ComponentID[components.Replicated](w), idBody, idCoin)
+		*(*Body)(w.Get(e, idBody)) = Body{X: (s.rng.Float64()*2 - 1) * Half, Z: (s.rng.Float64()*2 - 1) * Half}
+	}
+}
