@@ -4,6 +4,21 @@
 //
 // # Outline
 //
+// Most games need only the two helpers, which wire everything else:
+//
+//   - [Player] (client, [NewPlayer]): each frame it reconciles the client's
+//     own S entity with the server's newest state, samples the game's input
+//     for every input tick due, predicts it with the game's [StepFunc],
+//     sends it, and draws the prediction with corrections smoothed.
+//   - [Authority] (server, [NewAuthority]): [Authority.Configure] sets the
+//     replication server's input hooks (one [Log] per client, acks and
+//     feedback in every snapshot); [Authority.System] steps every S entity
+//     with a components.Owner with its owner's input each tick, with the same
+//     step function; [Authority.RoundSystem] rounds them at the end of the
+//     tick.
+//
+// The parts they are built from:
+//
 //   - [Codec]: the game's input struct, compiled from `net` precision tags
 //     (package schema) by [NewCodec]. [Codec.AppendFrames] /
 //     [Codec.ReadFrames] write and read an input section; [Frames] holds a
@@ -90,6 +105,7 @@
 //
 // # Task → API
 //
+//	predict an owned entity (both sides)        NewPlayer + NewAuthority (the rest is done)
 //	declare the input                           struct with net tags; NewCodec[I]
 //	client: each input tick                     TickSync.Advance → Sender.Push, Predictor.Predict
 //	client: write the input section             Sender.AppendFrames

@@ -97,18 +97,33 @@
 // Mirrors get the same components plus components.NetID; [Client.Entity]
 // maps a net handle to the mirror. A datagram naming an entity whose spawn has
 // not arrived is kept in the snapshot view and applied when the spawn lands.
-// With [ClientConfig].Interpolation, mirrors with a Transform get an
-// interp.Buffer and a components.Visual fed from every decoded snapshot
-// ([Client.InterpClock]) — except the client's own entities marked
-// components.Predicted, which it predicts instead ([ClientConfig].Interpolate
-// overrides the rule). [Client.Reconnect] removes every mirror and rejoins
-// as a late joiner.
+// Remote mirrors are interpolated between snapshots at the render clock's
+// time ([Client.InterpClock], advanced by [Client.Interpolate] /
+// [Client.InterpolationSystem], which can be added before the Welcome):
+// with [ClientConfig].Interpolation, mirrors with a Transform get an
+// interp.Buffer and a components.Visual; any registered component listed in
+// [ClientConfig].InterpolatedComponents (a 2D position, an angle, a
+// quaternion, scalars) is interpolated in place from an interp.Track. The
+// client's own entities marked components.Predicted are left to prediction
+// (input.Player; [ClientConfig].Interpolate overrides the rule).
+// [Client.Reconnect] removes every mirror and rejoins as a late joiner.
+//
+// # Liveness
+//
+// A client fails with [ErrTimeout] (the message names the server's address
+// and the phase) when no Welcome arrives within [ClientConfig].ConnectTimeout,
+// no initial world within ReadyTimeout, or nothing for Timeout once joined;
+// the server drops a client silent for [ServerConfig].ClientTimeout with
+// transport.CodeTimeout. Either side's Send warns when its Receive is not
+// running.
 //
 // # Task index
 //
 //	serve a world                      NewServer(world, listener, ServerConfig{Registry: reg})
 //	join a server                      NewClient(world, conn, ClientConfig{Registry: reg})
 //	per net tick                       Server.Receive … game … Server.Send; Client.Receive, Client.Send
+//	predict the player's own entity    input.NewPlayer (client), input.NewAuthority (server)
+//	interpolate a 2D/custom component  ClientConfig.InterpolatedComponents + Client.InterpolationSystem
 //	entity ↔ network id                Server.NetID, Server.Resolve, Client.Entity
 //	limit what a client sees           ServerConfig.Interest
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)
@@ -118,5 +133,7 @@
 //	one server clock for input/render  input.SyncConfig{Arrivals: client.Arrivals()}
 //	check a client converged (tests)   replicationtest.Converged
 //
-// See the package example for a complete server and client in one program.
+// See the package example for a server and client in one program, and
+// examples/topdown for a small complete game with prediction and
+// interpolation over QUIC.
 package replication
