@@ -1,0 +1,80 @@
+package input_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	arche "github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/archenet/archenet/input"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/sim"
+)
+
+// Misuse is refused at setup, loudly.
+func TestHelpersRefuseMisuse(t *testing.T) {
+	reg := schema.NewRegistry()
+	w := arche.NewWorld()
+	_, err := input.NewAuthority(&w, input.AuthorityConfig[Walker, Stick]{Registry: reg, Step: walk})
+	require.ErrorIs(t, err, input.ErrInvalidConfig, "Walker is not registered")
+	require.ErrorContains(t, err, "Walker is not in the registry")
+	schema.MustRegister[Walker](reg)
+	_, err = input.NewAuthority(&w, input.AuthorityConfig[Walker, Stick]{Registry: reg})
+	require.ErrorIs(t, err, input.ErrInvalidConfig, "no step")
+	a, err := input.NewAuthority(&w, input.AuthorityConfig[Walker, Stick]{Registry: reg, Step: walk})
+	require.NoError(t, err)
+	cfg := replication.ServerConfig{Input: func(replication.ClientID, uint32, []byte) error { return nil }}
+	require.ErrorIs(t, a.Configure(&cfg), input.ErrInvalidConfig, "input hooks already set")
+
+	network := sim.NewNetwork(1, time.Unix(0, 0))
+	network.Listen("server")
+	conn, err := network.Dial("server", sim.Link{})
+	require.NoError(t, err)
+	cw := arche.NewWorld()
+	cl, err := replication.NewClient(&cw, conn, replication.ClientConfig{Registry: schema.NewRegistry(), Logger: quiet})
+	require.NoError(t, err)
+	_, err = input.NewPlayer(cl, input.PlayerConfig[Walker, Stick]{Step: walk, Sample: func(uint32, *Walker) Stick { return Stick{} }})
+	require.ErrorContains(t, err, "not in the client's registry")
+	_, err = input.NewPlayer(cl, input.PlayerConfig[Walker, Stick]{Step: walk})
+	require.ErrorIs(t, err, input.ErrInvalidConfig, "no Sample")
+}
+
+// A client whose input section does not decode is dropped with a reason
+// naming the input; its entity stops stepping, the log is gone.
+func TestAuthorityDropsMalformedInput(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[Walker](reg)
+	network := sim.NewNetwork(1, time.Unix(0, 0))
+	sw := arche.NewWorld()
+	a, err := input.NewAuthority(&sw, input.AuthorityConfig[Walker, Stick]{Registry: reg, Step: walk})
+	require.NoError(t, err)
+	var reason error
+	cfg := replication.ServerConfig{Registry: reg, Now: network.Now, Logger: quiet,
+		OnDisconnect: func(_ replication.ClientID, r error) { reason = r }}
+	require.NoError(t, a.Configure(&cfg))
+	srv, err := replication.NewServer(&sw, network.Listen("server"), cfg)
+	require.NoError(t, err)
+	conn, err := network.Dial("server", sim.Link{})
+	require.NoError(t, err)
+	cw := arche.NewWorld()
+	cl, err := replication.NewClient(&cw, conn, replication.ClientConfig{Registry: reg, Now: network.Now, Logger: quiet,
+		Input: func(dst []byte) []byte { return append(dst, 0xff, 0xff, 0xff, 0xff, 0xff) }}) // not an input section
+	require.NoError(t, err)
+	for i := 0; i < 30 && reason == nil; i++ {
+		srv.Receive()
+		srv.Send()
+		network.Advance(time.Second / 30)
+		cl.Receive()
+		cl.Send()
+	}
+	var ce *transport.CloseError
+	require.True(t, errors.As(reason, &ce), "dropped: %v", reason)
+	require.Equal(t, transport.CodeProtocolError, ce.Code)
+	require.Contains(t, ce.Reason, "input: ")
+	require.Nil(t, a.Log(1), "its log is closed")
+	require.Equal(t, uint64(1), a.Stats().Dropped)
+}
