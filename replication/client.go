@@ -129,7 +129,6 @@ type Client struct {
 	interpState
 
 	link  // the protocol: handshake, snapshots, acks (no I/O)
-	clock *interp.Clock
 
 	mirrors  mirrorTable
 	nMirrors int    // alive mirrors, kept so spawns need not count them

@@ -25,12 +25,11 @@ const liveTimeout = 3 * time.Second
 // one by one, with the server's and the client's log captured.
 type liveRig struct {
 	*harness
-	serverLog, clientLog          bytes.Buffer
-	srvReceive, srvSend           bool
-	cliReceive, cliSend           bool
-	dropped                       []error
-	started                       time.Time
-	clientTimeout, connectTimeout time.Duration
+	serverLog, clientLog bytes.Buffer
+	srvReceive, srvSend  bool
+	cliReceive, cliSend  bool
+	dropped              []error
+	started              time.Time
 }
 
 func newLiveRig(t *testing.T) *liveRig {
