@@ -128,7 +128,7 @@ type Client struct {
 	idNetID arche.ID
 	interpState
 
-	link  // the protocol: handshake, snapshots, acks (no I/O)
+	link // the protocol: handshake, snapshots, acks (no I/O)
 
 	mirrors  mirrorTable
 	nMirrors int    // alive mirrors, kept so spawns need not count them
