@@ -1,0 +1,42 @@
+// Package lagcomp is server-side lag compensation: a bounded history of
+// the replicated state clients are shown (positions, rotations — any
+// registered component), and queries of that state "as the client saw it"
+// at the render tick it reports with its input.
+//
+// A client draws remote entities in the past: interpolated between
+// snapshots at its render tick, which trails the server by the link's
+// one-way delay plus the interpolation delay. When a player aims at a
+// target as drawn and fires, the server, judging the shot against where the
+// target is now, misses a moving target by its speed × that lag. With a
+// [History], the server judges it against the target's state at the
+// shooter's render tick, interpolated exactly as the client's renderer
+// interpolated it (schema.Plan.Interpolate between the quantized states of
+// the net ticks the client received).
+//
+// # Use
+//
+//	hist, _ := lagcomp.New[components.Transform](world, registry, lagcomp.Config{Depth: 32})
+//	sched.AddNetSystem(hist.System(server))   // after Server.Send: records the frame clients get
+//	...
+//	// on a shot: view is the render tick the shooter reported (interp.Clock.RenderTick)
+//	view = hist.Clamp(view)                   // anti-abuse: at most MaxRewind back
+//	if tr, ok := hist.At(target, view); ok { ... hit test against tr ... }
+//	hist.Each(view, func(e arche.Entity, tr *components.Transform) bool { ... })
+//
+// # Costs
+//
+// Measured with BenchmarkHistory (go test -bench . ./replication/lagcomp,
+// 2-core VM whose timings vary up to 2×) for 2000 transforms (a world
+// position and a quaternion: 7 lanes) × 32 ticks: 6.6 MB of heap (lanes,
+// entity lists and per-tick indexes); Record 115–200 µs per net tick (one
+// quantization and an index insert per entity), 0 allocs; At 120–260 ns;
+// Each 160–350 µs for all 2000 (an index lookup and an interpolation per
+// entity), 0 allocs.
+//
+// # Anti-abuse
+//
+// A client reports its own render tick, so it may lie. [History.Clamp]
+// bounds the rewind to MaxRewind net ticks behind the newest recorded tick
+// (and never ahead of it): a cheater can shoot at the past only as far as an
+// honest client on a slow link could see it.
+package lagcomp
