@@ -33,7 +33,9 @@ func (r *rig) spawn(x float64) arche.Entity {
 	return e
 }
 
-func (r *rig) tr(e arche.Entity) *components.Transform { return (*components.Transform)(r.w.Get(e, r.idTr)) }
+func (r *rig) tr(e arche.Entity) *components.Transform {
+	return (*components.Transform)(r.w.Get(e, r.idTr))
+}
 
 // States between recorded ticks are interpolated; ticks wrap; entities
 // present in only one of the two ticks around a query are absent; queries
