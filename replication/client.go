@@ -75,6 +75,14 @@ type ClientConfig struct {
 	// mirrors are extrapolated before they hold. 0:
 	// interp.DefaultMaxExtrapolation. Negative: never extrapolate.
 	MaxExtrapolation time.Duration
+	// PredictedSpawnTimeout removes a provisional entity
+	// (Client.SpawnPredicted) whose spawn the server has not sent this long
+	// after it was created. 0: 1 s. It must exceed the round trip plus a
+	// few net ticks.
+	PredictedSpawnTimeout time.Duration
+	// MaxPredictedSpawns bounds provisional entities waiting at once. 0:
+	// DefaultMaxPredictedSpawns (64).
+	MaxPredictedSpawns int
 	// MaxEntities bounds mirrored entities. 0: 65536.
 	MaxEntities int
 	// CompressionDictionary is the zstd dictionary of a server that
@@ -112,6 +120,9 @@ type mirror struct {
 	set    uint64
 	src    uint32 // server tick of the applied state
 	alive  bool
+	// predicted: a provisional entity adopted (Client.SpawnPredicted),
+	// simulated by the game, never interpolated.
+	predicted bool
 }
 
 // Client mirrors a server's replicated entities into its own arche world.
@@ -136,6 +147,7 @@ type Client struct {
 	idBuf    []arche.ID
 	onReady  []func()
 	onSnap   []func(tick uint32, arrival time.Time)
+	prov     map[uint32]provisional // predicted spawns waiting (client_spawn.go)
 
 	lastReceive, warnedStall time.Time // liveness of the caller's Receive
 	// Stats since start.
@@ -148,6 +160,10 @@ type ClientStats struct {
 	BytesIn, BytesOut           uint64
 	Spawns, Despawns            uint64
 	Applied                     uint64 // entity states written into mirrors
+	// PredictedSpawns counts Client.SpawnPredicted entities; SpawnsAdopted
+	// those the server's spawn adopted, SpawnsExpired those removed after
+	// PredictedSpawnTimeout.
+	PredictedSpawns, SpawnsAdopted, SpawnsExpired uint64
 }
 
 // NewClient attaches replication to world over conn (already connected)
@@ -175,6 +191,12 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.PredictedSpawnTimeout <= 0 {
+		cfg.PredictedSpawnTimeout = time.Second
+	}
+	if cfg.MaxPredictedSpawns <= 0 {
+		cfg.MaxPredictedSpawns = DefaultMaxPredictedSpawns
 	}
 	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans(), mirrors: newMirrorTable(cfg.MaxEntities)}
 	c.link.cfg, c.link.plans, c.link.stats = &c.cfg, c.plans, &c.Stats
@@ -210,6 +232,7 @@ func (c *Client) Reconnect(conn transport.Conn) error {
 
 func (c *Client) removeAllMirrors() {
 	c.mirrors.each(func(slot uint32, m *mirror) { c.removeMirror(slot, m) })
+	c.dropProvisional()
 }
 
 // State returns the connection state.
@@ -434,10 +457,14 @@ func (c *Client) Receive() {
 	}
 }
 
-// checkLiveness closes the client when the server went quiet too long.
+// checkLiveness closes the client when the server went quiet too long,
+// and expires predicted spawns the server did not confirm.
 func (c *Client) checkLiveness(now time.Time) {
 	if c.state == StateClosed {
 		return
+	}
+	if len(c.prov) > 0 {
+		c.expireProvisional(now)
 	}
 	if err := c.expired(now, c.conn.RemoteAddr().String()); err != nil {
 		_ = c.conn.CloseWithReason(transport.CodeTimeout, "server timed out")
@@ -504,7 +531,11 @@ func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 		c.removeMirror(e.Slot, m) // the slot was reused: the old entity is gone
 		m = c.mirrors.at(e.Slot)
 	}
-	if !m.alive {
+	if !m.alive && e.HasKey && c.adopt(m, e.Key, e.Meta.Set) {
+		m.alive, m.gen, m.set, m.owner = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner
+		c.nMirrors++
+		c.Stats.Spawns++
+	} else if !m.alive {
 		c.idBuf = c.idBuf[:0]
 		for set := e.Meta.Set; set != 0; set &= set - 1 {
 			c.idBuf = append(c.idBuf, c.ids[bits.TrailingZeros64(set)])
@@ -512,7 +543,7 @@ func (c *Client) applySpawn(tick uint32, e spawnEntry) {
 		c.idBuf = append(c.idBuf, c.idNetID)
 		track := c.spawnInterp(e.Meta)
 		m.entity = c.world.NewEntity(c.idBuf...)
-		m.alive, m.gen, m.set, m.owner = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner
+		m.alive, m.gen, m.set, m.owner, m.predicted = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner, false
 		if track {
 			c.initTrack(m)
 		}

@@ -114,7 +114,7 @@ func (c *Client) spawnInterp(m snapshot.Meta) (track bool) {
 // mirror changing its component set to set gains or loses, and reports
 // whether its track needs initTrack after the exchange.
 func (c *Client) exchangeInterp(m *mirror, set uint64, add, rem []arche.ID) ([]arche.ID, []arche.ID, bool) {
-	if c.clock == nil {
+	if c.clock == nil || m.predicted {
 		return add, rem, false
 	}
 	meta := snapshot.Meta{Gen: m.gen, Owner: m.owner, Set: set}

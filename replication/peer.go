@@ -255,7 +255,10 @@ func (p *peer) spawnDiff(s *Server, w *worker) {
 			return
 		}
 		m := f.Metas[i]
-		sw.add(s.plans, spawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i)}, p.id != 0 && m.Owner == p.id)
+		si := &s.slots[slot]
+		owner := p.id != 0 && m.Owner == p.id
+		sw.add(s.plans, spawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i),
+			HasKey: owner && si.keyed && si.key.owner == p.id, Key: si.key.key}, owner)
 		p.spawned.Set(slot)
 		p.spawnedGen[slot], p.spawnedSet[slot] = m.Gen, m.Set
 		p.out.spawns++

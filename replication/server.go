@@ -62,6 +62,8 @@ type Server struct {
 	interest *interestGrid
 	clampW   clampWatch // clamps.go
 
+	spawnKeys spawnKeys // predicted_spawn.go
+
 	lastReceive, warnedStall time.Time // liveness of the caller's Receive
 
 	// Stats since start.
@@ -93,7 +95,9 @@ type ServerStats struct {
 	Spawns, Despawns uint64
 	// Compressed counts snapshot datagrams sent zstd-compressed
 	// (ServerConfig.Compression).
-	Compressed               uint64
+	Compressed uint64
+	// PredictedSpawns counts entities keyed with Server.PredictedSpawn.
+	PredictedSpawns          uint64
 	BuildFrame, BuildClients time.Duration // time in frame building / per-client work
 }
 

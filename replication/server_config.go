@@ -77,6 +77,9 @@ type ServerConfig struct {
 	// HandshakeTimeout drops connections that are not through the handshake
 	// (Hello received, Authenticator done) in time. 0: 5 s.
 	HandshakeTimeout time.Duration
+	// MaxPredictedSpawns bounds the keyed entities (Server.PredictedSpawn)
+	// each client may have alive at once. 0: DefaultMaxPredictedSpawns (64).
+	MaxPredictedSpawns int
 	// ClientTimeout drops a client from which no datagram (ack or input)
 	// arrived for this long, with transport.CodeTimeout and a reason that
 	// says so: a killed peer or dead path (noticed long before QUIC's 30 s
@@ -158,6 +161,9 @@ func (c *ServerConfig) defaults() error {
 	}
 	if c.MaxHandshakes <= 0 {
 		c.MaxHandshakes = 256
+	}
+	if c.MaxPredictedSpawns <= 0 {
+		c.MaxPredictedSpawns = DefaultMaxPredictedSpawns
 	}
 	if c.ClientTimeout == 0 {
 		c.ClientTimeout = DefaultTimeout

@@ -17,6 +17,8 @@ type slotInfo struct {
 	alive  bool
 	dirty  bool // MarkDirty since the last frame
 	rep    components.Replicated
+	keyed  bool     // a predicted spawn of its owner (Server.PredictedSpawn)
+	key    ownedKey // its owner and key
 }
 
 // structureListener is the arche listener the server installs: it collects
@@ -102,6 +104,9 @@ func (s *Server) applyStructure() {
 		s.weights[slot] = w
 	}
 	s.order = s.order[:0]
+	if len(s.spawnKeys.pending) > 0 {
+		s.takeKeys()
+	}
 }
 
 func (s *Server) setOf(e ecs.Entity) uint64 {
@@ -138,6 +143,10 @@ func (s *Server) allocSlot(e ecs.Entity) uint32 {
 func (s *Server) freeSlot(slot uint32) {
 	si := &s.slots[slot]
 	delete(s.byEntity, si.entity)
+	if si.keyed {
+		s.forgetKey(si.key)
+		si.keyed = false
+	}
 	si.alive = false
 	si.entity = ecs.Entity{}
 	s.alive.Clear(slot)

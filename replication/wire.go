@@ -15,7 +15,7 @@ import (
 // ProtocolVersion is the replication wire version checked at connect.
 // 4: a Reject for a protocol hash mismatch carries the server's component
 // list (transport.Reject.Components).
-const ProtocolVersion uint16 = 4
+const ProtocolVersion uint16 = 5
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.
@@ -122,14 +122,20 @@ type spawnEntry struct {
 	Slot    uint32
 	Meta    snapshot.Meta
 	Lanes   []uint64 // all components of Meta.Set, registry id order
+	// HasKey and Key: the entity is the recipient's predicted spawn with
+	// this key (Server.PredictedSpawn); only sent to the owner.
+	HasKey bool
+	Key    uint32
 }
 
 // spawnWriter builds a spawn batch message:
 //
 //	kind 0x10 | tick u32 LE | bit stream: count exp-Golomb(0), then per entry
 //	despawn bit, slot 24 bits, gen exp-Golomb(0), and for spawns owner
-//	exp-Golomb(0), set (registry-size bits) and each component's full encoding
-//	(owner-only fields when the receiving client owns the entity).
+//	exp-Golomb(0), set (registry-size bits), when the receiving client owns
+//	the entity a key bit and, if set, its predicted-spawn key (32 bits), and
+//	each component's full encoding (owner-only fields when the receiving
+//	client owns the entity).
 type spawnWriter struct {
 	w     bitio.Writer
 	body  bitio.Writer
@@ -151,6 +157,12 @@ func (s *spawnWriter) add(plans []*schema.Plan, e spawnEntry, owner bool) {
 	}
 	s.body.WriteExpGolomb(uint64(e.Meta.Owner), 0)
 	s.body.WriteBits(e.Meta.Set, uint(len(plans)))
+	if owner {
+		s.body.WriteBool(e.HasKey)
+		if e.HasKey {
+			s.body.WriteBits(uint64(e.Key), 32)
+		}
+	}
 	off := 0
 	for set := e.Meta.Set; set != 0; set &= set - 1 {
 		p := plans[bits.TrailingZeros64(set)]
@@ -208,6 +220,9 @@ func parseSpawns(b []byte, plans []*schema.Plan, me uint8, maxLanes int, fn func
 				return fmt.Errorf("%w: spawn with no components", ErrMalformed)
 			}
 			owner := me != 0 && e.Meta.Owner == me
+			if owner && r.ReadBool() {
+				e.HasKey, e.Key = true, uint32(r.ReadBits(32))
+			}
 			lanes = lanes[:0]
 			for set := e.Meta.Set; set != 0; set &= set - 1 {
 				p := plans[bits.TrailingZeros64(set)]

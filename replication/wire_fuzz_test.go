@@ -35,6 +35,9 @@ func FuzzClientMessages(f *testing.F) {
 	sw.add(plans, spawnEntry{Slot: 5, Meta: snapshot.Meta{Gen: 2, Owner: 1, Set: 3}, Lanes: lanes}, true)
 	sw.add(plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
 	f.Add(sw.bytes(77, nil))
+	sw.reset() // a predicted spawn's key, sent to its owner
+	sw.add(plans, spawnEntry{Slot: 6, Meta: snapshot.Meta{Gen: 1, Owner: 1, Set: 3}, Lanes: lanes, HasKey: true, Key: 1 << 31}, true)
+	f.Add(sw.bytes(78, nil))
 	f.Add(welcomeInfo{TickRate: 30, Depth: 32, Tick: 9, NetDivisor: 2}.append(nil))
 	f.Add(welcomeInfo{TickRate: 60, Depth: 64, Tick: 1, NetDivisor: 1, Compression: true, Dictionary: 0x1234567}.append(nil))
 	f.Add(appendClientHeader(nil, &snapshot.Ack{Newest: 10, Mask: 0xff}))
@@ -72,7 +75,7 @@ func TestSpawnBatchRoundTrip(t *testing.T) {
 	schema.QuantizeValue(plans[1], &hp, lanes[plans[0].NumLanes():])
 	for _, owner := range []uint8{1, 2} {
 		sw.reset()
-		sw.add(plans, spawnEntry{Slot: 5, Meta: snapshot.Meta{Gen: 2, Owner: 1, Set: 3}, Lanes: lanes}, owner == 1)
+		sw.add(plans, spawnEntry{Slot: 5, Meta: snapshot.Meta{Gen: 2, Owner: 1, Set: 3}, Lanes: lanes, HasKey: owner == 1, Key: 123456}, owner == 1)
 		sw.add(plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
 		msg := sw.bytes(77, nil)
 		var got []spawnEntry
@@ -89,6 +92,9 @@ func TestSpawnBatchRoundTrip(t *testing.T) {
 		wantAmmo := uint64(7)
 		if owner != 1 {
 			wantAmmo = 0
+		}
+		if got[0].HasKey != (owner == 1) || (owner == 1 && got[0].Key != 123456) {
+			t.Fatalf("owner %d: predicted-spawn key %v %d", owner, got[0].HasKey, got[0].Key)
 		}
 		if got[0].Slot != 5 || got[0].Meta.Gen != 2 || got[0].Lanes[len(lanes)-1] != wantAmmo || !got[1].Despawn || got[1].Slot != 9 {
 			t.Fatalf("owner %d: %+v", owner, got)

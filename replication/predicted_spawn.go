@@ -1,0 +1,107 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+
+	arche "github.com/mlange-42/arche/ecs"
+
+	"github.com/archenet/archenet/components"
+)
+
+// Errors of [Server.PredictedSpawn].
+var (
+	// ErrSpawnAllowance: the owner already has ServerConfig.MaxPredictedSpawns
+	// keyed entities alive (a client cannot make the server hold more).
+	ErrSpawnAllowance = errors.New("replication: predicted-spawn allowance exhausted")
+	// ErrSpawnKey: the entity is not a replicated entity owned by a client,
+	// or the owner already has an entity with this key.
+	ErrSpawnKey = errors.New("replication: bad predicted spawn")
+)
+
+// DefaultMaxPredictedSpawns is the default of
+// ServerConfig.MaxPredictedSpawns and ClientConfig.MaxPredictedSpawns.
+const DefaultMaxPredictedSpawns = 64
+
+// spawnKeys is the server's record of predicted spawns: the key of each
+// keyed entity (pending until its slot is allocated at the next Send) and
+// the count each owner holds.
+type spawnKeys struct {
+	pending map[arche.Entity]ownedKey // created this tick, no slot yet
+	keys    map[ownedKey]struct{}   // keys alive, per owner
+	count   [256]int
+}
+
+type ownedKey struct {
+	owner ClientID
+	key   uint32
+}
+
+// PredictedSpawn marks e — an entity the game just created because client
+// owner's input said so (its projectile) — as the authoritative twin of the
+// entity that client predicted with the same key (Client.SpawnPredicted):
+// the owner's client adopts its provisional entity as e's mirror instead of
+// creating a second one; other clients see an ordinary spawn. The key is
+// the game's, derived on both sides from the input (e.g. the input tick
+// that fired), so a client cannot choose it for the server.
+//
+// e must be alive with components.Replicated and a components.Owner naming
+// a client; each owner may hold at most ServerConfig.MaxPredictedSpawns
+// keyed entities alive, and keys must be unique among them — beyond that
+// PredictedSpawn fails ([ErrSpawnAllowance], [ErrSpawnKey]) and the game
+// should not create the entity (the client's provisional one then expires).
+func (s *Server) PredictedSpawn(e arche.Entity, key uint32) error {
+	if !s.world.Alive(e) || !s.world.Has(e, s.idRep) || !s.world.Has(e, s.idOwner) {
+		return fmt.Errorf("%w: entity without Replicated and Owner", ErrSpawnKey)
+	}
+	owner := (*components.Owner)(s.world.Get(e, s.idOwner)).Client
+	if owner == 0 {
+		return fmt.Errorf("%w: owner 0 is the server", ErrSpawnKey)
+	}
+	sk := &s.spawnKeys
+	if sk.count[owner] >= s.cfg.MaxPredictedSpawns {
+		return fmt.Errorf("%w: client %d holds %d", ErrSpawnAllowance, owner, sk.count[owner])
+	}
+	k := ownedKey{owner, key}
+	if _, dup := sk.keys[k]; dup {
+		return fmt.Errorf("%w: client %d already has key %d", ErrSpawnKey, owner, key)
+	}
+	if _, again := sk.pending[e]; again {
+		return fmt.Errorf("%w: entity already keyed", ErrSpawnKey)
+	}
+	if slot, ok := s.byEntity[e]; ok && s.slots[slot].keyed {
+		return fmt.Errorf("%w: entity already keyed", ErrSpawnKey)
+	}
+	if sk.pending == nil {
+		sk.pending, sk.keys = map[arche.Entity]ownedKey{}, map[ownedKey]struct{}{}
+	}
+	sk.pending[e] = k
+	sk.keys[k] = struct{}{}
+	sk.count[owner]++
+	s.Stats.PredictedSpawns++
+	return nil
+}
+
+// takeKeys moves each pending key to the slot just allocated for e (or left to
+// an entity that died before its slot: forgotten).
+func (s *Server) takeKeys() {
+	sk := &s.spawnKeys
+	for e, k := range sk.pending {
+		slot, ok := s.byEntity[e]
+		if !ok || !s.slots[slot].alive {
+			s.forgetKey(k)
+			continue
+		}
+		s.slots[slot].keyed, s.slots[slot].key = true, k
+	}
+	clear(sk.pending)
+}
+
+// forgetKey releases a key (its entity is gone).
+func (s *Server) forgetKey(k ownedKey) {
+	sk := &s.spawnKeys
+	if _, ok := sk.keys[k]; ok {
+		delete(sk.keys, k)
+		sk.count[k.owner]--
+	}
+}
