@@ -28,7 +28,7 @@ const DefaultMaxPredictedSpawns = 64
 // the count each owner holds.
 type spawnKeys struct {
 	pending map[arche.Entity]ownedKey // created this tick, no slot yet
-	keys    map[ownedKey]struct{}   // keys alive, per owner
+	keys    map[ownedKey]struct{}     // keys alive, per owner
 	count   [256]int
 }
 
