@@ -2,6 +2,7 @@ package input
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 
@@ -42,6 +43,12 @@ type PlayerConfig[S, I any] struct {
 	// OnCorrection, if set, sees every reconciliation that rewound or reset
 	// the prediction (statistics, effects).
 	OnCorrection func(Correction[S])
+	// OnPredict, if set, runs after each input tick is predicted for the
+	// first time (not in the replays of a reconciliation) with the state
+	// before and after the step and the input: the place for predicted
+	// effects of the step, such as a shot's projectile
+	// (replication.Client.SpawnPredicted keyed by tick).
+	OnPredict func(tick uint32, before, after *S, in *I)
 	// Now is the clock. Nil: time.Now. It must be the replication client's
 	// clock (ClientConfig.Now).
 	Now func() time.Time
@@ -186,7 +193,12 @@ func (p *Player[S, I]) Update() error {
 			t := first + uint32(i)
 			in := p.cfg.Sample(t, &p.pred.state)
 			p.sender.Push(t, &in) // rounds in to what the server decodes
-			p.pred.Predict(t, &in)
+			if p.cfg.OnPredict != nil {
+				before := p.pred.state
+				p.cfg.OnPredict(t, &before, p.pred.Predict(t, &in), &in)
+			} else {
+				p.pred.Predict(t, &in)
+			}
 			p.stats.InputTicks++
 		}
 	}
@@ -337,6 +349,19 @@ func (p *Player[S, I]) Visual() components.Visual { return p.drawn }
 
 // Stats returns the counters.
 func (p *Player[S, I]) Stats() PlayerStats { return p.stats }
+
+// ViewLag returns how far, in simulation ticks, the client's render clock
+// trails input tick tick: the lag with which this client sees remote
+// entities when it acts at that tick (report it with the input for the
+// server's lag compensation, replication/lagcomp). 0 before the render
+// clock runs.
+func (p *Player[S, I]) ViewLag(tick uint32) float64 {
+	clk := p.cl.InterpClock()
+	if clk == nil || !clk.Ready() {
+		return 0
+	}
+	return math.Remainder(float64(tick)-clk.RenderTick()*float64(p.cl.NetDivisor()), 1<<32)
+}
 
 // Clock returns the input clock (nil before the Welcome): lead, jitter.
 func (p *Player[S, I]) Clock() *TickSync { return p.sync }

@@ -41,15 +41,23 @@ type simArena struct {
 }
 
 func newSimArena(t *testing.T, seed int64, bots int, link sim.Link, interest float64) *simArena {
+	return newSimArenaWith(t, seed, bots, link, ServerOptions{Interest: interest}, BotOptions{})
+}
+
+// newSimArenaWith is newSimArena with server and bot options (Listener,
+// Conn, Seed, Now and Logger are the rig's).
+func newSimArenaWith(t *testing.T, seed int64, bots int, link sim.Link, so ServerOptions, bo BotOptions) *simArena {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &simArena{t: t, net: sim.NewNetwork(seed, start), now: start, nextStatus: start.Add(time.Second), poses: map[*Bot][2]components.Vec3{}}
-	srv, err := NewServerGame(ServerOptions{Listener: s.net.Listen("arena"), NPCs: 24, Interest: interest, Seed: uint64(seed), Now: s.net.Now, Logger: quiet})
+	so.Listener, so.NPCs, so.Seed, so.Now, so.Logger = s.net.Listen("arena"), 24, uint64(seed), s.net.Now, quiet
+	srv, err := NewServerGame(so)
 	require.NoError(t, err)
 	s.arena = &Arena{Server: srv, ReadyTimeout: time.Second}
 	for i := 0; i < bots; i++ {
 		conn, err := s.net.Dial("arena", link)
 		require.NoError(t, err)
-		b, err := NewBot(BotOptions{Conn: conn, Seed: uint64(seed)*100 + uint64(i), Now: s.net.Now, Logger: quiet})
+		bo.Conn, bo.Seed, bo.Now, bo.Logger = conn, uint64(seed)*100+uint64(i), s.net.Now, quiet
+		b, err := NewBot(bo)
 		require.NoError(t, err)
 		s.arena.Bots = append(s.arena.Bots, b)
 	}

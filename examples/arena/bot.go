@@ -26,6 +26,10 @@ type BotOptions struct {
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
 	Logger *slog.Logger
+	// NoPredictedShots shows the bot's projectiles only when the server's
+	// spawn arrives (for comparison) instead of predicting them the tick
+	// they are fired.
+	NoPredictedShots bool
 }
 
 // BotStats are a bot's cumulative counters.
@@ -55,14 +59,15 @@ type Bot struct {
 	cl     *replication.Client
 	player *input.Player[Avatar, ShooterInput]
 
-	idProj    ecs.ID
-	lastNet   uint32          // newest snapshot tick observed
-	shift     components.Vec3 // sum of the corrections' position changes
-	maxCorr   float64
-	rng       *rand.Rand
-	script    ShooterInput
-	snapshots uint64
-	stats     BotStats
+	idProj, idTrans, idVel, idNetID, idAvatar, idVisual ecs.ID
+	shots                                               shots
+	lastNet                                             uint32          // newest snapshot tick observed
+	shift                                               components.Vec3 // sum of the corrections' position changes
+	maxCorr                                             float64
+	rng                                                 *rand.Rand
+	script                                              ShooterInput
+	snapshots                                           uint64
+	stats                                               BotStats
 }
 
 // NewBot creates the client world and sends the Hello.
@@ -79,6 +84,10 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	w := ecs.NewWorld()
 	b := &Bot{opts: opts, world: &w, rng: rand.New(rand.NewPCG(opts.Seed, 0xb07))}
 	b.idProj = ecs.ComponentID[Projectile](b.world)
+	b.idTrans, b.idVel = ecs.ComponentID[components.Transform](b.world), ecs.ComponentID[components.Velocity](b.world)
+	b.idNetID, b.idAvatar = ecs.ComponentID[components.NetID](b.world), ecs.ComponentID[Avatar](b.world)
+	b.idVisual = ecs.ComponentID[components.Visual](b.world)
+	b.shots = shots{own: map[ecs.Entity]*ownShot{}, seen: map[ecs.Entity]bool{}}
 	var err error
 	b.cl, err = replication.NewClient(b.world, opts.Conn, replication.ClientConfig{
 		Registry:      newRegistry(),
@@ -91,9 +100,10 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	}
 	// The own avatar (components.Predicted) is predicted, not interpolated.
 	b.player, err = input.NewPlayer(b.cl, input.PlayerConfig[Avatar, ShooterInput]{
-		Step:   stepAvatar,
-		Sample: b.nextInput,
-		Visual: avatarVisual,
+		Step:      stepAvatar,
+		Sample:    b.nextInput,
+		OnPredict: b.onPredict,
+		Visual:    avatarVisual,
 		OnCorrection: func(c input.Correction[Avatar]) {
 			if c.Status == input.ReconcileCorrected {
 				b.maxCorr = max(b.maxCorr, math.Hypot(c.New.X-c.Old.X, c.New.Z-c.Old.Z))
@@ -160,13 +170,16 @@ func (b *Bot) Frame(time.Time) error {
 	if err := b.player.Update(); err != nil {
 		return err
 	}
+	b.moveShots()
 	b.draw()
 	return nil
 }
 
 // nextInput is the scripted player: hold keys for a while, turn smoothly,
-// head back to the centre near the walls, fire in bursts.
-func (b *Bot) nextInput(_ uint32, s *Avatar) ShooterInput {
+// head back to the centre near the walls; aim at the nearest other player
+// as drawn and fire at it, else fire in bursts. It reports its view lag for
+// the server's lag compensation.
+func (b *Bot) nextInput(tick uint32, s *Avatar) ShooterInput {
 	if b.rng.IntN(90) == 0 {
 		b.script.Keys = uint8(b.rng.IntN(16))
 	}
@@ -178,8 +191,14 @@ func (b *Bot) nextInput(_ uint32, s *Avatar) ShooterInput {
 		b.script.Yaw = math.Atan2(-s.Z, -s.X)
 		b.script.Keys = keyForward
 	}
+	in := b.script
+	if yaw, ok := b.aim(s); ok {
+		in.Yaw, in.Fire = yaw, true
+	}
+	in.Yaw = math.Remainder(in.Yaw, 2*math.Pi)
 	b.script.Yaw = math.Remainder(b.script.Yaw, 2*math.Pi)
-	return b.script
+	in.ViewLag = uint16(min(max(math.Round(b.player.ViewLag(tick)*4), 0), 1023))
+	return in
 }
 
 // draw advances the render clock and interpolates remote entities (the

@@ -45,6 +45,11 @@ type ShooterInput struct {
 	Keys uint8   `net:"range=0:15"`
 	Yaw  float64 `net:"angle,bits=12"`
 	Fire bool
+	// ViewLag is how far the player's view of remote entities trailed this
+	// input tick, in quarter simulation ticks (input.Player.ViewLag × 4):
+	// the server judges the shots of this tick against the world as the
+	// player saw it (lag compensation).
+	ViewLag uint16 `net:"range=0:1023"`
 }
 
 // Avatar is the predicted state of a player's avatar: what the server and
@@ -59,11 +64,12 @@ type Avatar struct {
 	Cooldown uint8   `net:"range=0:63,owner"`
 }
 
-// Projectile marks a short-lived shot. TTL is server-only: the client learns
-// of the end through the despawn.
+// Projectile marks a short-lived shot. TTL and Lag are server-only: the
+// client learns of the end through the despawn.
 type Projectile struct {
-	Shooter uint8  `net:"range=0:255"` // owner client of the shooter, 0 for an NPC
-	TTL     uint16 `net:"-"`
+	Shooter uint8   `net:"range=0:255"` // owner client of the shooter, 0 for an NPC
+	TTL     uint16  `net:"-"`
+	Lag     float64 `net:"-"` // the shooter's view lag in simulation ticks
 }
 
 // newRegistry returns the replicated components, in the same order on
@@ -124,6 +130,16 @@ func stepAvatar(s *Avatar, in *ShooterInput, dt float64) {
 	} else if in.Fire {
 		s.Cooldown = fireCooldown
 	}
+}
+
+// shot returns where the projectile of a shot fired by an avatar in state s
+// starts and its velocity. A shot fired in the step of tick T is created at
+// start during tick T and moved by one step in the same tick; at the end of
+// tick t it is at start + vel·(t − T + 1)·simDt (server and shooter alike).
+func shot(s *Avatar) (start, vel components.Vec3) {
+	sin, cos := math.Sincos(s.Yaw)
+	dir := components.Vec3{X: cos, Z: sin}
+	return components.Vec3{X: s.X, Z: s.Z}.Add(dir), dir.Scale(projectileVel)
 }
 
 // fired reports whether the step from before to after fired a shot.

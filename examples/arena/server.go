@@ -14,6 +14,7 @@ import (
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/input"
 	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/lagcomp"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -28,6 +29,9 @@ type ServerOptions struct {
 	Interest float64
 	// Seed seeds the NPCs' randomness.
 	Seed uint64
+	// NoLagCompensation judges player shots against where avatars are on
+	// the server, not where the shooter saw them (for comparison).
+	NoLagCompensation bool
 	// Now is the clock of the replication layer (RTT, timeouts). Nil: time.Now.
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
@@ -53,6 +57,9 @@ type ServerStats struct {
 	Ticks                               uint64
 	ProjectilesSpawned, ProjectilesGone uint64
 	Hits                                uint64
+	// PlayerShots and PlayerHits count the projectiles players fired and
+	// those that hit another player's avatar.
+	PlayerShots, PlayerHits uint64
 	// Input ticks consumed with the client's own frame / without it, and
 	// frames that came after their tick, summed over every player that has
 	// left or is connected.
@@ -73,6 +80,7 @@ type ServerGame struct {
 	// (ServerConfig.OnConnect / OnDisconnect) since the last syncPlayers.
 	joined, left []replication.ClientID
 	auth         *input.Authority[Avatar, ShooterInput]
+	hist         *lagcomp.History[components.Transform] // what clients were shown
 	rng          *rand.Rand
 	log          *slog.Logger
 
@@ -93,6 +101,7 @@ type ServerGame struct {
 type projectileSpawn struct {
 	pos, vel components.Vec3
 	shooter  uint8
+	lag      float64 // the shooter's view lag, simulation ticks
 }
 
 // NewServerGame creates the world, the replication server and the NPCs.
@@ -164,6 +173,11 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	g.sched.AddSystem(ecs.Func(g.endOfTick))
 	g.sched.AddNetSystem(g.srv.SendSystem())
 	g.sched.AddNetSystem(ecs.Func(g.afterSend))
+	// Lag compensation: the transforms each net tick's snapshot carried.
+	if g.hist, err = lagcomp.New[components.Transform](g.world, reg, lagcomp.Config{Depth: 32}); err != nil {
+		return nil, err
+	}
+	g.sched.AddNetSystem(g.hist.System(g.srv.Tick))
 
 	for i := 0; i < opts.NPCs; i++ {
 		g.spawnNPC()
@@ -321,16 +335,13 @@ func (g *ServerGame) spawnNPC() {
 
 // onAvatarStep is the authority's OnStep: a step that fired queues a
 // projectile.
-func (g *ServerGame) onAvatarStep(e arche.Entity, before, after *Avatar, _ *ShooterInput) {
+func (g *ServerGame) onAvatarStep(e arche.Entity, before, after *Avatar, in *ShooterInput) {
 	if !fired(before, after) {
 		return
 	}
-	sin, cos := math.Sincos(after.Yaw)
-	dir := components.Vec3{X: cos, Z: sin}
-	g.spawnQueue = append(g.spawnQueue, projectileSpawn{
-		pos: components.Vec3{X: after.X, Z: after.Z}.Add(dir.Scale(1)), vel: dir.Scale(projectileVel),
-		shooter: (*components.Owner)(g.world.Get(e, g.idOwner)).Client,
-	})
+	pos, vel := shot(after)
+	g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: pos, vel: vel,
+		shooter: (*components.Owner)(g.world.Get(e, g.idOwner)).Client, lag: float64(in.ViewLag) / 4})
 }
 
 // stepNPCs makes the NPCs wander and fire.
@@ -386,12 +397,23 @@ func (g *ServerGame) nearestAvatar(p components.Vec3, r float64) (components.Vec
 // stepProjectiles spawns the shots of this tick, moves projectiles, pushes
 // the avatars they hit and removes them when their TTL runs out.
 func (g *ServerGame) stepProjectiles(*arche.World) {
+	tick := g.sched.Info().Tick
 	for _, s := range g.spawnQueue {
 		e := g.world.NewEntity(g.idRep, g.idTrans, g.idVel, g.idProj)
 		*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: s.pos, Rot: components.QuatIdentity()}
 		(*components.Velocity)(g.world.Get(e, g.idVel)).Linear = s.vel
-		*(*Projectile)(g.world.Get(e, g.idProj)) = Projectile{Shooter: s.shooter, TTL: projectileTTL}
+		*(*Projectile)(g.world.Get(e, g.idProj)) = Projectile{Shooter: s.shooter, TTL: projectileTTL, Lag: s.lag}
 		g.stats.ProjectilesSpawned++
+		if s.shooter != 0 {
+			// The shooter predicted this projectile, keyed by the input
+			// tick that fired it (this tick): its client adopts it.
+			g.world.Add(e, g.idOwner)
+			(*components.Owner)(g.world.Get(e, g.idOwner)).Client = s.shooter
+			if err := g.srv.PredictedSpawn(e, uint32(tick)); err != nil {
+				g.log.Warn("arena: predicted spawn refused", "client", s.shooter, "err", err)
+			}
+			g.stats.PlayerShots++
+		}
 	}
 	g.spawnQueue = g.spawnQueue[:0]
 
@@ -408,8 +430,12 @@ func (g *ServerGame) stepProjectiles(*arche.World) {
 				continue
 			}
 			av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
-			dx, dz := av.X-tr.Pos.X, av.Z-tr.Pos.Z
+			at := g.targetAt(p, pr, float64(tick))
+			dx, dz := at.X-tr.Pos.X, at.Z-tr.Pos.Z
 			if dx*dx+dz*dz < hitRadius*hitRadius {
+				if pr.Shooter != 0 {
+					g.stats.PlayerHits++
+				}
 				f := knockback / projectileVel
 				av.VX += v.X * f
 				av.VZ += v.Z * f
@@ -447,6 +473,22 @@ func (g *ServerGame) afterSend(*arche.World) {
 	if info := g.sched.Info(); uint64(g.srv.Tick())*netDivisor != info.Tick {
 		g.log.Warn("arena: net tick does not match the simulation tick", "net", g.srv.Tick(), "sim", info.Tick)
 	}
+}
+
+// targetAt is where projectile pr tests player p's avatar at tick: as the
+// shooter saw it — its state at the shooter's render time, tick − Lag, as
+// the shooter's client interpolated it — for a player's shot; where it is
+// now for an NPC's (or without lag compensation, or outside the history).
+func (g *ServerGame) targetAt(p *player, pr *Projectile, tick float64) components.Vec3 {
+	if pr.Shooter != 0 && !g.opts.NoLagCompensation {
+		var tr components.Transform
+		view := g.hist.Clamp((tick - pr.Lag) / netDivisor)
+		if g.hist.At(p.avatar, view, &tr) {
+			return tr.Pos
+		}
+	}
+	av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
+	return components.Vec3{X: av.X, Z: av.Z}
 }
 
 // focus is the interest focus of a client: its avatar.
