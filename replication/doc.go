@@ -108,6 +108,19 @@
 // (input.Player; [ClientConfig].Interpolate overrides the rule).
 // [Client.Reconnect] removes every mirror and rejoins as a late joiner.
 //
+// # Predicted spawns
+//
+// A client may create an entity locally the tick its input causes it (a
+// projectile): [Client.SpawnPredicted] makes a provisional entity with a
+// key both sides derive from the input (e.g. the input tick); the server's
+// game, applying that input, creates the authoritative entity and keys it
+// with [Server.PredictedSpawn]. The owner's spawn message carries the key,
+// and the client adopts its provisional entity as the mirror: one entity,
+// no flicker; other clients see an ordinary spawn. Unconfirmed provisional
+// entities are removed after [ClientConfig].PredictedSpawnTimeout; each
+// client may have at most [ServerConfig].MaxPredictedSpawns keyed entities
+// alive on the server.
+//
 // # Liveness
 //
 // A client fails with [ErrTimeout] (the message names the server's address
@@ -124,6 +137,8 @@
 //	per net tick                       Server.Receive … game … Server.Send; Client.Receive, Client.Send
 //	predict the player's own entity    input.NewPlayer (client), input.NewAuthority (server)
 //	interpolate a 2D/custom component  ClientConfig.InterpolatedComponents + Client.InterpolationSystem
+//	a client's predicted spawn         Client.SpawnPredicted (client), Server.PredictedSpawn (server)
+//	judge shots as the shooter saw     replication/lagcomp.History, input.Player.ViewLag
 //	entity ↔ network id                Server.NetID, Server.Resolve, Client.Entity
 //	limit what a client sees           ServerConfig.Interest
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)

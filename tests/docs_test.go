@@ -27,6 +27,7 @@ var DocumentedPackages = []string{
 	"replication/replicationtest",
 	"replication",
 	"replication/schema",
+	"replication/lagcomp",
 	"input",
 	"interp",
 }

@@ -49,6 +49,7 @@ type History[T any] struct {
 	frames []frame
 	newest uint32
 	has    bool
+	held   int // ticks recorded, up to Depth
 	id     arche.ID
 	idRep  arche.ID
 	filter arche.Mask
@@ -108,6 +109,11 @@ func (h *History[T]) Record(tick uint32) {
 		h.plan.Quantize(q.Get(h.id), f.lanes[start:])
 	}
 	if !h.has || int32(tick-h.newest) > 0 {
+		if h.has {
+			h.held = min(h.held+int(tick-h.newest), len(h.frames))
+		} else {
+			h.held = 1
+		}
 		h.newest, h.has = tick, true
 	}
 }
@@ -123,18 +129,19 @@ func (h *History[T]) System(tick func() uint32) ecs.System {
 func (h *History[T]) Newest() (uint32, bool) { return h.newest, h.has }
 
 // Clamp bounds a reported render tick to what an honest client can see:
-// not after the newest recorded tick, not more than MaxRewind before it.
-// NaN or infinite reports give the oldest allowed tick.
+// not after the newest recorded tick, not more than MaxRewind before it
+// (nor before the oldest tick recorded). NaN or infinite reports give the
+// oldest allowed tick.
 func (h *History[T]) Clamp(view float64) float64 {
 	if !h.has {
 		return view
 	}
 	newest := float64(h.newest)
+	back := min(h.cfg.MaxRewind, float64(h.held-1))
 	// Compare on the unwrapped line around newest (ticks wrap at 2³²).
-	d := view - newest
-	d = math.Remainder(d, 1<<32)
-	if d != d || d < -h.cfg.MaxRewind {
-		d = -h.cfg.MaxRewind
+	d := math.Remainder(view-newest, 1<<32)
+	if d != d || d < -back {
+		d = -back
 	}
 	return newest + min(d, 0)
 }
