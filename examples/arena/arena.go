@@ -170,20 +170,27 @@ func (a *Arena) Status(now time.Time) Status {
 
 // Summary is the figures of a whole run.
 type Summary struct {
-	Elapsed        time.Duration
-	Ticks          uint64  // simulation ticks run (observed, in -mode client)
-	TickRate       float64 // per second
-	Clients        int     // most clients connected at once
-	Down           float64 // KB/s per connected client, whole run
-	RTT            time.Duration
-	Bots           int
-	Corrections    uint64
-	CorrRate       float64 // per second per bot
-	Matches        uint64
-	MaxCorrection  float64 // metres the largest correction moved a predicted avatar
-	InputTicks     uint64  // sampled by the bots
-	Spawned, Gone  uint64  // projectiles on the server
-	Hits           uint64
+	Elapsed       time.Duration
+	Ticks         uint64  // simulation ticks run (observed, in -mode client)
+	TickRate      float64 // per second
+	Clients       int     // most clients connected at once
+	Down          float64 // KB/s per connected client, whole run
+	RTT           time.Duration
+	Bots          int
+	Corrections   uint64
+	CorrRate      float64 // per second per bot
+	Matches       uint64
+	MaxCorrection float64 // metres the largest correction moved a predicted avatar
+	InputTicks    uint64  // sampled by the bots
+	Spawned, Gone uint64  // projectiles on the server
+	Hits          uint64
+	// PlayerShots and PlayerHits: projectiles players fired and those that
+	// hit another player (lag-compensated).
+	PlayerShots, PlayerHits uint64
+	// ShotLatency is the mean time from a bot firing to its projectile on
+	// its own screen (0 with predicted shots), over ShotsMeasured shots.
+	ShotLatency    time.Duration
+	ShotsMeasured  int
 	MirrorSpawns   uint64 // summed over bots
 	MirrorDespawns uint64
 	InputReceived  uint64 // server: ticks consumed with the client's frame
@@ -219,6 +226,12 @@ func (a *Arena) Summary(now time.Time) Summary {
 		s.InputTicks += st.InputTicks
 		s.MirrorSpawns += b.Client().Stats.Spawns
 		s.MirrorDespawns += b.Client().Stats.Despawns
+		l, n := b.SpawnLatency()
+		s.ShotLatency += l * time.Duration(n)
+		s.ShotsMeasured += n
+	}
+	if s.ShotsMeasured > 0 {
+		s.ShotLatency /= time.Duration(s.ShotsMeasured)
 	}
 	if a.botS > 0 {
 		s.CorrRate = float64(s.Corrections) / a.botS
@@ -226,6 +239,7 @@ func (a *Arena) Summary(now time.Time) Summary {
 	if a.Server != nil {
 		st := a.Server.Stats()
 		s.Spawned, s.Gone, s.Hits = st.ProjectilesSpawned, st.ProjectilesGone, st.Hits
+		s.PlayerShots, s.PlayerHits = st.PlayerShots, st.PlayerHits
 		s.InputReceived, s.InputMissing, s.InputLate = st.InputReceived, st.InputMissing, st.InputLate
 		s.SnapshotBytes, s.SpawnBytes = a.Server.BytesDown()
 	}
@@ -248,6 +262,10 @@ func (s Summary) String() string {
 	}
 	if s.Spawned > 0 || s.InputReceived+s.InputMissing > 0 {
 		fmt.Fprintf(&b, "  projectiles %d spawned, %d despawned, %d hits on avatars\n", s.Spawned, s.Gone, s.Hits)
+		if s.PlayerShots > 0 {
+			fmt.Fprintf(&b, "  shots       players fired %d, %d hit a player (%.1f%%, lag-compensated); on the shooter's screen after %v (%d measured)\n",
+				s.PlayerShots, s.PlayerHits, 100*float64(s.PlayerHits)/float64(s.PlayerShots), s.ShotLatency.Round(time.Millisecond), s.ShotsMeasured)
+		}
 		fmt.Fprintf(&b, "  inputs      %d ticks received, %d missing (last input repeated), %d late frames\n",
 			s.InputReceived, s.InputMissing, s.InputLate)
 	}
