@@ -5,13 +5,15 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/archenet/archenet/examples/arena/game"
 )
 
 // Arena runs a server and/or bots frame by frame on one goroutine. The
 // clock is the caller's: wall time over QUIC, simulated time in tests.
 type Arena struct {
-	Server *ServerGame // nil when only bots run (-mode client)
-	Bots   []*Bot
+	Server *game.ServerGame // nil when only bots run (-mode client)
+	Bots   []*game.Bot
 	// ReadyTimeout is how long a bot may take to receive the initial world
 	// before Frame fails. Zero: 5 s.
 	ReadyTimeout time.Duration

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/examples/arena/game"
 	"github.com/archenet/archenet/transport/sim"
 )
 
@@ -37,27 +38,27 @@ type simArena struct {
 	// its motion without corrections. Zero except while a smoothed
 	// correction decays; a snapped correction would show its whole size.
 	maxJump float64
-	poses   map[*Bot][2]components.Vec3
+	poses   map[*game.Bot][2]components.Vec3
 }
 
 func newSimArena(t *testing.T, seed int64, bots int, link sim.Link, interest float64) *simArena {
-	return newSimArenaWith(t, seed, bots, link, ServerOptions{Interest: interest}, BotOptions{})
+	return newSimArenaWith(t, seed, bots, link, game.ServerOptions{Interest: interest}, game.BotOptions{})
 }
 
 // newSimArenaWith is newSimArena with server and bot options (Listener,
 // Conn, Seed, Now and Logger are the rig's).
-func newSimArenaWith(t *testing.T, seed int64, bots int, link sim.Link, so ServerOptions, bo BotOptions) *simArena {
+func newSimArenaWith(t *testing.T, seed int64, bots int, link sim.Link, so game.ServerOptions, bo game.BotOptions) *simArena {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := &simArena{t: t, net: sim.NewNetwork(seed, start), now: start, nextStatus: start.Add(time.Second), poses: map[*Bot][2]components.Vec3{}}
+	s := &simArena{t: t, net: sim.NewNetwork(seed, start), now: start, nextStatus: start.Add(time.Second), poses: map[*game.Bot][2]components.Vec3{}}
 	so.Listener, so.NPCs, so.Seed, so.Now, so.Logger = s.net.Listen("arena"), 24, uint64(seed), s.net.Now, quiet
-	srv, err := NewServerGame(so)
+	srv, err := game.NewServerGame(so)
 	require.NoError(t, err)
 	s.arena = &Arena{Server: srv, ReadyTimeout: time.Second}
 	for i := 0; i < bots; i++ {
 		conn, err := s.net.Dial("arena", link)
 		require.NoError(t, err)
 		bo.Conn, bo.Seed, bo.Now, bo.Logger = conn, uint64(seed)*100+uint64(i), s.net.Now, quiet
-		b, err := NewBot(bo)
+		b, err := game.NewBot(bo)
 		require.NoError(t, err)
 		s.arena.Bots = append(s.arena.Bots, b)
 	}
@@ -151,7 +152,7 @@ func TestArenaPerfectLink(t *testing.T) {
 
 	corrections, _ := checkPrediction(t, s)
 	srv := s.arena.Server
-	require.Equal(t, uint64(15*simRate), srv.Tick())
+	require.Equal(t, uint64(15*game.SimRate), srv.Tick())
 	gs := srv.Stats()
 	require.Greater(t, gs.ProjectilesSpawned, uint64(200), "NPCs and avatars fire")
 	require.Greater(t, gs.ProjectilesGone, gs.ProjectilesSpawned-100, "projectiles expire")
@@ -186,11 +187,11 @@ func TestArenaPerfectLink(t *testing.T) {
 	t.Logf("%v", sum)
 	require.Equal(t, 3, sum.Clients)
 	require.InDelta(t, 60, sum.TickRate, 1)
-	require.InDelta(t, 15*simRate, float64(sum.Ticks), 2)
+	require.InDelta(t, 15*game.SimRate, float64(sum.Ticks), 2)
 	require.Greater(t, sum.Down, 2.0)
 	require.Less(t, sum.CorrRate, 0.5)
 	require.Equal(t, gs.InputReceived, sum.InputReceived)
-	require.Greater(t, sum.InputReceived, uint64(3*14*simRate), "inputs of ~14 s from three players")
+	require.Greater(t, sum.InputReceived, uint64(3*14*game.SimRate), "inputs of ~14 s from three players")
 	require.Contains(t, sum.String(), "summary: 15.0 s")
 }
 

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/archenet/archenet/examples/arena/game"
 	"github.com/archenet/archenet/transport/quic"
 )
 
@@ -160,14 +161,14 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 		if ln, err = quic.Listen(o.addr, &quic.Config{TLS: cert.ServerTLS()}); err != nil {
 			return nil, nil, err
 		}
-		srv, err := NewServerGame(ServerOptions{Listener: ln, NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger})
+		srv, err := game.NewServerGame(game.ServerOptions{Listener: ln, NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger})
 		if err != nil {
 			_ = ln.Close()
 			return nil, nil, err
 		}
 		a.Server = srv
 		o.addr = ln.Addr().String()
-		fmt.Fprintf(stdout, "arena server on %s (QUIC), %d NPCs, %d Hz simulation, %d Hz snapshots\n", o.addr, o.npcs, simRate, netRate)
+		fmt.Fprintf(stdout, "arena server on %s (QUIC), %d NPCs, %d Hz simulation, %d Hz snapshots\n", o.addr, o.npcs, game.SimRate, game.NetRate)
 		if o.mode == "server" {
 			fmt.Fprintf(stdout, "development certificate in %s; connect with: go run ./examples/arena -mode client -addr %s -cert %s\n", o.cert, o.addr, o.cert)
 		}
@@ -191,7 +192,7 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 				cleanup()
 				return nil, nil, fmt.Errorf("bot %d: connecting to %s: %w", i+1, o.addr, err)
 			}
-			b, err := NewBot(BotOptions{Conn: conn, Seed: o.seed*1000 + uint64(i), Logger: logger})
+			b, err := game.NewBot(game.BotOptions{Conn: conn, Seed: o.seed*1000 + uint64(i), Logger: logger})
 			if err != nil {
 				_ = conn.Close()
 				cleanup()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/examples/arena/game"
 	"github.com/archenet/archenet/transport/sim"
 )
 
@@ -23,7 +24,7 @@ func TestArenaPredictedShotsAndLagCompensation(t *testing.T) {
 		adopted, lost uint64
 	}
 	play := func(off bool) result {
-		s := newSimArenaWith(t, 7, 4, link, ServerOptions{NoLagCompensation: off}, BotOptions{NoPredictedShots: off})
+		s := newSimArenaWith(t, 7, 4, link, game.ServerOptions{NoLagCompensation: off}, game.BotOptions{NoPredictedShots: off})
 		s.run(20 * time.Second)
 		var r result
 		var sum time.Duration

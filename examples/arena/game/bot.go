@@ -1,4 +1,4 @@
-package main
+package game
 
 import (
 	"errors"
@@ -26,6 +26,10 @@ type BotOptions struct {
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
 	Logger *slog.Logger
+	// Control, if set, is the player's input for an input tick (keyboard
+	// and mouse of a graphical client) instead of the bot's script; the bot
+	// fills in ViewLag.
+	Control func(tick uint32, s *Avatar) ShooterInput
 	// NoPredictedShots shows the bot's projectiles only when the server's
 	// spawn arrives (for comparison) instead of predicting them the tick
 	// they are fired.
@@ -118,6 +122,14 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	return b, nil
 }
 
+// World returns the client's world (mirrors, the predicted avatar with its
+// smoothed components.Visual, own projectiles with their predicted
+// Transform, remote entities with their interpolated Visual).
+func (b *Bot) World() *ecs.World { return b.world }
+
+// Player returns the prediction of the bot's avatar.
+func (b *Bot) Player() *input.Player[Avatar, ShooterInput] { return b.player }
+
 // Client returns the replication client.
 func (b *Bot) Client() *replication.Client { return b.cl }
 
@@ -180,6 +192,11 @@ func (b *Bot) Frame(time.Time) error {
 // as drawn and fire at it, else fire in bursts. It reports its view lag for
 // the server's lag compensation.
 func (b *Bot) nextInput(tick uint32, s *Avatar) ShooterInput {
+	if b.opts.Control != nil {
+		in := b.opts.Control(tick, s)
+		in.ViewLag = uint16(min(max(math.Round(b.player.ViewLag(tick)*4), 0), 1023))
+		return in
+	}
 	if b.rng.IntN(90) == 0 {
 		b.script.Keys = uint8(b.rng.IntN(16))
 	}

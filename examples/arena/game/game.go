@@ -1,4 +1,4 @@
-package main
+package game
 
 import (
 	"math"
@@ -154,3 +154,9 @@ func yawRot(yaw float64) components.Quat {
 func avatarVisual(s *Avatar) components.Visual {
 	return components.Visual{Pos: components.Vec3{X: s.X, Z: s.Z}, Rot: yawRot(s.Yaw)}
 }
+
+// SimRate and NetRate are the arena's simulation and snapshot rates (Hz).
+const (
+	SimRate = simRate
+	NetRate = netRate
+)
