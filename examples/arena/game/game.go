@@ -160,3 +160,21 @@ const (
 	SimRate = simRate
 	NetRate = netRate
 )
+
+// Exported for front ends that drive a [Bot] through [BotOptions.Control]
+// and draw the arena.
+const (
+	// KeyForward, KeyBack, KeyLeft and KeyRight are the movement bits of
+	// [ShooterInput].Keys. They move relative to the aim (Yaw): forward
+	// toward it, left/right strafing.
+	KeyForward = keyForward
+	KeyBack    = keyBack
+	KeyLeft    = keyLeft
+	KeyRight   = keyRight
+	// ArenaHalf is half the side of the square arena [−ArenaHalf,
+	// ArenaHalf]² on the x/z plane, in metres.
+	ArenaHalf = arenaHalf
+	// HitRadius is how close (metres) a projectile must come to an avatar
+	// to hit it.
+	HitRadius = hitRadius
+)
