@@ -1,0 +1,24 @@
+module github.com/archenet/archenet/examples/arenaview
+
+go 1.26.0
+
+require (
+	github.com/archenet/archenet v0.0.0
+	github.com/hajimehoshi/ebiten/v2 v2.8.8
+	github.com/mlange-42/arche v0.15.3
+)
+
+require (
+	github.com/ebitengine/gomobile v0.0.0-20240911145611-4856209ac325 // indirect
+	github.com/ebitengine/hideconsole v1.0.0 // indirect
+	github.com/ebitengine/purego v0.8.0 // indirect
+	github.com/jezek/xgb v1.1.1 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/quic-go/quic-go v0.65.0 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
+	golang.org/x/net v0.56.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
+
+replace github.com/archenet/archenet => ../..
