@@ -18,25 +18,7 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/examples/arena/game"
-)
-
-// Colours. The fills are flat (the screenshot test finds entities by them),
-// so outlines and heading marks use other colours.
-var (
-	bgColor        = color.RGBA{0x16, 0x18, 0x1d, 0xff}
-	floorColor     = color.RGBA{0x24, 0x28, 0x30, 0xff}
-	gridColor      = color.RGBA{0x30, 0x35, 0x3f, 0xff}
-	wallColor      = color.RGBA{0x6a, 0x72, 0x80, 0xff}
-	ownColor       = color.RGBA{0x3c, 0xe0, 0x5a, 0xff} // the own (predicted) avatar
-	remoteColor    = color.RGBA{0x4a, 0x8c, 0xff, 0xff} // other players' avatars (interpolated)
-	npcColor       = color.RGBA{0xff, 0x8c, 0x28, 0xff} // NPCs (interpolated)
-	ownShotColor   = color.RGBA{0xff, 0xf0, 0x3c, 0xff} // own projectiles (predicted)
-	shotColor      = color.RGBA{0xff, 0x46, 0x82, 0xff} // everybody else's projectiles (interpolated)
-	headColor      = color.RGBA{0x10, 0x12, 0x16, 0xff} // heading mark on a body
-	aimColor       = color.RGBA{0x3c, 0xe0, 0x5a, 0x50}
-	flashColor     = color.RGBA{0xff, 0xff, 0xff, 0xff} // hit flash
-	debugColor     = color.RGBA{0xe0, 0x40, 0xe0, 0xff} // newest server state (debug view)
-	overlayBgColor = color.RGBA{0x00, 0x00, 0x00, 0xb0}
+	"github.com/archenet/archenet/examples/arenaview/palette"
 )
 
 // Sizes in metres.
@@ -276,17 +258,17 @@ func (v *view) Draw(screen *ebiten.Image) {
 }
 
 func (v *view) drawArena(c *ebiten.Image) {
-	c.Fill(bgColor)
+	c.Fill(palette.Background)
 	s := float32(v.scale())
 	x0, y0 := v.toScreen(components.Vec3{X: -game.ArenaHalf, Z: game.ArenaHalf})
 	side := float32(2*game.ArenaHalf) * s
-	vector.DrawFilledRect(c, x0, y0, side, side, floorColor, false)
+	vector.DrawFilledRect(c, x0, y0, side, side, palette.Floor, false)
 	for m := 10; m < 2*game.ArenaHalf; m += 10 {
 		o := float32(m) * s
-		vector.StrokeLine(c, x0+o, y0, x0+o, y0+side, 1, gridColor, false)
-		vector.StrokeLine(c, x0, y0+o, x0+side, y0+o, 1, gridColor, false)
+		vector.StrokeLine(c, x0+o, y0, x0+o, y0+side, 1, palette.Grid, false)
+		vector.StrokeLine(c, x0, y0+o, x0+side, y0+o, 1, palette.Grid, false)
 	}
-	vector.StrokeRect(c, x0, y0, side, side, 2, wallColor, false)
+	vector.StrokeRect(c, x0, y0, side, side, 2, palette.Wall, false)
 }
 
 func (v *view) drawEntities(c *ebiten.Image) {
@@ -298,7 +280,7 @@ func (v *view) drawEntities(c *ebiten.Image) {
 		x, y := v.toScreen(p.Pos)
 		vector.DrawFilledCircle(c, x, y, r, fill, true)
 		hx, hz := heading(p.Rot)
-		vector.StrokeLine(c, x, y, x+float32(hx)*r, y-float32(hz)*r, 2, headColor, true)
+		vector.StrokeLine(c, x, y, x+float32(hx)*r, y-float32(hz)*r, 2, palette.Heading, true)
 	}
 	// Debug view: the newest server state each mirror holds (Transform;
 	// for own projectiles the prediction) as an outline, joined to the
@@ -314,8 +296,8 @@ func (v *view) drawEntities(c *ebiten.Image) {
 			if v.w.Has(e, v.idProj) {
 				r = px(shotRadius, 3)
 			}
-			vector.StrokeLine(c, x, y, dx, dy, 1, debugColor, true)
-			vector.StrokeCircle(c, x, y, r+1, 1.5, debugColor, true)
+			vector.StrokeLine(c, x, y, dx, dy, 1, palette.Debug, true)
+			vector.StrokeCircle(c, x, y, r+1, 1.5, palette.Debug, true)
 		}
 	}
 	var ownShots, shots, remote []ecs.Entity
@@ -333,39 +315,39 @@ func (v *view) drawEntities(c *ebiten.Image) {
 		case v.w.Has(e, v.idAvatar):
 			remote = append(remote, e)
 		default: // NPC
-			body(v.drawnPose(e), px(npcRadius, 3), npcColor)
+			body(v.drawnPose(e), px(npcRadius, 3), palette.NPC)
 		}
 	}
 	for _, e := range remote {
-		body(v.drawnPose(e), px(bodyRadius, 4), remoteColor)
+		body(v.drawnPose(e), px(bodyRadius, 4), palette.Remote)
 	}
 	if e, ok := v.s.player.Player().Entity(); ok {
 		p := v.drawnPose(e)
 		x, y := v.toScreen(p.Pos)
 		if !v.o.script {
 			cx, cy := ebiten.CursorPosition()
-			vector.StrokeLine(c, x, y, float32(cx), float32(cy), 1, aimColor, true)
+			vector.StrokeLine(c, x, y, float32(cx), float32(cy), 1, palette.Aim, true)
 		}
-		body(p, px(bodyRadius, 4), ownColor)
+		body(p, px(bodyRadius, 4), palette.Own)
 	}
 	for _, e := range shots {
 		x, y := v.toScreen(v.drawnPos(e))
-		vector.DrawFilledCircle(c, x, y, px(shotRadius, 2.5), shotColor, true)
+		vector.DrawFilledCircle(c, x, y, px(shotRadius, 2.5), palette.Shot, true)
 	}
 	for _, e := range ownShots {
 		x, y := v.toScreen(v.drawnPos(e))
-		vector.DrawFilledCircle(c, x, y, px(shotRadius, 2.5), ownShotColor, true)
+		vector.DrawFilledCircle(c, x, y, px(shotRadius, 2.5), palette.OwnShot, true)
 	}
 	// Hits: a ring around the avatar hit and a burst where the projectile
 	// ended.
 	for e := range v.flashes {
 		x, y := v.toScreen(v.drawnPos(e))
-		vector.StrokeCircle(c, x, y, px(flashRadius, 8), 3, flashColor, true)
+		vector.StrokeCircle(c, x, y, px(flashRadius, 8), 3, palette.Flash, true)
 	}
 	for _, sp := range v.sparks {
 		left := float64(sp.until.Sub(now)) / float64(flashTime)
 		x, y := v.toScreen(sp.pos)
-		vector.StrokeCircle(c, x, y, float32(2+(1-left)*10), 2, flashColor, true)
+		vector.StrokeCircle(c, x, y, float32(2+(1-left)*10), 2, palette.Flash, true)
 	}
 }
 
@@ -392,7 +374,7 @@ func (v *view) drawOverlay(c *ebiten.Image) {
 	if v.debug {
 		text += "\ndebug: outline = newest server state"
 	}
-	vector.DrawFilledRect(c, 8, 8, 330, 128, overlayBgColor, false)
+	vector.DrawFilledRect(c, 8, 8, 330, 128, palette.OverlayBg, false)
 	ebitenutil.DebugPrintAt(c, text, 14, 12)
 }
 
