@@ -26,6 +26,10 @@
 // own avatar):
 //
 //	xvfb-run -a -s '-screen 0 1024x768x24' go run . -script -overlay -screenshot-at 30,180 -out /tmp/shots -exit-after 200
+//
+// The acceptance test (package acceptance) runs that under Xvfb and checks
+// the screenshots; `go test ./acceptance -run Scripted -update` rewrites
+// screenshot.png, the README's picture, from its run.
 package main
 
 import (

@@ -355,28 +355,30 @@ func (v *view) drawOverlay(c *ebiten.Image) {
 	r := v.rates
 	cl := v.s.player.Client()
 	st := cl.InterpolationStats()
-	var delay time.Duration
+	var delay, target, jitter time.Duration
 	if clk := cl.InterpClock(); clk != nil {
-		delay = clk.Delay()
+		delay, target, jitter = clk.Delay(), clk.TargetDelay(), clk.Jitter()
 	}
 	text := fmt.Sprintf(
 		"archenet arena  client %d  (F1/Tab overlay, F2 debug)\n"+
 			"down %6.1f KB/s   up %5.1f KB/s\n"+
 			"rtt  %6.1f ms     loss %4.1f %%\n"+
-			"render delay %5.1f ms\n"+
+			"render delay %5.1f ms (target %.1f, jitter %.1f)\n"+
 			"corrections %5.1f /s\n"+
 			"entities %d  (interp %d, extrap %d, hold %d)\n"+
 			"hits seen %d",
 		cl.ID(), r.down, r.up,
-		float64(cl.RTT().Microseconds())/1000, 100*cl.Arrivals().Loss(),
-		float64(delay.Microseconds())/1000, r.corrections,
+		ms(cl.RTT()), 100*cl.Arrivals().Loss(),
+		ms(delay), ms(target), ms(jitter), r.corrections,
 		cl.Mirrors(), st.Interpolating, st.Extrapolating, st.Holding, v.hits)
 	if v.debug {
 		text += "\ndebug: outline = newest server state"
 	}
-	vector.DrawFilledRect(c, 8, 8, 330, 128, palette.OverlayBg, false)
+	vector.DrawFilledRect(c, 8, 8, 350, 128, palette.OverlayBg, false)
 	ebitenutil.DebugPrintAt(c, text, 14, 12)
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // screenshot writes the canvas to out/frame-N.png.
 func (v *view) screenshot(c *ebiten.Image, frame int) error {
