@@ -17,29 +17,28 @@ type controls struct {
 	fire       bool
 	aimX, aimZ float64 // world point to turn toward
 	aimSet     bool
-	fixedYaw   float64 // the script's aim, when useYaw
-	useYaw     bool
 	yaw        float64 // the last aim sent
 }
 
 // control is the player's BotOptions.Control: the held keys and fire button,
 // aimed from the predicted avatar toward the pointer.
 func (c *controls) control(_ uint32, s *game.Avatar) game.ShooterInput {
-	switch {
-	case c.useYaw:
-		c.yaw = c.fixedYaw
-	case c.aimSet:
-		// Keep the last aim when the pointer is on the avatar.
-		if dx, dz := c.aimX-s.X, c.aimZ-s.Z; dx*dx+dz*dz > 0.05 {
-			c.yaw = math.Atan2(dz, dx)
-		}
+	// Keep the last aim when the pointer is on the avatar.
+	if dx, dz := c.aimX-s.X, c.aimZ-s.Z; c.aimSet && dx*dx+dz*dz > 0.05 {
+		c.yaw = math.Atan2(dz, dx)
 	}
 	return game.ShooterInput{Keys: c.keys, Yaw: math.Remainder(c.yaw, 2*math.Pi), Fire: c.fire}
 }
 
-// readDevices sets the controls from the keyboard and mouse; pointer is the
-// world position under the cursor.
-func (c *controls) readDevices(pointerX, pointerZ float64) {
+// set sets the controls: keys held, fire button, and the world point under
+// the pointer.
+func (c *controls) set(keys uint8, fire bool, aimX, aimZ float64) {
+	c.keys, c.fire = keys, fire
+	c.aimX, c.aimZ, c.aimSet = aimX, aimZ, true
+}
+
+// keyboard returns the movement keys and fire button held.
+func keyboard() (keys uint8, fire bool) {
 	pressed := func(keys ...ebiten.Key) bool {
 		for _, k := range keys {
 			if ebiten.IsKeyPressed(k) {
@@ -48,38 +47,36 @@ func (c *controls) readDevices(pointerX, pointerZ float64) {
 		}
 		return false
 	}
-	c.keys = 0
 	if pressed(ebiten.KeyW, ebiten.KeyArrowUp) {
-		c.keys |= game.KeyForward
+		keys |= game.KeyForward
 	}
 	if pressed(ebiten.KeyS, ebiten.KeyArrowDown) {
-		c.keys |= game.KeyBack
+		keys |= game.KeyBack
 	}
 	if pressed(ebiten.KeyA, ebiten.KeyArrowLeft) {
-		c.keys |= game.KeyLeft
+		keys |= game.KeyLeft
 	}
 	if pressed(ebiten.KeyD, ebiten.KeyArrowRight) {
-		c.keys |= game.KeyRight
+		keys |= game.KeyRight
 	}
-	c.fire = pressed(ebiten.KeySpace) || ebiten.IsMouseButtonPressed(ebiten.MouseButtonLeft)
-	c.aimX, c.aimZ, c.aimSet = pointerX, pointerZ, true
-	c.useYaw = false
+	fire = pressed(ebiten.KeySpace) || ebiten.IsMouseButtonPressed(ebiten.MouseButtonLeft)
+	return keys, fire
 }
 
-// Script legs: each holds KeyForward with a fixed world-space aim, firing
-// two thirds of the time. The first leg heads east (+x, right on screen)
-// for scriptLeg frames.
+// The input script: legs of scriptLeg frames, each holding KeyForward
+// (toward the pointer) with the pointer 200 px from the own avatar in one
+// screen direction — right, up, left, down — and firing two thirds of the
+// time. It goes through the same pointer-to-world aim as the mouse.
 const scriptLeg = 200
 
-var scriptAims = [...]float64{0, math.Pi / 2, math.Pi, -math.Pi / 2} // east, north, west, south
+var scriptPointer = [...][2]float32{{200, 0}, {0, -200}, {-200, 0}, {0, 200}}
 
-// readScript sets the controls for frame f (counted from the first frame
-// that draws the own avatar) of the fixed input script.
-func (c *controls) readScript(f int) {
-	leg := (f / scriptLeg) % len(scriptAims)
-	c.keys = game.KeyForward
-	c.fixedYaw, c.useYaw = scriptAims[leg], true
-	c.fire = f%60 < 40
+// script returns the keys, fire button and pointer offset from the own
+// avatar on screen of frame f (counted from the first frame that draws
+// the own avatar).
+func script(f int) (keys uint8, fire bool, dx, dy float32) {
+	p := scriptPointer[(f/scriptLeg)%len(scriptPointer)]
+	return game.KeyForward, f%60 < 40, p[0], p[1]
 }
 
 // toggles reports the overlay and debug toggle keys pressed this frame.

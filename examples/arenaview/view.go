@@ -40,13 +40,15 @@ type view struct {
 
 	idTrans, idVisual, idNetID, idAvatar, idProj ecs.ID
 
-	start   time.Time
-	ready   bool
-	frame   int // frames since the own avatar was first drawn
-	overlay bool
-	debug   bool
-	pending []int    // screenshots to take in the next Draw
-	saved   []string // screenshot files written
+	start time.Time
+	ready bool
+	frame int // frames since the own avatar was first drawn
+	// The pointer on screen: the mouse's, or the script's.
+	pointerX, pointerY float32
+	overlay            bool
+	debug              bool
+	pending            []int    // screenshots to take in the next Draw
+	saved              []string // screenshot files written
 
 	prevShots map[ecs.Entity]shotInfo
 	flashes   map[ecs.Entity]time.Time // avatars hit, until when they flash
@@ -100,13 +102,24 @@ func (v *view) Update() error {
 	}
 	v.overlay = v.overlay != overlay
 	v.debug = v.debug != debug
+	var keys uint8
+	var fire bool
 	if v.o.script {
-		v.s.input.readScript(v.frame)
+		var dx, dy float32
+		keys, fire, dx, dy = script(v.frame)
+		if e, ok := v.s.player.Player().Entity(); ok {
+			x, y := v.toScreen(v.drawnPos(e))
+			v.pointerX, v.pointerY = x+dx, y+dy
+		} else {
+			keys, fire = 0, false // the script starts with the avatar
+		}
 	} else {
+		keys, fire = keyboard()
 		cx, cy := ebiten.CursorPosition()
-		x, z := v.toWorld(float64(cx), float64(cy))
-		v.s.input.readDevices(x, z)
+		v.pointerX, v.pointerY = float32(cx), float32(cy)
 	}
+	x, z := v.toWorld(float64(v.pointerX), float64(v.pointerY))
+	v.s.input.set(keys, fire, x, z)
 	if err := v.s.frame(now); err != nil {
 		v.err = err
 		return ebiten.Termination
@@ -324,10 +337,7 @@ func (v *view) drawEntities(c *ebiten.Image) {
 	if e, ok := v.s.player.Player().Entity(); ok {
 		p := v.drawnPose(e)
 		x, y := v.toScreen(p.Pos)
-		if !v.o.script {
-			cx, cy := ebiten.CursorPosition()
-			vector.StrokeLine(c, x, y, float32(cx), float32(cy), 1, palette.Aim, true)
-		}
+		vector.StrokeLine(c, x, y, v.pointerX, v.pointerY, 1, palette.Aim, true)
 		body(p, px(bodyRadius, 4), palette.Own)
 	}
 	for _, e := range shots {

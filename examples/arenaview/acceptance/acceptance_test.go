@@ -25,16 +25,18 @@ import (
 
 var update = flag.Bool("update", false, "rewrite ../screenshot.png (the README's) from the scripted run")
 
-// Screenshot frames of the scripted run: the script heads east (right on
-// screen) with KeyForward for its first scriptLeg frames, firing.
+// Screenshot frames of the scripted run. The script holds KeyForward
+// (toward the pointer) with the pointer right of the own avatar for frames
+// 0–199, above it for 200–399 (main.script).
 const (
-	shotA, shotB = 30, 180
-	exitAfter    = 200 // within the script's first leg (main.scriptLeg)
+	shotA, shotB, shotC = 30, 180, 380
+	exitAfter           = 400
 )
 
 // TestScriptedPlayUnderXvfb starts the graphical client under Xvfb against
 // its in-process server (24 NPCs, 3 bots, QUIC on loopback), plays the
-// input script and checks two screenshots: the own avatar moved right, and
+// input script and checks three screenshots: the own avatar moved right,
+// then up (the pointer's path to the aim and the screen mapping), and
 // NPCs, the bots' avatars, projectiles (own predicted ones too) and the
 // debug view's server-state outlines are drawn.
 func TestScriptedPlayUnderXvfb(t *testing.T) {
@@ -52,7 +54,7 @@ func TestScriptedPlayUnderXvfb(t *testing.T) {
 	}
 	cmd := exec.CommandContext(ctx, xvfb, "-a", "-s", "-screen 0 1024x768x24",
 		bin, "-script", "-overlay", "-debug",
-		"-screenshot-at", fmt.Sprintf("%d,%d", shotA, shotB), "-out", out,
+		"-screenshot-at", fmt.Sprintf("%d,%d,%d", shotA, shotB, shotC), "-out", out,
 		"-exit-after", fmt.Sprint(exitAfter))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -63,27 +65,33 @@ func TestScriptedPlayUnderXvfb(t *testing.T) {
 		t.Fatalf("client: %v", err)
 	}
 
-	a, b := loadPNG(t, filepath.Join(out, fmt.Sprintf("frame-%d.png", shotA))), loadPNG(t, filepath.Join(out, fmt.Sprintf("frame-%d.png", shotB)))
-	ca, cb := census(a), census(b)
-	t.Logf("frame %d: %+v", shotA, ca)
-	t.Logf("frame %d: %+v", shotB, cb)
+	var cs []counts
+	for _, f := range []int{shotA, shotB, shotC} {
+		c := census(loadPNG(t, filepath.Join(out, fmt.Sprintf("frame-%d.png", f))))
+		t.Logf("frame %d: %+v", f, c)
+		cs = append(cs, c)
+	}
 
-	// The own avatar (a disc of radius 1 m = 7 px) is in both shots and
-	// moved right: 150 frames (2.5 s at 60 TPS, longer if the machine is
-	// slow) at up to 6 m/s is up to ~100 px; the aim is due east, so the
-	// path is nearly horizontal.
-	for _, c := range []counts{ca, cb} {
+	// The own avatar (a disc of radius 1 m = 7 px) is in every shot and
+	// moved right, then up: 150 or 200 frames (2.5 or 3.3 s at 60 TPS,
+	// longer if the machine is slow) at up to 6 m/s is 100 px or more.
+	for _, c := range cs {
 		if c.own.n < 60 {
 			t.Fatalf("own avatar not drawn: %d pixels of its colour", c.own.n)
 		}
 	}
-	dx, dy := cb.own.x-ca.own.x, cb.own.y-ca.own.y
-	t.Logf("own avatar moved (%.1f, %.1f) px", dx, dy)
+	dx, dy := cs[1].own.x-cs[0].own.x, cs[1].own.y-cs[0].own.y
+	t.Logf("own avatar moved (%.1f, %.1f) px from frame %d to %d", dx, dy, shotA, shotB)
 	if dx < 40 || math.Abs(dy) > dx/3 {
 		t.Errorf("own avatar moved (%.1f, %.1f) px between frames %d and %d; want > 40 px to the right, nearly horizontal", dx, dy, shotA, shotB)
 	}
+	dx, dy = cs[2].own.x-cs[1].own.x, cs[2].own.y-cs[1].own.y
+	t.Logf("own avatar moved (%.1f, %.1f) px from frame %d to %d", dx, dy, shotB, shotC)
+	if dy > -40 || math.Abs(dx) > -dy/2 {
+		t.Errorf("own avatar moved (%.1f, %.1f) px between frames %d and %d; want > 40 px up, nearly vertical", dx, dy, shotB, shotC)
+	}
 	// Remote entities: 24 NPCs (interpolated) and 3 bot avatars.
-	for _, c := range []counts{ca, cb} {
+	for _, c := range cs {
 		if c.npc.n < 24*40 {
 			t.Errorf("NPCs: %d pixels of their colour, want ≥ %d (24 discs)", c.npc.n, 24*40)
 		}
@@ -96,11 +104,16 @@ func TestScriptedPlayUnderXvfb(t *testing.T) {
 	}
 	// Projectiles: NPCs fire every 40–100 ticks, the script most of the
 	// time (own shots are predicted, drawn the frame they are fired).
-	if ca.shot.n+cb.shot.n < 20 {
-		t.Errorf("other projectiles: %d+%d pixels, want some", ca.shot.n, cb.shot.n)
+	var shots, own int
+	for _, c := range cs {
+		shots += c.shot.n
+		own += c.ownShot.n
 	}
-	if ca.ownShot.n+cb.ownShot.n < 10 {
-		t.Errorf("own projectiles: %d+%d pixels, want some", ca.ownShot.n, cb.ownShot.n)
+	if shots < 20 {
+		t.Errorf("other projectiles: %d pixels in all, want some", shots)
+	}
+	if own < 10 {
+		t.Errorf("own projectiles: %d pixels in all, want some", own)
 	}
 	if *update && !t.Failed() {
 		src, err := os.ReadFile(filepath.Join(out, fmt.Sprintf("frame-%d.png", shotB)))
