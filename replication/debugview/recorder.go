@@ -178,6 +178,8 @@ func (r *Recorder) build(now time.Time, secs float64) Sample {
 		Connected:    st.Connected,
 		Disconnected: st.Disconnected,
 		Rejected:     st.Rejected,
+		Clients:      []ClientSample{},
+		Clamps:       []Clamp{},
 	}
 	if ticks > 0 {
 		send := (st.BuildFrame + st.BuildClients) - (p.BuildFrame + p.BuildClients)
