@@ -166,3 +166,46 @@ func TestAccountTurnedOnMidTick(t *testing.T) {
 	enc.SetAccounting(false)
 	require.Nil(t, enc.Account())
 }
+
+// BenchmarkAccounting is BenchmarkClientBuild (records cached) and a build
+// that encodes every record itself, with bit accounting off and on: the
+// accounting's cost when a debugger has it on.
+func BenchmarkAccounting(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run("cached-"+name, func(b *testing.B) {
+			_, enc, c, _ := syncedClient(b)
+			enc.SetAccounting(on)
+			other := NewClient(0, 0)
+			*other = *c
+			other.views = append([]view(nil), c.views...)
+			var pk Packets
+			enc.Build(other, BuildOptions{}, &pk)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				enc.Build(c, BuildOptions{}, &pk)
+			}
+		})
+		b.Run("encode-"+name, func(b *testing.B) {
+			s, enc, c, _ := syncedClient(b)
+			enc.SetAccounting(on)
+			var pk Packets
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				enc.tick = 0 // a fresh record cache, as on a new tick
+				for i := range enc.cache {
+					enc.cache[i] = cacheSlot{}
+				}
+				b.StartTimer()
+				enc.Build(c, BuildOptions{}, &pk)
+			}
+			_ = s
+		})
+	}
+}
