@@ -196,13 +196,17 @@ func (r *Recorder) build(now time.Time, secs float64) Sample {
 			n := len(r.comps)
 			s.ComponentBps = make([]float64, n)
 			s.ComponentBytes = make([]uint64, n)
+			rate := func(i int) float64 {
+				if cur[i] < r.prevAcct[i] {
+					return 0 // accounting was restarted (SetBitAccounting)
+				}
+				return float64(cur[i]-r.prevAcct[i]) / 8 / secs
+			}
 			for i := 0; i < n; i++ {
-				s.ComponentBps[i] = float64(cur[i]-r.prevAcct[i]) / 8 / secs
+				s.ComponentBps[i] = rate(i)
 				s.ComponentBytes[i] = cur[i] / 8
 			}
-			s.FramingBps = float64(cur[n]-r.prevAcct[n]) / 8 / secs
-			s.HeaderBps = float64(cur[n+1]-r.prevAcct[n+1]) / 8 / secs
-			s.UnattributedBps = float64(cur[n+2]-r.prevAcct[n+2]) / 8 / secs
+			s.FramingBps, s.HeaderBps, s.UnattributedBps = rate(n), rate(n+1), rate(n+2)
 		}
 		r.prevAcct = cur
 	}
@@ -219,7 +223,7 @@ func (r *Recorder) build(now time.Time, secs float64) Sample {
 			BudgetBps: ci.BytesPerSecond, Relevant: ci.Relevant, Spawned: ci.Spawned,
 			SendDropped: ci.Transport.DatagramsSendDropped, Backlog: ci.Transport.MessageBacklog,
 		}
-		if old, ok := r.prevDown[id]; ok {
+		if old, ok := r.prevDown[id]; ok && down >= old { // (less: a new client with the id)
 			c.DownBps = float64(down-old) / secs
 		}
 		seen[id] = down

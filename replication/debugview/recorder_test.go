@@ -262,3 +262,40 @@ func TestPageSelfContained(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, rr.Code)
 	require.False(t, strings.Contains(rr.Body.String(), "<canvas"))
 }
+
+// TestClientLeavesAndJoins: a client that leaves drops out of the samples,
+// one that joins appears, with no rate in its first sample.
+func TestClientLeavesAndJoins(t *testing.T) {
+	s := newSimServer(t, 2, 20, sim.Link{}, debugview.Options{Interval: 200 * time.Millisecond})
+	s.run(3 * time.Second)
+	s.srv.Kick(1, "test")
+	s.clients = s.clients[1:]
+	conn, err := s.net.Dial("srv", sim.Link{})
+	require.NoError(t, err)
+	cw := ecs.NewWorld()
+	c, err := replication.NewClient(&cw, conn, replication.ClientConfig{Registry: s.srv.Registry(), Now: s.net.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	s.clients = append(s.clients, c)
+	s.run(2 * time.Second)
+	st := s.rec.Stats(0)
+	ids := map[replication.ClientID]bool{}
+	for _, sm := range st.Samples {
+		for _, c := range sm.Clients {
+			ids[c.ID] = true
+			require.Less(t, c.DownBps, 1e6, "client %d at %.1f s", c.ID, sm.T)
+		}
+	}
+	require.Equal(t, map[replication.ClientID]bool{1: true, 2: true, 3: true}, ids)
+	last := st.Samples[len(st.Samples)-1]
+	require.Len(t, last.Clients, 2)
+	require.Equal(t, []replication.ClientID{2, 3}, []replication.ClientID{last.Clients[0].ID, last.Clients[1].ID})
+	for i, sm := range st.Samples {
+		for _, c := range sm.Clients {
+			if c.ID == 3 && (i == 0 || len(st.Samples[i-1].Clients) < 2 || st.Samples[i-1].Clients[1].ID != 3) {
+				require.Zero(t, c.DownBps, "client 3's first sample")
+			}
+		}
+	}
+	require.Equal(t, 1, last.Disconnected)
+	require.Equal(t, 3, last.Connected)
+}
