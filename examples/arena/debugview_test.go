@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image"
 	"image/png"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -177,3 +179,61 @@ func TestDebugViewChromium(t *testing.T) {
 }
 
 func near(v uint32, want uint8) bool { return v+12 >= uint32(want) && v <= uint32(want)+12 }
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestRunHTTPFlag runs the command with -http over QUIC and reads the
+// debugger's stats while it runs.
+func TestRunHTTPFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"-duration", "3s", "-clients", "1", "-http", "127.0.0.1:0"}, &out, &errb) }()
+	re := regexp.MustCompile(`network debugger on (http://127\.0\.0\.1:\d+/)`)
+	var url string
+	var st debugview.Stats
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if url == "" {
+			if m := re.FindStringSubmatch(out.String()); m != nil {
+				url = m[1]
+			}
+			continue
+		}
+		res, err := http.Get(url + "stats")
+		require.NoError(t, err)
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&st))
+		_ = res.Body.Close()
+		if len(st.Samples) >= 2 {
+			break
+		}
+	}
+	require.NotEmpty(t, url, "stdout: %s", out.String())
+	require.GreaterOrEqual(t, len(st.Samples), 2)
+	last := st.Samples[len(st.Samples)-1]
+	require.Len(t, last.Clients, 1)
+	require.Positive(t, last.SnapshotBps)
+	require.True(t, last.HasTickTime)
+	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+
+	var o, e bytes.Buffer
+	require.Equal(t, 2, run([]string{"-mode", "client", "-http", ":0"}, &o, &e))
+	require.Contains(t, e.String(), "-http")
+}
