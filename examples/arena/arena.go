@@ -18,8 +18,8 @@ type Arena struct {
 	// ReadyTimeout is how long a bot may take to receive the initial world
 	// before Frame fails. Zero: 5 s.
 	ReadyTimeout time.Duration
-	// Debug, if set, is told the server's tick time (the mean over the
-	// ticks of each frame).
+	// Debug, if set, is sampled after the server's ticks of every frame
+	// and told their time (the mean over the ticks of each frame).
 	Debug *debugview.Recorder
 
 	start    time.Time

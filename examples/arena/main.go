@@ -224,8 +224,8 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 	return a, cleanup, nil
 }
 
-// attachDebugger adds a network debugger recorder to the arena's server
-// (sampled after every Send) and reports the game's tick time to it.
+// attachDebugger adds a network debugger recorder to the arena's server;
+// Arena.Frame samples it and reports the server's tick time to it.
 func attachDebugger(a *Arena, opts debugview.Options) *debugview.Recorder {
 	a.Debug = debugview.NewRecorder(a.Server.Replication(), opts)
 	return a.Debug

@@ -9,7 +9,8 @@
 // A [replication.Server] is not safe for concurrent use, so the handler
 // never reads it. A [Recorder] samples the server on its own goroutine:
 // add [Recorder.System] to the server's scheduler after the server's
-// SendSystem (or call [Recorder.Sample] after each Server.Send), and serve
+// SendSystem (or call [Recorder.Sample] after each Server.Send, or once per
+// frame of the loop that runs the server's ticks), and serve
 // [Handler] from any goroutine; it reads only the recorder's bounded
 // history (Options.Window of samples, one per Options.Interval).
 //

@@ -59,7 +59,6 @@ type Recorder struct {
 	tickN    int
 	tickSum  time.Duration
 	tickMax  time.Duration
-	netTicks int
 
 	mu      sync.Mutex
 	comps   []string
@@ -102,17 +101,17 @@ func (r *Recorder) TickTime(d time.Duration) {
 	r.tickMax = max(r.tickMax, d)
 }
 
-// Sample counts a net tick and, once Options.Interval has passed since the
-// last sample, reads the server's counters and adds a sample to the
-// history. Call it on the server's goroutine after every [replication.Server.Send]
-// (or add [Recorder.System]). Cheap between samples.
+// Sample adds a sample to the history once Options.Interval has passed
+// since the last one: it reads the server's counters, so call it on the
+// server's goroutine, after [replication.Server.Send] (add [Recorder.System]
+// after the server's SendSystem) or once per frame of a loop that runs the
+// server's ticks. Per-tick figures count the net ticks by the server's tick
+// number. Cheap between samples.
 func (r *Recorder) Sample() {
-	r.netTicks++
 	now := r.opts.Now()
 	if r.start.IsZero() {
 		r.start, r.last = now, now
 		r.prev, r.prevTick = r.srv.Stats, r.srv.Tick()
-		r.netTicks = 0
 		r.prevAcct = r.account(r.prevAcct[:0])
 		return
 	}
@@ -121,7 +120,7 @@ func (r *Recorder) Sample() {
 		return
 	}
 	s := r.build(now, dt.Seconds())
-	r.last, r.netTicks = now, 0
+	r.last = now
 	r.tickN, r.tickSum, r.tickMax = 0, 0, 0
 	r.mu.Lock()
 	r.seq++
@@ -155,7 +154,9 @@ func (r *Recorder) account(dst []uint64) []uint64 {
 func (r *Recorder) build(now time.Time, secs float64) Sample {
 	st := r.srv.Stats
 	p := &r.prev
-	ticks := float64(r.netTicks)
+	tick := r.srv.Tick()
+	netTicks := max(int(int32(tick-r.prevTick)), 0)
+	ticks := float64(netTicks)
 	perTick := func(cur, old uint64) float64 {
 		if ticks == 0 {
 			return 0
@@ -164,8 +165,8 @@ func (r *Recorder) build(now time.Time, secs float64) Sample {
 	}
 	s := Sample{
 		T:            now.Sub(r.start).Seconds(),
-		Tick:         r.srv.Tick(),
-		NetTicks:     r.netTicks,
+		Tick:         tick,
+		NetTicks:     netTicks,
 		SnapshotBps:  float64(st.SnapshotBytes-p.SnapshotBytes) / secs,
 		SpawnBps:     float64(st.SpawnBytes-p.SpawnBytes) / secs,
 		Deltas:       perTick(st.Deltas, p.Deltas),
