@@ -99,6 +99,9 @@ type ServerStats struct {
 	// PredictedSpawns counts entities keyed with Server.PredictedSpawn.
 	PredictedSpawns          uint64
 	BuildFrame, BuildClients time.Duration // time in frame building / per-client work
+	// Deltas, Fulls and Removals count the records of each kind sent in
+	// snapshot datagrams (summed over clients and ticks).
+	Deltas, Fulls, Removals uint64
 }
 
 // NewServer attaches replication to world, serving clients that connect
@@ -545,5 +548,8 @@ func (s *Server) flush(p *peer) error {
 	s.Stats.SnapshotHeaderBits += uint64(o.info.HeaderBits)
 	s.Stats.Deferred += uint64(o.info.Deferred)
 	s.Stats.Compressed += uint64(o.info.Compressed)
+	s.Stats.Deltas += uint64(o.info.Deltas)
+	s.Stats.Fulls += uint64(o.info.Fulls)
+	s.Stats.Removals += uint64(o.info.Removals)
 	return nil
 }

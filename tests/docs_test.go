@@ -28,6 +28,7 @@ var DocumentedPackages = []string{
 	"replication",
 	"replication/schema",
 	"replication/lagcomp",
+	"replication/debugview",
 	"input",
 	"interp",
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/examples/arena/game"
+	"github.com/archenet/archenet/replication/debugview"
 )
 
 // Arena runs a server and/or bots frame by frame on one goroutine. The
@@ -17,6 +18,9 @@ type Arena struct {
 	// ReadyTimeout is how long a bot may take to receive the initial world
 	// before Frame fails. Zero: 5 s.
 	ReadyTimeout time.Duration
+	// Debug, if set, is sampled after the server's ticks of every frame
+	// and told their time (the mean over the ticks of each frame).
+	Debug *debugview.Recorder
 
 	start    time.Time
 	prev     sample
@@ -64,7 +68,12 @@ func (a *Arena) Frame(now time.Time) error {
 		a.prev = a.sample(now)
 	}
 	if a.Server != nil {
+		t0, tick0 := time.Now(), a.Server.Tick()
 		a.Server.Frame(now)
+		if n := a.Server.Tick() - tick0; n > 0 && a.Debug != nil {
+			a.Debug.TickTime(time.Since(t0) / time.Duration(n))
+			a.Debug.Sample()
+		}
 	}
 	timeout := a.ReadyTimeout
 	if timeout == 0 {

@@ -7,6 +7,7 @@
 //	go run ./examples/arena -duration 10s            the same, stopping after 10 s
 //	go run ./examples/arena -mode server -addr 127.0.0.1:4433
 //	go run ./examples/arena -mode client -addr 127.0.0.1:4433 -clients 8
+//	go run ./examples/arena -http :8080                live network debugger page at http://localhost:8080/
 //
 // It prints a status line every second and a summary on exit (Ctrl-C,
 // SIGTERM or -duration); it exits non-zero on a fatal error, such as a
@@ -24,6 +25,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,6 +34,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/examples/arena/game"
+	"github.com/archenet/archenet/replication/debugview"
 	"github.com/archenet/archenet/transport/quic"
 )
 
@@ -38,6 +42,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
 	mode, addr, cert  string
+	http              string
 	clients, npcs     int
 	duration, timeout time.Duration
 	interest          float64
@@ -61,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "connect-timeout", 5*time.Second, "a client that is not connected and ready in this time is a fatal error")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the NPCs and bots")
 	fs.BoolVar(&o.verbose, "v", false, "log connection events")
+	fs.StringVar(&o.http, "http", "", "serve the live network debugger page on this TCP address, e.g. :8080 (-mode server|both)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -75,6 +81,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.npcs < 0 {
 		return o, fmt.Errorf("-npcs %d is negative", o.npcs)
+	}
+	if o.http != "" && o.mode == "client" {
+		return o, errors.New("-http serves the server's debugger: use -mode server or both")
 	}
 	return o, nil
 }
@@ -125,7 +134,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger) (*Arena, func(), error) {
 	a := &Arena{ReadyTimeout: o.timeout}
 	var ln *quic.Listener
+	var web *http.Server
 	cleanup := func() {
+		if web != nil {
+			_ = web.Close()
+		}
 		for _, b := range a.Bots {
 			b.Close()
 		}
@@ -169,6 +182,12 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 		a.Server = srv
 		o.addr = ln.Addr().String()
 		fmt.Fprintf(stdout, "arena server on %s (QUIC), %d NPCs, %d Hz simulation, %d Hz snapshots\n", o.addr, o.npcs, game.SimRate, game.NetRate)
+		if o.http != "" {
+			if web, err = serveDebugger(a, o.http, stdout); err != nil {
+				cleanup()
+				return nil, nil, err
+			}
+		}
 		if o.mode == "server" {
 			fmt.Fprintf(stdout, "development certificate in %s; connect with: go run ./examples/arena -mode client -addr %s -cert %s\n", o.cert, o.addr, o.cert)
 		}
@@ -203,6 +222,26 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 		fmt.Fprintf(stdout, "%d bot clients connected to %s\n", o.clients, o.addr)
 	}
 	return a, cleanup, nil
+}
+
+// attachDebugger adds a network debugger recorder to the arena's server;
+// Arena.Frame samples it and reports the server's tick time to it.
+func attachDebugger(a *Arena, opts debugview.Options) *debugview.Recorder {
+	a.Debug = debugview.NewRecorder(a.Server.Replication(), opts)
+	return a.Debug
+}
+
+// serveDebugger serves the debugger page of the arena's server on addr.
+func serveDebugger(a *Arena, addr string, stdout io.Writer) (*http.Server, error) {
+	rec := attachDebugger(a, debugview.Options{})
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-http: %w", err)
+	}
+	web := &http.Server{Handler: debugview.Handler(rec), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = web.Serve(l) }()
+	fmt.Fprintf(stdout, "network debugger on http://%s/\n", l.Addr())
+	return web, nil
 }
 
 // serverCert loads the development certificate from dir, or creates it

@@ -61,6 +61,8 @@ type Encoder struct {
 	// NoPrediction turns the linear-extrapolation predictor off (it is on by
 	// default: each record uses it only when it is shorter).
 	NoPrediction bool
+
+	acct *bitAccount // nil: accounting off (account.go)
 }
 
 type cacheEntry struct {
@@ -117,6 +119,9 @@ func (e *Encoder) begin() {
 	e.tick = f.Tick
 	e.arena.Reset(e.arena.Bytes())
 	e.CacheHits, e.CacheMisses, e.Predicted = 0, 0, 0
+	if e.acct != nil {
+		e.acct.begin()
+	}
 	if n := len(e.w.changedAt); len(e.cache) < n {
 		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
 	}
@@ -197,6 +202,9 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 	ce.maskBits = 0
 	ce.bodyOff = uint32(start / 8)
 	ce.bodyBits = uint32(e.arena.BitLen() - start)
+	if e.acct != nil {
+		e.acct.noteFull(e, slot, ce, m, cur, owner)
+	}
 	return ce
 }
 
@@ -253,6 +261,9 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 		ce.usePred = true
 		ce.saved = uint16(min(plain-pred, math.MaxUint16))
 		e.Predicted++
+	}
+	if e.acct != nil {
+		e.acct.noteDelta(e, slot, ce, m.Set, owner, usePred)
 	}
 	return true
 }
@@ -956,6 +967,7 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 		run := newMaskRun()
 		for _, i := range e.sel[pt.from:pt.to] {
 			cd := &e.cands[i]
+			b0, maskSent := w.BitLen(), false
 			w.WriteExpGolomb(uint64(int64(cd.slot)-prev-1), uint(pt.k))
 			prev = int64(cd.slot)
 			switch cd.kind {
@@ -974,6 +986,7 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 					w.WriteBits(1, 1)
 				} else {
 					w.WriteBits(0, 1)
+					maskSent = true
 					if ce.maskBits <= 64 {
 						w.WriteBits(ce.mask, uint(ce.maskBits))
 					} else {
@@ -988,6 +1001,9 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 					info.predSaved += int(ce.saved)
 				}
 			}
+			if e.acct != nil {
+				e.acct.sent(e, cd, w.BitLen()-b0, maskSent)
+			}
 		}
 		out.buf = append(out.buf, w.Bytes()...)
 		if e.Compression != nil && len(out.buf)-start > 1 {
@@ -1000,6 +1016,9 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 		out.ends = append(out.ends, len(out.buf))
 	}
 	info.Parts = len(e.parts)
+	if e.acct != nil {
+		e.acct.Headers += uint64(info.HeaderBits)
+	}
 }
 
 // recordView records the view c will hold if every datagram of tick S
