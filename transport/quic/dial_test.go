@@ -42,7 +42,8 @@ func TestDialNoServer(t *testing.T) {
 	_, err = quic.Dial(ctx, addr, nil)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Contains(t, err.Error(), addr)
-	require.Contains(t, err.Error(), "no handshake response within 150ms")
+	// (Reported as of the call: a busy machine may take a few ms before it.)
+	require.Regexp(t, `no handshake response within 1[45][0-9]ms`, err.Error())
 
 	// A caller's cancellation is not a timeout.
 	ctx, cancel = context.WithCancel(context.Background())

@@ -229,6 +229,7 @@ func checkDatagrams(qc *quicgo.Conn) error {
 // for which errors.Is(err, context.DeadlineExceeded) is true, as it is for any
 // timeout of Dial.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	start := time.Now() // the caller's deadline is reported as of the call
 	r := cfg.resolved()
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
@@ -254,7 +255,6 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		tr.Close()
 		udp.Close()
 	}
-	start := time.Now()
 	limit := r.HandshakeTimeout
 	if d, ok := ctx.Deadline(); ok && d.Sub(start) < limit {
 		limit = d.Sub(start) // the caller's deadline comes first
