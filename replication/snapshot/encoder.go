@@ -49,6 +49,11 @@ type Encoder struct {
 	members  Bitset
 	gapBuf   []uint64
 
+	// coding is the residual coding of the current tick's records; hist
+	// counts the residuals coded since it was chosen (see coding.go).
+	coding Coding
+	hist   codeHist
+
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
 	Compression *Compressor
@@ -56,7 +61,7 @@ type Encoder struct {
 	// Cache statistics since the last Begin.
 	CacheHits, CacheMisses int
 	// Predicted counts records (since the last Begin) whose residuals are
-	// against the linear extrapolation, because that was shorter.
+	// against the linear extrapolation.
 	Predicted int
 	// NoPrediction turns the linear-extrapolation predictor off (it is on by
 	// default: each record uses it only when it is shorter).
@@ -70,7 +75,7 @@ type cacheEntry struct {
 	src2     uint32 // value tick of the entity in view pb2 (0 = none)
 	owner    bool
 	usePred  bool   // the body's residuals are against the extrapolation
-	saved    uint16 // bits that prediction saved against the plain residuals
+	saved    int32  // bits that prediction saved against the plain residuals (< 0: cost)
 	kind     uint8  // kindDelta or kindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
@@ -96,7 +101,7 @@ type cand struct {
 
 // NewEncoder returns an encoder over w.
 func NewEncoder(w *World) *Encoder {
-	e := &Encoder{w: w, plans: w.reg.Plans()}
+	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding}
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
 			e.ownerComps |= 1 << p.ID
@@ -117,6 +122,15 @@ func (e *Encoder) begin() {
 	e.tick = f.Tick
 	e.arena.Reset(e.arena.Bytes())
 	e.CacheHits, e.CacheMisses, e.Predicted = 0, 0, 0
+	if e.hist.total >= minHistSamples {
+		// A new coding costs its datagrams its bits in the header (every
+		// client's next datagram): switch only when it clearly saves.
+		c, b, cur := e.hist.best(&e.coding)
+		if b+b/32+codingBits < cur {
+			e.coding = c
+		}
+		e.hist = codeHist{}
+	}
 	if n := len(e.w.changedAt); len(e.cache) < n {
 		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
 	}
@@ -144,9 +158,10 @@ func (e *Encoder) wayOf(slot uint32, ce *cacheEntry) uint8 {
 // predCtx is a packet's prediction context: the baseline view B and its
 // own baseline B2 (both held by the client), and for the current record the
 // tick whose value the client's view B2 holds for the entity (src2, 0 =
-// not in B2). With on, every delta record starts with a bit that says
-// whether its residuals are against the linear extrapolation through B2 and
-// B (1) or against B alone (0).
+// not in B2). With on, a delta record of an entity that view B2 holds with
+// the same Meta is coded against the linear extrapolation through B2 and B;
+// other delta records against B alone (the receiver tells them apart by its
+// view B2).
 type predCtx struct {
 	on      bool
 	B, B2   uint32
@@ -202,25 +217,31 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 
 // deltaRecord encodes the delta of an entity from base (its value at the
 // client's baseline) to cur into the arena — its field masks, then its body:
-// with prediction on (pb ≠ 0), a flag bit and the residuals against the
-// linear extrapolation through the entity's value in view pb2 (if it has one
-// there and that is shorter), else the residuals against base. It reports
-// false, leaving ce to a full record, when a residual cannot be coded or a
-// full record is shorter. A value that changed and changed back since base
+// with prediction on (pb ≠ 0) and the entity in view pb2 with the same Meta,
+// the residuals against the linear extrapolation through its value there,
+// else the residuals against base. It reports false, leaving ce to a full
+// record, when a residual cannot be coded, the client's view pb2 holds a
+// value the encoder no longer has, or a full record is shorter. A value that changed and changed back since base
 // gets a delta with empty field masks: it tells the client its value is
 // current, so that a mirror that showed the intermediate value (from a
 // datagram of another baseline chain) comes back. A few bits.
 func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner bool, pb, pb2, src2, S, slot uint32) bool {
 	var prev []uint64 // the entity's value in the prediction view
 	if pb != 0 && src2 != 0 {
-		if pf := e.w.Frame(src2); pf != nil {
-			if pi := pf.Lookup(slot); pi >= 0 && pf.Metas[pi] == m {
-				prev = pf.EntityLanes(pi)
-			}
+		pf := e.w.Frame(src2)
+		if pf == nil {
+			return false // the receiver would predict from a value gone from the ring
+		}
+		pi := pf.Lookup(slot)
+		if pi < 0 {
+			return false
+		}
+		if pf.Metas[pi] == m {
+			prev = pf.EntityLanes(pi)
 		}
 	}
 	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, cur, owner, int64(S-pb), int64(pb-pb2))
-	if !plainOK {
+	if !plainOK || (prev != nil && !predOK) {
 		return false
 	}
 	e.arena.Align()
@@ -228,40 +249,38 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 	ce.mask = e.writeMasks(m.Set, owner)
 	maskBits := e.arena.BitLen() - start
 	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
-	flag := 0
-	if pb != 0 {
-		flag = 1
-	}
-	usePred := prev != nil && predOK && pred < plain
-	bodyBits := flag + plain
+	usePred := prev != nil
+	bodyBits := plain
 	if usePred {
-		bodyBits = flag + pred
+		bodyBits = pred
 	}
 	if maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, cur, owner) {
 		return false
 	}
 	e.arena.Align()
 	bodyStart := e.arena.BitLen()
-	if pb != 0 {
-		e.arena.WriteBool(usePred)
-	}
 	e.writeResiduals(cur, usePred)
 	ce.kind = kindDelta
 	ce.bodyOff = uint32(bodyStart / 8)
 	ce.bodyBits = uint32(e.arena.BitLen() - bodyStart)
 	if usePred {
 		ce.usePred = true
-		ce.saved = uint16(min(plain-pred, math.MaxUint16))
+		ce.saved = int32(plain - pred)
 		e.Predicted++
 	}
 	return true
 }
 
 // residual is one lane of a delta body: for numeric lanes the zigzag
-// residual against the baseline value and against the extrapolation.
+// residual against the baseline value and against the extrapolation, the
+// exp-Golomb order of each, the lane's class and its prediction context
+// (−1: not extrapolated).
 type residual struct {
 	lane   int32
 	kind   uint8 // resNum, resBit
+	k1, k2 uint8
+	cl     uint8
+	ctx    int8
 	z1, z2 uint64
 }
 
@@ -274,8 +293,8 @@ const (
 // carries (in wire order) with their residuals against base and, if prev is
 // set, against the linear extrapolation of base through prev over num/den
 // (exactly as predict computes it, for the changed lanes only), and returns
-// the bits each body takes and whether each can be coded (residuals below
-// 2^62).
+// the bits each body takes under e.coding and whether each can be coded
+// (residuals below 2^62).
 func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
 	e.res = e.res[:0]
 	e.gmasks = e.gmasks[:0]
@@ -322,13 +341,23 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 				}
 				z1 := bitio.ZigZag(ln.Delta(b[l], c[l]))
 				z2 := z1
-				if v2 != nil && !noPred && ln.Kind != schema.LaneQuatIndex {
-					if d := ln.Delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
-						step := d * num
-						if den != 1 { // (the views are usually consecutive: no division)
-							step = divRound(step, den)
+				var k1, k2 uint
+				cl, ctx := numClasses, -1 // quaternion indexes: order 0, not counted
+				if ln.Kind != schema.LaneQuatIndex {
+					cl = laneClass(ln.Kind)
+					k1 = uint(e.coding.Plain[cl])
+					k2 = k1
+					if v2 != nil && !noPred {
+						var step int64
+						if d := ln.Delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
+							step = d * num
+							if den != 1 { // (the views are usually consecutive: no division)
+								step = divRound(step, den)
+							}
+							z2 = bitio.ZigZag(ln.Delta(b[l]+uint64(step), c[l]))
 						}
-						z2 = bitio.ZigZag(ln.Delta(b[l]+uint64(step), c[l]))
+						ctx = stepCtx(step)
+						k2 = e.coding.orderCtx(cl, ctx)
 					}
 				}
 				if z1 >= 1<<62 {
@@ -337,9 +366,9 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 				if z2 >= 1<<62 {
 					predOK = false
 				}
-				e.res = append(e.res, residual{lane: int32(off + l), kind: resNum, z1: z1, z2: z2})
-				plain += egLen(z1, 0)
-				pred += egLen(z2, 0)
+				e.res = append(e.res, residual{lane: int32(off + l), kind: resNum, k1: uint8(k1), k2: uint8(k2), cl: uint8(cl), ctx: int8(ctx), z1: z1, z2: z2})
+				plain += egLen(z1, k1)
+				pred += egLen(z2, k2)
 			}
 		}
 		e.gmasks = append(e.gmasks, gm)
@@ -385,7 +414,8 @@ func (e *Encoder) writeMasks(set uint64, owner bool) uint64 {
 	return mask
 }
 
-// writeResiduals writes the body e.measureDelta listed.
+// writeResiduals writes the body e.measureDelta listed, and counts its
+// residuals for the choice of the next ticks' coding.
 func (e *Encoder) writeResiduals(cur []uint64, usePred bool) {
 	for i := range e.res {
 		r := &e.res[i]
@@ -393,9 +423,15 @@ func (e *Encoder) writeResiduals(cur []uint64, usePred bool) {
 		case r.kind == resBit:
 			e.arena.WriteBits(cur[r.lane], 1)
 		case usePred:
-			e.arena.WriteExpGolomb(r.z2, 0)
+			e.arena.WriteExpGolomb(r.z2, uint(r.k2))
+			if r.cl < numClasses {
+				e.hist.add(int(r.cl), int(r.ctx), r.z2)
+			}
 		default:
-			e.arena.WriteExpGolomb(r.z1, 0)
+			e.arena.WriteExpGolomb(r.z1, uint(r.k1))
+			if r.cl < numClasses {
+				e.hist.add(int(r.cl), -1, r.z1)
+			}
 		}
 	}
 }
@@ -552,9 +588,8 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	e.recordView(c, S, B, baseMembers, opt, &info)
 	info.Bytes = out.Bytes()
 	if e.pc.on && info.Deltas >= 8 {
-		// Prediction pays if the bits it saved exceed the one bit per delta
-		// record it costs.
-		c.predOff = info.predSaved <= info.Deltas
+		// Prediction pays if it saved bits.
+		c.predOff = info.predSaved <= 0
 	}
 	c.spend(info.Bytes)
 	c.Sent++
@@ -654,8 +689,10 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 
 // header returns the fields every datagram of the tick shares.
 func (e *Encoder) header(S, B uint32, base *view, opt BuildOptions) Header {
-	h := Header{Tick: S, Parts: 1}
+	h := Header{Tick: S, Parts: 1, Coding: defaultCoding}
 	if B != 0 {
+		h.Coding = e.coding
+		h.CodingInherited = base.coding == e.coding
 		h.Baseline = S - B
 		h.Predict = e.pc.on
 		if e.pc.on {
@@ -1008,6 +1045,10 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt BuildOptions, info *BuildInfo) {
 	nv := c.viewFor(S)
 	nv.base = B
+	nv.coding = defaultCoding
+	if B != 0 {
+		nv.coding = e.coding
+	}
 	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
 	nv.parts = len(e.parts)
 	nv.members = append(nv.members[:0], baseMembers...)

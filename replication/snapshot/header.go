@@ -23,6 +23,9 @@ const MaxParts = 64
 //	                is the view the baseline was decoded against
 //	count           EG(0) records in this datagram
 //	gap order       3
+//	coding          if baseline ≠ 0: 1 bit "the baseline view's"; if 0, per lane
+//	                class (world, other): 3 bits offset + 4, 4 bits cap, 4 bits
+//	                plain order — the residual coding of the records (see [Coding])
 //	extension       1; if 1: relative 1, then the input ack: EG(2) of the zigzag step
 //	                from the baseline view's input ack if relative, else 32 bits;
 //	                feedback 1; if 1: EG(2) zigzag lead (held − ack), EG(2) zigzag depth
@@ -34,6 +37,12 @@ type Header struct {
 	PredictGap  uint32 // baseline tick − B2 − 1 (with Predict)
 	Count       int    // records that follow
 	GapOrder    uint8  // exp-Golomb order of the slot gaps (0..7)
+	// Coding is the residual coding of the delta records, unless
+	// CodingInherited: then it is the baseline view's (the view's tick was
+	// coded with it). Without a baseline there are no deltas and no coding
+	// on the wire (views decoded so have defaultCoding).
+	Coding          Coding
+	CodingInherited bool
 
 	HasInputAck bool
 	// InputAckRelative: InputAck is int32(step) from the input ack of the
@@ -82,6 +91,12 @@ func (h *Header) AppendBits(w *bitio.Writer) {
 	}
 	w.WriteExpGolomb(uint64(h.Count), 0)
 	w.WriteBits(uint64(h.GapOrder), 3)
+	if h.Baseline != 0 {
+		w.WriteBool(h.CodingInherited)
+		if !h.CodingInherited {
+			h.Coding.append(w)
+		}
+	}
 	w.WriteBool(h.HasInputAck)
 	if !h.HasInputAck {
 		return
@@ -102,6 +117,12 @@ func (h *Header) AppendBits(w *bitio.Writer) {
 // BitLen returns the exact number of bits AppendBits writes for h.
 func (h *Header) BitLen() int {
 	n := 32 + 1 + 3 + 1 + egLen(uint64(h.Baseline), 0) + egLen(uint64(h.Count), 0)
+	if h.Baseline != 0 {
+		n++
+		if !h.CodingInherited {
+			n += codingBits
+		}
+	}
 	if h.Parts > 1 {
 		n += egLen(uint64(h.Part), 0) + egLen(uint64(h.Parts-2), 0)
 	}
@@ -139,6 +160,10 @@ func (h *Header) Check() error {
 		return fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, uint64(h.Baseline)+uint64(h.PredictGap)+1)
 	case h.GapOrder > 7:
 		return fmt.Errorf("%w: gap order %d", ErrCorrupt, h.GapOrder)
+	case h.CodingInherited && h.Baseline == 0:
+		return fmt.Errorf("%w: coding inherited from no baseline", ErrCorrupt)
+	case !h.Coding.valid():
+		return fmt.Errorf("%w: residual coding %v", ErrCorrupt, h.Coding)
 	case h.InputAckRelative && (!h.HasInputAck || h.Baseline == 0):
 		return fmt.Errorf("%w: input ack relative to no baseline", ErrCorrupt)
 	case h.InputAckRelative && (int32(h.InputAck) < -MaxInputLead || int32(h.InputAck) > MaxInputLead):
@@ -178,6 +203,13 @@ func parseHeader(r *bitio.Reader) (Header, error) {
 	}
 	count := r.ReadExpGolomb(0)
 	h.GapOrder = uint8(r.ReadBits(3))
+	if h.Baseline != 0 {
+		if h.CodingInherited = r.ReadBool(); !h.CodingInherited {
+			h.Coding.read(r)
+		}
+	} else {
+		h.Coding = defaultCoding
+	}
 	if h.HasInputAck = r.ReadBool(); h.HasInputAck {
 		if h.InputAckRelative = r.ReadBool(); h.InputAckRelative {
 			step := bitio.UnZigZag(r.ReadExpGolomb(2))

@@ -62,6 +62,7 @@ type Receiver struct {
 	maskBuf    [8]byte
 	maskReader bitio.Reader
 	pred       []uint64
+	orders     []uint8 // per lane of a delta record: its residual's exp-Golomb order
 	dec        decompressor
 
 	// Counters.
@@ -224,7 +225,8 @@ type View struct {
 	InputDepth       int
 	HasInputFeedback bool
 
-	valid bool
+	coding Coding // the residual coding of the view's tick
+	valid  bool
 }
 
 // Find returns the entry index of slot, or −1. O(log n).
@@ -278,10 +280,11 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	out := &r.spare
 	out.valid = false
-	if err := r.merge(&rd, from, p.B, p.base2, out, S, h.Count, uint(h.GapOrder)); err != nil {
+	if err := r.merge(&rd, from, p.B, p.base2, out, S, h.Count, uint(h.GapOrder), &p.coding); err != nil {
 		return S, err
 	}
 	out.Tick = S
+	out.coding = p.coding
 	out.InputAck, out.HasInputAck = p.inputAck, h.HasInputAck
 	out.InputHeld, out.InputDepth, out.HasInputFeedback = p.inputAck+uint32(h.InputLead), int(h.InputDepth), h.HasInputFeedback
 	out.valid = true
@@ -327,6 +330,7 @@ type placement struct {
 	B, B2       uint32
 	base, base2 *View
 	inputAck    uint32
+	coding      Coding
 }
 
 // place checks a parsed header against the ring and finds the views it
@@ -367,6 +371,13 @@ func (r *Receiver) place(h *Header) (placement, error) {
 			}
 		}
 	}
+	p.coding = h.Coding
+	if h.CodingInherited {
+		p.coding = p.base.coding
+	}
+	if p.cur != nil && p.cur.coding != p.coding {
+		return p, fmt.Errorf("%w: part %d of tick %d disagrees with the tick's other parts", ErrCorrupt, h.Part, S)
+	}
 	p.inputAck = h.InputAck
 	if h.InputAckRelative {
 		if p.base == nil || !p.base.HasInputAck {
@@ -404,10 +415,10 @@ func (r *Receiver) noteDecoded(S uint32) {
 // rd applied. Deltas are against base's values; predicted ones against the
 // extrapolation of base's values through base2, as they were at tick baseTick
 // (base may be a view of tick S itself, for a tick's later parts).
-func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint) error {
+func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint, cod *Coding) error {
 	out.reset()
 	out.Srcs = out.Srcs[:0]
-	mg := merger{r: r, rd: rd, base: base, base2: base2, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun()}
+	mg := merger{r: r, rd: rd, base: base, base2: base2, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun(), cod: cod}
 	if base != nil {
 		mg.nb = len(base.Slots)
 	}
@@ -437,6 +448,7 @@ type merger struct {
 	bi, nb      int   // next baseline entry, baseline length
 	prev        int64 // previous record's slot
 	run         maskRun
+	cod         *Coding // the datagram's residual coding
 }
 
 // copyBaseUpTo copies the baseline's entries below slot to the output.
@@ -529,21 +541,24 @@ func (mg *merger) delta(slot uint32) error {
 	}
 	baseLanes := base.EntityLanes(mg.bi)
 	pred := baseLanes
-	if mg.base2 != nil && rd.ReadBool() {
+	r.orders = append(r.orders[:0], make([]uint8, len(baseLanes))...)
+	i2 := -1
+	if mg.base2 != nil {
+		i2 = mg.base2.Find(slot)
+	}
+	if i2 >= 0 && mg.base2.Metas[i2] == m {
 		// Residuals against the extrapolation through view base2.
-		i2 := mg.base2.Find(slot)
-		if i2 < 0 || mg.base2.Metas[i2] != m {
-			return fmt.Errorf("%w: predicted slot %d not in the prediction view", ErrCorrupt, slot)
-		}
 		r.pred = append(r.pred[:0], baseLanes...)
-		predict(r.plans, m.Set, baseLanes, mg.base2.EntityLanes(i2), int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred)
+		predict(r.plans, m.Set, baseLanes, mg.base2.EntityLanes(i2), int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, mg.cod, r.orders)
 		pred = r.pred
+	} else {
+		plainOrders(r.plans, m.Set, mg.cod, r.orders)
 	}
 	out := mg.out
 	start := len(out.Lanes)
 	out.Lanes = append(out.Lanes, baseLanes...)
 	nc := bits.OnesCount64(m.Set)
-	if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, owner); err != nil {
+	if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, r.orders, owner); err != nil {
 		return err
 	}
 	mg.emit(slot, m, start)

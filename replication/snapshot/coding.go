@@ -1,0 +1,176 @@
+package snapshot
+
+import (
+	"math/bits"
+
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// Residual coding. A numeric lane's residual in a delta record is
+// zigzag exp-Golomb coded with an order k chosen per lane from a context
+// both sides hold, through per-tick parameters the header carries:
+//
+//   - predicted lane (the record is coded against the extrapolation through
+//     view B2): the context is c = bit length of |prediction − baseline|,
+//     the step the extrapolation adds; k = clamp(c + Off, 0, Cap). Fast
+//     bodies get long codes, resting ones short codes;
+//   - unpredicted lane: k = Plain.
+//
+// Off, Cap and Plain are per lane class (world coordinates; every other
+// numeric lane) and per tick: the encoder derives them from the residuals it
+// coded in the ticks before, and every datagram of the tick carries them
+// (one bit when they are the baseline view's), so a record is coded once per
+// (entity, baseline) and copied to every client.
+// Quaternion indexes keep order 0; bools and rest flags are 1 bit.
+
+// Lane classes of the residual coding.
+const (
+	classWorld = iota // LaneWorld: positions
+	classOther        // every other numeric lane (quaternion components, scalars, velocities)
+	numClasses
+)
+
+// Bounds of the coding parameters (3 bits of offset, 4 of cap, 4 of plain
+// order on the wire).
+const (
+	minCodeOff  = -4
+	maxCodeOff  = 3
+	maxCodeCap  = 15
+	codingBits  = numClasses * 11
+	maxCodeCtx  = 16 // contexts above are clamped (k ≤ maxCodeCap anyway)
+	histLenBins = 32 // residual bit lengths above are clamped
+)
+
+// Coding is the residual coding parameters of one tick: per lane class the
+// offset from the context to the exp-Golomb order of a predicted lane, the
+// largest such order, and the order of an unpredicted lane.
+type Coding struct {
+	Off   [numClasses]int8
+	Cap   [numClasses]uint8
+	Plain [numClasses]uint8
+}
+
+// defaultCoding is where an encoder starts before it has seen residuals,
+// and the coding of views decoded against no baseline.
+var defaultCoding = Coding{Cap: [numClasses]uint8{8, 8}}
+
+func laneClass(k schema.LaneKind) int {
+	if k == schema.LaneWorld {
+		return classWorld
+	}
+	return classOther
+}
+
+func (c *Coding) orderCtx(cl, ctx int) uint {
+	k := ctx + int(c.Off[cl])
+	return uint(max(0, min(k, int(c.Cap[cl]))))
+}
+
+// stepCtx is the context of a predicted lane: the bit length of |step|.
+func stepCtx(step int64) int {
+	if step < 0 {
+		step = -step
+	}
+	return min(bits.Len64(uint64(step)), maxCodeCtx)
+}
+
+func (c *Coding) valid() bool {
+	for cl := range numClasses {
+		if c.Off[cl] < minCodeOff || c.Off[cl] > maxCodeOff || c.Cap[cl] > maxCodeCap || c.Plain[cl] > maxCodeCap {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Coding) append(w *bitio.Writer) {
+	for cl := range numClasses {
+		w.WriteBits(uint64(int(c.Off[cl])-minCodeOff), 3)
+		w.WriteBits(uint64(c.Cap[cl]), 4)
+		w.WriteBits(uint64(c.Plain[cl]), 4)
+	}
+}
+
+func (c *Coding) read(r *bitio.Reader) {
+	for cl := range numClasses {
+		c.Off[cl] = int8(int(r.ReadBits(3)) + minCodeOff)
+		c.Cap[cl] = uint8(r.ReadBits(4))
+		c.Plain[cl] = uint8(r.ReadBits(4))
+	}
+}
+
+// codeHist counts the residuals an encoder coded, per class, context (0 =
+// unpredicted, c+1 = predicted with context c) and residual bit length, to
+// pick the next ticks' parameters.
+type codeHist struct {
+	n [numClasses][maxCodeCtx + 2][histLenBins]uint32
+	total int
+}
+
+func (h *codeHist) add(cl, ctx int, z uint64) {
+	h.n[cl][ctx+1][min(bits.Len64(z), histLenBins-1)]++
+	h.total++
+}
+
+// minHistSamples is how many residuals the encoder gathers before it
+// re-chooses the parameters.
+const minHistSamples = 256
+
+// best returns the parameters that would have coded the counted residuals
+// in the fewest bits (the exp-Golomb length estimated from the residual's
+// bit length m: k+1 bits for m ≤ k, else 2m−k−1), the bits they would have
+// taken, and the bits under cur.
+func (h *codeHist) best(cur *Coding) (c Coding, bitsBest, bitsCur uint64) {
+	for cl := range numClasses {
+		// cost[ctx][k]: bits of context ctx's residuals at order k.
+		var cost [maxCodeCtx + 2][maxCodeCap + 1]uint64
+		seen := false
+		for ctx := range h.n[cl] {
+			for m, cnt := range h.n[cl][ctx] {
+				if cnt == 0 {
+					continue
+				}
+				seen = true
+				for k := 0; k <= maxCodeCap; k++ {
+					l := k + 1
+					if m > k {
+						l = 2*m - k - 1
+					}
+					cost[ctx][k] += uint64(cnt) * uint64(l)
+				}
+			}
+		}
+		if !seen {
+			c.Off[cl], c.Cap[cl], c.Plain[cl] = cur.Off[cl], cur.Cap[cl], cur.Plain[cl]
+			continue
+		}
+		// Unpredicted residuals: the best single order.
+		for k := range cost[0] {
+			if cost[0][k] < cost[0][c.Plain[cl]] {
+				c.Plain[cl] = uint8(k)
+			}
+		}
+		bitsBest += cost[0][c.Plain[cl]]
+		bitsCur += cost[0][cur.Plain[cl]]
+		for ctx := 0; ctx <= maxCodeCtx; ctx++ {
+			bitsCur += cost[ctx+1][cur.orderCtx(cl, ctx)]
+		}
+		best := ^uint64(0)
+		t := *cur
+		for cp := 0; cp <= maxCodeCap; cp++ {
+			for off := minCodeOff; off <= maxCodeOff; off++ {
+				t.Off[cl], t.Cap[cl] = int8(off), uint8(cp)
+				sum := uint64(0)
+				for ctx := 0; ctx <= maxCodeCtx; ctx++ {
+					sum += cost[ctx+1][t.orderCtx(cl, ctx)]
+				}
+				if sum < best {
+					best, c.Off[cl], c.Cap[cl] = sum, int8(off), uint8(cp)
+				}
+			}
+		}
+		bitsBest += best
+	}
+	return c, bitsBest, bitsCur
+}
