@@ -104,7 +104,7 @@ func (c *Coding) read(r *bitio.Reader) {
 // unpredicted, c+1 = predicted with context c) and residual bit length, to
 // pick the next ticks' parameters.
 type codeHist struct {
-	n [numClasses][maxCodeCtx + 2][histLenBins]uint32
+	n     [numClasses][maxCodeCtx + 2][histLenBins]uint32
 	total int
 }
 

@@ -74,9 +74,9 @@ type cacheEntry struct {
 	pb, pb2  uint32 // prediction views (baseline, its baseline); 0 = off
 	src2     uint32 // value tick of the entity in view pb2 (0 = none)
 	owner    bool
-	usePred  bool   // the body's residuals are against the extrapolation
-	saved    int32  // bits that prediction saved against the plain residuals (< 0: cost)
-	kind     uint8  // kindDelta or kindFull
+	usePred  bool  // the body's residuals are against the extrapolation
+	saved    int32 // bits that prediction saved against the plain residuals (< 0: cost)
+	kind     uint8 // kindDelta or kindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
 	maskOff  uint32 // arena offset of the mask when maskBits > 64
