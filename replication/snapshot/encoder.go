@@ -75,6 +75,7 @@ type cacheEntry struct {
 	src2     uint32 // value tick of the entity in view pb2 (0 = none)
 	owner    bool
 	usePred  bool  // the body's residuals are against the extrapolation
+	maskPred bool  // (with usePred) the field masks are the predicted ones: sent as one bit
 	saved    int32 // bits that prediction saved against the plain residuals (< 0: cost)
 	kind     uint8 // kindDelta or kindFull
 	maskBits uint16
@@ -249,6 +250,20 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 	ce.mask = e.writeMasks(m.Set, owner)
 	maskBits := e.arena.BitLen() - start
 	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
+	if prev != nil {
+		// The receiver predicts the masks from its views: the groups that
+		// changed from view pb2 to the baseline.
+		e.gmasks = e.gmasks[:0]
+		off := 0
+		for s := m.Set; s != 0; s &= s - 1 {
+			p := e.plans[bits.TrailingZeros64(s)]
+			n := p.NumLanes()
+			e.gmasks = append(e.gmasks, changedGroups(p, prev[off:off+n], base[off:off+n], owner))
+			off += n
+		}
+		pm, pn := maskWord(e.plans, m.Set, owner, e.gmasks)
+		ce.maskPred = maskBits <= 64 && pn == maskBits && pm == ce.mask
+	}
 	usePred := prev != nil
 	bodyBits := plain
 	if usePred {
@@ -382,36 +397,68 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 func (e *Encoder) writeMasks(set uint64, owner bool) uint64 {
 	var mask uint64
 	n := 0
-	put := func(bit uint64) {
-		if n < 64 {
-			mask |= bit << n
-		}
-		n++
-	}
 	ci := 0
 	for s := set; s != 0; s &= s - 1 {
-		gm := e.gmasks[ci]
+		v, k := componentMask(e.plans[bits.TrailingZeros64(s)], e.gmasks[ci], owner)
 		ci++
-		if gm == 0 {
-			e.arena.WriteBits(0, 1)
-			put(0)
-			continue
+		if n < 64 {
+			mask |= v << n
 		}
-		groups := e.plans[bits.TrailingZeros64(s)].Groups()
-		bitsOut, k := uint64(1), 1 // the component's "changed" bit, then one per group
-		for gi := range groups {
-			if !owner && groups[gi].OwnerOnly {
-				continue
-			}
-			bitsOut |= (gm >> gi & 1) << k
-			k++
-		}
-		for i := range k {
-			put(bitsOut >> i & 1)
-		}
-		e.arena.WriteBits(bitsOut, uint(k))
+		n += k
+		e.arena.WriteBits(v, uint(k))
 	}
 	return mask
+}
+
+// componentMask returns a component's field mask bits on the wire for its
+// changed groups gm: "0", or "1" and one bit per group (owner-only groups
+// only when owner).
+func componentMask(p *schema.Plan, gm uint64, owner bool) (v uint64, n int) {
+	if gm == 0 {
+		return 0, 1
+	}
+	groups := p.Groups()
+	v, n = 1, 1
+	for gi := range groups {
+		if !owner && groups[gi].OwnerOnly {
+			continue
+		}
+		v |= (gm >> gi & 1) << n
+		n++
+	}
+	return v, n
+}
+
+// maskWord returns the field masks of the components of set with changed
+// groups gms, as written: their first 64 bits as a number and their length.
+func maskWord(plans []*schema.Plan, set uint64, owner bool, gms []uint64) (mask uint64, n int) {
+	ci := 0
+	for s := set; s != 0; s &= s - 1 {
+		v, k := componentMask(plans[bits.TrailingZeros64(s)], gms[ci], owner)
+		ci++
+		if n < 64 {
+			mask |= v << n
+		}
+		n += k
+	}
+	return mask, n
+}
+
+// changedGroups returns the groups of p whose lanes differ between a and b
+// (owner-only groups only when owner).
+func changedGroups(p *schema.Plan, a, b []uint64, owner bool) uint64 {
+	var gm uint64
+	groups := p.Groups()
+	for gi := range groups {
+		g := &groups[gi]
+		if !owner && g.OwnerOnly {
+			continue
+		}
+		if !equalLanes(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count]) {
+			gm |= 1 << gi
+		}
+	}
+	return gm
 }
 
 // writeResiduals writes the body e.measureDelta listed, and counts its
@@ -763,6 +810,12 @@ func (e *Encoder) recordBits(cd *cand, prev int64, k uint, run *maskRun) int {
 	default:
 		ce := e.entry(cd)
 		n += int(ce.bodyBits)
+		if ce.usePred {
+			n++ // predicted masks?
+			if ce.maskPred {
+				break
+			}
+		}
 		if !run.repeats(ce.mask, int(ce.maskBits)) {
 			n += int(ce.maskBits)
 			run.note(ce.mask, int(ce.maskBits))
@@ -1007,9 +1060,14 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 			default:
 				w.WriteBits(0, 1)
 				ce := e.entry(cd)
-				if run.repeats(ce.mask, int(ce.maskBits)) {
+				if ce.usePred {
+					w.WriteBool(ce.maskPred)
+				}
+				switch {
+				case ce.maskPred:
+				case run.repeats(ce.mask, int(ce.maskBits)):
 					w.WriteBits(1, 1)
-				} else {
+				default:
 					w.WriteBits(0, 1)
 					if ce.maskBits <= 64 {
 						w.WriteBits(ce.mask, uint(ce.maskBits))

@@ -536,20 +536,22 @@ func (mg *merger) delta(slot uint32) error {
 	r, rd, base := mg.r, mg.rd, mg.base
 	m := base.Metas[mg.bi]
 	owner := r.me != 0 && m.Owner == r.me
-	if err := mg.masks(slot, m, owner); err != nil {
+	baseLanes := base.EntityLanes(mg.bi)
+	var lanes2 []uint64 // the entity's value in view base2, if predicted
+	if mg.base2 != nil {
+		if i2 := mg.base2.Find(slot); i2 >= 0 && mg.base2.Metas[i2] == m {
+			lanes2 = mg.base2.EntityLanes(i2)
+		}
+	}
+	if err := mg.masks(slot, m, owner, baseLanes, lanes2); err != nil {
 		return err
 	}
-	baseLanes := base.EntityLanes(mg.bi)
 	pred := baseLanes
 	r.orders = append(r.orders[:0], make([]uint8, len(baseLanes))...)
-	i2 := -1
-	if mg.base2 != nil {
-		i2 = mg.base2.Find(slot)
-	}
-	if i2 >= 0 && mg.base2.Metas[i2] == m {
+	if lanes2 != nil {
 		// Residuals against the extrapolation through view base2.
 		r.pred = append(r.pred[:0], baseLanes...)
-		predict(r.plans, m.Set, baseLanes, mg.base2.EntityLanes(i2), int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, mg.cod, r.orders)
+		predict(r.plans, m.Set, baseLanes, lanes2, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, mg.cod, r.orders)
 		pred = r.pred
 	} else {
 		plainOrders(r.plans, m.Set, mg.cod, r.orders)
@@ -565,10 +567,22 @@ func (mg *merger) delta(slot uint32) error {
 	return nil
 }
 
-// masks reads a delta record's field masks into r.masks: given, or a repeat
-// of the previous record's.
-func (mg *merger) masks(slot uint32, m Meta, owner bool) error {
+// masks reads a delta record's field masks into r.masks: predicted (for a
+// record predicted from lanes2: the groups that changed from lanes2 to
+// base), given, or a repeat of the previous record's.
+func (mg *merger) masks(slot uint32, m Meta, owner bool, base, lanes2 []uint64) error {
 	r, rd := mg.r, mg.rd
+	if lanes2 != nil && rd.ReadBool() {
+		off, ci := 0, 0
+		for s := m.Set; s != 0; s &= s - 1 {
+			p := r.plans[bits.TrailingZeros64(s)]
+			n := p.NumLanes()
+			r.masks[ci] = changedGroups(p, lanes2[off:off+n], base[off:off+n], owner)
+			off += n
+			ci++
+		}
+		return rd.Err()
+	}
 	if rd.ReadBits(1) == 0 {
 		mg.run.note(readMasks(rd, r.plans, m.Set, owner, &r.masks))
 		return rd.Err()
