@@ -677,6 +677,20 @@ func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 		return
 	}
 	B, B2 := base.tick, base.base
+	// The extrapolation is through the baseline's own baseline, or a newer
+	// view the client acked (exact, like the baseline) two to four ticks
+	// before the baseline if there is one: a velocity from two ticks is
+	// still smooth, and closer to the baseline's.
+	for span := uint32(2); span <= 4; span++ {
+		p := B - span
+		if int32(p-B2) <= 0 {
+			break
+		}
+		if v := &c.views[p%uint32(len(c.views))]; v.used && v.tick == p && v.acked {
+			B2 = p
+			break
+		}
+	}
 	v2 := &c.views[B2%uint32(len(c.views))]
 	if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
 		e.pc = predCtx{on: true, B: B, B2: B2, members: v2.members, behind: v2.behind}
