@@ -816,22 +816,25 @@ func (e *Encoder) selectRecords(total, mtu int, h *Header) {
 // k, after slot prev), kind and body, with the field masks repeated if run
 // allows. It notes cd's masks in run.
 func (e *Encoder) recordBits(cd *cand, prev int64, k uint, run *maskRun) int {
-	n := egLen(uint64(int64(cd.slot)-prev-1), k) + 2
+	n := egLen(uint64(int64(cd.slot)-prev-1), k)
 	switch cd.kind {
 	case kindRemoval:
+		n += 4
 	case kindFull:
 		n += int(e.entry(cd).bodyBits)
+		if cd.mem {
+			n += 4
+		}
 	default:
 		ce := e.entry(cd)
 		n += int(ce.bodyBits)
-		if ce.usePred {
-			n++ // predicted masks?
-			if ce.maskPred {
-				break
-			}
-		}
-		if !run.repeats(ce.mask, int(ce.maskBits)) {
-			n += int(ce.maskBits)
+		switch {
+		case ce.maskPred:
+			n++
+		case run.repeats(ce.mask, int(ce.maskBits)):
+			n += 2
+		default:
+			n += 3 + int(ce.maskBits)
 			run.note(ce.mask, int(ce.maskBits))
 		}
 	}
@@ -1009,11 +1012,11 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 	w := weight(ws, slot)
 	switch {
 	case inB && !inS:
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, pri: float32(math.Inf(1)), bits: 2, mem: true})
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, pri: float32(math.Inf(1)), bits: 4, mem: true})
 	case !inB && inS:
 		i := f.Lookup(slot)
 		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]), &e.pc)
-		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits) + 2})
+		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits)})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src && e.w.layoutAt[slot] <= src {
 			return // unchanged since the client's value
@@ -1033,9 +1036,11 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 			}
 		}
 		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]), &e.pc)
-		b := int(ce.bodyBits) + 2
-		if ce.kind == kindDelta {
-			b += int(ce.maskBits)
+		b := int(ce.bodyBits) + 4
+		if ce.kind == kindDelta && !ce.maskPred {
+			b += int(ce.maskBits) - 1
+		} else if ce.kind == kindDelta {
+			b -= 3
 		}
 		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: b, mem: true})
 	}
@@ -1064,25 +1069,24 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 			prev = int64(cd.slot)
 			switch cd.kind {
 			case kindRemoval:
-				w.WriteBits(0b11, 2)
+				w.WriteBits(0b0000, 4)
 				info.Removals++
 			case kindFull:
-				w.WriteBits(0b01, 2)
+				if cd.mem {
+					w.WriteBits(0b1000, 4)
+				}
 				ce := e.entry(cd)
 				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
 				info.Fulls++
 			default:
-				w.WriteBits(0, 1)
 				ce := e.entry(cd)
-				if ce.usePred {
-					w.WriteBool(ce.maskPred)
-				}
 				switch {
 				case ce.maskPred:
+					w.WriteBits(0b1, 1)
 				case run.repeats(ce.mask, int(ce.maskBits)):
-					w.WriteBits(1, 1)
+					w.WriteBits(0b10, 2)
 				default:
-					w.WriteBits(0, 1)
+					w.WriteBits(0b100, 3)
 					if ce.maskBits <= 64 {
 						w.WriteBits(ce.mask, uint(ce.maskBits))
 					} else {

@@ -480,30 +480,26 @@ func (mg *merger) record(k uint) error {
 	mg.prev = slot64
 	mg.copyBaseUpTo(slot)
 	inBase := mg.bi < mg.nb && mg.base.Slots[mg.bi] == slot
-	kind := kindDelta
-	if rd.ReadBits(1) == 1 {
-		kind = kindFull + int(rd.ReadBits(1))
+	if !inBase {
+		return mg.full(slot)
+	}
+	// The kind code: the number of zeros before the first one, at most 4.
+	z := 0
+	for z < 4 && rd.ReadBits(1) == 0 {
+		z++
 	}
 	if err := rd.Err(); err != nil {
 		return err
 	}
-	switch kind {
-	case kindRemoval:
-		if !inBase {
-			return fmt.Errorf("%w: removal of slot %d not in the baseline", ErrCorrupt, slot)
-		}
+	switch z {
+	case 4: // removal
 		mg.bi++
 		return nil
-	case kindFull:
-		if inBase {
-			mg.bi++
-		}
+	case 3: // full
+		mg.bi++
 		return mg.full(slot)
-	default:
-		if !inBase {
-			return fmt.Errorf("%w: delta for slot %d not in the baseline", ErrCorrupt, slot)
-		}
-		err := mg.delta(slot)
+	default: // delta: 0 predicted masks, 1 repeated, 2 given
+		err := mg.delta(slot, z)
 		mg.bi++
 		return err
 	}
@@ -531,8 +527,9 @@ func (mg *merger) full(slot uint32) error {
 	return nil
 }
 
-// delta reads a delta record for slot, the baseline's entry mg.bi.
-func (mg *merger) delta(slot uint32) error {
+// delta reads a delta record for slot, the baseline's entry mg.bi, whose
+// field masks are predicted (maskCode 0), repeated (1) or given (2).
+func (mg *merger) delta(slot uint32, maskCode int) error {
 	r, rd, base := mg.r, mg.rd, mg.base
 	m := base.Metas[mg.bi]
 	owner := r.me != 0 && m.Owner == r.me
@@ -543,7 +540,7 @@ func (mg *merger) delta(slot uint32) error {
 			lanes2 = mg.base2.EntityLanes(i2)
 		}
 	}
-	if err := mg.masks(slot, m, owner, baseLanes, lanes2); err != nil {
+	if err := mg.masks(slot, m, owner, maskCode, baseLanes, lanes2); err != nil {
 		return err
 	}
 	pred := baseLanes
@@ -567,12 +564,15 @@ func (mg *merger) delta(slot uint32) error {
 	return nil
 }
 
-// masks reads a delta record's field masks into r.masks: predicted (for a
-// record predicted from lanes2: the groups that changed from lanes2 to
-// base), given, or a repeat of the previous record's.
-func (mg *merger) masks(slot uint32, m Meta, owner bool, base, lanes2 []uint64) error {
+// masks reads a delta record's field masks into r.masks: predicted (code
+// 0, for a record predicted from lanes2: the groups that changed from
+// lanes2 to base), a repeat of the previous record's (1), or given (2).
+func (mg *merger) masks(slot uint32, m Meta, owner bool, code int, base, lanes2 []uint64) error {
 	r, rd := mg.r, mg.rd
-	if lanes2 != nil && rd.ReadBool() {
+	if code == 0 {
+		if lanes2 == nil {
+			return fmt.Errorf("%w: predicted field masks for unpredicted slot %d", ErrCorrupt, slot)
+		}
 		off, ci := 0, 0
 		for s := m.Set; s != 0; s &= s - 1 {
 			p := r.plans[bits.TrailingZeros64(s)]
@@ -583,7 +583,7 @@ func (mg *merger) masks(slot uint32, m Meta, owner bool, base, lanes2 []uint64) 
 		}
 		return rd.Err()
 	}
-	if rd.ReadBits(1) == 0 {
+	if code == 2 {
 		mg.run.note(readMasks(rd, r.plans, m.Set, owner, &r.masks))
 		return rd.Err()
 	}

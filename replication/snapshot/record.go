@@ -9,8 +9,12 @@ import (
 	"github.com/archenet/archenet/replication/schema"
 )
 
-// Record kinds, as coded on the wire after the slot gap: "0" delta,
-// "10" full, "11" removal.
+// Record kinds. On the wire, after the slot gap, a record of an entity the
+// baseline view holds starts with a code of its kind and field masks: "1"
+// delta with the predicted masks (for a predicted record), "01" delta
+// repeating the previous delta's masks, "001" delta with its masks, "0001"
+// full, "0000" removal. A record of an entity the baseline lacks is full,
+// with no code.
 const (
 	kindDelta   = 0
 	kindFull    = 1
