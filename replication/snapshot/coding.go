@@ -8,7 +8,8 @@ import (
 )
 
 // Residual coding. A numeric lane's residual in a delta record is
-// zigzag exp-Golomb coded with an order k chosen per lane from a context
+// zigzag Rice coded (bitio.WriteRice: a short unary quotient, an
+// exp-Golomb escape for the tail) with an order k chosen per lane from a context
 // both sides hold, through per-tick parameters the header carries:
 //
 //   - predicted lane (the record is coded against the extrapolation through
@@ -39,7 +40,7 @@ const (
 	maxCodeCap  = 15
 	codingBits  = numClasses * 11
 	maxCodeCtx  = 16 // contexts above are clamped (k ≤ maxCodeCap anyway)
-	histLenBins = 32 // residual bit lengths above are clamped
+	histLenBins = 64 // residual sizes: bit length and the bit below the top one
 )
 
 // Coding is the residual coding parameters of one tick: per lane class the
@@ -53,7 +54,7 @@ type Coding struct {
 
 // defaultCoding is where an encoder starts before it has seen residuals,
 // and the coding of views decoded against no baseline.
-var defaultCoding = Coding{Cap: [numClasses]uint8{8, 8}}
+var defaultCoding = Coding{Cap: [numClasses]uint8{8, 8}, Plain: [numClasses]uint8{2, 2}}
 
 func laneClass(k schema.LaneKind) int {
 	if k == schema.LaneWorld {
@@ -101,16 +102,42 @@ func (c *Coding) read(r *bitio.Reader) {
 }
 
 // codeHist counts the residuals an encoder coded, per class, context (0 =
-// unpredicted, c+1 = predicted with context c) and residual bit length, to
-// pick the next ticks' parameters.
+// unpredicted, c+1 = predicted with context c) and residual size (histBin),
+// to pick the next ticks' parameters.
 type codeHist struct {
 	n     [numClasses][maxCodeCtx + 2][histLenBins]uint32
 	total int
 }
 
 func (h *codeHist) add(cl, ctx int, z uint64) {
-	h.n[cl][ctx+1][min(bits.Len64(z), histLenBins-1)]++
+	h.n[cl][ctx+1][histBin(z)]++
 	h.total++
+}
+
+// histBin is a residual's size class: twice its bit length (at most 31),
+// plus the bit below its top one.
+func histBin(z uint64) int {
+	m := bits.Len64(z)
+	if m < 2 {
+		return m
+	}
+	if m > 31 {
+		return histLenBins - 1
+	}
+	return 2*m - 2 + int(z>>(m-2)&1)
+}
+
+// binValue is a residual typical of bin b (the middle of its range).
+func binValue(b int) uint64 {
+	if b < 2 {
+		return uint64(b)
+	}
+	m := uint(b+2) / 2
+	v := uint64(2|b&1) << (m - 2)
+	if m >= 3 {
+		v |= 1 << (m - 3)
+	}
+	return v
 }
 
 // minHistSamples is how many residuals the encoder gathers before it
@@ -118,26 +145,23 @@ func (h *codeHist) add(cl, ctx int, z uint64) {
 const minHistSamples = 256
 
 // best returns the parameters that would have coded the counted residuals
-// in the fewest bits (the exp-Golomb length estimated from the residual's
-// bit length m: k+1 bits for m ≤ k, else 2m−k−1), the bits they would have
-// taken, and the bits under cur.
+// in the fewest bits (each residual's code length estimated from the
+// typical residual of its bin), the bits they would have taken, and the
+// bits under cur.
 func (h *codeHist) best(cur *Coding) (c Coding, bitsBest, bitsCur uint64) {
 	for cl := range numClasses {
 		// cost[ctx][k]: bits of context ctx's residuals at order k.
 		var cost [maxCodeCtx + 2][maxCodeCap + 1]uint64
 		seen := false
 		for ctx := range h.n[cl] {
-			for m, cnt := range h.n[cl][ctx] {
+			for b, cnt := range h.n[cl][ctx] {
 				if cnt == 0 {
 					continue
 				}
 				seen = true
+				v := binValue(b)
 				for k := 0; k <= maxCodeCap; k++ {
-					l := k + 1
-					if m > k {
-						l = 2*m - k - 1
-					}
-					cost[ctx][k] += uint64(cnt) * uint64(l)
+					cost[ctx][k] += uint64(cnt) * uint64(bitio.RiceLen(v, uint(k)))
 				}
 			}
 		}

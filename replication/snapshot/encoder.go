@@ -382,8 +382,8 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 					predOK = false
 				}
 				e.res = append(e.res, residual{lane: int32(off + l), kind: resNum, k1: uint8(k1), k2: uint8(k2), cl: uint8(cl), ctx: int8(ctx), z1: z1, z2: z2})
-				plain += egLen(z1, k1)
-				pred += egLen(z2, k2)
+				plain += bitio.RiceLen(z1, k1)
+				pred += bitio.RiceLen(z2, k2)
 			}
 		}
 		e.gmasks = append(e.gmasks, gm)
@@ -470,12 +470,12 @@ func (e *Encoder) writeResiduals(cur []uint64, usePred bool) {
 		case r.kind == resBit:
 			e.arena.WriteBits(cur[r.lane], 1)
 		case usePred:
-			e.arena.WriteExpGolomb(r.z2, uint(r.k2))
+			e.arena.WriteRice(r.z2, uint(r.k2))
 			if r.cl < numClasses {
 				e.hist.add(int(r.cl), int(r.ctx), r.z2)
 			}
 		default:
-			e.arena.WriteExpGolomb(r.z1, uint(r.k1))
+			e.arena.WriteRice(r.z1, uint(r.k1))
 			if r.cl < numClasses {
 				e.hist.add(int(r.cl), -1, r.z1)
 			}

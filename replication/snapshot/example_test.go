@@ -48,5 +48,5 @@ func Example() {
 	// Output:
 	// tick 1: baseline 0, 100 full, 0 delta, 705 bytes in 2 datagrams
 	// tick 2: baseline 1, 0 full, 1 delta, 10 bytes in 1 datagrams
-	// tick 3: baseline 2, 0 full, 1 delta, 10 bytes in 1 datagrams
+	// tick 3: baseline 2, 0 full, 1 delta, 11 bytes in 1 datagrams
 }

@@ -154,7 +154,7 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 						l = g.First + g.Count
 					}
 				default:
-					d := bitio.UnZigZag(r.ReadExpGolomb(uint(ks[l])))
+					d := bitio.UnZigZag(r.ReadRice(uint(ks[l])))
 					v, ok := ln.Apply(pr[l], d)
 					if !ok && r.Err() == nil {
 						r.SetErr(fmt.Errorf("%w: %s.%s delta out of range", ErrCorrupt, p.Name, g.Name))

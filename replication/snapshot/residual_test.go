@@ -13,7 +13,7 @@ import (
 // The reference delta body writer: every changed group's lanes against
 // pred (bools and rest flags as 1 bit; a resting velocity sends no axes).
 // writeDeltaBody writes, for every changed group, the residuals of its lanes
-// (zigzag exp-Golomb of Lane.Delta at the lane's order in orders, as
+// (zigzag Rice code of Lane.Delta at the lane's order in orders, as
 // predict or plainOrders give them; bools and rest flags as 1 bit; a resting
 // velocity sends no axes). It returns false if a residual is too large for
 // the code (≥ 2^62, only possible for raw 64-bit lanes); the caller then
@@ -57,7 +57,7 @@ func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, pre
 					if z >= 1<<62 {
 						return false
 					}
-					w.WriteExpGolomb(z, uint(ks[l]))
+					w.WriteRice(z, uint(ks[l]))
 				}
 			}
 		}
