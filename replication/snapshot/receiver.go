@@ -61,6 +61,7 @@ type Receiver struct {
 
 	maskBuf    [8]byte
 	maskReader bitio.Reader
+	rd         bitio.Reader
 	pred       []uint64
 	orders     []uint8 // per lane of a delta record: its residual's exp-Golomb order
 	dec        decompressor
@@ -255,8 +256,8 @@ func (r *Receiver) Decode(b []byte) (uint32, error) {
 }
 
 func (r *Receiver) decode(b []byte) (uint32, error) {
-	var rd bitio.Reader
-	h, err := r.open(b, &rd)
+	rd := &r.rd // a field: a local would escape through the merger
+	h, err := r.open(b, rd)
 	if err != nil {
 		return h.Tick, err
 	}
@@ -280,7 +281,7 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	out := &r.spare
 	out.valid = false
-	if err := r.merge(&rd, from, p.B, p.base2, out, S, h.Count, uint(h.GapOrder), &p.coding); err != nil {
+	if err := r.merge(rd, from, p.B, p.base2, out, S, h.Count, uint(h.GapOrder), p.coding); err != nil {
 		return S, err
 	}
 	out.Tick = S
@@ -415,7 +416,7 @@ func (r *Receiver) noteDecoded(S uint32) {
 // rd applied. Deltas are against base's values; predicted ones against the
 // extrapolation of base's values through base2, as they were at tick baseTick
 // (base may be a view of tick S itself, for a tick's later parts).
-func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint, cod *Coding) error {
+func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint, cod Coding) error {
 	out.reset()
 	out.Srcs = out.Srcs[:0]
 	mg := merger{r: r, rd: rd, base: base, base2: base2, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun(), cod: cod}
@@ -448,7 +449,7 @@ type merger struct {
 	bi, nb      int   // next baseline entry, baseline length
 	prev        int64 // previous record's slot
 	run         maskRun
-	cod         *Coding // the datagram's residual coding
+	cod         Coding // the datagram's residual coding (a copy: merger escapes)
 }
 
 // copyBaseUpTo copies the baseline's entries below slot to the output.
@@ -548,10 +549,10 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	if lanes2 != nil {
 		// Residuals against the extrapolation through view base2.
 		r.pred = append(r.pred[:0], baseLanes...)
-		predict(r.plans, m.Set, baseLanes, lanes2, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, mg.cod, r.orders)
+		predict(r.plans, m.Set, baseLanes, lanes2, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, &mg.cod, r.orders)
 		pred = r.pred
 	} else {
-		plainOrders(r.plans, m.Set, mg.cod, r.orders)
+		plainOrders(r.plans, m.Set, &mg.cod, r.orders)
 	}
 	out := mg.out
 	start := len(out.Lanes)
