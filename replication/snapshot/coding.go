@@ -44,7 +44,7 @@ const (
 )
 
 // Coding is the residual coding parameters of one tick: per lane class the
-// offset from the context to the exp-Golomb order of a predicted lane, the
+// offset from the context to the Rice order of a predicted lane, the
 // largest such order, and the order of an unpredicted lane.
 type Coding struct {
 	Off   [numClasses]int8

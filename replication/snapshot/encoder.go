@@ -288,7 +288,7 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 
 // residual is one lane of a delta body: for numeric lanes the zigzag
 // residual against the baseline value and against the extrapolation, the
-// exp-Golomb order of each, the lane's class and its prediction context
+// Rice order of each, the lane's class and its prediction context
 // (−1: not extrapolated).
 type residual struct {
 	lane   int32
@@ -671,8 +671,7 @@ func (e *Encoder) pickBaseline(c *Client, S uint32) (*view, Bitset) {
 func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 	e.pc = predCtx{}
 	// A client whose recent packets gained nothing from prediction (random
-	// motion) gets it only on every 16th packet, as a probe: it saves the
-	// per-record prediction bit.
+	// motion) gets it only on every 16th packet, as a probe.
 	if base == nil || e.NoPrediction || base.base == 0 || (c.predOff && c.Sent%16 != 0) {
 		return
 	}

@@ -20,7 +20,8 @@ const MaxParts = 64
 //	multi           1; if 1: part EG(0), parts − 2 EG(0)   (single-part ticks: just the 0)
 //	baseline        EG(0) of tick − baseline tick, 0 = none
 //	prediction      if baseline ≠ 0: 1 bit; if 1: EG(0) of baseline − B2 − 1, where B2
-//	                is the view the baseline was decoded against
+//	                is the prediction view: the view the baseline was decoded
+//	                against, or a newer one the client acked
 //	count           EG(0) records in this datagram
 //	gap order       3
 //	coding          if baseline ≠ 0: 1 bit "the baseline view's"; if 0, per lane

@@ -63,7 +63,7 @@ type Receiver struct {
 	maskReader bitio.Reader
 	rd         bitio.Reader
 	pred       []uint64
-	orders     []uint8 // per lane of a delta record: its residual's exp-Golomb order
+	orders     []uint8 // per lane of a delta record: its residual's Rice order
 	dec        decompressor
 
 	// Counters.

@@ -119,7 +119,7 @@ func readMasks(r *bitio.Reader, plans []*schema.Plan, set uint64, owner bool, ma
 
 // readDeltaBody reads a delta record's residuals (for the groups masks
 // selects) into cur: each numeric lane is pred plus its residual, read at
-// the exp-Golomb order orders gives for the lane.
+// the Rice order orders gives for the lane.
 func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []uint64, cur, pred []uint64, orders []uint8, owner bool) error {
 	off := 0
 	ci := 0
