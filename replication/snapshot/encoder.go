@@ -53,6 +53,12 @@ type Encoder struct {
 	// counts the residuals coded since it was chosen (see coding.go).
 	coding Coding
 	hist   codeHist
+	// quad: this tick's packets extrapolate positions quadratically
+	// through a third view where they can; quadGain and quadN measure, on
+	// the records encoded since it was chosen, the bits that saves.
+	quad     bool
+	quadGain int
+	quadN    int
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
@@ -73,6 +79,8 @@ type cacheEntry struct {
 	src      uint32 // baseline tick of the record (0 = full)
 	pb, pb2  uint32 // prediction views (baseline, its baseline); 0 = off
 	src2     uint32 // value tick of the entity in view pb2 (0 = none)
+	pb3      uint32 // quadratic extrapolation's third view (0 = linear)
+	src3     uint32 // value tick of the entity in view pb3 (0 = none)
 	owner    bool
 	usePred  bool  // the body's residuals are against the extrapolation
 	maskPred bool  // (with usePred) the field masks are the predicted ones: sent as one bit
@@ -123,6 +131,10 @@ func (e *Encoder) begin() {
 	e.tick = f.Tick
 	e.arena.Reset(e.arena.Bytes())
 	e.CacheHits, e.CacheMisses, e.Predicted = 0, 0, 0
+	if e.quadN >= minHistSamples {
+		e.quad = e.quadGain > e.quadN/32
+		e.quadGain, e.quadN = 0, 0
+	}
 	if e.hist.total >= minHistSamples {
 		// A new coding costs its datagrams its bits in the header (every
 		// client's next datagram): switch only when it clearly saves.
@@ -169,20 +181,31 @@ type predCtx struct {
 	src2    uint32
 	members Bitset
 	behind  []behindEntry
+	// B3 (0 = none) is the view as far before B2 as B2 is before B, when
+	// the client acked it: positions may be extrapolated quadratically
+	// through B3, B2 and B (quad); src3 is the entity's value tick there.
+	B3       uint32
+	quad     bool
+	src3     uint32
+	members3 Bitset
+	behind3  []behindEntry
 }
 
 // record returns the cached record of slot (entry i of frame f) for a
 // client whose value is from baseline tick src (0 = none: full record).
 func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *cacheEntry {
 	slot := f.Slots[i]
-	var pb, pb2, src2 uint32
+	var pb, pb2, src2, pb3, src3 uint32
 	if pc.on && src != 0 {
 		pb, pb2, src2 = pc.B, pc.B2, pc.src2
+		if pc.quad {
+			pb3, src3 = pc.B3, pc.src3
+		}
 	}
 	cs := &e.cache[slot]
 	for k := range cs.e {
 		ce := &cs.e[k]
-		if ce.tick == f.Tick && ce.src == src && ce.owner == owner && ce.pb == pb && ce.pb2 == pb2 && ce.src2 == src2 {
+		if ce.tick == f.Tick && ce.src == src && ce.owner == owner && ce.pb == pb && ce.pb2 == pb2 && ce.src2 == src2 && ce.pb3 == pb3 && ce.src3 == src3 {
 			e.CacheHits++
 			return ce
 		}
@@ -190,7 +213,7 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 	e.CacheMisses++
 	ce := &cs.e[cs.next]
 	cs.next ^= 1
-	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner, pb: pb, pb2: pb2, src2: src2}
+	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner, pb: pb, pb2: pb2, src2: src2, pb3: pb3, src3: src3}
 	m := f.Metas[i]
 	cur := f.EntityLanes(i)
 	if src != 0 {
@@ -200,7 +223,11 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 			bi = bf.Lookup(slot)
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
-			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, pb, pb2, src2, f.Tick, slot) {
+			var s3 uint32 // the third view's value tick: for quad, or to measure it
+			if pb != 0 && pc.B3 != 0 {
+				s3 = pc.src3
+			}
+			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, pb, pb2, src2, s3, pb3 != 0, f.Tick, slot) {
 				return ce
 			}
 		}
@@ -222,11 +249,15 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 // the residuals against the linear extrapolation through its value there,
 // else the residuals against base. It reports false, leaving ce to a full
 // record, when a residual cannot be coded, the client's view pb2 holds a
-// value the encoder no longer has, or a full record is shorter. A value that changed and changed back since base
-// gets a delta with empty field masks: it tells the client its value is
+// value the encoder no longer has, or a full record is shorter. A value
+// that changed and changed back since base gets a delta with empty field masks: it tells the client its value is
 // current, so that a mirror that showed the intermediate value (from a
 // datagram of another baseline chain) comes back. A few bits.
-func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner bool, pb, pb2, src2, S, slot uint32) bool {
+//
+// With quad, positions of an entity that view pb3 also holds (value tick
+// src3) are extrapolated quadratically; without, src3 ≠ 0 only measures
+// what that would save.
+func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner bool, pb, pb2, src2, src3 uint32, quad bool, S, slot uint32) bool {
 	var prev []uint64 // the entity's value in the prediction view
 	if pb != 0 && src2 != 0 {
 		pf := e.w.Frame(src2)
@@ -241,7 +272,21 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 			prev = pf.EntityLanes(pi)
 		}
 	}
-	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, cur, owner, int64(S-pb), int64(pb-pb2))
+	var v3 []uint64 // the entity's value in the third view
+	if prev != nil && src3 != 0 {
+		pf := e.w.Frame(src3)
+		pi := -1
+		if pf != nil {
+			pi = pf.Lookup(slot)
+		}
+		switch {
+		case pi >= 0 && pf.Metas[pi] == m:
+			v3 = pf.EntityLanes(pi)
+		case pi < 0 && quad:
+			return false // the receiver holds a value the encoder does not
+		}
+	}
+	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, v3, quad, cur, owner, int64(S-pb), int64(pb-pb2))
 	if !plainOK || (prev != nil && !predOK) {
 		return false
 	}
@@ -310,7 +355,11 @@ const (
 // (exactly as predict computes it, for the changed lanes only), and returns
 // the bits each body takes under e.coding and whether each can be coded
 // (residuals below 2^62).
-func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
+//
+// With v3 (the value in the view den ticks before prev), world lanes are
+// also extrapolated quadratically through v3, prev and base: with quad that
+// is the prediction; without, e.quadGain counts what it would save.
+func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
 	e.res = e.res[:0]
 	e.gmasks = e.gmasks[:0]
 	plainOK, predOK = true, prev != nil
@@ -319,9 +368,12 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 		p := e.plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
 		b, c := base[off:off+n], cur[off:off+n]
-		var v2 []uint64
+		var v2, w3 []uint64
 		if prev != nil {
 			v2 = prev[off : off+n]
+		}
+		if v3 != nil {
+			w3 = v3[off : off+n]
 		}
 		lanes := p.Lanes()
 		groups := p.Groups()
@@ -373,6 +425,19 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 						}
 						ctx = stepCtx(step)
 						k2 = e.coding.orderCtx(cl, ctx)
+						if w3 != nil && ln.Kind == schema.LaneWorld {
+							qs := quadStep(ln, w3[l], v2[l], b[l], num, den, step)
+							zq := bitio.ZigZag(ln.Delta(b[l]+uint64(qs), c[l]))
+							cq := stepCtx(qs)
+							kq := e.coding.orderCtx(cl, cq)
+							if zq < 1<<62 && z2 < 1<<62 {
+								e.quadGain += bitio.RiceLen(z2, k2) - bitio.RiceLen(zq, kq)
+								e.quadN++
+							}
+							if quad {
+								z2, k2, ctx = zq, kq, cq
+							}
+						}
 					}
 				}
 				if z1 >= 1<<62 {
@@ -693,6 +758,11 @@ func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 	v2 := &c.views[B2%uint32(len(c.views))]
 	if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
 		e.pc = predCtx{on: true, B: B, B2: B2, members: v2.members, behind: v2.behind}
+		B3 := B2 - (B - B2)
+		if v3 := &c.views[B3%uint32(len(c.views))]; B3 != 0 && int32(B2-B3) > 0 && v3.used && v3.tick == B3 && v3.acked && int32(S-B3) < int32(len(c.views)) {
+			e.pc.B3, e.pc.quad = B3, e.quad
+			e.pc.members3, e.pc.behind3 = v3.members, v3.behind
+		}
 	}
 }
 
@@ -749,7 +819,7 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 
 // header returns the fields every datagram of the tick shares.
 func (e *Encoder) header(S, B uint32, base *view, opt BuildOptions) Header {
-	h := Header{Tick: S, Parts: 1, Coding: defaultCoding}
+	h := Header{Tick: S, Parts: 1, Coding: defaultCoding, Quad: e.pc.on && e.pc.quad}
 	if B != 0 {
 		h.Coding = e.coding
 		h.CodingInherited = base.coding == e.coding
@@ -1025,13 +1095,11 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 		if e.w.layoutAt[slot] > src {
 			s = 0 // new incarnation or layout: full
 		}
-		e.pc.src2 = 0
+		e.pc.src2, e.pc.src3 = 0, 0
 		if s != 0 && e.pc.on && e.pc.members.Has(slot) {
-			e.pc.src2 = e.pc.B2
-			bh := e.pc.behind
-			j := sort.Search(len(bh), func(j int) bool { return bh[j].slot >= slot })
-			if j < len(bh) && bh[j].slot == slot {
-				e.pc.src2 = bh[j].src
+			e.pc.src2 = valueTick(e.pc.B2, e.pc.behind, slot)
+			if e.pc.B3 != 0 && e.pc.members3.Has(slot) {
+				e.pc.src3 = valueTick(e.pc.B3, e.pc.behind3, slot)
 			}
 		}
 		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]), &e.pc)
@@ -1152,4 +1220,14 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
 		}
 	}
+}
+
+// valueTick returns the tick of the value a view of tick v (with deferred
+// entries behind) holds for a member slot.
+func valueTick(v uint32, behind []behindEntry, slot uint32) uint32 {
+	j := sort.Search(len(behind), func(j int) bool { return behind[j].slot >= slot })
+	if j < len(behind) && behind[j].slot == slot {
+		return behind[j].src
+	}
+	return v
 }

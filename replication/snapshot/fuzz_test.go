@@ -27,8 +27,8 @@ type fuzzTag struct {
 // datagrams (ticks 1..8, the first tick in several parts) to seed the corpus
 // with: full records (with and without a kind code), removals, plain and
 // predicted deltas (predicted, repeated and given field masks), Rice codes
-// with and without their escape, quaternion index changes, and headers
-// with an inherited and an explicit residual coding.
+// with and without their escape, quaternion index changes, headers with an
+// inherited and an explicit residual coding, quadratic extrapolation.
 func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
 	reg, fresh, _, dgs := fuzzSetupDeep()
 	return reg, fresh, dgs
@@ -56,8 +56,10 @@ func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]
 	var pk Packets
 	for tick := uint32(1); tick <= 8; tick++ {
 		if tick == 6 {
-			// A coding of its own: the header carries it in full.
+			// A coding of its own: the header carries it in full. And
+			// quadratic extrapolation of positions.
 			enc.coding = Coding{Off: [numClasses]int8{-2, 1}, Cap: [numClasses]uint8{6, 9}, Plain: [numClasses]uint8{1, 3}}
+			enc.quad = true
 		}
 		w.Begin(tick)
 		for i := range ships {

@@ -21,7 +21,9 @@ const MaxParts = 64
 //	baseline        EG(0) of tick − baseline tick, 0 = none
 //	prediction      if baseline ≠ 0: 1 bit; if 1: EG(0) of baseline − B2 − 1, where B2
 //	                is the prediction view: the view the baseline was decoded
-//	                against, or a newer one the client acked
+//	                against, or a newer one the client acked; then 1 bit quad:
+//	                positions are extrapolated quadratically through the view
+//	                B3 = B2 − (baseline − B2) too
 //	count           EG(0) records in this datagram
 //	gap order       3
 //	coding          if baseline ≠ 0: 1 bit "the baseline view's"; if 0, per lane
@@ -36,6 +38,7 @@ type Header struct {
 	Baseline    uint32 // Tick − baseline tick; 0 = coded against an empty world
 	Predict     bool   // delta records may be coded against the extrapolation through B2
 	PredictGap  uint32 // baseline tick − B2 − 1 (with Predict)
+	Quad        bool   // (with Predict) positions extrapolated through B3 = B2 − (baseline − B2) too
 	Count       int    // records that follow
 	GapOrder    uint8  // exp-Golomb order of the slot gaps (0..7)
 	// Coding is the residual coding of the delta records, unless
@@ -88,6 +91,7 @@ func (h *Header) AppendBits(w *bitio.Writer) {
 		w.WriteBool(h.Predict)
 		if h.Predict {
 			w.WriteExpGolomb(uint64(h.PredictGap), 0)
+			w.WriteBool(h.Quad)
 		}
 	}
 	w.WriteExpGolomb(uint64(h.Count), 0)
@@ -130,7 +134,7 @@ func (h *Header) BitLen() int {
 	if h.Baseline != 0 {
 		n++
 		if h.Predict {
-			n += egLen(uint64(h.PredictGap), 0)
+			n += egLen(uint64(h.PredictGap), 0) + 1
 		}
 	}
 	if h.HasInputAck {
@@ -159,6 +163,8 @@ func (h *Header) Check() error {
 		return fmt.Errorf("%w: tick %d baseline distance %d", ErrCorrupt, h.Tick, h.Baseline)
 	case h.Predict && (h.Baseline == 0 || uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(h.Tick)):
 		return fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, uint64(h.Baseline)+uint64(h.PredictGap)+1)
+	case h.Quad && (!h.Predict || uint64(h.Baseline)+2*(uint64(h.PredictGap)+1) >= uint64(h.Tick)):
+		return fmt.Errorf("%w: quadratic prediction view distance %d", ErrCorrupt, uint64(h.Baseline)+2*(uint64(h.PredictGap)+1))
 	case h.GapOrder > 7:
 		return fmt.Errorf("%w: gap order %d", ErrCorrupt, h.GapOrder)
 	case h.CodingInherited && h.Baseline == 0:
@@ -200,6 +206,7 @@ func parseHeader(r *bitio.Reader) (Header, error) {
 				return h, fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, g)
 			}
 			h.PredictGap = uint32(g)
+			h.Quad = r.ReadBool()
 		}
 	}
 	count := r.ReadExpGolomb(0)

@@ -23,6 +23,7 @@ func randomHeader(rng *rand.Rand) Header {
 	if h.Baseline != 0 && uint64(h.Baseline)+2 < uint64(h.Tick) && rng.IntN(2) == 0 {
 		h.Predict = true
 		h.PredictGap = rng.Uint32N(min(h.Tick-h.Baseline-1, 100))
+		h.Quad = uint64(h.Baseline)+2*(uint64(h.PredictGap)+1) < uint64(h.Tick) && rng.IntN(2) == 0
 	}
 	h.Coding = defaultCoding
 	if h.Baseline != 0 {

@@ -281,7 +281,7 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	out := &r.spare
 	out.valid = false
-	if err := r.merge(rd, from, p.B, p.base2, out, S, h.Count, uint(h.GapOrder), p.coding); err != nil {
+	if err := r.merge(rd, from, p.B, p.base2, p.base3, out, S, h.Count, uint(h.GapOrder), p.coding); err != nil {
 		return S, err
 	}
 	out.Tick = S
@@ -330,6 +330,7 @@ type placement struct {
 	cur         *View // the tick's view if a part of it was decoded
 	B, B2       uint32
 	base, base2 *View
+	base3       *View // the quadratic extrapolation's third view (nil: linear)
 	inputAck    uint32
 	coding      Coding
 }
@@ -340,7 +341,8 @@ func (r *Receiver) place(h *Header) (placement, error) {
 	var p placement
 	S := h.Tick
 	depth := uint32(len(r.ring))
-	if h.Baseline >= depth || (h.Predict && uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(depth)) {
+	if h.Baseline >= depth || (h.Predict && uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(depth)) ||
+		(h.Quad && uint64(h.Baseline)+2*(uint64(h.PredictGap)+1) >= uint64(depth)) {
 		return p, fmt.Errorf("%w: tick %d names a view %d ticks back, beyond the ring", ErrCorrupt, S, h.Baseline+h.PredictGap+1)
 	}
 	if r.newest != 0 && int32(r.newest-S) >= int32(depth) {
@@ -368,6 +370,11 @@ func (r *Receiver) place(h *Header) (placement, error) {
 		}
 		if p.B2 != 0 {
 			if p.base2 = r.exact(p.B2); p.base2 == nil {
+				return p, ErrMissingBaseline
+			}
+		}
+		if h.Quad {
+			if p.base3 = r.exact(p.B2 - (p.B - p.B2)); p.base3 == nil {
 				return p, ErrMissingBaseline
 			}
 		}
@@ -416,10 +423,10 @@ func (r *Receiver) noteDecoded(S uint32) {
 // rd applied. Deltas are against base's values; predicted ones against the
 // extrapolation of base's values through base2, as they were at tick baseTick
 // (base may be a view of tick S itself, for a tick's later parts).
-func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint, cod Coding) error {
+func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, base3, out *View, S uint32, count int, k uint, cod Coding) error {
 	out.reset()
 	out.Srcs = out.Srcs[:0]
-	mg := merger{r: r, rd: rd, base: base, base2: base2, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun(), cod: cod}
+	mg := merger{r: r, rd: rd, base: base, base2: base2, base3: base3, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun(), cod: cod}
 	if base != nil {
 		mg.nb = len(base.Slots)
 	}
@@ -444,6 +451,7 @@ type merger struct {
 	r           *Receiver
 	rd          *bitio.Reader
 	base, base2 *View
+	base3       *View // nil: linear extrapolation
 	out         *View
 	S, baseTick uint32
 	bi, nb      int   // next baseline entry, baseline length
@@ -535,10 +543,15 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	m := base.Metas[mg.bi]
 	owner := r.me != 0 && m.Owner == r.me
 	baseLanes := base.EntityLanes(mg.bi)
-	var lanes2 []uint64 // the entity's value in view base2, if predicted
+	var lanes2, lanes3 []uint64 // the entity's values in views base2 and base3, if predicted
 	if mg.base2 != nil {
 		if i2 := mg.base2.Find(slot); i2 >= 0 && mg.base2.Metas[i2] == m {
 			lanes2 = mg.base2.EntityLanes(i2)
+			if mg.base3 != nil {
+				if i3 := mg.base3.Find(slot); i3 >= 0 && mg.base3.Metas[i3] == m {
+					lanes3 = mg.base3.EntityLanes(i3)
+				}
+			}
 		}
 	}
 	if err := mg.masks(slot, m, owner, maskCode, baseLanes, lanes2); err != nil {
@@ -549,7 +562,7 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	if lanes2 != nil {
 		// Residuals against the extrapolation through view base2.
 		r.pred = append(r.pred[:0], baseLanes...)
-		predict(r.plans, m.Set, baseLanes, lanes2, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, &mg.cod, r.orders)
+		predict(r.plans, m.Set, baseLanes, lanes2, lanes3, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, &mg.cod, r.orders)
 		pred = r.pred
 	} else {
 		plainOrders(r.plans, m.Set, &mg.cod, r.orders)

@@ -180,12 +180,19 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 // residual order under cod: from the extrapolation's step for extrapolated
 // lanes (a jump counts as a zero step), the class's plain order for the
 // lanes of a quaternion that is not, 0 for quaternion indexes (see Coding).
-func predict(plans []*schema.Plan, set uint64, v1, v2 []uint64, num, den int64, out []uint64, cod *Coding, orders []uint8) {
+//
+// With v3 (the values in the view den ticks before v2's), world lanes are
+// extrapolated quadratically instead (quadStep).
+func predict(plans []*schema.Plan, set uint64, v1, v2, v3 []uint64, num, den int64, out []uint64, cod *Coding, orders []uint8) {
 	off := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
 		a, b, o, ks := v1[off:off+n], v2[off:off+n], out[off:off+n], orders[off:off+n]
+		var c []uint64
+		if v3 != nil {
+			c = v3[off : off+n]
+		}
 		off += n
 		lanes := p.Lanes()
 		groups := p.Groups()
@@ -209,6 +216,9 @@ func predict(plans []*schema.Plan, set uint64, v1, v2 []uint64, num, den int64, 
 					var step int64
 					if d <= 1<<40 && d >= -(1<<40) { // else a jump, not motion
 						step = divRound(d*num, den)
+					}
+					if c != nil && ln.Kind == schema.LaneWorld {
+						step = quadStep(ln, c[l], b[l], a[l], num, den, step)
 					}
 					o[l] = a[l] + uint64(step)
 					ks[l] = uint8(cod.orderCtx(laneClass(ln.Kind), stepCtx(step)))
@@ -244,4 +254,18 @@ func plainOrders(plans []*schema.Plan, set uint64, cod *Coding, orders []uint8) 
 		}
 		off += p.NumLanes()
 	}
+}
+
+// quadStep returns the step of a world lane's quadratic extrapolation num
+// ticks past its value a, through its values b and c den and 2·den ticks
+// before a: velocity (3a − 4b + c)/(2·den) and acceleration
+// (a − 2b + c)/den², in exact integer arithmetic. Views whose values jump
+// (more than 2^40 steps apart) or lie more than 256 ticks apart give the
+// linear step lin.
+func quadStep(ln *schema.Lane, c, b, a uint64, num, den int64, lin int64) int64 {
+	db, dc := ln.Delta(b, a), ln.Delta(c, b) // a − b, b − c
+	if db > 1<<40 || db < -(1<<40) || dc > 1<<40 || dc < -(1<<40) || num > 256 || den > 256 {
+		return lin // (and no overflow below: |terms| < 2^59)
+	}
+	return divRound((3*db-dc)*num*den+(db-dc)*num*num, 2*den*den)
 }

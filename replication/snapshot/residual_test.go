@@ -170,7 +170,17 @@ func TestResidualsMatchTheReference(t *testing.T) {
 			e.coding.Off[cl] = int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1))
 			e.coding.Cap[cl] = uint8(rng.IntN(maxCodeCap + 1))
 		}
-		plain, pred, plainOK, predOK := e.measureDelta(set, base, prev, cur, owner, num, den)
+		// Sometimes a third view: positions extrapolated quadratically
+		// (quad), or the quadratic extrapolation only measured.
+		var v3, pv3 []uint64
+		quad := rng.IntN(2) == 0
+		if rng.IntN(2) == 0 {
+			v3 = perturb(prev, set)
+			if quad {
+				pv3 = v3
+			}
+		}
+		plain, pred, plainOK, predOK := e.measureDelta(set, base, prev, v3, quad, cur, owner, num, den)
 		var refMask bitio.Writer
 		wantMask, _ := writeDeltaMask(&refMask, plans, set, base, cur, owner)
 		e.arena.Reset(nil)
@@ -189,7 +199,7 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
 
 		p := append([]uint64(nil), base...)
-		predict(plans, set, base, prev, num, den, p, &e.coding, orders)
+		predict(plans, set, base, prev, pv3, num, den, p, &e.coding, orders)
 		ref.Reset(nil)
 		refOK = writeDeltaBody(&ref, plans, set, base, p, cur, orders, owner)
 		require.Equal(t, refOK, predOK, "iter %d", iter)
