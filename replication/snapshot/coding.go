@@ -127,6 +127,17 @@ func histBin(z uint64) int {
 	return 2*m - 2 + int(z>>(m-2)&1)
 }
 
+// binCost is the Rice code length at each order of a residual typical of
+// each bin.
+var binCost = func() (t [histLenBins][maxCodeCap + 1]uint8) {
+	for b := range t {
+		for k := range t[b] {
+			t[b][k] = uint8(bitio.RiceLen(binValue(b), uint(k)))
+		}
+	}
+	return t
+}()
+
 // binValue is a residual typical of bin b (the middle of its range).
 func binValue(b int) uint64 {
 	if b < 2 {
@@ -159,9 +170,8 @@ func (h *codeHist) best(cur *Coding) (c Coding, bitsBest, bitsCur uint64) {
 					continue
 				}
 				seen = true
-				v := binValue(b)
-				for k := 0; k <= maxCodeCap; k++ {
-					cost[ctx][k] += uint64(cnt) * uint64(bitio.RiceLen(v, uint(k)))
+				for k, l := range binCost[b] {
+					cost[ctx][k] += uint64(cnt) * uint64(l)
 				}
 			}
 		}

@@ -359,6 +359,10 @@ const (
 // With v3 (the value in the view den ticks before prev), world lanes are
 // also extrapolated quadratically through v3, prev and base: with quad that
 // is the prediction; without, e.quadGain counts what it would save.
+// maxQuadSamples bounds the lanes on which the quadratic extrapolation is
+// measured, while it is off, before the next choice.
+const maxQuadSamples = 1024
+
 func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
 	e.res = e.res[:0]
 	e.gmasks = e.gmasks[:0]
@@ -425,7 +429,7 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 						}
 						ctx = stepCtx(step)
 						k2 = e.coding.orderCtx(cl, ctx)
-						if w3 != nil && ln.Kind == schema.LaneWorld {
+						if w3 != nil && ln.Kind == schema.LaneWorld && (quad || e.quadN < maxQuadSamples) {
 							qs := quadStep(ln, w3[l], v2[l], b[l], num, den, step)
 							zq := bitio.ZigZag(ln.Delta(b[l]+uint64(qs), c[l]))
 							cq := stepCtx(qs)
