@@ -109,11 +109,6 @@ type codeHist struct {
 	total int
 }
 
-func (h *codeHist) add(cl, ctx int, z uint64) {
-	h.n[cl][ctx+1][histBin(z)]++
-	h.total++
-}
-
 // histBin is a residual's size class: twice its bit length (at most 31),
 // plus the bit below its top one.
 func histBin(z uint64) int {
@@ -151,9 +146,92 @@ func binValue(b int) uint64 {
 	return v
 }
 
-// minHistSamples is how many residuals the encoder gathers before it
+// minHistSamples is how many residuals the World gathers before it
 // re-chooses the parameters.
 const minHistSamples = 256
+
+// recStats is what a delta record tells the choice of the coding: its first
+// recStatLanes residuals (class, context and size bin, packed) and what
+// quadratic extrapolation saved (or would have) on its positions.
+type recStats struct {
+	lanes    [recStatLanes]uint16
+	n        uint8
+	quadN    uint8
+	quadGain int16
+}
+
+const recStatLanes = 8
+
+func (s *recStats) add(cl, ctx int, z uint64) {
+	if int(s.n) < recStatLanes {
+		s.lanes[s.n] = uint16(cl<<11 | (ctx+1)<<6 | histBin(z))
+		s.n++
+	}
+}
+
+// codeShard counts, for one encoder, the residuals of the delta records it
+// sent (each as often as it was sent: the count is the same whichever
+// encoder sends a client's datagrams, so the choice is too).
+type codeShard struct {
+	hist     codeHist
+	quadGain int
+	quadN    int
+}
+
+func (s *codeShard) count(st *recStats) {
+	for _, v := range st.lanes[:st.n] {
+		s.hist.n[v>>11&1][v>>6&31][v&63]++
+	}
+	s.hist.total += int(st.n)
+	s.quadGain += int(st.quadGain)
+	s.quadN += int(st.quadN)
+}
+
+// codeState is a World's residual coding: the coding and quad choice for
+// the tick, and the encoders' counts they are chosen from at each Commit.
+type codeState struct {
+	coding Coding
+	quad   bool
+	shards []*codeShard
+	sum    codeShard
+}
+
+func (c *codeState) newShard() *codeShard {
+	s := &codeShard{}
+	c.shards = append(c.shards, s)
+	return s
+}
+
+// choose gathers the encoders' counts (between ticks: no Build runs) and,
+// once there are enough, chooses the next ticks' coding and quad.
+func (c *codeState) choose() {
+	for _, s := range c.shards {
+		for cl := range s.hist.n {
+			for ctx := range s.hist.n[cl] {
+				for b, n := range s.hist.n[cl][ctx] {
+					c.sum.hist.n[cl][ctx][b] += n
+				}
+			}
+		}
+		c.sum.hist.total += s.hist.total
+		c.sum.quadGain += s.quadGain
+		c.sum.quadN += s.quadN
+		*s = codeShard{}
+	}
+	if c.sum.quadN >= minHistSamples {
+		c.quad = c.sum.quadGain > c.sum.quadN/32
+		c.sum.quadGain, c.sum.quadN = 0, 0
+	}
+	if c.sum.hist.total >= minHistSamples {
+		// A new coding costs its bits in the next datagram of every
+		// client: switch only when it clearly saves.
+		next, b, cur := c.sum.hist.best(&c.coding)
+		if b+b/32+codingBits < cur {
+			c.coding = next
+		}
+		c.sum.hist = codeHist{}
+	}
+}
 
 // best returns the parameters that would have coded the counted residuals
 // in the fewest bits (each residual's code length estimated from the

@@ -49,16 +49,16 @@ type Encoder struct {
 	members  Bitset
 	gapBuf   []uint64
 
-	// coding is the residual coding of the current tick's records; hist
-	// counts the residuals coded since it was chosen (see coding.go).
+	// coding is the residual coding of the current tick's records; quad:
+	// its packets extrapolate positions quadratically through a third
+	// view where they can. Both are the World's choice for the tick, from
+	// what the records its encoders sent showed (shard: this encoder's
+	// count, see coding.go).
 	coding Coding
-	hist   codeHist
-	// quad: this tick's packets extrapolate positions quadratically
-	// through a third view where they can; quadGain and quadN measure, on
-	// the records encoded since it was chosen, the bits that saves.
-	quad     bool
-	quadGain int
-	quadN    int
+	quad   bool
+	shard  *codeShard
+	// the record being measured: what quadratic extrapolation would save
+	recQuadGain, recQuadN int
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
@@ -85,6 +85,7 @@ type cacheEntry struct {
 	usePred  bool  // the body's residuals are against the extrapolation
 	maskPred bool  // (with usePred) the field masks are the predicted ones: sent as one bit
 	saved    int32 // bits that prediction saved against the plain residuals (< 0: cost)
+	stats    recStats // its residuals, counted for each client it is sent to
 	kind     uint8 // kindDelta or kindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
@@ -110,7 +111,7 @@ type cand struct {
 
 // NewEncoder returns an encoder over w.
 func NewEncoder(w *World) *Encoder {
-	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding}
+	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding, shard: w.codes.newShard()}
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
 			e.ownerComps |= 1 << p.ID
@@ -131,19 +132,7 @@ func (e *Encoder) begin() {
 	e.tick = f.Tick
 	e.arena.Reset(e.arena.Bytes())
 	e.CacheHits, e.CacheMisses, e.Predicted = 0, 0, 0
-	if e.quadN >= minHistSamples {
-		e.quad = e.quadGain > e.quadN/32
-		e.quadGain, e.quadN = 0, 0
-	}
-	if e.hist.total >= minHistSamples {
-		// A new coding costs its datagrams its bits in the header (every
-		// client's next datagram): switch only when it clearly saves.
-		c, b, cur := e.hist.best(&e.coding)
-		if b+b/32+codingBits < cur {
-			e.coding = c
-		}
-		e.hist = codeHist{}
-	}
+	e.coding, e.quad = e.w.codes.coding, e.w.codes.quad
 	if n := len(e.w.changedAt); len(e.cache) < n {
 		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
 	}
@@ -286,6 +275,7 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 			return false // the receiver holds a value the encoder does not
 		}
 	}
+	e.recQuadGain, e.recQuadN = 0, 0
 	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, v3, quad, cur, owner, int64(S-pb), int64(pb-pb2))
 	if !plainOK || (prev != nil && !predOK) {
 		return false
@@ -319,7 +309,9 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 	}
 	e.arena.Align()
 	bodyStart := e.arena.BitLen()
-	e.writeResiduals(cur, usePred)
+	e.writeResiduals(cur, usePred, &ce.stats)
+	ce.stats.quadGain = int16(max(-1<<15, min(e.recQuadGain, 1<<15-1)))
+	ce.stats.quadN = uint8(min(e.recQuadN, 255))
 	ce.kind = kindDelta
 	ce.bodyOff = uint32(bodyStart / 8)
 	ce.bodyBits = uint32(e.arena.BitLen() - bodyStart)
@@ -358,11 +350,7 @@ const (
 //
 // With v3 (the value in the view den ticks before prev), world lanes are
 // also extrapolated quadratically through v3, prev and base: with quad that
-// is the prediction; without, e.quadGain counts what it would save.
-// maxQuadSamples bounds the lanes on which the quadratic extrapolation is
-// measured, while it is off, before the next choice.
-const maxQuadSamples = 1024
-
+// is the prediction; without, e.recQuadGain counts what it would save.
 func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
 	e.res = e.res[:0]
 	e.gmasks = e.gmasks[:0]
@@ -429,14 +417,14 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 						}
 						ctx = stepCtx(step)
 						k2 = e.coding.orderCtx(cl, ctx)
-						if w3 != nil && ln.Kind == schema.LaneWorld && (quad || e.quadN < maxQuadSamples) {
+						if w3 != nil && ln.Kind == schema.LaneWorld {
 							qs := quadStep(ln, w3[l], v2[l], b[l], num, den, step)
 							zq := bitio.ZigZag(ln.Delta(b[l]+uint64(qs), c[l]))
 							cq := stepCtx(qs)
 							kq := e.coding.orderCtx(cl, cq)
 							if zq < 1<<62 && z2 < 1<<62 {
-								e.quadGain += bitio.RiceLen(z2, k2) - bitio.RiceLen(zq, kq)
-								e.quadN++
+								e.recQuadGain += bitio.RiceLen(z2, k2) - bitio.RiceLen(zq, kq)
+								e.recQuadN++
 							}
 							if quad {
 								z2, k2, ctx = zq, kq, cq
@@ -530,9 +518,10 @@ func changedGroups(p *schema.Plan, a, b []uint64, owner bool) uint64 {
 	return gm
 }
 
-// writeResiduals writes the body e.measureDelta listed, and counts its
-// residuals for the choice of the next ticks' coding.
-func (e *Encoder) writeResiduals(cur []uint64, usePred bool) {
+// writeResiduals writes the body e.measureDelta listed, and notes its
+// residuals in st for the choice of the next ticks' coding.
+func (e *Encoder) writeResiduals(cur []uint64, usePred bool, st *recStats) {
+	*st = recStats{}
 	for i := range e.res {
 		r := &e.res[i]
 		switch {
@@ -541,12 +530,12 @@ func (e *Encoder) writeResiduals(cur []uint64, usePred bool) {
 		case usePred:
 			e.arena.WriteRice(r.z2, uint(r.k2))
 			if r.cl < numClasses {
-				e.hist.add(int(r.cl), int(r.ctx), r.z2)
+				st.add(int(r.cl), int(r.ctx), r.z2)
 			}
 		default:
 			e.arena.WriteRice(r.z1, uint(r.k1))
 			if r.cl < numClasses {
-				e.hist.add(int(r.cl), -1, r.z1)
+				st.add(int(r.cl), -1, r.z1)
 			}
 		}
 	}
@@ -1167,6 +1156,7 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 				}
 				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
 				info.Deltas++
+				e.shard.count(&ce.stats)
 				if ce.usePred {
 					info.PredictedDeltas++
 					info.predSaved += int(ce.saved)

@@ -58,8 +58,8 @@ func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]
 		if tick == 6 {
 			// A coding of its own: the header carries it in full. And
 			// quadratic extrapolation of positions.
-			enc.coding = Coding{Off: [numClasses]int8{-2, 1}, Cap: [numClasses]uint8{6, 9}, Plain: [numClasses]uint8{1, 3}}
-			enc.quad = true
+			w.codes.coding = Coding{Off: [numClasses]int8{-2, 1}, Cap: [numClasses]uint8{6, 9}, Plain: [numClasses]uint8{1, 3}}
+			w.codes.quad = true
 		}
 		w.Begin(tick)
 		for i := range ships {

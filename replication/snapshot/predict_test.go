@@ -129,7 +129,7 @@ func TestQuadraticPredictionOnBallisticMotion(t *testing.T) {
 			}
 			w.Commit()
 			if !allowQuad {
-				enc.quad, enc.quadN = false, 0
+				w.codes.quad = false
 			}
 			var pk Packets
 			enc.Build(c, BuildOptions{}, &pk)

@@ -194,7 +194,7 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		refOK := writeDeltaBody(&ref, plans, set, base, base, cur, orders, owner)
 		require.Equal(t, refOK, plainOK, "iter %d", iter)
 		e.arena.Reset(nil)
-		e.writeResiduals(cur, false)
+		e.writeResiduals(cur, false, &recStats{})
 		require.Equal(t, ref.BitLen(), plain, "iter %d", iter)
 		require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
 
@@ -205,7 +205,7 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		require.Equal(t, refOK, predOK, "iter %d", iter)
 		if refOK {
 			e.arena.Reset(nil)
-			e.writeResiduals(cur, true)
+			e.writeResiduals(cur, true, &recStats{})
 			require.Equal(t, ref.BitLen(), pred, "iter %d", iter)
 			require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
 		}
