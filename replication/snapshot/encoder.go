@@ -82,11 +82,11 @@ type cacheEntry struct {
 	pb3      uint32 // quadratic extrapolation's third view (0 = linear)
 	src3     uint32 // value tick of the entity in view pb3 (0 = none)
 	owner    bool
-	usePred  bool  // the body's residuals are against the extrapolation
-	maskPred bool  // (with usePred) the field masks are the predicted ones: sent as one bit
-	saved    int32 // bits that prediction saved against the plain residuals (< 0: cost)
+	usePred  bool     // the body's residuals are against the extrapolation
+	maskPred bool     // (with usePred) the field masks are the predicted ones: sent as one bit
+	saved    int32    // bits that prediction saved against the plain residuals (< 0: cost)
 	stats    recStats // its residuals, counted for each client it is sent to
-	kind     uint8 // kindDelta or kindFull
+	kind     uint8    // kindDelta or kindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
 	maskOff  uint32 // arena offset of the mask when maskBits > 64
