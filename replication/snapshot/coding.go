@@ -224,9 +224,9 @@ func (c *codeState) choose() {
 	}
 	if c.sum.hist.total >= minHistSamples {
 		// A new coding costs its bits in the next datagram of every
-		// client: switch only when it clearly saves.
+		// client: switch only when it saves more (the saving lasts).
 		next, b, cur := c.sum.hist.best(&c.coding)
-		if b+b/32+codingBits < cur {
+		if b+b/256+codingBits < cur {
 			c.coding = next
 		}
 		c.sum.hist = codeHist{}
