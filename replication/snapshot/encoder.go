@@ -57,8 +57,10 @@ type Encoder struct {
 	coding Coding
 	quad   bool
 	shard  *codeShard
-	// the record being measured: what quadratic extrapolation would save
+	// the record being measured: what quadratic extrapolation would save,
+	// whether its field masks are the predicted ones
 	recQuadGain, recQuadN int
+	maskPred              bool
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
@@ -285,20 +287,9 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 	ce.mask = e.writeMasks(m.Set, owner)
 	maskBits := e.arena.BitLen() - start
 	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
-	if prev != nil {
-		// The receiver predicts the masks from its views: the groups that
-		// changed from view pb2 to the baseline.
-		e.gmasks = e.gmasks[:0]
-		off := 0
-		for s := m.Set; s != 0; s &= s - 1 {
-			p := e.plans[bits.TrailingZeros64(s)]
-			n := p.NumLanes()
-			e.gmasks = append(e.gmasks, changedGroups(p, prev[off:off+n], base[off:off+n], owner))
-			off += n
-		}
-		pm, pn := maskWord(e.plans, m.Set, owner, e.gmasks)
-		ce.maskPred = maskBits <= 64 && pn == maskBits && pm == ce.mask
-	}
+	// The receiver predicts the masks from its views: the groups that
+	// changed from view pb2 to the baseline (measureDelta compared them).
+	ce.maskPred = prev != nil && e.maskPred
 	usePred := prev != nil
 	bodyBits := plain
 	if usePred {
@@ -355,6 +346,7 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 	e.res = e.res[:0]
 	e.gmasks = e.gmasks[:0]
 	plainOK, predOK = true, prev != nil
+	e.maskPred = prev != nil
 	off := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := e.plans[bits.TrailingZeros64(s)]
@@ -375,11 +367,23 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 			if !owner && g.OwnerOnly {
 				continue
 			}
+			var same bool
 			if g.Count == 1 {
-				if b[g.First] == c[g.First] {
-					continue
+				same = b[g.First] == c[g.First]
+			} else {
+				same = equalLanes(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count])
+			}
+			if v2 != nil && e.maskPred {
+				// The predicted masks: the groups that changed from v2 to b.
+				var same2 bool
+				if g.Count == 1 {
+					same2 = v2[g.First] == b[g.First]
+				} else {
+					same2 = equalLanes(v2[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
 				}
-			} else if equalLanes(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count]) {
+				e.maskPred = same == same2
+			}
+			if same {
 				continue
 			}
 			gm |= 1 << gi
@@ -484,21 +488,6 @@ func componentMask(p *schema.Plan, gm uint64, owner bool) (v uint64, n int) {
 		n++
 	}
 	return v, n
-}
-
-// maskWord returns the field masks of the components of set with changed
-// groups gms, as written: their first 64 bits as a number and their length.
-func maskWord(plans []*schema.Plan, set uint64, owner bool, gms []uint64) (mask uint64, n int) {
-	ci := 0
-	for s := set; s != 0; s &= s - 1 {
-		v, k := componentMask(plans[bits.TrailingZeros64(s)], gms[ci], owner)
-		ci++
-		if n < 64 {
-			mask |= v << n
-		}
-		n += k
-	}
-	return mask, n
 }
 
 // changedGroups returns the groups of p whose lanes differ between a and b
