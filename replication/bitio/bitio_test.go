@@ -248,3 +248,46 @@ func TestWriteBitsIgnoresHighBits(t *testing.T) {
 	}
 	require.Panics(t, func() { new(Writer).WriteBits(1, 65) })
 }
+
+// Rice codes round-trip at every order, take RiceLen bits, and a truncated
+// code fails.
+func TestRiceRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range 20000 {
+		k := uint(rng.IntN(30))
+		var v uint64
+		switch rng.IntN(3) {
+		case 0:
+			v = rng.Uint64N(4 << k)
+		case 1:
+			v = rng.Uint64N(1 << 62)
+		default:
+			v = rng.Uint64N(1 << uint(rng.IntN(63)))
+		}
+		var w Writer
+		w.WriteBits(0, uint(rng.IntN(8)))
+		start := w.BitLen()
+		w.WriteRice(v, k)
+		if got := w.BitLen() - start; got != RiceLen(v, k) {
+			t.Fatalf("RiceLen(%d, %d) = %d, wrote %d", v, k, RiceLen(v, k), got)
+		}
+		end := w.BitLen()
+		code := append([]byte(nil), w.Bytes()...)
+		for pad := range 2 {
+			b := code
+			if pad == 1 {
+				b = append(append([]byte(nil), code...), make([]byte, 9)...)
+			}
+			r := NewReader(b)
+			r.ReadBits(uint(start))
+			if got := r.ReadRice(k); got != v || r.Err() != nil || r.BitPos() != end {
+				t.Fatalf("ReadRice(%d) = %d (%v) at %d, want %d at %d", k, got, r.Err(), r.BitPos(), v, end)
+			}
+		}
+		r := NewReader(code[:(end-1)/8])
+		r.ReadBits(uint(min(start, r.BitsLeft())))
+		if r.ReadRice(k); r.Err() == nil && end-start > 8 {
+			t.Fatalf("truncated Rice code of %d at order %d read without error", v, k)
+		}
+	}
+}

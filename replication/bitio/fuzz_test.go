@@ -14,7 +14,11 @@ func FuzzReader(f *testing.F) {
 	w.WriteUvarint(123456)
 	w.WriteVarint(-77)
 	w.WriteExpGolomb(42, 3)
-	f.Add([]byte{0, 10, 1, 2, 3, 3}, w.Bytes())
+	w.WriteRice(5, 1)
+	w.WriteRice(1000, 2)
+	w.WriteRice(0, 0)
+	f.Add([]byte{0, 10, 1, 2, 3, 3, 6, 1, 6, 2, 6, 0}, w.Bytes())
+	f.Add([]byte{6, 29, 6, 31, 6, 0}, []byte{0xf8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Add([]byte{1, 1, 1, 1}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{3, 0}, make([]byte, 12))
 	f.Fuzz(func(t *testing.T, prog, data []byte) {
@@ -25,7 +29,7 @@ func FuzzReader(f *testing.F) {
 			// The inlined fast paths must agree with the general ones
 			// (value, position and error) on every input.
 			ref := *r
-			switch prog[i] % 6 {
+			switch prog[i] % 7 {
 			case 0:
 				v = r.ReadBits(n % 70)
 				if rv := ref.readBits(n % 70); rv != v || ref.pos != r.pos || ref.err != r.err {
@@ -45,6 +49,11 @@ func FuzzReader(f *testing.F) {
 			case 5:
 				if r.ReadBool() {
 					v = 1
+				}
+			case 6:
+				v = r.ReadRice(n % 32)
+				if rv := ref.readRice(n % 32); rv != v || ref.pos != r.pos || ref.err != r.err {
+					t.Fatalf("ReadRice(%d) = %d at %d, general path %d at %d", n%32, v, r.pos, rv, ref.pos)
 				}
 			}
 			if r.Err() != nil && v != 0 {

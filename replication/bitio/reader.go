@@ -229,6 +229,52 @@ func (r *Reader) readExpGolomb(k uint) uint64 {
 	return x - 1<<k
 }
 
+// ReadRice reads a value written by [Writer.WriteRice] at order k. An
+// order above 29 or an escape beyond 2^62 is [ErrOverflow].
+func (r *Reader) ReadRice(k uint) uint64 {
+	// Fast path: a short code in the next 8 bytes of the buffer.
+	if i := r.pos >> 3; uint64(i)+8 <= uint64(len(r.buf)) && k <= 29 {
+		win := binary.LittleEndian.Uint64(r.buf[i:]) >> (r.pos & 7)
+		if q := uint(bits.TrailingZeros64(win)); q < RiceLimit {
+			r.pos += q + 1 + k
+			return uint64(q)<<k | win>>(q+1)&(1<<k-1)
+		}
+	}
+	return r.readRice(k)
+}
+
+// readRice is ReadRice for escapes, the last bytes of the buffer and
+// failures.
+func (r *Reader) readRice(k uint) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if k > 29 {
+		return r.fail(ErrOverflow)
+	}
+	for q := uint64(0); q < RiceLimit; q++ {
+		b := r.ReadBits(1)
+		if r.err != nil {
+			return 0
+		}
+		if b == 1 {
+			lo := r.ReadBits(k)
+			if r.err != nil {
+				return 0
+			}
+			return q<<k | lo
+		}
+	}
+	e := r.ReadExpGolomb(k + 1)
+	if r.err != nil {
+		return 0
+	}
+	if e >= 1<<62 {
+		return r.fail(ErrOverflow)
+	}
+	return e + RiceLimit<<k
+}
+
 // Align skips to the next byte boundary.
 func (r *Reader) Align() {
 	if rem := r.pos % 8; rem != 0 {

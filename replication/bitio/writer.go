@@ -180,3 +180,35 @@ func ZigZag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 // UnZigZag inverts [ZigZag].
 func UnZigZag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// RiceLimit is the longest unary quotient of a Rice code ([Writer.WriteRice]);
+// larger values take the escape.
+const RiceLimit = 3
+
+// WriteRice writes v as a Golomb–Rice code of order k whose unary quotient
+// is limited: for q = v>>k below [RiceLimit], q zero bits, a one bit and
+// the k low bits of v; otherwise RiceLimit zero bits, then the order-(k+1)
+// exp-Golomb code of v − RiceLimit·2^k. Residuals near their typical size
+// take fewer bits than with exp-Golomb; the tail grows as exp-Golomb.
+// It panics unless v < 2^62 and k ≤ 29.
+func (w *Writer) WriteRice(v uint64, k uint) {
+	if v >= 1<<62 || k > 29 {
+		panic("bitio: WriteRice out of range")
+	}
+	if q := v >> k; q < RiceLimit {
+		w.WriteBits((v&(1<<k-1))<<(q+1)|1<<q, uint(q)+1+k)
+		return
+	}
+	w.WriteBits(0, RiceLimit)
+	w.WriteExpGolomb(v-RiceLimit<<k, k+1)
+}
+
+// RiceLen returns the length in bits of [Writer.WriteRice]'s code of v at
+// order k.
+func RiceLen(v uint64, k uint) int {
+	if q := v >> k; q < RiceLimit {
+		return int(q) + 1 + int(k)
+	}
+	x := v - RiceLimit<<k + 1<<(k+1)
+	return RiceLimit + 2*bits.Len64(x) - int(k) - 2
+}

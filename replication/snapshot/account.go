@@ -137,9 +137,9 @@ func (a *bitAccount) noteDelta(e *Encoder, slot uint32, ce *cacheEntry, set uint
 			case r.kind == resBit:
 				body++
 			case usePred:
-				body += egLen(r.z2, 0)
+				body += bitio.RiceLen(r.z2, uint(r.k2))
 			default:
-				body += egLen(r.z1, 0)
+				body += bitio.RiceLen(r.z1, uint(r.k1))
 			}
 		}
 		a.vals = append(a.vals, uint32(mask), uint32(body))

@@ -77,6 +77,7 @@ type view struct {
 	// carried: later datagrams built on this view send theirs relative to it.
 	inputAck    uint32
 	hasInputAck bool
+	coding      Coding // the residual coding of the view's records
 	members     Bitset
 	behind      []behindEntry // sorted by slot
 	// parts is how many datagrams the tick was sent in, recs which records

@@ -20,10 +20,16 @@
 // baseline. Records are:
 //
 //   - delta: the field masks of the changed fields and, per changed lane, the
-//     zigzag exp-Golomb residual against the baseline value — or, when the
-//     record's prediction bit is set, against the linear extrapolation of the
-//     value through view B2 and the baseline (exact integer arithmetic, so
-//     both sides agree; the encoder picks whichever is shorter per record);
+//     zigzag Rice-coded residual against the baseline value — or, for an
+//     entity the client's prediction view B2 (the baseline's own baseline,
+//     or a view it acked two to four ticks before the baseline) holds with
+//     the same Meta,
+//     against the linear extrapolation of the value through B2 and the
+//     baseline (exact integer arithmetic, so both sides agree). The Rice
+//     order of a lane comes from a context both sides hold (the size of the
+//     extrapolation's step) through per-tick parameters in the header (see
+//     Coding), and a predicted record whose masks are the groups that
+//     changed from B2 to the baseline sends them as one bit;
 //   - full: generation, owner, component set and every field (new entities,
 //     a new generation or component set, or a baseline too old to diff);
 //   - removal: the entity left the client's view.
@@ -31,7 +37,7 @@
 // A record for (entity, baseline tick, owner view) is encoded once per tick
 // and bit-copied into every datagram that needs it. Slots are gap-coded with
 // the exp-Golomb order that suits each datagram; a delta whose field masks
-// equal the previous delta's in the datagram sends one bit instead. When the
+// equal the previous delta's in the datagram sends two bits instead. When the
 // records exceed the budget (the client's byte rate, [Client.SetRate], and
 // at most [MaxParts] datagrams) the highest-priority ones go now; the rest
 // stay changed against the baseline and their per-(client, entity) priority
@@ -53,7 +59,11 @@
 //	header          see [Header]: tick 32 bits, part/parts (1 bit for a
 //	                single-datagram tick), baseline distance, prediction view,
 //	                record count, gap order, input extension
-//	records         count × [gap exp-Golomb(k)][kind: 0 delta | 10 full | 11 removal][body]
+//	records         count × [gap exp-Golomb(k)][kind and masks][body], where for an
+//	                entity of the baseline view the kind code is 1 delta with the
+//	                predicted masks | 01 delta, masks repeated | 001 delta, masks
+//	                given | 0001 full | 0000 removal, and a record of an entity the
+//	                baseline lacks is full with no code
 //
 // The header of a single-datagram tick without input feedback takes about
 // 6 bytes with the kind byte; each further datagram of a tick repeats it

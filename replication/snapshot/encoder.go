@@ -49,6 +49,19 @@ type Encoder struct {
 	members  Bitset
 	gapBuf   []uint64
 
+	// coding is the residual coding of the current tick's records; quad:
+	// its packets extrapolate positions quadratically through a third
+	// view where they can. Both are the World's choice for the tick, from
+	// what the records its encoders sent showed (shard: this encoder's
+	// count, see coding.go).
+	coding Coding
+	quad   bool
+	shard  *codeShard
+	// the record being measured: what quadratic extrapolation would save,
+	// whether its field masks are the predicted ones
+	recQuadGain, recQuadN int
+	maskPred              bool
+
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
 	Compression *Compressor
@@ -56,7 +69,7 @@ type Encoder struct {
 	// Cache statistics since the last Begin.
 	CacheHits, CacheMisses int
 	// Predicted counts records (since the last Begin) whose residuals are
-	// against the linear extrapolation, because that was shorter.
+	// against the linear extrapolation.
 	Predicted int
 	// NoPrediction turns the linear-extrapolation predictor off (it is on by
 	// default: each record uses it only when it is shorter).
@@ -70,10 +83,14 @@ type cacheEntry struct {
 	src      uint32 // baseline tick of the record (0 = full)
 	pb, pb2  uint32 // prediction views (baseline, its baseline); 0 = off
 	src2     uint32 // value tick of the entity in view pb2 (0 = none)
+	pb3      uint32 // quadratic extrapolation's third view (0 = linear)
+	src3     uint32 // value tick of the entity in view pb3 (0 = none)
 	owner    bool
-	usePred  bool   // the body's residuals are against the extrapolation
-	saved    uint16 // bits that prediction saved against the plain residuals
-	kind     uint8  // kindDelta or kindFull
+	usePred  bool     // the body's residuals are against the extrapolation
+	maskPred bool     // (with usePred) the field masks are the predicted ones: sent as one bit
+	saved    int32    // bits that prediction saved against the plain residuals (< 0: cost)
+	stats    recStats // its residuals, counted for each client it is sent to
+	kind     uint8    // kindDelta or kindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
 	maskOff  uint32 // arena offset of the mask when maskBits > 64
@@ -98,7 +115,7 @@ type cand struct {
 
 // NewEncoder returns an encoder over w.
 func NewEncoder(w *World) *Encoder {
-	e := &Encoder{w: w, plans: w.reg.Plans()}
+	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding, shard: w.codes.newShard()}
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
 			e.ownerComps |= 1 << p.ID
@@ -122,6 +139,7 @@ func (e *Encoder) begin() {
 	if e.acct != nil {
 		e.acct.begin()
 	}
+	e.coding, e.quad = e.w.codes.coding, e.w.codes.quad
 	if n := len(e.w.changedAt); len(e.cache) < n {
 		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
 	}
@@ -149,29 +167,41 @@ func (e *Encoder) wayOf(slot uint32, ce *cacheEntry) uint8 {
 // predCtx is a packet's prediction context: the baseline view B and its
 // own baseline B2 (both held by the client), and for the current record the
 // tick whose value the client's view B2 holds for the entity (src2, 0 =
-// not in B2). With on, every delta record starts with a bit that says
-// whether its residuals are against the linear extrapolation through B2 and
-// B (1) or against B alone (0).
+// not in B2). With on, a delta record of an entity that view B2 holds with
+// the same Meta is coded against the linear extrapolation through B2 and B;
+// other delta records against B alone (the receiver tells them apart by its
+// view B2).
 type predCtx struct {
 	on      bool
 	B, B2   uint32
 	src2    uint32
 	members Bitset
 	behind  []behindEntry
+	// B3 (0 = none) is the view as far before B2 as B2 is before B, when
+	// the client acked it: positions may be extrapolated quadratically
+	// through B3, B2 and B (quad); src3 is the entity's value tick there.
+	B3       uint32
+	quad     bool
+	src3     uint32
+	members3 Bitset
+	behind3  []behindEntry
 }
 
 // record returns the cached record of slot (entry i of frame f) for a
 // client whose value is from baseline tick src (0 = none: full record).
 func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *cacheEntry {
 	slot := f.Slots[i]
-	var pb, pb2, src2 uint32
+	var pb, pb2, src2, pb3, src3 uint32
 	if pc.on && src != 0 {
 		pb, pb2, src2 = pc.B, pc.B2, pc.src2
+		if pc.quad {
+			pb3, src3 = pc.B3, pc.src3
+		}
 	}
 	cs := &e.cache[slot]
 	for k := range cs.e {
 		ce := &cs.e[k]
-		if ce.tick == f.Tick && ce.src == src && ce.owner == owner && ce.pb == pb && ce.pb2 == pb2 && ce.src2 == src2 {
+		if ce.tick == f.Tick && ce.src == src && ce.owner == owner && ce.pb == pb && ce.pb2 == pb2 && ce.src2 == src2 && ce.pb3 == pb3 && ce.src3 == src3 {
 			e.CacheHits++
 			return ce
 		}
@@ -179,7 +209,7 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 	e.CacheMisses++
 	ce := &cs.e[cs.next]
 	cs.next ^= 1
-	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner, pb: pb, pb2: pb2, src2: src2}
+	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner, pb: pb, pb2: pb2, src2: src2, pb3: pb3, src3: src3}
 	m := f.Metas[i]
 	cur := f.EntityLanes(i)
 	if src != 0 {
@@ -189,7 +219,11 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 			bi = bf.Lookup(slot)
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
-			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, pb, pb2, src2, f.Tick, slot) {
+			var s3 uint32 // the third view's value tick: for quad, or to measure it
+			if pb != 0 && pc.B3 != 0 {
+				s3 = pc.src3
+			}
+			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, pb, pb2, src2, s3, pb3 != 0, f.Tick, slot) {
 				return ce
 			}
 		}
@@ -210,25 +244,50 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 
 // deltaRecord encodes the delta of an entity from base (its value at the
 // client's baseline) to cur into the arena — its field masks, then its body:
-// with prediction on (pb ≠ 0), a flag bit and the residuals against the
-// linear extrapolation through the entity's value in view pb2 (if it has one
-// there and that is shorter), else the residuals against base. It reports
-// false, leaving ce to a full record, when a residual cannot be coded or a
-// full record is shorter. A value that changed and changed back since base
-// gets a delta with empty field masks: it tells the client its value is
+// with prediction on (pb ≠ 0) and the entity in view pb2 with the same Meta,
+// the residuals against the linear extrapolation through its value there,
+// else the residuals against base. It reports false, leaving ce to a full
+// record, when a residual cannot be coded, the client's view pb2 holds a
+// value the encoder no longer has, or a full record is shorter. A value
+// that changed and changed back since base gets a delta with empty field masks: it tells the client its value is
 // current, so that a mirror that showed the intermediate value (from a
 // datagram of another baseline chain) comes back. A few bits.
-func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner bool, pb, pb2, src2, S, slot uint32) bool {
+//
+// With quad, positions of an entity that view pb3 also holds (value tick
+// src3) are extrapolated quadratically; without, src3 ≠ 0 only measures
+// what that would save.
+func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner bool, pb, pb2, src2, src3 uint32, quad bool, S, slot uint32) bool {
 	var prev []uint64 // the entity's value in the prediction view
 	if pb != 0 && src2 != 0 {
-		if pf := e.w.Frame(src2); pf != nil {
-			if pi := pf.Lookup(slot); pi >= 0 && pf.Metas[pi] == m {
-				prev = pf.EntityLanes(pi)
-			}
+		pf := e.w.Frame(src2)
+		if pf == nil {
+			return false // the receiver would predict from a value gone from the ring
+		}
+		pi := pf.Lookup(slot)
+		if pi < 0 {
+			return false
+		}
+		if pf.Metas[pi] == m {
+			prev = pf.EntityLanes(pi)
 		}
 	}
-	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, cur, owner, int64(S-pb), int64(pb-pb2))
-	if !plainOK {
+	var v3 []uint64 // the entity's value in the third view
+	if prev != nil && src3 != 0 {
+		pf := e.w.Frame(src3)
+		pi := -1
+		if pf != nil {
+			pi = pf.Lookup(slot)
+		}
+		switch {
+		case pi >= 0 && pf.Metas[pi] == m:
+			v3 = pf.EntityLanes(pi)
+		case pi < 0 && quad:
+			return false // the receiver holds a value the encoder does not
+		}
+	}
+	e.recQuadGain, e.recQuadN = 0, 0
+	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, v3, quad, cur, owner, int64(S-pb), int64(pb-pb2))
+	if !plainOK || (prev != nil && !predOK) {
 		return false
 	}
 	e.arena.Align()
@@ -236,30 +295,28 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 	ce.mask = e.writeMasks(m.Set, owner)
 	maskBits := e.arena.BitLen() - start
 	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
-	flag := 0
-	if pb != 0 {
-		flag = 1
-	}
-	usePred := prev != nil && predOK && pred < plain
-	bodyBits := flag + plain
+	// The receiver predicts the masks from its views: the groups that
+	// changed from view pb2 to the baseline (measureDelta compared them).
+	ce.maskPred = prev != nil && e.maskPred
+	usePred := prev != nil
+	bodyBits := plain
 	if usePred {
-		bodyBits = flag + pred
+		bodyBits = pred
 	}
 	if maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, cur, owner) {
 		return false
 	}
 	e.arena.Align()
 	bodyStart := e.arena.BitLen()
-	if pb != 0 {
-		e.arena.WriteBool(usePred)
-	}
-	e.writeResiduals(cur, usePred)
+	e.writeResiduals(cur, usePred, &ce.stats)
+	ce.stats.quadGain = int16(max(-1<<15, min(e.recQuadGain, 1<<15-1)))
+	ce.stats.quadN = uint8(min(e.recQuadN, 255))
 	ce.kind = kindDelta
 	ce.bodyOff = uint32(bodyStart / 8)
 	ce.bodyBits = uint32(e.arena.BitLen() - bodyStart)
 	if usePred {
 		ce.usePred = true
-		ce.saved = uint16(min(plain-pred, math.MaxUint16))
+		ce.saved = int32(plain - pred)
 		e.Predicted++
 	}
 	if e.acct != nil {
@@ -269,10 +326,15 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 }
 
 // residual is one lane of a delta body: for numeric lanes the zigzag
-// residual against the baseline value and against the extrapolation.
+// residual against the baseline value and against the extrapolation, the
+// Rice order of each, the lane's class and its prediction context
+// (−1: not extrapolated).
 type residual struct {
 	lane   int32
 	kind   uint8 // resNum, resBit
+	k1, k2 uint8
+	cl     uint8
+	ctx    int8
 	z1, z2 uint64
 }
 
@@ -285,20 +347,28 @@ const (
 // carries (in wire order) with their residuals against base and, if prev is
 // set, against the linear extrapolation of base through prev over num/den
 // (exactly as predict computes it, for the changed lanes only), and returns
-// the bits each body takes and whether each can be coded (residuals below
-// 2^62).
-func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
+// the bits each body takes under e.coding and whether each can be coded
+// (residuals below 2^62).
+//
+// With v3 (the value in the view den ticks before prev), world lanes are
+// also extrapolated quadratically through v3, prev and base: with quad that
+// is the prediction; without, e.recQuadGain counts what it would save.
+func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
 	e.res = e.res[:0]
 	e.gmasks = e.gmasks[:0]
 	plainOK, predOK = true, prev != nil
+	e.maskPred = prev != nil
 	off := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := e.plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
 		b, c := base[off:off+n], cur[off:off+n]
-		var v2 []uint64
+		var v2, w3 []uint64
 		if prev != nil {
 			v2 = prev[off : off+n]
+		}
+		if v3 != nil {
+			w3 = v3[off : off+n]
 		}
 		lanes := p.Lanes()
 		groups := p.Groups()
@@ -308,11 +378,23 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 			if !owner && g.OwnerOnly {
 				continue
 			}
+			var same bool
 			if g.Count == 1 {
-				if b[g.First] == c[g.First] {
-					continue
+				same = b[g.First] == c[g.First]
+			} else {
+				same = equalLanes(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count])
+			}
+			if v2 != nil && e.maskPred {
+				// The predicted masks: the groups that changed from v2 to b.
+				var same2 bool
+				if g.Count == 1 {
+					same2 = v2[g.First] == b[g.First]
+				} else {
+					same2 = equalLanes(v2[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
 				}
-			} else if equalLanes(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count]) {
+				e.maskPred = same == same2
+			}
+			if same {
 				continue
 			}
 			gm |= 1 << gi
@@ -333,13 +415,36 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 				}
 				z1 := bitio.ZigZag(ln.Delta(b[l], c[l]))
 				z2 := z1
-				if v2 != nil && !noPred && ln.Kind != schema.LaneQuatIndex {
-					if d := ln.Delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
-						step := d * num
-						if den != 1 { // (the views are usually consecutive: no division)
-							step = divRound(step, den)
+				var k1, k2 uint
+				cl, ctx := numClasses, -1 // quaternion indexes: order 0, not counted
+				if ln.Kind != schema.LaneQuatIndex {
+					cl = laneClass(ln.Kind)
+					k1 = uint(e.coding.Plain[cl])
+					k2 = k1
+					if v2 != nil && !noPred {
+						var step int64
+						if d := ln.Delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
+							step = d * num
+							if den != 1 { // (the views are usually consecutive: no division)
+								step = divRound(step, den)
+							}
+							z2 = bitio.ZigZag(ln.Delta(b[l]+uint64(step), c[l]))
 						}
-						z2 = bitio.ZigZag(ln.Delta(b[l]+uint64(step), c[l]))
+						ctx = stepCtx(step)
+						k2 = e.coding.orderCtx(cl, ctx)
+						if w3 != nil && ln.Kind == schema.LaneWorld {
+							qs := quadStep(ln, w3[l], v2[l], b[l], num, den, step)
+							zq := bitio.ZigZag(ln.Delta(b[l]+uint64(qs), c[l]))
+							cq := stepCtx(qs)
+							kq := e.coding.orderCtx(cl, cq)
+							if zq < 1<<62 && z2 < 1<<62 {
+								e.recQuadGain += bitio.RiceLen(z2, k2) - bitio.RiceLen(zq, kq)
+								e.recQuadN++
+							}
+							if quad {
+								z2, k2, ctx = zq, kq, cq
+							}
+						}
 					}
 				}
 				if z1 >= 1<<62 {
@@ -348,9 +453,9 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 				if z2 >= 1<<62 {
 					predOK = false
 				}
-				e.res = append(e.res, residual{lane: int32(off + l), kind: resNum, z1: z1, z2: z2})
-				plain += egLen(z1, 0)
-				pred += egLen(z2, 0)
+				e.res = append(e.res, residual{lane: int32(off + l), kind: resNum, k1: uint8(k1), k2: uint8(k2), cl: uint8(cl), ctx: int8(ctx), z1: z1, z2: z2})
+				plain += bitio.RiceLen(z1, k1)
+				pred += bitio.RiceLen(z2, k2)
 			}
 		}
 		e.gmasks = append(e.gmasks, gm)
@@ -364,49 +469,74 @@ func (e *Encoder) measureDelta(set uint64, base, prev, cur []uint64, owner bool,
 func (e *Encoder) writeMasks(set uint64, owner bool) uint64 {
 	var mask uint64
 	n := 0
-	put := func(bit uint64) {
-		if n < 64 {
-			mask |= bit << n
-		}
-		n++
-	}
 	ci := 0
 	for s := set; s != 0; s &= s - 1 {
-		gm := e.gmasks[ci]
+		v, k := componentMask(e.plans[bits.TrailingZeros64(s)], e.gmasks[ci], owner)
 		ci++
-		if gm == 0 {
-			e.arena.WriteBits(0, 1)
-			put(0)
-			continue
+		if n < 64 {
+			mask |= v << n
 		}
-		groups := e.plans[bits.TrailingZeros64(s)].Groups()
-		bitsOut, k := uint64(1), 1 // the component's "changed" bit, then one per group
-		for gi := range groups {
-			if !owner && groups[gi].OwnerOnly {
-				continue
-			}
-			bitsOut |= (gm >> gi & 1) << k
-			k++
-		}
-		for i := range k {
-			put(bitsOut >> i & 1)
-		}
-		e.arena.WriteBits(bitsOut, uint(k))
+		n += k
+		e.arena.WriteBits(v, uint(k))
 	}
 	return mask
 }
 
-// writeResiduals writes the body e.measureDelta listed.
-func (e *Encoder) writeResiduals(cur []uint64, usePred bool) {
+// componentMask returns a component's field mask bits on the wire for its
+// changed groups gm: "0", or "1" and one bit per group (owner-only groups
+// only when owner).
+func componentMask(p *schema.Plan, gm uint64, owner bool) (v uint64, n int) {
+	if gm == 0 {
+		return 0, 1
+	}
+	groups := p.Groups()
+	v, n = 1, 1
+	for gi := range groups {
+		if !owner && groups[gi].OwnerOnly {
+			continue
+		}
+		v |= (gm >> gi & 1) << n
+		n++
+	}
+	return v, n
+}
+
+// changedGroups returns the groups of p whose lanes differ between a and b
+// (owner-only groups only when owner).
+func changedGroups(p *schema.Plan, a, b []uint64, owner bool) uint64 {
+	var gm uint64
+	groups := p.Groups()
+	for gi := range groups {
+		g := &groups[gi]
+		if !owner && g.OwnerOnly {
+			continue
+		}
+		if !equalLanes(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count]) {
+			gm |= 1 << gi
+		}
+	}
+	return gm
+}
+
+// writeResiduals writes the body e.measureDelta listed, and notes its
+// residuals in st for the choice of the next ticks' coding.
+func (e *Encoder) writeResiduals(cur []uint64, usePred bool, st *recStats) {
+	*st = recStats{}
 	for i := range e.res {
 		r := &e.res[i]
 		switch {
 		case r.kind == resBit:
 			e.arena.WriteBits(cur[r.lane], 1)
 		case usePred:
-			e.arena.WriteExpGolomb(r.z2, 0)
+			e.arena.WriteRice(r.z2, uint(r.k2))
+			if r.cl < numClasses {
+				st.add(int(r.cl), int(r.ctx), r.z2)
+			}
 		default:
-			e.arena.WriteExpGolomb(r.z1, 0)
+			e.arena.WriteRice(r.z1, uint(r.k1))
+			if r.cl < numClasses {
+				st.add(int(r.cl), -1, r.z1)
+			}
 		}
 	}
 }
@@ -563,9 +693,8 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	e.recordView(c, S, B, baseMembers, opt, &info)
 	info.Bytes = out.Bytes()
 	if e.pc.on && info.Deltas >= 8 {
-		// Prediction pays if the bits it saved exceed the one bit per delta
-		// record it costs.
-		c.predOff = info.predSaved <= info.Deltas
+		// Prediction pays if it saved bits.
+		c.predOff = info.predSaved <= 0
 	}
 	c.spend(info.Bytes)
 	c.Sent++
@@ -600,15 +729,33 @@ func (e *Encoder) pickBaseline(c *Client, S uint32) (*view, Bitset) {
 func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 	e.pc = predCtx{}
 	// A client whose recent packets gained nothing from prediction (random
-	// motion) gets it only on every 16th packet, as a probe: it saves the
-	// per-record prediction bit.
+	// motion) gets it only on every 16th packet, as a probe.
 	if base == nil || e.NoPrediction || base.base == 0 || (c.predOff && c.Sent%16 != 0) {
 		return
 	}
 	B, B2 := base.tick, base.base
+	// The extrapolation is through the baseline's own baseline, or a newer
+	// view the client acked (exact, like the baseline) two to four ticks
+	// before the baseline if there is one: a velocity from two ticks is
+	// still smooth, and closer to the baseline's.
+	for span := uint32(2); span <= 4; span++ {
+		p := B - span
+		if int32(p-B2) <= 0 {
+			break
+		}
+		if v := &c.views[p%uint32(len(c.views))]; v.used && v.tick == p && v.acked {
+			B2 = p
+			break
+		}
+	}
 	v2 := &c.views[B2%uint32(len(c.views))]
 	if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
 		e.pc = predCtx{on: true, B: B, B2: B2, members: v2.members, behind: v2.behind}
+		B3 := B2 - (B - B2)
+		if v3 := &c.views[B3%uint32(len(c.views))]; B3 != 0 && int32(B2-B3) > 0 && v3.used && v3.tick == B3 && v3.acked && int32(S-B3) < int32(len(c.views)) {
+			e.pc.B3, e.pc.quad = B3, e.quad
+			e.pc.members3, e.pc.behind3 = v3.members, v3.behind
+		}
 	}
 }
 
@@ -665,8 +812,10 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 
 // header returns the fields every datagram of the tick shares.
 func (e *Encoder) header(S, B uint32, base *view, opt BuildOptions) Header {
-	h := Header{Tick: S, Parts: 1}
+	h := Header{Tick: S, Parts: 1, Coding: defaultCoding, Quad: e.pc.on && e.pc.quad}
 	if B != 0 {
+		h.Coding = e.coding
+		h.CodingInherited = base.coding == e.coding
 		h.Baseline = S - B
 		h.Predict = e.pc.on
 		if e.pc.on {
@@ -729,16 +878,25 @@ func (e *Encoder) selectRecords(total, mtu int, h *Header) {
 // k, after slot prev), kind and body, with the field masks repeated if run
 // allows. It notes cd's masks in run.
 func (e *Encoder) recordBits(cd *cand, prev int64, k uint, run *maskRun) int {
-	n := egLen(uint64(int64(cd.slot)-prev-1), k) + 2
+	n := egLen(uint64(int64(cd.slot)-prev-1), k)
 	switch cd.kind {
 	case kindRemoval:
+		n += 4
 	case kindFull:
 		n += int(e.entry(cd).bodyBits)
+		if cd.mem {
+			n += 4
+		}
 	default:
 		ce := e.entry(cd)
 		n += int(ce.bodyBits)
-		if !run.repeats(ce.mask, int(ce.maskBits)) {
-			n += int(ce.maskBits)
+		switch {
+		case ce.maskPred:
+			n++
+		case run.repeats(ce.mask, int(ce.maskBits)):
+			n += 2
+		default:
+			n += 3 + int(ce.maskBits)
 			run.note(ce.mask, int(ce.maskBits))
 		}
 	}
@@ -916,11 +1074,11 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 	w := weight(ws, slot)
 	switch {
 	case inB && !inS:
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, pri: float32(math.Inf(1)), bits: 2, mem: true})
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, pri: float32(math.Inf(1)), bits: 4, mem: true})
 	case !inB && inS:
 		i := f.Lookup(slot)
 		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]), &e.pc)
-		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits) + 2})
+		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits)})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src && e.w.layoutAt[slot] <= src {
 			return // unchanged since the client's value
@@ -930,19 +1088,19 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 		if e.w.layoutAt[slot] > src {
 			s = 0 // new incarnation or layout: full
 		}
-		e.pc.src2 = 0
+		e.pc.src2, e.pc.src3 = 0, 0
 		if s != 0 && e.pc.on && e.pc.members.Has(slot) {
-			e.pc.src2 = e.pc.B2
-			bh := e.pc.behind
-			j := sort.Search(len(bh), func(j int) bool { return bh[j].slot >= slot })
-			if j < len(bh) && bh[j].slot == slot {
-				e.pc.src2 = bh[j].src
+			e.pc.src2 = valueTick(e.pc.B2, e.pc.behind, slot)
+			if e.pc.B3 != 0 && e.pc.members3.Has(slot) {
+				e.pc.src3 = valueTick(e.pc.B3, e.pc.behind3, slot)
 			}
 		}
 		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]), &e.pc)
-		b := int(ce.bodyBits) + 2
-		if ce.kind == kindDelta {
-			b += int(ce.maskBits)
+		b := int(ce.bodyBits) + 4
+		if ce.kind == kindDelta && !ce.maskPred {
+			b += int(ce.maskBits) - 1
+		} else if ce.kind == kindDelta {
+			b -= 3
 		}
 		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: b, mem: true})
 	}
@@ -972,20 +1130,24 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 			prev = int64(cd.slot)
 			switch cd.kind {
 			case kindRemoval:
-				w.WriteBits(0b11, 2)
+				w.WriteBits(0b0000, 4)
 				info.Removals++
 			case kindFull:
-				w.WriteBits(0b01, 2)
+				if cd.mem {
+					w.WriteBits(0b1000, 4)
+				}
 				ce := e.entry(cd)
 				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
 				info.Fulls++
 			default:
-				w.WriteBits(0, 1)
 				ce := e.entry(cd)
-				if run.repeats(ce.mask, int(ce.maskBits)) {
-					w.WriteBits(1, 1)
-				} else {
-					w.WriteBits(0, 1)
+				switch {
+				case ce.maskPred:
+					w.WriteBits(0b1, 1)
+				case run.repeats(ce.mask, int(ce.maskBits)):
+					w.WriteBits(0b10, 2)
+				default:
+					w.WriteBits(0b100, 3)
 					maskSent = true
 					if ce.maskBits <= 64 {
 						w.WriteBits(ce.mask, uint(ce.maskBits))
@@ -996,6 +1158,7 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 				}
 				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
 				info.Deltas++
+				e.shard.count(&ce.stats)
 				if ce.usePred {
 					info.PredictedDeltas++
 					info.predSaved += int(ce.saved)
@@ -1027,6 +1190,10 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt BuildOptions, info *BuildInfo) {
 	nv := c.viewFor(S)
 	nv.base = B
+	nv.coding = defaultCoding
+	if B != 0 {
+		nv.coding = e.coding
+	}
 	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
 	nv.parts = len(e.parts)
 	nv.members = append(nv.members[:0], baseMembers...)
@@ -1055,4 +1222,14 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
 		}
 	}
+}
+
+// valueTick returns the tick of the value a view of tick v (with deferred
+// entries behind) holds for a member slot.
+func valueTick(v uint32, behind []behindEntry, slot uint32) uint32 {
+	j := sort.Search(len(behind), func(j int) bool { return behind[j].slot >= slot })
+	if j < len(behind) && behind[j].slot == slot {
+		return behind[j].src
+	}
+	return v
 }

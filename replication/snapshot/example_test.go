@@ -46,7 +46,7 @@ func Example() {
 			tick, info.Baseline, info.Fulls, info.Deltas, info.Bytes, info.Parts)
 	}
 	// Output:
-	// tick 1: baseline 0, 100 full, 0 delta, 730 bytes in 2 datagrams
+	// tick 1: baseline 0, 100 full, 0 delta, 705 bytes in 2 datagrams
 	// tick 2: baseline 1, 0 full, 1 delta, 10 bytes in 1 datagrams
-	// tick 3: baseline 2, 0 full, 1 delta, 10 bytes in 1 datagrams
+	// tick 3: baseline 2, 0 full, 1 delta, 11 bytes in 1 datagrams
 }

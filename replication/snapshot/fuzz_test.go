@@ -24,9 +24,20 @@ type fuzzTag struct {
 }
 
 // fuzzSetup returns a registry, a receiver holding tick 1 and real
-// datagrams (ticks 1..3, the first tick in several parts) to seed the corpus
-// with.
+// datagrams (ticks 1..8, the first tick in several parts) to seed the corpus
+// with: full records (with and without a kind code), removals, plain and
+// predicted deltas (predicted, repeated and given field masks), Rice codes
+// with and without their escape, quaternion index changes, headers with an
+// inherited and an explicit residual coding, quadratic extrapolation.
 func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
+	reg, fresh, _, dgs := fuzzSetupDeep()
+	return reg, fresh, dgs
+}
+
+// fuzzSetupDeep is fuzzSetup with a second receiver maker: deep holds every
+// datagram but the last tick's, so that fuzzed datagrams of the last tick
+// reach predicted deltas (prediction, predicted field masks, Rice codes).
+func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]byte) {
 	reg := schema.NewRegistry()
 	schema.MustRegister[fuzzShip](reg)
 	schema.MustRegister[fuzzTag](reg)
@@ -37,24 +48,31 @@ func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
 		{Pos: components.Vec3{X: 1, Y: 2, Z: 3}, Rot: components.QuatIdentity(), Ammo: 10, HP: 100},
 		{Pos: components.Vec3{X: -100, Y: 0, Z: 7000}, Rot: components.QuatAxisAngle(components.Vec3{Y: 1}, 2), Vel: components.Vec3{X: 3}, HP: -5},
 		{Pos: components.Vec3{X: 1e6}, Rot: components.QuatIdentity()},
+		{Pos: components.Vec3{X: 5}, Rot: components.QuatIdentity(), HP: 7},
 	}
 	tags := []fuzzTag{{Team: 1, On: true}, {Team: 3}, {}}
 	var dgs [][]byte
-	firstParts := 0
+	firstParts, lastStart := 0, 0
 	var pk Packets
-	for tick := uint32(1); tick <= 3; tick++ {
+	for tick := uint32(1); tick <= 8; tick++ {
+		if tick == 6 {
+			// A coding of its own: the header carries it in full. And
+			// quadratic extrapolation of positions.
+			w.codes.coding = Coding{Off: [numClasses]int8{-2, 1}, Cap: [numClasses]uint8{6, 9}, Plain: [numClasses]uint8{1, 3}}
+			w.codes.quad = true
+		}
 		w.Begin(tick)
 		for i := range ships {
 			if tick == 3 && i == 1 {
-				continue // despawned
+				continue // despawned (back at tick 4: a full record without a kind code)
 			}
 			set := uint64(1)
 			ptrs := []unsafe.Pointer{unsafe.Pointer(&ships[i])}
-			if i != 0 {
+			if i == 1 || i == 2 {
 				set |= 2
 				ptrs = append(ptrs, unsafe.Pointer(&tags[i]))
 			}
-			w.Put(uint32(i*3), Meta{Gen: uint32(tick / 3), Owner: uint8(i), Set: set}, ptrs)
+			w.Put(uint32(i*3), Meta{Gen: uint32(min(tick, 3) / 3), Owner: uint8(i), Set: set}, ptrs)
 		}
 		w.Commit()
 		// Later datagrams carry the input ack, the third also the feedback.
@@ -64,6 +82,7 @@ func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
 			opt.Budget = MinBudget
 		}
 		enc.Build(c, opt, &pk)
+		lastStart = len(dgs)
 		for i := range pk.Len() {
 			dgs = append(dgs, append([]byte(nil), pk.At(i)...))
 		}
@@ -74,9 +93,25 @@ func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
 			}
 		}
 		c.Ack(Ack{Newest: tick})
-		ships[0].Pos.X += 0.5
+		ships[0].Pos.X += 0.5 // steady: predicted deltas with the predicted field masks
 		ships[2].Vel.Z = 1
 		tags[0].On = !tags[0].On
+		if tick >= 4 {
+			// Turning and accelerating: given and repeated field masks,
+			// large residuals (Rice escapes) and a quaternion index change.
+			ships[1].Pos.Y += float64(tick*tick) * 3
+			ships[1].Rot = ships[1].Rot.Mul(components.QuatAxisAngle(components.Vec3{X: 1}, 0.4)).Normalize()
+			ships[2].Pos.Y += float64(tick) * 0.7
+			ships[2].Rot = ships[2].Rot.Mul(components.QuatAxisAngle(components.Vec3{X: 1}, 0.4)).Normalize()
+			tags[1].On = !tags[1].On
+		}
+		if tick == 7 {
+			// Ships 0 and 3 change the same fields, unlike before: given
+			// field masks, then the same repeated.
+			ships[0].HP++
+			ships[3].HP++
+			ships[3].Pos.X += 0.5
+		}
 	}
 	// fresh holds every part of tick 1 but the last, so that fuzzed
 	// datagrams also reach the merging of a tick's later parts.
@@ -89,14 +124,23 @@ func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
 		}
 		return r
 	}
-	return reg, fresh, dgs
+	deep := func() *Receiver {
+		r := NewReceiver(reg, 2, 8)
+		for _, d := range dgs[:lastStart] {
+			if _, err := r.Decode(d); err != nil {
+				panic(err)
+			}
+		}
+		return r
+	}
+	return reg, fresh, deep, dgs
 }
 
 // FuzzDecode feeds arbitrary datagrams to a receiver that holds a baseline.
 // Decoding must never panic; a successful decode must produce a consistent
 // view (sorted slots, lane counts matching each component set).
 func FuzzDecode(f *testing.F) {
-	reg, fresh, dgs := fuzzSetup()
+	reg, fresh, deep, dgs := fuzzSetupDeep()
 	for _, d := range dgs {
 		f.Add(d)
 	}
@@ -106,31 +150,36 @@ func FuzzDecode(f *testing.F) {
 	}
 	plans := reg.Plans()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := fresh()
-		S, err := r.Decode(data)
-		if err != nil {
-			return
-		}
-		v := r.View(S)
-		if v == nil {
-			t.Fatal("decoded tick has no view")
-		}
-		for i := range v.Slots {
-			if i > 0 && v.Slots[i] <= v.Slots[i-1] {
-				t.Fatalf("slots not sorted: %v", v.Slots)
-			}
-			n := 0
-			for s := v.Metas[i].Set; s != 0; s &= s - 1 {
-				if bits.TrailingZeros64(s) >= len(plans) {
-					t.Fatalf("unknown component in set %b", v.Metas[i].Set)
-				}
-				n += plans[bits.TrailingZeros64(s)].NumLanes()
-			}
-			if len(v.EntityLanes(i)) != n {
-				t.Fatalf("slot %d: %d lanes for set %b", v.Slots[i], len(v.EntityLanes(i)), v.Metas[i].Set)
-			}
+		for _, r := range []*Receiver{fresh(), deep()} {
+			checkDecode(t, r, data, plans)
 		}
 	})
+}
+
+func checkDecode(t *testing.T, r *Receiver, data []byte, plans []*schema.Plan) {
+	S, err := r.Decode(data)
+	if err != nil {
+		return
+	}
+	v := r.View(S)
+	if v == nil {
+		t.Fatal("decoded tick has no view")
+	}
+	for i := range v.Slots {
+		if i > 0 && v.Slots[i] <= v.Slots[i-1] {
+			t.Fatalf("slots not sorted: %v", v.Slots)
+		}
+		n := 0
+		for s := v.Metas[i].Set; s != 0; s &= s - 1 {
+			if bits.TrailingZeros64(s) >= len(plans) {
+				t.Fatalf("unknown component in set %b", v.Metas[i].Set)
+			}
+			n += plans[bits.TrailingZeros64(s)].NumLanes()
+		}
+		if len(v.EntityLanes(i)) != n {
+			t.Fatalf("slot %d: %d lanes for set %b", v.Slots[i], len(v.EntityLanes(i)), v.Metas[i].Set)
+		}
+	}
 }
 
 func testingReceiverSeeds() [][]byte {
@@ -149,10 +198,19 @@ func TestFuzzSeedsDecode(t *testing.T) {
 			t.Fatalf("datagram %d: %v", i+1, err)
 		}
 	}
-	// Every truncated prefix of a real datagram is an error, never a panic.
-	for _, d := range dgs {
+	// Every truncated prefix of a real datagram, decoded where it belongs
+	// (on the views the datagrams before it made), is an error, never a
+	// panic.
+	for i, d := range dgs {
+		at := func() *Receiver {
+			r := fresh()
+			for _, p := range dgs[:i] {
+				r.Decode(p) //nolint:errcheck // the parts fresh holds are duplicates
+			}
+			return r
+		}
 		for cut := 0; cut < len(d); cut++ {
-			if _, err := fresh().Decode(d[:cut]); err == nil && cut < len(d)-1 {
+			if _, err := at().Decode(d[:cut]); err == nil && cut < len(d)-1 {
 				// A prefix can only decode if the cut fell in the final
 				// byte's padding; anything shorter must fail.
 				t.Fatalf("prefix of %d/%d bytes decoded", cut, len(d))

@@ -20,9 +20,15 @@ const MaxParts = 64
 //	multi           1; if 1: part EG(0), parts − 2 EG(0)   (single-part ticks: just the 0)
 //	baseline        EG(0) of tick − baseline tick, 0 = none
 //	prediction      if baseline ≠ 0: 1 bit; if 1: EG(0) of baseline − B2 − 1, where B2
-//	                is the view the baseline was decoded against
+//	                is the prediction view: the view the baseline was decoded
+//	                against, or a newer one the client acked; then 1 bit quad:
+//	                positions are extrapolated quadratically through the view
+//	                B3 = B2 − (baseline − B2) too
 //	count           EG(0) records in this datagram
 //	gap order       3
+//	coding          if baseline ≠ 0: 1 bit "the baseline view's"; if 0, per lane
+//	                class (world, other): 3 bits offset + 4, 4 bits cap, 4 bits
+//	                plain order — the residual coding of the records (see [Coding])
 //	extension       1; if 1: relative 1, then the input ack: EG(2) of the zigzag step
 //	                from the baseline view's input ack if relative, else 32 bits;
 //	                feedback 1; if 1: EG(2) zigzag lead (held − ack), EG(2) zigzag depth
@@ -32,8 +38,15 @@ type Header struct {
 	Baseline    uint32 // Tick − baseline tick; 0 = coded against an empty world
 	Predict     bool   // delta records may be coded against the extrapolation through B2
 	PredictGap  uint32 // baseline tick − B2 − 1 (with Predict)
+	Quad        bool   // (with Predict) positions extrapolated through B3 = B2 − (baseline − B2) too
 	Count       int    // records that follow
 	GapOrder    uint8  // exp-Golomb order of the slot gaps (0..7)
+	// Coding is the residual coding of the delta records, unless
+	// CodingInherited: then it is the baseline view's (the view's tick was
+	// coded with it). Without a baseline there are no deltas and no coding
+	// on the wire (views decoded so have defaultCoding).
+	Coding          Coding
+	CodingInherited bool
 
 	HasInputAck bool
 	// InputAckRelative: InputAck is int32(step) from the input ack of the
@@ -78,10 +91,17 @@ func (h *Header) AppendBits(w *bitio.Writer) {
 		w.WriteBool(h.Predict)
 		if h.Predict {
 			w.WriteExpGolomb(uint64(h.PredictGap), 0)
+			w.WriteBool(h.Quad)
 		}
 	}
 	w.WriteExpGolomb(uint64(h.Count), 0)
 	w.WriteBits(uint64(h.GapOrder), 3)
+	if h.Baseline != 0 {
+		w.WriteBool(h.CodingInherited)
+		if !h.CodingInherited {
+			h.Coding.append(w)
+		}
+	}
 	w.WriteBool(h.HasInputAck)
 	if !h.HasInputAck {
 		return
@@ -102,13 +122,19 @@ func (h *Header) AppendBits(w *bitio.Writer) {
 // BitLen returns the exact number of bits AppendBits writes for h.
 func (h *Header) BitLen() int {
 	n := 32 + 1 + 3 + 1 + egLen(uint64(h.Baseline), 0) + egLen(uint64(h.Count), 0)
+	if h.Baseline != 0 {
+		n++
+		if !h.CodingInherited {
+			n += codingBits
+		}
+	}
 	if h.Parts > 1 {
 		n += egLen(uint64(h.Part), 0) + egLen(uint64(h.Parts-2), 0)
 	}
 	if h.Baseline != 0 {
 		n++
 		if h.Predict {
-			n += egLen(uint64(h.PredictGap), 0)
+			n += egLen(uint64(h.PredictGap), 0) + 1
 		}
 	}
 	if h.HasInputAck {
@@ -137,8 +163,14 @@ func (h *Header) Check() error {
 		return fmt.Errorf("%w: tick %d baseline distance %d", ErrCorrupt, h.Tick, h.Baseline)
 	case h.Predict && (h.Baseline == 0 || uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(h.Tick)):
 		return fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, uint64(h.Baseline)+uint64(h.PredictGap)+1)
+	case h.Quad && (!h.Predict || uint64(h.Baseline)+2*(uint64(h.PredictGap)+1) >= uint64(h.Tick)):
+		return fmt.Errorf("%w: quadratic prediction view distance %d", ErrCorrupt, uint64(h.Baseline)+2*(uint64(h.PredictGap)+1))
 	case h.GapOrder > 7:
 		return fmt.Errorf("%w: gap order %d", ErrCorrupt, h.GapOrder)
+	case h.CodingInherited && h.Baseline == 0:
+		return fmt.Errorf("%w: coding inherited from no baseline", ErrCorrupt)
+	case !h.Coding.valid():
+		return fmt.Errorf("%w: residual coding %v", ErrCorrupt, h.Coding)
 	case h.InputAckRelative && (!h.HasInputAck || h.Baseline == 0):
 		return fmt.Errorf("%w: input ack relative to no baseline", ErrCorrupt)
 	case h.InputAckRelative && (int32(h.InputAck) < -MaxInputLead || int32(h.InputAck) > MaxInputLead):
@@ -174,10 +206,18 @@ func parseHeader(r *bitio.Reader) (Header, error) {
 				return h, fmt.Errorf("%w: prediction view distance %d", ErrCorrupt, g)
 			}
 			h.PredictGap = uint32(g)
+			h.Quad = r.ReadBool()
 		}
 	}
 	count := r.ReadExpGolomb(0)
 	h.GapOrder = uint8(r.ReadBits(3))
+	if h.Baseline != 0 {
+		if h.CodingInherited = r.ReadBool(); !h.CodingInherited {
+			h.Coding.read(r)
+		}
+	} else {
+		h.Coding = defaultCoding
+	}
 	if h.HasInputAck = r.ReadBool(); h.HasInputAck {
 		if h.InputAckRelative = r.ReadBool(); h.InputAckRelative {
 			step := bitio.UnZigZag(r.ReadExpGolomb(2))

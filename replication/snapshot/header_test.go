@@ -23,6 +23,15 @@ func randomHeader(rng *rand.Rand) Header {
 	if h.Baseline != 0 && uint64(h.Baseline)+2 < uint64(h.Tick) && rng.IntN(2) == 0 {
 		h.Predict = true
 		h.PredictGap = rng.Uint32N(min(h.Tick-h.Baseline-1, 100))
+		h.Quad = uint64(h.Baseline)+2*(uint64(h.PredictGap)+1) < uint64(h.Tick) && rng.IntN(2) == 0
+	}
+	h.Coding = defaultCoding
+	if h.Baseline != 0 {
+		if h.CodingInherited = rng.IntN(2) == 0; h.CodingInherited {
+			h.Coding = Coding{} // not on the wire
+		} else {
+			h.Coding = randomCoding(rng)
+		}
 	}
 	if rng.IntN(3) != 0 {
 		h.HasInputAck = true
@@ -39,6 +48,16 @@ func randomHeader(rng *rand.Rand) Header {
 		}
 	}
 	return h
+}
+
+func randomCoding(rng *rand.Rand) Coding {
+	var c Coding
+	for cl := range numClasses {
+		c.Off[cl] = int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1))
+		c.Cap[cl] = uint8(rng.IntN(maxCodeCap + 1))
+		c.Plain[cl] = uint8(rng.IntN(maxCodeCap + 1))
+	}
+	return c
 }
 
 // Every valid header round-trips, takes exactly BitLen bits (at most

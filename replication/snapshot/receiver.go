@@ -61,7 +61,9 @@ type Receiver struct {
 
 	maskBuf    [8]byte
 	maskReader bitio.Reader
+	rd         bitio.Reader
 	pred       []uint64
+	orders     []uint8 // per lane of a delta record: its residual's Rice order
 	dec        decompressor
 
 	// Counters.
@@ -224,7 +226,8 @@ type View struct {
 	InputDepth       int
 	HasInputFeedback bool
 
-	valid bool
+	coding Coding // the residual coding of the view's tick
+	valid  bool
 }
 
 // Find returns the entry index of slot, or −1. O(log n).
@@ -253,8 +256,8 @@ func (r *Receiver) Decode(b []byte) (uint32, error) {
 }
 
 func (r *Receiver) decode(b []byte) (uint32, error) {
-	var rd bitio.Reader
-	h, err := r.open(b, &rd)
+	rd := &r.rd // a field: a local would escape through the merger
+	h, err := r.open(b, rd)
 	if err != nil {
 		return h.Tick, err
 	}
@@ -278,10 +281,11 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	out := &r.spare
 	out.valid = false
-	if err := r.merge(&rd, from, p.B, p.base2, out, S, h.Count, uint(h.GapOrder)); err != nil {
+	if err := r.merge(rd, from, p.B, p.base2, p.base3, out, S, h.Count, uint(h.GapOrder), p.coding); err != nil {
 		return S, err
 	}
 	out.Tick = S
+	out.coding = p.coding
 	out.InputAck, out.HasInputAck = p.inputAck, h.HasInputAck
 	out.InputHeld, out.InputDepth, out.HasInputFeedback = p.inputAck+uint32(h.InputLead), int(h.InputDepth), h.HasInputFeedback
 	out.valid = true
@@ -326,7 +330,9 @@ type placement struct {
 	cur         *View // the tick's view if a part of it was decoded
 	B, B2       uint32
 	base, base2 *View
+	base3       *View // the quadratic extrapolation's third view (nil: linear)
 	inputAck    uint32
+	coding      Coding
 }
 
 // place checks a parsed header against the ring and finds the views it
@@ -335,7 +341,8 @@ func (r *Receiver) place(h *Header) (placement, error) {
 	var p placement
 	S := h.Tick
 	depth := uint32(len(r.ring))
-	if h.Baseline >= depth || (h.Predict && uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(depth)) {
+	if h.Baseline >= depth || (h.Predict && uint64(h.Baseline)+uint64(h.PredictGap)+1 >= uint64(depth)) ||
+		(h.Quad && uint64(h.Baseline)+2*(uint64(h.PredictGap)+1) >= uint64(depth)) {
 		return p, fmt.Errorf("%w: tick %d names a view %d ticks back, beyond the ring", ErrCorrupt, S, h.Baseline+h.PredictGap+1)
 	}
 	if r.newest != 0 && int32(r.newest-S) >= int32(depth) {
@@ -366,6 +373,18 @@ func (r *Receiver) place(h *Header) (placement, error) {
 				return p, ErrMissingBaseline
 			}
 		}
+		if h.Quad {
+			if p.base3 = r.exact(p.B2 - (p.B - p.B2)); p.base3 == nil {
+				return p, ErrMissingBaseline
+			}
+		}
+	}
+	p.coding = h.Coding
+	if h.CodingInherited {
+		p.coding = p.base.coding
+	}
+	if p.cur != nil && p.cur.coding != p.coding {
+		return p, fmt.Errorf("%w: part %d of tick %d disagrees with the tick's other parts", ErrCorrupt, h.Part, S)
 	}
 	p.inputAck = h.InputAck
 	if h.InputAckRelative {
@@ -404,10 +423,10 @@ func (r *Receiver) noteDecoded(S uint32) {
 // rd applied. Deltas are against base's values; predicted ones against the
 // extrapolation of base's values through base2, as they were at tick baseTick
 // (base may be a view of tick S itself, for a tick's later parts).
-func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, out *View, S uint32, count int, k uint) error {
+func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, base3, out *View, S uint32, count int, k uint, cod Coding) error {
 	out.reset()
 	out.Srcs = out.Srcs[:0]
-	mg := merger{r: r, rd: rd, base: base, base2: base2, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun()}
+	mg := merger{r: r, rd: rd, base: base, base2: base2, base3: base3, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun(), cod: cod}
 	if base != nil {
 		mg.nb = len(base.Slots)
 	}
@@ -432,11 +451,13 @@ type merger struct {
 	r           *Receiver
 	rd          *bitio.Reader
 	base, base2 *View
+	base3       *View // nil: linear extrapolation
 	out         *View
 	S, baseTick uint32
 	bi, nb      int   // next baseline entry, baseline length
 	prev        int64 // previous record's slot
 	run         maskRun
+	cod         Coding // the datagram's residual coding (a copy: merger escapes)
 }
 
 // copyBaseUpTo copies the baseline's entries below slot to the output.
@@ -468,30 +489,26 @@ func (mg *merger) record(k uint) error {
 	mg.prev = slot64
 	mg.copyBaseUpTo(slot)
 	inBase := mg.bi < mg.nb && mg.base.Slots[mg.bi] == slot
-	kind := kindDelta
-	if rd.ReadBits(1) == 1 {
-		kind = kindFull + int(rd.ReadBits(1))
+	if !inBase {
+		return mg.full(slot)
+	}
+	// The kind code: the number of zeros before the first one, at most 4.
+	z := 0
+	for z < 4 && rd.ReadBits(1) == 0 {
+		z++
 	}
 	if err := rd.Err(); err != nil {
 		return err
 	}
-	switch kind {
-	case kindRemoval:
-		if !inBase {
-			return fmt.Errorf("%w: removal of slot %d not in the baseline", ErrCorrupt, slot)
-		}
+	switch z {
+	case 4: // removal
 		mg.bi++
 		return nil
-	case kindFull:
-		if inBase {
-			mg.bi++
-		}
+	case 3: // full
+		mg.bi++
 		return mg.full(slot)
-	default:
-		if !inBase {
-			return fmt.Errorf("%w: delta for slot %d not in the baseline", ErrCorrupt, slot)
-		}
-		err := mg.delta(slot)
+	default: // delta: 0 predicted masks, 1 repeated, 2 given
+		err := mg.delta(slot, z)
 		mg.bi++
 		return err
 	}
@@ -519,42 +536,68 @@ func (mg *merger) full(slot uint32) error {
 	return nil
 }
 
-// delta reads a delta record for slot, the baseline's entry mg.bi.
-func (mg *merger) delta(slot uint32) error {
+// delta reads a delta record for slot, the baseline's entry mg.bi, whose
+// field masks are predicted (maskCode 0), repeated (1) or given (2).
+func (mg *merger) delta(slot uint32, maskCode int) error {
 	r, rd, base := mg.r, mg.rd, mg.base
 	m := base.Metas[mg.bi]
 	owner := r.me != 0 && m.Owner == r.me
-	if err := mg.masks(slot, m, owner); err != nil {
+	baseLanes := base.EntityLanes(mg.bi)
+	var lanes2, lanes3 []uint64 // the entity's values in views base2 and base3, if predicted
+	if mg.base2 != nil {
+		if i2 := mg.base2.Find(slot); i2 >= 0 && mg.base2.Metas[i2] == m {
+			lanes2 = mg.base2.EntityLanes(i2)
+			if mg.base3 != nil {
+				if i3 := mg.base3.Find(slot); i3 >= 0 && mg.base3.Metas[i3] == m {
+					lanes3 = mg.base3.EntityLanes(i3)
+				}
+			}
+		}
+	}
+	if err := mg.masks(slot, m, owner, maskCode, baseLanes, lanes2); err != nil {
 		return err
 	}
-	baseLanes := base.EntityLanes(mg.bi)
 	pred := baseLanes
-	if mg.base2 != nil && rd.ReadBool() {
+	r.orders = append(r.orders[:0], make([]uint8, len(baseLanes))...)
+	if lanes2 != nil {
 		// Residuals against the extrapolation through view base2.
-		i2 := mg.base2.Find(slot)
-		if i2 < 0 || mg.base2.Metas[i2] != m {
-			return fmt.Errorf("%w: predicted slot %d not in the prediction view", ErrCorrupt, slot)
-		}
 		r.pred = append(r.pred[:0], baseLanes...)
-		predict(r.plans, m.Set, baseLanes, mg.base2.EntityLanes(i2), int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred)
+		predict(r.plans, m.Set, baseLanes, lanes2, lanes3, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, &mg.cod, r.orders)
 		pred = r.pred
+	} else {
+		plainOrders(r.plans, m.Set, &mg.cod, r.orders)
 	}
 	out := mg.out
 	start := len(out.Lanes)
 	out.Lanes = append(out.Lanes, baseLanes...)
 	nc := bits.OnesCount64(m.Set)
-	if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, owner); err != nil {
+	if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, r.orders, owner); err != nil {
 		return err
 	}
 	mg.emit(slot, m, start)
 	return nil
 }
 
-// masks reads a delta record's field masks into r.masks: given, or a repeat
-// of the previous record's.
-func (mg *merger) masks(slot uint32, m Meta, owner bool) error {
+// masks reads a delta record's field masks into r.masks: predicted (code
+// 0, for a record predicted from lanes2: the groups that changed from
+// lanes2 to base), a repeat of the previous record's (1), or given (2).
+func (mg *merger) masks(slot uint32, m Meta, owner bool, code int, base, lanes2 []uint64) error {
 	r, rd := mg.r, mg.rd
-	if rd.ReadBits(1) == 0 {
+	if code == 0 {
+		if lanes2 == nil {
+			return fmt.Errorf("%w: predicted field masks for unpredicted slot %d", ErrCorrupt, slot)
+		}
+		off, ci := 0, 0
+		for s := m.Set; s != 0; s &= s - 1 {
+			p := r.plans[bits.TrailingZeros64(s)]
+			n := p.NumLanes()
+			r.masks[ci] = changedGroups(p, lanes2[off:off+n], base[off:off+n], owner)
+			off += n
+			ci++
+		}
+		return rd.Err()
+	}
+	if code == 2 {
 		mg.run.note(readMasks(rd, r.plans, m.Set, owner, &r.masks))
 		return rd.Err()
 	}

@@ -9,8 +9,12 @@ import (
 	"github.com/archenet/archenet/replication/schema"
 )
 
-// Record kinds, as coded on the wire after the slot gap: "0" delta,
-// "10" full, "11" removal.
+// Record kinds. On the wire, after the slot gap, a record of an entity the
+// baseline view holds starts with a code of its kind and field masks: "1"
+// delta with the predicted masks (for a predicted record), "01" delta
+// repeating the previous delta's masks, "001" delta with its masks, "0001"
+// full, "0000" removal. A record of an entity the baseline lacks is full,
+// with no code.
 const (
 	kindDelta   = 0
 	kindFull    = 1
@@ -113,13 +117,16 @@ func readMasks(r *bitio.Reader, plans []*schema.Plan, set uint64, owner bool, ma
 	return raw, nbits
 }
 
-func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []uint64, cur, pred []uint64, owner bool) error {
+// readDeltaBody reads a delta record's residuals (for the groups masks
+// selects) into cur: each numeric lane is pred plus its residual, read at
+// the Rice order orders gives for the lane.
+func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []uint64, cur, pred []uint64, orders []uint8, owner bool) error {
 	off := 0
 	ci := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
-		c, pr := cur[off:off+n], pred[off:off+n]
+		c, pr, ks := cur[off:off+n], pred[off:off+n], orders[off:off+n]
 		off += n
 		mask := masks[ci]
 		ci++
@@ -147,7 +154,7 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 						l = g.First + g.Count
 					}
 				default:
-					d := bitio.UnZigZag(r.ReadExpGolomb(0))
+					d := bitio.UnZigZag(r.ReadRice(uint(ks[l])))
 					v, ok := ln.Apply(pr[l], d)
 					if !ok && r.Err() == nil {
 						r.SetErr(fmt.Errorf("%w: %s.%s delta out of range", ErrCorrupt, p.Name, g.Name))
@@ -169,13 +176,23 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 // in exact integer arithmetic (wrapping for angles) so encoder and decoder
 // agree bit for bit. Bools, rest flags and quaternion indexes are not
 // extrapolated (out = v1), nor are the lanes of a quaternion whose dropped
-// component differs between the two views.
-func predict(plans []*schema.Plan, set uint64, v1, v2 []uint64, num, den int64, out []uint64) {
+// component differs between the two views. It fills orders with each lane's
+// residual order under cod: from the extrapolation's step for extrapolated
+// lanes (a jump counts as a zero step), the class's plain order for the
+// lanes of a quaternion that is not, 0 for quaternion indexes (see Coding).
+//
+// With v3 (the values in the view den ticks before v2's), world lanes are
+// extrapolated quadratically instead (quadStep).
+func predict(plans []*schema.Plan, set uint64, v1, v2, v3 []uint64, num, den int64, out []uint64, cod *Coding, orders []uint8) {
 	off := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
-		a, b, o := v1[off:off+n], v2[off:off+n], out[off:off+n]
+		a, b, o, ks := v1[off:off+n], v2[off:off+n], out[off:off+n], orders[off:off+n]
+		var c []uint64
+		if v3 != nil {
+			c = v3[off : off+n]
+		}
 		off += n
 		lanes := p.Lanes()
 		groups := p.Groups()
@@ -190,15 +207,21 @@ func predict(plans []*schema.Plan, set uint64, v1, v2 []uint64, num, den int64, 
 			for l := g.First; l < g.First+g.Count; l++ {
 				ln := &lanes[l]
 				switch {
-				case skip, ln.Kind == schema.LaneBool, ln.Kind == schema.LaneRest, ln.Kind == schema.LaneQuatIndex:
-					o[l] = a[l]
+				case ln.Kind == schema.LaneBool, ln.Kind == schema.LaneRest, ln.Kind == schema.LaneQuatIndex:
+					o[l], ks[l] = a[l], 0
+				case skip:
+					o[l], ks[l] = a[l], cod.Plain[laneClass(ln.Kind)]
 				default:
 					d := ln.Delta(b[l], a[l])
-					if d > 1<<40 || d < -(1<<40) {
-						o[l] = a[l] // a jump, not motion
-						continue
+					var step int64
+					if d <= 1<<40 && d >= -(1<<40) { // else a jump, not motion
+						step = divRound(d*num, den)
 					}
-					o[l] = a[l] + uint64(divRound(d*num, den))
+					if c != nil && ln.Kind == schema.LaneWorld {
+						step = quadStep(ln, c[l], b[l], a[l], num, den, step)
+					}
+					o[l] = a[l] + uint64(step)
+					ks[l] = uint8(cod.orderCtx(laneClass(ln.Kind), stepCtx(step)))
 				}
 			}
 		}
@@ -211,4 +234,38 @@ func divRound(a, b int64) int64 {
 		return (a + b/2) / b
 	}
 	return -((-a + b/2) / b)
+}
+
+// plainOrders fills orders with each lane's residual order for a record
+// coded against the baseline alone: the class's plain order (0 for quaternion
+// indexes, bools and rest flags).
+func plainOrders(plans []*schema.Plan, set uint64, cod *Coding, orders []uint8) {
+	off := 0
+	for s := set; s != 0; s &= s - 1 {
+		p := plans[bits.TrailingZeros64(s)]
+		for l := range p.Lanes() {
+			ln := &p.Lanes()[l]
+			switch ln.Kind {
+			case schema.LaneBool, schema.LaneRest, schema.LaneQuatIndex:
+				orders[off+l] = 0
+			default:
+				orders[off+l] = cod.Plain[laneClass(ln.Kind)]
+			}
+		}
+		off += p.NumLanes()
+	}
+}
+
+// quadStep returns the step of a world lane's quadratic extrapolation num
+// ticks past its value a, through its values b and c den and 2·den ticks
+// before a: velocity (3a − 4b + c)/(2·den) and acceleration
+// (a − 2b + c)/den², in exact integer arithmetic. Views whose values jump
+// (more than 2^40 steps apart) or lie more than 256 ticks apart give the
+// linear step lin.
+func quadStep(ln *schema.Lane, c, b, a uint64, num, den int64, lin int64) int64 {
+	db, dc := ln.Delta(b, a), ln.Delta(c, b) // a − b, b − c
+	if db > 1<<40 || db < -(1<<40) || dc > 1<<40 || dc < -(1<<40) || num > 256 || den > 256 {
+		return lin // (and no overflow below: |terms| < 2^59)
+	}
+	return divRound((3*db-dc)*num*den+(db-dc)*num*num, 2*den*den)
 }

@@ -13,16 +13,17 @@ import (
 // The reference delta body writer: every changed group's lanes against
 // pred (bools and rest flags as 1 bit; a resting velocity sends no axes).
 // writeDeltaBody writes, for every changed group, the residuals of its lanes
-// (zigzag exp-Golomb of Lane.Delta; bools and rest flags as 1 bit; a resting
+// (zigzag Rice code of Lane.Delta at the lane's order in orders, as
+// predict or plainOrders give them; bools and rest flags as 1 bit; a resting
 // velocity sends no axes). It returns false if a residual is too large for
 // the code (≥ 2^62, only possible for raw 64-bit lanes); the caller then
 // sends a full record.
-func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, pred, cur []uint64, owner bool) bool {
+func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, pred, cur []uint64, orders []uint8, owner bool) bool {
 	off := 0
 	for s := set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
-		b, c, pr := base[off:off+n], cur[off:off+n], pred[off:off+n]
+		b, c, pr, ks := base[off:off+n], cur[off:off+n], pred[off:off+n], orders[off:off+n]
 		off += n
 		lanes := p.Lanes()
 		groups := p.Groups()
@@ -56,7 +57,7 @@ func writeDeltaBody(w *bitio.Writer, plans []*schema.Plan, set uint64, base, pre
 					if z >= 1<<62 {
 						return false
 					}
-					w.WriteExpGolomb(z, 0)
+					w.WriteRice(z, uint(ks[l]))
 				}
 			}
 		}
@@ -165,7 +166,21 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		cur := perturb(base, set)
 		owner := rng.IntN(2) == 0
 		num, den := int64(1+rng.IntN(5)), int64(1+rng.IntN(4))
-		plain, pred, plainOK, predOK := e.measureDelta(set, base, prev, cur, owner, num, den)
+		for cl := range numClasses {
+			e.coding.Off[cl] = int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1))
+			e.coding.Cap[cl] = uint8(rng.IntN(maxCodeCap + 1))
+		}
+		// Sometimes a third view: positions extrapolated quadratically
+		// (quad), or the quadratic extrapolation only measured.
+		var v3, pv3 []uint64
+		quad := rng.IntN(2) == 0
+		if rng.IntN(2) == 0 {
+			v3 = perturb(prev, set)
+			if quad {
+				pv3 = v3
+			}
+		}
+		plain, pred, plainOK, predOK := e.measureDelta(set, base, prev, v3, quad, cur, owner, num, den)
 		var refMask bitio.Writer
 		wantMask, _ := writeDeltaMask(&refMask, plans, set, base, cur, owner)
 		e.arena.Reset(nil)
@@ -174,21 +189,23 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		require.Equal(t, refMask.Bytes(), e.arena.Bytes(), "iter %d", iter)
 
 		var ref bitio.Writer
-		refOK := writeDeltaBody(&ref, plans, set, base, base, cur, owner)
+		orders := make([]uint8, len(base))
+		plainOrders(plans, set, &e.coding, orders)
+		refOK := writeDeltaBody(&ref, plans, set, base, base, cur, orders, owner)
 		require.Equal(t, refOK, plainOK, "iter %d", iter)
 		e.arena.Reset(nil)
-		e.writeResiduals(cur, false)
+		e.writeResiduals(cur, false, &recStats{})
 		require.Equal(t, ref.BitLen(), plain, "iter %d", iter)
 		require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
 
 		p := append([]uint64(nil), base...)
-		predict(plans, set, base, prev, num, den, p)
+		predict(plans, set, base, prev, pv3, num, den, p, &e.coding, orders)
 		ref.Reset(nil)
-		refOK = writeDeltaBody(&ref, plans, set, base, p, cur, owner)
+		refOK = writeDeltaBody(&ref, plans, set, base, p, cur, orders, owner)
 		require.Equal(t, refOK, predOK, "iter %d", iter)
 		if refOK {
 			e.arena.Reset(nil)
-			e.writeResiduals(cur, true)
+			e.writeResiduals(cur, true, &recStats{})
 			require.Equal(t, ref.BitLen(), pred, "iter %d", iter)
 			require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
 		}

@@ -85,6 +85,7 @@ func (f *Frame) Lookup(slot uint32) int {
 // slot, the tick of its last change and of its last layout change (spawn,
 // generation or component set change).
 type World struct {
+	codes codeState // residual coding (coding.go)
 	reg   *schema.Registry
 	depth int
 	ring  []Frame
@@ -129,6 +130,7 @@ func NewWorld(reg *schema.Registry, depth int) *World {
 	w := &World{reg: reg, depth: depth, ring: make([]Frame, depth), changes: make([][]uint32, depth),
 		sinceCache: map[uint32]Bitset{}}
 	w.plans = reg.Plans()
+	w.codes.coding = defaultCoding
 	return w
 }
 
@@ -435,6 +437,7 @@ func (w *World) Commit() *Frame {
 		panic("snapshot: Commit without Begin")
 	}
 	f := w.cur
+	w.codes.choose()
 	if w.aligned && w.pj == len(w.prev.Slots) {
 		// Entry for entry the previous frame's layout: the lanes are in
 		// place, the index tables are the previous frame's.

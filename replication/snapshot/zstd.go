@@ -99,5 +99,19 @@ func TrainDictionary(samples [][]byte) ([]byte, error) {
 	if len(contents) == 0 {
 		return nil, fmt.Errorf("snapshot: no samples to train a dictionary")
 	}
-	return zstd.BuildDict(zstd.BuildDictOptions{ID: 0x41524e31, Contents: contents, History: hist, Level: zstd.SpeedFastest})
+	d, err := zstd.BuildDict(zstd.BuildDictOptions{ID: 0x41524e31, Contents: contents, History: hist, Level: zstd.SpeedFastest})
+	if err != nil && len(contents) >= 2 {
+		// Samples the history covers entirely leave the builder no literals
+		// to learn from (dense bit-packed datagrams): learn the second half
+		// of the samples against a history of the first.
+		half := len(contents) / 2
+		hist = hist[:0]
+		for _, c := range contents[:half] {
+			if len(hist) < 32<<10 {
+				hist = append(hist, c...)
+			}
+		}
+		d, err = zstd.BuildDict(zstd.BuildDictOptions{ID: 0x41524e31, Contents: contents[half:], History: hist, Level: zstd.SpeedFastest})
+	}
+	return d, err
 }

@@ -1,0 +1,288 @@
+package snapshot
+
+import (
+	"math/bits"
+
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// Residual coding. A numeric lane's residual in a delta record is
+// zigzag Rice coded (bitio.WriteRice: a short unary quotient, an
+// exp-Golomb escape for the tail) with an order k chosen per lane from a context
+// both sides hold, through per-tick parameters the header carries:
+//
+//   - predicted lane (the record is coded against the extrapolation through
+//     view B2): the context is c = bit length of |prediction − baseline|,
+//     the step the extrapolation adds; k = clamp(c + Off, 0, Cap). Fast
+//     bodies get long codes, resting ones short codes;
+//   - unpredicted lane: k = Plain.
+//
+// Off, Cap and Plain are per lane class (world coordinates; every other
+// numeric lane) and per tick: the encoder derives them from the residuals it
+// coded in the ticks before, and every datagram of the tick carries them
+// (one bit when they are the baseline view's), so a record is coded once per
+// (entity, baseline) and copied to every client.
+// Quaternion indexes keep order 0; bools and rest flags are 1 bit.
+
+// Lane classes of the residual coding.
+const (
+	classWorld = iota // LaneWorld: positions
+	classOther        // every other numeric lane (quaternion components, scalars, velocities)
+	numClasses
+)
+
+// Bounds of the coding parameters (3 bits of offset, 4 of cap, 4 of plain
+// order on the wire).
+const (
+	minCodeOff  = -4
+	maxCodeOff  = 3
+	maxCodeCap  = 15
+	codingBits  = numClasses * 11
+	maxCodeCtx  = 16 // contexts above are clamped (k ≤ maxCodeCap anyway)
+	histLenBins = 64 // residual sizes: bit length and the bit below the top one
+)
+
+// Coding is the residual coding parameters of one tick: per lane class the
+// offset from the context to the Rice order of a predicted lane, the
+// largest such order, and the order of an unpredicted lane.
+type Coding struct {
+	Off   [numClasses]int8
+	Cap   [numClasses]uint8
+	Plain [numClasses]uint8
+}
+
+// defaultCoding is where an encoder starts before it has seen residuals,
+// and the coding of views decoded against no baseline.
+var defaultCoding = Coding{Cap: [numClasses]uint8{8, 8}, Plain: [numClasses]uint8{2, 2}}
+
+func laneClass(k schema.LaneKind) int {
+	if k == schema.LaneWorld {
+		return classWorld
+	}
+	return classOther
+}
+
+func (c *Coding) orderCtx(cl, ctx int) uint {
+	k := ctx + int(c.Off[cl])
+	return uint(max(0, min(k, int(c.Cap[cl]))))
+}
+
+// stepCtx is the context of a predicted lane: the bit length of |step|.
+func stepCtx(step int64) int {
+	if step < 0 {
+		step = -step
+	}
+	return min(bits.Len64(uint64(step)), maxCodeCtx)
+}
+
+func (c *Coding) valid() bool {
+	for cl := range numClasses {
+		if c.Off[cl] < minCodeOff || c.Off[cl] > maxCodeOff || c.Cap[cl] > maxCodeCap || c.Plain[cl] > maxCodeCap {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Coding) append(w *bitio.Writer) {
+	for cl := range numClasses {
+		w.WriteBits(uint64(int(c.Off[cl])-minCodeOff), 3)
+		w.WriteBits(uint64(c.Cap[cl]), 4)
+		w.WriteBits(uint64(c.Plain[cl]), 4)
+	}
+}
+
+func (c *Coding) read(r *bitio.Reader) {
+	for cl := range numClasses {
+		c.Off[cl] = int8(int(r.ReadBits(3)) + minCodeOff)
+		c.Cap[cl] = uint8(r.ReadBits(4))
+		c.Plain[cl] = uint8(r.ReadBits(4))
+	}
+}
+
+// codeHist counts the residuals an encoder coded, per class, context (0 =
+// unpredicted, c+1 = predicted with context c) and residual size (histBin),
+// to pick the next ticks' parameters.
+type codeHist struct {
+	n     [numClasses][maxCodeCtx + 2][histLenBins]uint32
+	total int
+}
+
+// histBin is a residual's size class: twice its bit length (at most 31),
+// plus the bit below its top one.
+func histBin(z uint64) int {
+	m := bits.Len64(z)
+	if m < 2 {
+		return m
+	}
+	if m > 31 {
+		return histLenBins - 1
+	}
+	return 2*m - 2 + int(z>>(m-2)&1)
+}
+
+// binCost is the Rice code length at each order of a residual typical of
+// each bin.
+var binCost = func() (t [histLenBins][maxCodeCap + 1]uint8) {
+	for b := range t {
+		for k := range t[b] {
+			t[b][k] = uint8(bitio.RiceLen(binValue(b), uint(k)))
+		}
+	}
+	return t
+}()
+
+// binValue is a residual typical of bin b (the middle of its range).
+func binValue(b int) uint64 {
+	if b < 2 {
+		return uint64(b)
+	}
+	m := uint(b+2) / 2
+	v := uint64(2|b&1) << (m - 2)
+	if m >= 3 {
+		v |= 1 << (m - 3)
+	}
+	return v
+}
+
+// minHistSamples is how many residuals the World gathers before it
+// re-chooses the parameters.
+const minHistSamples = 256
+
+// recStats is what a delta record tells the choice of the coding: its first
+// recStatLanes residuals (class, context and size bin, packed) and what
+// quadratic extrapolation saved (or would have) on its positions.
+type recStats struct {
+	lanes    [recStatLanes]uint16
+	n        uint8
+	quadN    uint8
+	quadGain int16
+}
+
+const recStatLanes = 8
+
+func (s *recStats) add(cl, ctx int, z uint64) {
+	if int(s.n) < recStatLanes {
+		s.lanes[s.n] = uint16(cl<<11 | (ctx+1)<<6 | histBin(z))
+		s.n++
+	}
+}
+
+// codeShard counts, for one encoder, the residuals of the delta records it
+// sent (each as often as it was sent: the count is the same whichever
+// encoder sends a client's datagrams, so the choice is too).
+type codeShard struct {
+	hist     codeHist
+	quadGain int
+	quadN    int
+}
+
+func (s *codeShard) count(st *recStats) {
+	for _, v := range st.lanes[:st.n] {
+		s.hist.n[v>>11&1][v>>6&31][v&63]++
+	}
+	s.hist.total += int(st.n)
+	s.quadGain += int(st.quadGain)
+	s.quadN += int(st.quadN)
+}
+
+// codeState is a World's residual coding: the coding and quad choice for
+// the tick, and the encoders' counts they are chosen from at each Commit.
+type codeState struct {
+	coding Coding
+	quad   bool
+	shards []*codeShard
+	sum    codeShard
+}
+
+func (c *codeState) newShard() *codeShard {
+	s := &codeShard{}
+	c.shards = append(c.shards, s)
+	return s
+}
+
+// choose gathers the encoders' counts (between ticks: no Build runs) and,
+// once there are enough, chooses the next ticks' coding and quad.
+func (c *codeState) choose() {
+	for _, s := range c.shards {
+		for cl := range s.hist.n {
+			for ctx := range s.hist.n[cl] {
+				for b, n := range s.hist.n[cl][ctx] {
+					c.sum.hist.n[cl][ctx][b] += n
+				}
+			}
+		}
+		c.sum.hist.total += s.hist.total
+		c.sum.quadGain += s.quadGain
+		c.sum.quadN += s.quadN
+		*s = codeShard{}
+	}
+	if c.sum.quadN >= minHistSamples {
+		c.quad = c.sum.quadGain > c.sum.quadN/32
+		c.sum.quadGain, c.sum.quadN = 0, 0
+	}
+	if c.sum.hist.total >= minHistSamples {
+		// A new coding costs its bits in the next datagram of every
+		// client: switch only when it saves more (the saving lasts).
+		next, b, cur := c.sum.hist.best(&c.coding)
+		if b+b/256+codingBits < cur {
+			c.coding = next
+		}
+		c.sum.hist = codeHist{}
+	}
+}
+
+// best returns the parameters that would have coded the counted residuals
+// in the fewest bits (each residual's code length estimated from the
+// typical residual of its bin), the bits they would have taken, and the
+// bits under cur.
+func (h *codeHist) best(cur *Coding) (c Coding, bitsBest, bitsCur uint64) {
+	for cl := range numClasses {
+		// cost[ctx][k]: bits of context ctx's residuals at order k.
+		var cost [maxCodeCtx + 2][maxCodeCap + 1]uint64
+		seen := false
+		for ctx := range h.n[cl] {
+			for b, cnt := range h.n[cl][ctx] {
+				if cnt == 0 {
+					continue
+				}
+				seen = true
+				for k, l := range binCost[b] {
+					cost[ctx][k] += uint64(cnt) * uint64(l)
+				}
+			}
+		}
+		if !seen {
+			c.Off[cl], c.Cap[cl], c.Plain[cl] = cur.Off[cl], cur.Cap[cl], cur.Plain[cl]
+			continue
+		}
+		// Unpredicted residuals: the best single order.
+		for k := range cost[0] {
+			if cost[0][k] < cost[0][c.Plain[cl]] {
+				c.Plain[cl] = uint8(k)
+			}
+		}
+		bitsBest += cost[0][c.Plain[cl]]
+		bitsCur += cost[0][cur.Plain[cl]]
+		for ctx := 0; ctx <= maxCodeCtx; ctx++ {
+			bitsCur += cost[ctx+1][cur.orderCtx(cl, ctx)]
+		}
+		best := ^uint64(0)
+		t := *cur
+		for cp := 0; cp <= maxCodeCap; cp++ {
+			for off := minCodeOff; off <= maxCodeOff; off++ {
+				t.Off[cl], t.Cap[cl] = int8(off), uint8(cp)
+				sum := uint64(0)
+				for ctx := 0; ctx <= maxCodeCtx; ctx++ {
+					sum += cost[ctx+1][t.orderCtx(cl, ctx)]
+				}
+				if sum < best {
+					best, c.Off[cl], c.Cap[cl] = sum, int8(off), uint8(cp)
+				}
+			}
+		}
+		bitsBest += best
+	}
+	return c, bitsBest, bitsCur
+}
