@@ -245,7 +245,11 @@ func TestSlowAuthenticatorDoesNotStallServer(t *testing.T) {
 	h := newHarness(t, 0, sim.Link{}, func(cfg *replication.ServerConfig) {
 		cfg.Authenticator = auth
 		cfg.MaxClients = 3
-		cfg.HandshakeTimeout = 2 * time.Second
+		// Verdicts come from goroutines in real time while the test steps
+		// simulated time fast: a long timeout (in simulated time) keeps a
+		// verdict that the loaded machine delivers a few hundred steps late
+		// from reading as a timeout. The hanging one still reaches it.
+		cfg.HandshakeTimeout = 30 * time.Second
 	})
 	join := func(token string) *clientSide {
 		h.clientCfg = func(cfg *replication.ClientConfig) {
