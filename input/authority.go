@@ -58,15 +58,17 @@ type AuthorityStats struct {
 // reconciles with. The tick comes from the world's ecs.TickInfo (an
 // archenet ecs.Scheduler). Not safe for concurrent use.
 type Authority[S, I any] struct {
-	cfg   AuthorityConfig[S, I]
-	world *arche.World
-	codec *Codec[I]
-	round *Rounder[S]
-	logs  [256]*Log[I]
-	info  generic.Resource[ecs.TickInfo]
-	in    I
+	cfg    AuthorityConfig[S, I]
+	world  *arche.World
+	codec  *Codec[I]
+	round  *Rounder[S]
+	logs   [256]*Log[I]
+	info   generic.Resource[ecs.TickInfo]
+	in     I
+	before S // the state before the step, for OnStep (a field: no allocation)
 
 	idState, idOwner arche.ID
+	owned            arche.Mask // S with an Owner (built once: no per-tick boxing)
 	stats            AuthorityStats
 }
 
@@ -92,6 +94,7 @@ func NewAuthority[S, I any](world *arche.World, cfg AuthorityConfig[S, I]) (*Aut
 	}
 	a.idState = arche.TypeID(world, reflect.TypeFor[S]())
 	a.idOwner = arche.ComponentID[components.Owner](world)
+	a.owned = arche.All(a.idState, a.idOwner)
 	return a, nil
 }
 
@@ -176,7 +179,7 @@ func (a *Authority[S, I]) Step() {
 	if a.info.Has() {
 		dt = a.info.Get().Dt
 	}
-	q := a.world.Query(arche.All(a.idState, a.idOwner))
+	q := a.world.Query(&a.owned)
 	for q.Next() {
 		owner := (*components.Owner)(q.Get(a.idOwner)).Client
 		l := a.logs[owner]
@@ -185,14 +188,13 @@ func (a *Authority[S, I]) Step() {
 		}
 		l.Consume(tick, &a.in)
 		s := (*S)(q.Get(a.idState))
-		var before S
 		if a.cfg.OnStep != nil {
-			before = *s
+			a.before = *s
 		}
 		a.cfg.Step(s, &a.in, dt)
 		a.stats.Steps++
 		if a.cfg.OnStep != nil {
-			a.cfg.OnStep(q.Entity(), &before, s, &a.in)
+			a.cfg.OnStep(q.Entity(), &a.before, s, &a.in)
 		}
 	}
 }
@@ -200,7 +202,7 @@ func (a *Authority[S, I]) Step() {
 // Round rounds every owned S to its quantized value (what
 // [Authority.RoundSystem] runs).
 func (a *Authority[S, I]) Round() {
-	q := a.world.Query(arche.All(a.idState, a.idOwner))
+	q := a.world.Query(&a.owned)
 	for q.Next() {
 		a.round.Round((*S)(q.Get(a.idState)))
 	}

@@ -8,6 +8,7 @@ import (
 	arche "github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/input"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/schema"
@@ -77,4 +78,24 @@ func TestAuthorityDropsMalformedInput(t *testing.T) {
 	require.Contains(t, ce.Reason, "input: ")
 	require.Nil(t, a.Log(1), "its log is closed")
 	require.Equal(t, uint64(1), a.Stats().Dropped)
+}
+
+// Stepping and rounding the owned entities allocates nothing per tick.
+func TestAuthorityNoAllocs(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[Walker](reg)
+	w := arche.NewWorld()
+	steps := 0
+	a, err := input.NewAuthority(&w, input.AuthorityConfig[Walker, Stick]{Registry: reg, Step: walk,
+		OnStep: func(arche.Entity, *Walker, *Walker, *Stick) { steps++ }})
+	require.NoError(t, err)
+	cfg := replication.ServerConfig{}
+	require.NoError(t, a.Configure(&cfg))
+	cfg.OnConnect(1) // opens client 1's log
+	e := w.NewEntity(arche.ComponentID[Walker](&w), arche.ComponentID[components.Owner](&w))
+	(*components.Owner)(w.Get(e, arche.ComponentID[components.Owner](&w))).Client = 1
+	require.Zero(t, testing.AllocsPerRun(50, a.Round), "round")
+	require.Zero(t, testing.AllocsPerRun(50, a.Step), "step")
+	require.Equal(t, uint64(51), a.Stats().Steps)
+	require.Equal(t, 51, steps)
 }

@@ -102,6 +102,7 @@ type Player[S, I any] struct {
 	lastNet                    uint32
 	lastFrame                  time.Time
 	drawn                      components.Visual
+	before                     S // the state before a predicted step, for OnPredict (a field: no allocation)
 
 	stats PlayerStats
 }
@@ -194,8 +195,8 @@ func (p *Player[S, I]) Update() error {
 			in := p.cfg.Sample(t, &p.pred.state)
 			p.sender.Push(t, &in) // rounds in to what the server decodes
 			if p.cfg.OnPredict != nil {
-				before := p.pred.state
-				p.cfg.OnPredict(t, &before, p.pred.Predict(t, &in), &in)
+				p.before = p.pred.state
+				p.cfg.OnPredict(t, &p.before, p.pred.Predict(t, &in), &in)
 			} else {
 				p.pred.Predict(t, &in)
 			}

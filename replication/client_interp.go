@@ -25,6 +25,7 @@ type interpState struct {
 	transPlan                   *schema.Plan
 	predicted                   *schema.Plan // components.Predicted, if registered
 	trackMask                   uint64       // plan ids interpolated in place
+	trackQuery                  arche.Mask   // query of tracked mirrors (built once: no per-frame boxing)
 	trackBuf                    []uint64
 	visuals                     *interp.System // Transform → Visual, created at the first frame
 	trackStats                  interp.Stats
@@ -54,6 +55,7 @@ func (c *Client) setupInterp() error {
 	}
 	if c.trackMask != 0 {
 		c.idTrack = arche.ComponentID[interp.Track](c.world)
+		c.trackQuery = arche.All(c.idTrack, c.idNetID)
 	}
 	return nil
 }
@@ -211,7 +213,7 @@ func (c *Client) Interpolate() {
 		return
 	}
 	tick, ext := c.clock.RenderTick(), c.extrapolationTicks()
-	q := c.world.Query(arche.All(c.idTrack, c.idNetID))
+	q := c.world.Query(&c.trackQuery)
 	for q.Next() {
 		tr := (*interp.Track)(q.Get(c.idTrack))
 		a, b, f, mode := tr.Sample(tick, ext)

@@ -88,6 +88,7 @@ func TestInterpolatedComponentInPlace(t *testing.T) {
 			prev = got
 		}
 	}
+	require.Zero(t, testing.AllocsPerRun(20, func() { isys.Update(&cw) }), "interpolation allocates nothing per frame")
 	st := cl.InterpolationStats()
 	require.Equal(t, 1, st.Interpolating+st.Extrapolating, "one tracked mirror: %+v", st)
 	behind := pos(mover).X - prev.X
