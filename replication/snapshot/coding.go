@@ -171,20 +171,38 @@ func (s *recStats) add(cl, ctx int, z uint64) {
 
 // codeShard counts, for one encoder, the residuals of the delta records it
 // sent (each as often as it was sent: the count is the same whichever
-// encoder sends a client's datagrams, so the choice is too).
+// encoder sends a client's datagrams, so the choice is too). A send only
+// bumps its cache entry's count (listed in pending on its first); the
+// entry's residuals are counted, times its sends, when it is evicted or at
+// the next choice.
 type codeShard struct {
+	enc      *Encoder
+	pending  []uint32 // slot<<1 | way of cache entries with sends
 	hist     codeHist
 	quadGain int
 	quadN    int
 }
 
-func (s *codeShard) count(st *recStats) {
+// countN counts the residuals of a record sent n times.
+func (s *codeShard) countN(st *recStats, n uint32) {
 	for _, v := range st.lanes[:st.n] {
-		s.hist.n[v>>11&1][v>>6&31][v&63]++
+		s.hist.n[v>>11&1][v>>6&31][v&63] += n
 	}
-	s.hist.total += int(st.n)
-	s.quadGain += int(st.quadGain)
-	s.quadN += int(st.quadN)
+	s.hist.total += int(st.n) * int(n)
+	s.quadGain += int(st.quadGain) * int(n)
+	s.quadN += int(st.quadN) * int(n)
+}
+
+// flush counts the sends of the pending cache entries.
+func (s *codeShard) flush() {
+	for _, k := range s.pending {
+		ce := &s.enc.cache[k>>1].e[k&1]
+		if ce.sends != 0 {
+			s.countN(&ce.stats, ce.sends)
+			ce.sends = 0
+		}
+	}
+	s.pending = s.pending[:0]
 }
 
 // codeState is a World's residual coding: the coding and quad choice for
@@ -196,8 +214,8 @@ type codeState struct {
 	sum    codeShard
 }
 
-func (c *codeState) newShard() *codeShard {
-	s := &codeShard{}
+func (c *codeState) newShard(e *Encoder) *codeShard {
+	s := &codeShard{enc: e}
 	c.shards = append(c.shards, s)
 	return s
 }
@@ -206,6 +224,7 @@ func (c *codeState) newShard() *codeShard {
 // once there are enough, chooses the next ticks' coding and quad.
 func (c *codeState) choose() {
 	for _, s := range c.shards {
+		s.flush()
 		for cl := range s.hist.n {
 			for ctx := range s.hist.n[cl] {
 				for b, n := range s.hist.n[cl][ctx] {
@@ -216,7 +235,7 @@ func (c *codeState) choose() {
 		c.sum.hist.total += s.hist.total
 		c.sum.quadGain += s.quadGain
 		c.sum.quadN += s.quadN
-		*s = codeShard{}
+		s.hist, s.quadGain, s.quadN = codeHist{}, 0, 0
 	}
 	if c.sum.quadN >= minHistSamples {
 		c.quad = c.sum.quadGain > c.sum.quadN/32

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"math"
 	"math/bits"
-	"slices"
 	"sort"
 
 	"github.com/archenet/archenet/replication/bitio"
@@ -39,6 +38,8 @@ type Encoder struct {
 	// scratch, reused by Build
 	scratch3 bitio.Writer
 	partW    bitio.Writer
+	// partHdrBits: the kind byte and header bits of the part in partW
+	partHdrBits int
 	res      []residual
 	gmasks   []uint64 // per component of a delta: its changed groups
 	pc       predCtx
@@ -90,6 +91,7 @@ type cacheEntry struct {
 	maskPred bool     // (with usePred) the field masks are the predicted ones: sent as one bit
 	saved    int32    // bits that prediction saved against the plain residuals (< 0: cost)
 	stats    recStats // its residuals, counted for each client it is sent to
+	sends    uint32   // times sent since its stats were last counted
 	kind     uint8    // kindDelta or kindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
@@ -115,7 +117,8 @@ type cand struct {
 
 // NewEncoder returns an encoder over w.
 func NewEncoder(w *World) *Encoder {
-	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding, shard: w.codes.newShard()}
+	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding}
+	e.shard = w.codes.newShard(e)
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
 			e.ownerComps |= 1 << p.ID
@@ -209,6 +212,9 @@ func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *
 	e.CacheMisses++
 	ce := &cs.e[cs.next]
 	cs.next ^= 1
+	if ce.sends != 0 {
+		e.shard.countN(&ce.stats, ce.sends)
+	}
 	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner, pb: pb, pb2: pb2, src2: src2, pb3: pb3, src3: src3}
 	m := f.Metas[i]
 	cur := f.EntityLanes(i)
@@ -688,8 +694,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 
 	hdr := e.header(S, B, base, opt)
 	e.selectRecords(total, mtu, &hdr)
-	e.pack(mtu, maxParts, total, &hdr)
-	e.stitch(out, &hdr, &info)
+	e.emit(out, mtu, maxParts, total, &hdr, &info)
 	e.recordView(c, S, B, baseMembers, opt, &info)
 	info.Bytes = out.Bytes()
 	if e.pc.on && info.Deltas >= 8 {
@@ -841,226 +846,6 @@ func (e *Encoder) header(S, B uint32, base *view, opt BuildOptions) Header {
 	return h
 }
 
-// partOverheadBits estimates a datagram's fixed cost for selection: the kind
-// byte, the header and the padding to a byte.
-func partOverheadBits(h *Header) int { return 8 + h.BitLen() + 7 + 2*egLen(MaxParts, 0) }
-
-// selectRecords keeps the candidates that fit total bytes (in datagrams of
-// at most mtu bytes), by priority. e.sel lists them in slot order.
-func (e *Encoder) selectRecords(total, mtu int, h *Header) {
-	e.sel = e.sel[:0]
-	sum := 0
-	for i := range e.cands {
-		e.sel = append(e.sel, i)
-		sum += e.cands[i].bits
-	}
-	over := partOverheadBits(h)
-	partBits := mtu*8 - over
-	budgetBits := total * 8
-	if sum+(sum/partBits+1)*over <= budgetBits {
-		return
-	}
-	e.byPriority()
-	used, n := 0, 0
-	for _, i := range e.sel {
-		b := e.cands[i].bits
-		if u := used + b; u+(u/partBits+1)*over <= budgetBits {
-			used = u
-			e.sel[n] = i
-			n++
-		}
-	}
-	e.sel = e.sel[:n]
-	slices.Sort(e.sel)
-}
-
-// recordBits is the exact size of candidate cd in a datagram: gap code (order
-// k, after slot prev), kind and body, with the field masks repeated if run
-// allows. It notes cd's masks in run.
-func (e *Encoder) recordBits(cd *cand, prev int64, k uint, run *maskRun) int {
-	n := egLen(uint64(int64(cd.slot)-prev-1), k)
-	switch cd.kind {
-	case kindRemoval:
-		n += 4
-	case kindFull:
-		n += int(e.entry(cd).bodyBits)
-		if cd.mem {
-			n += 4
-		}
-	default:
-		ce := e.entry(cd)
-		n += int(ce.bodyBits)
-		switch {
-		case ce.maskPred:
-			n++
-		case run.repeats(ce.mask, int(ce.maskBits)):
-			n += 2
-		default:
-			n += 3 + int(ce.maskBits)
-			run.note(ce.mask, int(ce.maskBits))
-		}
-	}
-	return n
-}
-
-// part is one datagram of the tick: the records e.sel[from:to].
-type part struct {
-	from, to int
-	k        uint8
-}
-
-// pack splits the selected records, in slot order, into datagrams of at most
-// mtu bytes (at most maxParts of them, at most total bytes together). Records
-// that do not fit are deselected (they wait, gaining priority). Each part's
-// gap order is then the best for its own gaps, which never makes it longer
-// than packed.
-func (e *Encoder) pack(mtu, maxParts, total int, h *Header) {
-	e.gapBuf = e.gapBuf[:0]
-	prev := int64(-1)
-	for _, i := range e.sel {
-		s := int64(e.cands[i].slot)
-		e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
-		prev = s
-	}
-	k0, _ := bestGapK(e.gapBuf)
-	// Header sizes depend on the number of parts: pack assuming one, and
-	// again with more while the packing needs more (a header only shrinks
-	// when fewer parts are needed than assumed).
-	for assume, iter := 1, 0; ; iter++ {
-		n := e.packWith(mtu, maxParts, total, h, assume, k0)
-		if n <= assume || iter == 8 {
-			break
-		}
-		assume = n
-	}
-	e.sel = append(e.sel[:0], e.packed...)
-	if len(e.parts) == 0 {
-		// Nothing to send still sends the header: it moves the client's
-		// views on and carries the input ack.
-		e.parts = append(e.parts, part{})
-	}
-	for pi := range e.parts {
-		pt := &e.parts[pi]
-		e.gapBuf = e.gapBuf[:0]
-		prev := int64(-1)
-		for _, i := range e.sel[pt.from:pt.to] {
-			s := int64(e.cands[i].slot)
-			e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
-			prev = s
-		}
-		k, _ := bestGapK(e.gapBuf)
-		pt.k = uint8(k)
-	}
-}
-
-// packWith packs e.sel into e.packed and e.parts, assuming the tick has
-// `assume` parts (for header sizes) and gap order k. It returns the number
-// of parts.
-func (e *Encoder) packWith(mtu, maxParts, total int, h *Header, assume int, k uint) int {
-	e.packed, e.parts = e.packed[:0], e.parts[:0]
-	capBits := (mtu - 1) * 8 // the kind byte aside
-	spentBytes := 0          // of the parts closed so far
-	hp := *h
-	hp.Parts, hp.GapOrder = max(assume, 1), 7
-	var cur part
-	var bitsNow int
-	var prev int64
-	var run maskRun
-	open := func() {
-		cur = part{from: len(e.packed)}
-		hp.Part, hp.Count = len(e.parts), 0
-		bitsNow, prev, run = hp.BitLen(), -1, newMaskRun()
-	}
-	// fits reports whether candidate i fits the open part; if so it adds it.
-	fits := func(i int) bool {
-		cd := &e.cands[i]
-		r := run
-		b := e.recordBits(cd, prev, k, &r) + egLen(uint64(hp.Count+1), 0) - egLen(uint64(hp.Count), 0)
-		if bitsNow+b > capBits || spentBytes+1+(bitsNow+b+7)/8 > total {
-			return false
-		}
-		bitsNow += b
-		hp.Count++
-		prev, run = int64(cd.slot), r
-		e.packed = append(e.packed, i)
-		return true
-	}
-	closePart := func() {
-		if cur.to = len(e.packed); cur.to > cur.from {
-			e.parts = append(e.parts, cur)
-			spentBytes += 1 + (bitsNow+7)/8
-		}
-	}
-	open()
-	for _, i := range e.sel {
-		if fits(i) {
-			continue
-		}
-		if hp.Count == 0 {
-			continue // too large even for an empty datagram: it waits
-		}
-		closePart()
-		if len(e.parts) >= maxParts {
-			return len(e.parts) // the rest wait
-		}
-		open()
-		fits(i) // a record that fits no empty datagram waits
-	}
-	closePart()
-	return len(e.parts)
-}
-
-// byPriority sorts e.sel by descending priority (ties by slot).
-func (e *Encoder) byPriority() {
-	slices.SortFunc(e.sel, func(a, b int) int {
-		pa, pb := e.cands[a].pri, e.cands[b].pri
-		switch {
-		case pa > pb:
-			return -1
-		case pa < pb:
-			return 1
-		}
-		return int(e.cands[a].slot) - int(e.cands[b].slot)
-	})
-}
-
-// bestGapK returns the exp-Golomb order (0..7) that codes gaps in the
-// fewest bits, and that number of bits.
-func bestGapK(gaps []uint64) (uint, int) {
-	// egLen(v, k) = 2·Len(v + 2^k) − k − 1. With m = Len(v) and a the
-	// length of v below its leading run of ones (a = Len(^v mod 2^m)),
-	// Len(v + 2^k) is m for k < a, m + 1 for a ≤ k < m (the carry runs
-	// through the ones), and k + 1 for k ≥ m. So Σ Len(v_i + 2^k) =
-	// Σ m_i + #{a_i ≤ k} + Σ_{m_i ≤ k} (k − m_i): one pass over the gaps
-	// fills small histograms, and every order's total follows from them.
-	var cntA, cntM [8]int
-	sumM := 0
-	for _, g := range gaps {
-		m := bits.Len64(g)
-		a := bits.Len64(^g & (1<<m - 1))
-		sumM += m
-		if a < 8 {
-			cntA[a]++
-		}
-		if m < 8 {
-			cntM[m]++
-		}
-	}
-	N := len(gaps)
-	bestK, best := uint(0), 0
-	A, CM, SM := 0, 0, 0
-	for k := 0; k < 8; k++ {
-		A += cntA[k]
-		CM += cntM[k]
-		SM += k * cntM[k]
-		n := 2*(sumM+A+k*CM-SM) - (k+1)*N
-		if k == 0 || n < best {
-			bestK, best = uint(k), n
-		}
-	}
-	return bestK, best
-}
-
 func weight(ws []float32, slot uint32) float32 {
 	if int(slot) < len(ws) {
 		return ws[slot]
@@ -1106,84 +891,6 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 	}
 }
 
-// stitch writes each part: kind byte, header, records (bit copies of the
-// cached encodings), and compresses its body where that strictly wins.
-func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
-	arena := e.arena.Bytes()
-	hp := *h
-	hp.Parts = len(e.parts)
-	w := &e.partW
-	for pi := range e.parts {
-		pt := &e.parts[pi]
-		hp.Part, hp.Count, hp.GapOrder = pi, pt.to-pt.from, pt.k
-		start := len(out.buf)
-		w.Reset(w.Bytes())
-		w.WriteBits(uint64(KindSnapshot), 8)
-		hp.AppendBits(w)
-		info.HeaderBits += 8 + hp.BitLen()
-		prev := int64(-1)
-		run := newMaskRun()
-		for _, i := range e.sel[pt.from:pt.to] {
-			cd := &e.cands[i]
-			b0, maskSent := w.BitLen(), false
-			w.WriteExpGolomb(uint64(int64(cd.slot)-prev-1), uint(pt.k))
-			prev = int64(cd.slot)
-			switch cd.kind {
-			case kindRemoval:
-				w.WriteBits(0b0000, 4)
-				info.Removals++
-			case kindFull:
-				if cd.mem {
-					w.WriteBits(0b1000, 4)
-				}
-				ce := e.entry(cd)
-				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
-				info.Fulls++
-			default:
-				ce := e.entry(cd)
-				switch {
-				case ce.maskPred:
-					w.WriteBits(0b1, 1)
-				case run.repeats(ce.mask, int(ce.maskBits)):
-					w.WriteBits(0b10, 2)
-				default:
-					w.WriteBits(0b100, 3)
-					maskSent = true
-					if ce.maskBits <= 64 {
-						w.WriteBits(ce.mask, uint(ce.maskBits))
-					} else {
-						w.AppendBits(arena[ce.maskOff:], int(ce.maskBits))
-					}
-					run.note(ce.mask, int(ce.maskBits))
-				}
-				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
-				info.Deltas++
-				e.shard.count(&ce.stats)
-				if ce.usePred {
-					info.PredictedDeltas++
-					info.predSaved += int(ce.saved)
-				}
-			}
-			if e.acct != nil {
-				e.acct.sent(e, cd, w.BitLen()-b0, maskSent)
-			}
-		}
-		out.buf = append(out.buf, w.Bytes()...)
-		if e.Compression != nil && len(out.buf)-start > 1 {
-			if z := e.Compression.compress(out.buf[start+1:]); z != nil {
-				out.buf = append(out.buf[:start+1], z...)
-				out.buf[start] |= FlagCompressed
-				info.Compressed++
-			}
-		}
-		out.ends = append(out.ends, len(out.buf))
-	}
-	info.Parts = len(e.parts)
-	if e.acct != nil {
-		e.acct.Headers += uint64(info.HeaderBits)
-	}
-}
-
 // recordView records the view c will hold if every datagram of tick S
 // arrives, and which records each datagram carried, so that an ack naming
 // only some of them ([Client.Ack]) yields the exact view.
@@ -1207,6 +914,7 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 				pi++
 			}
 			si++
+			e.tally(cd, info)
 			c.acc[cd.slot] = 0
 			nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
 			if cd.kind == kindRemoval {
@@ -1220,6 +928,28 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 		c.acc[cd.slot] += weight(opt.Weights, cd.slot)
 		if cd.mem { // the client keeps its older value
 			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
+		}
+	}
+}
+
+// tally counts a sent record in info, and its residuals for the choice of
+// the coding (as often as it is sent: see codeShard.flush).
+func (e *Encoder) tally(cd *cand, info *BuildInfo) {
+	switch cd.kind {
+	case kindRemoval:
+		info.Removals++
+	case kindFull:
+		info.Fulls++
+	default:
+		info.Deltas++
+		ce := e.entry(cd)
+		if ce.sends == 0 {
+			e.shard.pending = append(e.shard.pending, cd.slot<<1|uint32(cd.way))
+		}
+		ce.sends++
+		if ce.usePred {
+			info.PredictedDeltas++
+			info.predSaved += int(ce.saved)
 		}
 	}
 }
