@@ -40,15 +40,15 @@ type Encoder struct {
 	partW    bitio.Writer
 	// partHdrBits: the kind byte and header bits of the part in partW
 	partHdrBits int
-	res      []residual
-	gmasks   []uint64 // per component of a delta: its changed groups
-	pc       predCtx
-	cands    []cand
-	sel      []int // selected candidates, slot order
-	packed   []int
-	parts    []part
-	members  Bitset
-	gapBuf   []uint64
+	res         []residual
+	gmasks      []uint64 // per component of a delta: its changed groups
+	pc          predCtx
+	cands       []cand
+	sel         []int // selected candidates, slot order
+	packed      []int
+	parts       []part
+	members     Bitset
+	gapBuf      []uint64
 
 	// coding is the residual coding of the current tick's records; quad:
 	// its packets extrapolate positions quadratically through a third
