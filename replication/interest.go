@@ -253,6 +253,9 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 	if !ok {
 		focus, ok = g.owned[c.id], g.ownedOK[c.id]
 	}
+	if ok {
+		c.focusX = focus.X
+	}
 	if ok && g.width > 0 {
 		enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
 		// The grid cells the leave radius touches (cells past the grid's

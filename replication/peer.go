@@ -24,6 +24,7 @@ type peer struct {
 
 	relevant     snapshot.Bitset // interest this tick
 	relevantNext snapshot.Bitset // spare buffer
+	focusX       float64         // x of the interest focus at the last relevance update (orders peers for the workers)
 	spawned      snapshot.Bitset // told to spawn over the reliable channel
 	spawnedGen   []uint32
 	spawnedSet   []uint64

@@ -59,6 +59,7 @@ type Server struct {
 	nextID   int
 	workers  []*worker
 	active   []*peer // the clients of this tick's Send
+	byFocus  []*peer // active, ordered by interest focus for the workers
 	interest *interestGrid
 	clampW   clampWatch // clamps.go
 

@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,15 +36,29 @@ func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
 
 // buildPeers runs every peer's tick, spread over the workers. What a peer
 // builds does not depend on which worker built it or in what order, so the
-// bytes every client gets are the same for any number of workers.
+// bytes every client gets are the same for any number of workers. With an
+// interest grid, peers are ordered by where their focus is, so that each
+// worker starts on clients of its own part of the world: they need much the
+// same records, which the worker's cache then encodes once.
 func (s *Server) buildPeers(peers []*peer, now time.Time) {
+	if s.interest != nil && len(s.workers) > 1 {
+		s.byFocus = append(s.byFocus[:0], peers...)
+		peers = s.byFocus
+		slices.SortFunc(peers, func(a, b *peer) int {
+			if c := cmp.Compare(a.focusX, b.focusX); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+	}
 	s.eachPeer(peers, func(w *worker, p *peer) { p.tick(s, w, now) })
 }
 
-// eachPeer runs fn for every peer, spread over the workers: each worker
-// takes the next peer not yet taken, on a goroutine of its own (the first
-// on the caller's). fn must only touch the peer, the worker and state that
-// is read-only for the duration.
+// eachPeer runs fn for every peer, spread over the workers: worker i takes
+// the peers of the i-th contiguous share of the list one by one, then helps
+// with the others' shares, each on a goroutine of its own (the first on the
+// caller's). fn must only touch the peer, the worker and state that is
+// read-only for the duration.
 func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer)) {
 	n := min(len(s.workers), len(peers))
 	if n <= 1 {
@@ -51,24 +67,34 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer)) {
 		}
 		return
 	}
-	var next atomic.Int64
-	run := func(w *worker) {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(peers) {
-				return
+	var taken [maxShares]atomic.Int64
+	n = min(n, maxShares)
+	share := func(i int) (lo, hi int) { return i * len(peers) / n, (i + 1) * len(peers) / n }
+	run := func(wi int, w *worker) {
+		for k := range n {
+			si := (wi + k) % n
+			lo, hi := share(si)
+			for {
+				j := lo + int(taken[si].Add(1)) - 1
+				if j >= hi {
+					break
+				}
+				fn(w, peers[j])
 			}
-			fn(w, peers[i])
 		}
 	}
 	var wg sync.WaitGroup
-	for _, w := range s.workers[1:n] {
+	for wi := 1; wi < n; wi++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run(w)
+			run(wi, s.workers[wi])
 		}()
 	}
-	run(s.workers[0])
+	run(0, s.workers[0])
 	wg.Wait()
 }
+
+// maxShares bounds the shares eachPeer splits the peers into (and so the
+// workers it uses).
+const maxShares = 64

@@ -47,16 +47,28 @@ func (w *Writer) WriteBits(v uint64, n uint) {
 		panic("bitio: WriteBits width > 64")
 	}
 	if n < 64 {
-		v &= 1<<n - 1
+		w.put(v&(1<<n-1), n)
+		return
 	}
-	// w.n < 64 always, so the shifts below are in range; the &63 tells the
+	w.acc |= v << (w.n & 63)
+	w.spill(v, w.n+64)
+}
+
+// put writes the n < 64 bits of v (v < 2^n): the inlinable fast path.
+func (w *Writer) put(v uint64, n uint) {
+	// w.n < 64 always, so the shift is in range; the &63 tells the
 	// compiler, which then skips Go's oversized-shift rule.
 	w.acc |= v << (w.n & 63)
-	total := w.n + n
-	if total < 64 {
+	if total := w.n + n; total < 64 {
 		w.n = total
 		return
 	}
+	w.spill(v, w.n+n)
+}
+
+// spill emits the full word in acc after v was or-ed into it at w.n, and
+// keeps the bits of v that did not fit; total is w.n plus v's width.
+func (w *Writer) spill(v uint64, total uint) {
 	w.buf = binary.LittleEndian.AppendUint64(w.buf, w.acc)
 	// The bits of v that did not fit: v >> (64 − w.n), which is 0 when
 	// w.n is 0 (two shifts, each below 64).
@@ -105,8 +117,8 @@ func (w *Writer) WriteExpGolomb(v uint64, k uint) {
 	l := uint(bits.Len64(x))
 	z := l - k - 1 // zero prefix
 	rest := x &^ (1 << (l - 1))
-	if 2*z+1+k <= 64 {
-		w.WriteBits(1<<z|rest<<(z+1), 2*z+1+k)
+	if n := 2*z + 1 + k; n < 64 {
+		w.put(1<<z|rest<<(z+1), n)
 		return
 	}
 	w.WriteBits(0, z)
@@ -137,6 +149,12 @@ func (w *Writer) WriteBytesAligned(p []byte) {
 // another Writer) at the current bit position. Cost: O(nbits/64), one
 // 64-bit write per word.
 func (w *Writer) AppendBits(src []byte, nbits int) {
+	if nbits < 64 && len(src) >= 8 {
+		if nbits > 0 {
+			w.put(binary.LittleEndian.Uint64(src)&(1<<uint(nbits)-1), uint(nbits))
+		}
+		return
+	}
 	for nbits >= 64 {
 		w.WriteBits(binary.LittleEndian.Uint64(src), 64)
 		src = src[8:]
@@ -196,7 +214,7 @@ func (w *Writer) WriteRice(v uint64, k uint) {
 		panic("bitio: WriteRice out of range")
 	}
 	if q := v >> k; q < RiceLimit {
-		w.WriteBits((v&(1<<k-1))<<(q+1)|1<<q, uint(q)+1+k)
+		w.put((v&(1<<k-1))<<(q+1)|1<<q, uint(q)+1+k)
 		return
 	}
 	w.WriteBits(0, RiceLimit)

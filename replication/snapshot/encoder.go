@@ -865,7 +865,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]), &e.pc)
 		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits)})
 	case inB && inS:
-		if e.w.changedAt[slot] <= src && e.w.layoutAt[slot] <= src {
+		if e.w.changedAt[slot] <= src { // (a layout change is a change)
 			return // unchanged since the client's value
 		}
 		i := f.Lookup(slot)
@@ -957,6 +957,9 @@ func (e *Encoder) tally(cd *cand, info *BuildInfo) {
 // valueTick returns the tick of the value a view of tick v (with deferred
 // entries behind) holds for a member slot.
 func valueTick(v uint32, behind []behindEntry, slot uint32) uint32 {
+	if len(behind) == 0 {
+		return v
+	}
 	j := sort.Search(len(behind), func(j int) bool { return behind[j].slot >= slot })
 	if j < len(behind) && behind[j].slot == slot {
 		return behind[j].src
