@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"math"
 	"math/bits"
 	"sort"
 
@@ -49,6 +48,7 @@ type Encoder struct {
 	parts       []part
 	members     Bitset
 	gapBuf      []uint64
+	candGapK    uint // the best gap order for all of e.cands
 
 	// coding is the residual coding of the current tick's records; quad:
 	// its packets extrapolate positions quadratically through a third
@@ -107,10 +107,10 @@ type cacheSlot struct {
 
 type cand struct {
 	slot uint32
-	src  uint32 // baseline tick of the client's value (0 = none)
-	kind uint8  // kindDelta, kindFull, kindRemoval
-	way  uint8  // cache way of the record (in e.cache[slot])
-	pri  float32
+	src  uint32  // baseline tick of the client's value (0 = none)
+	kind uint8   // kindDelta, kindFull, kindRemoval
+	way  uint8   // cache way of the record (in e.cache[slot])
+	pri  float32 // set by selectRecords when not all fit
 	bits int
 	mem  bool // member of the baseline view
 }
@@ -690,10 +690,10 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	}
 	info.Baseline = B
 	e.setupPrediction(c, base, S)
-	e.collect(c, f, e.relevant(opt.Relevant), baseMembers, behind, changed, B, opt.Weights)
+	e.collect(c, f, e.relevant(opt.Relevant), baseMembers, behind, changed, B)
 
 	hdr := e.header(S, B, base, opt)
-	e.selectRecords(total, mtu, &hdr)
+	e.selectRecords(c, opt.Weights, total, mtu, &hdr)
 	e.emit(out, mtu, maxParts, total, &hdr, &info)
 	e.recordView(c, S, B, baseMembers, opt, &info)
 	info.Bytes = out.Bytes()
@@ -781,7 +781,7 @@ func (e *Encoder) relevant(interest Bitset) Bitset {
 // collect gathers the candidates, word by word: changed since the baseline
 // and relevant or held by the client, entering or leaving the client's
 // view, and entries deferred earlier ("behind"). O(words + candidates).
-func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32, ws []float32) {
+func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32) {
 	e.cands = e.cands[:0]
 	words := max(len(rel), len(baseMembers))
 	bi := 0
@@ -802,17 +802,21 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 			if bj < bi && behind[bj].slot == slot {
 				src = behind[bj].src
 			}
-			e.classify(c, f, slot, src, m>>(slot&63)&1 != 0, r>>(slot&63)&1 != 0, ws)
+			e.classify(c, f, slot, src, m>>(slot&63)&1 != 0, r>>(slot&63)&1 != 0)
 		}
 	}
 	// Size estimates use the gap to the previous candidate; packing computes
-	// exact sizes.
+	// exact sizes. The gap order for all of them is found on the way.
+	var gh gapHist
 	prevSlot := int64(-1)
 	for i := range e.cands {
 		cd := &e.cands[i]
-		cd.bits += egLen(uint64(int64(cd.slot)-prevSlot-1), 1)
+		g := uint64(int64(cd.slot) - prevSlot - 1)
+		cd.bits += egLen(g, 1)
+		gh.add(g)
 		prevSlot = int64(cd.slot)
 	}
+	e.candGapK, _ = gh.best()
 }
 
 // header returns the fields every datagram of the tick shares.
@@ -855,15 +859,14 @@ func weight(ws []float32, slot uint32) float32 {
 
 // classify adds slot to the candidates if the client's value differs from
 // the newest frame.
-func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool, ws []float32) {
-	w := weight(ws, slot)
+func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool) {
 	switch {
 	case inB && !inS:
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, pri: float32(math.Inf(1)), bits: 4, mem: true})
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, bits: 4, mem: true})
 	case !inB && inS:
 		i := f.Lookup(slot)
 		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]), &e.pc)
-		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: int(ce.bodyBits)})
+		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), bits: int(ce.bodyBits)})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src { // (a layout change is a change)
 			return // unchanged since the client's value
@@ -887,7 +890,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool,
 		} else if ce.kind == kindDelta {
 			b -= 3
 		}
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), pri: c.acc[slot] + w, bits: b, mem: true})
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), bits: b, mem: true})
 	}
 }
 

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"encoding/binary"
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -11,7 +13,7 @@ func partOverheadBits(h *Header) int { return 8 + h.BitLen() + 7 + 2*egLen(MaxPa
 
 // selectRecords keeps the candidates that fit total bytes (in datagrams of
 // at most mtu bytes), by priority. e.sel lists them in slot order.
-func (e *Encoder) selectRecords(total, mtu int, h *Header) {
+func (e *Encoder) selectRecords(c *Client, ws []float32, total, mtu int, h *Header) {
 	e.sel = e.sel[:0]
 	sum := 0
 	for i := range e.cands {
@@ -23,6 +25,14 @@ func (e *Encoder) selectRecords(total, mtu int, h *Header) {
 	budgetBits := total * 8
 	if sum+(sum/partBits+1)*over <= budgetBits {
 		return
+	}
+	for i := range e.cands {
+		cd := &e.cands[i]
+		if cd.kind == kindRemoval {
+			cd.pri = float32(math.Inf(1))
+		} else {
+			cd.pri = c.acc[cd.slot] + weight(ws, cd.slot)
+		}
 	}
 	e.byPriority()
 	used, n := 0, 0
@@ -175,33 +185,49 @@ func (e *Encoder) byPriority() {
 // bestGapK returns the exp-Golomb order (0..7) that codes gaps in the
 // fewest bits, and that number of bits.
 func bestGapK(gaps []uint64) (uint, int) {
-	// egLen(v, k) = 2·Len(v + 2^k) − k − 1. With m = Len(v) and a the
-	// length of v below its leading run of ones (a = Len(^v mod 2^m)),
-	// Len(v + 2^k) is m for k < a, m + 1 for a ≤ k < m (the carry runs
-	// through the ones), and k + 1 for k ≥ m. So Σ Len(v_i + 2^k) =
-	// Σ m_i + #{a_i ≤ k} + Σ_{m_i ≤ k} (k − m_i): one pass over the gaps
-	// fills small histograms, and every order's total follows from them.
-	var cntA, cntM [8]int
-	sumM := 0
+	var h gapHist
 	for _, g := range gaps {
-		m := bits.Len64(g)
-		a := bits.Len64(^g & (1<<m - 1))
-		sumM += m
-		if a < 8 {
-			cntA[a]++
-		}
-		if m < 8 {
-			cntM[m]++
-		}
+		h.add(g)
 	}
-	N := len(gaps)
+	return h.best()
+}
+
+// gapHist gathers what bestGapK needs of a list of gaps, one at a time.
+//
+// egLen(v, k) = 2·Len(v + 2^k) − k − 1. With m = Len(v) and a the length
+// of v below its leading run of ones (a = Len(^v mod 2^m)), Len(v + 2^k) is
+// m for k < a, m + 1 for a ≤ k < m (the carry runs through the ones), and
+// k + 1 for k ≥ m. So Σ Len(v_i + 2^k) = Σ m_i + #{a_i ≤ k} +
+// Σ_{m_i ≤ k} (k − m_i): one pass over the gaps fills small histograms,
+// and every order's total follows from them.
+type gapHist struct {
+	cntA, cntM [8]int32
+	sumM, n    int
+}
+
+func (h *gapHist) add(g uint64) {
+	m := bits.Len64(g)
+	a := bits.Len64(^g & (1<<m - 1))
+	h.sumM += m
+	h.n++
+	if a < 8 {
+		h.cntA[a]++
+	}
+	if m < 8 {
+		h.cntM[m]++
+	}
+}
+
+// best returns the order that codes the gaps in the fewest bits, and that
+// number of bits.
+func (h *gapHist) best() (uint, int) {
 	bestK, best := uint(0), 0
 	A, CM, SM := 0, 0, 0
 	for k := 0; k < 8; k++ {
-		A += cntA[k]
-		CM += cntM[k]
-		SM += k * cntM[k]
-		n := 2*(sumM+A+k*CM-SM) - (k+1)*N
+		A += int(h.cntA[k])
+		CM += int(h.cntM[k])
+		SM += k * int(h.cntM[k])
+		n := 2*(h.sumM+A+k*CM-SM) - (k+1)*h.n
 		if k == 0 || n < best {
 			bestK, best = uint(k), n
 		}
@@ -214,7 +240,10 @@ func bestGapK(gaps []uint64) (uint, int) {
 // if it fits, which is exactly what packing would have produced; otherwise
 // (and with bit accounting on) the records are packed first.
 func (e *Encoder) emit(out *Packets, mtu, maxParts, total int, h *Header, info *BuildInfo) {
-	k0 := e.gapOrder(e.sel)
+	k0 := e.candGapK // the order for all candidates: right unless some wait
+	if len(e.sel) != len(e.cands) {
+		k0 = e.gapOrder(e.sel)
+	}
 	if e.acct == nil {
 		e.parts = append(e.parts[:0], part{from: 0, to: len(e.sel), k: uint8(k0)})
 		hp := *h
@@ -270,27 +299,35 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 	for _, i := range e.sel[pt.from:pt.to] {
 		cd := &e.cands[i]
 		b0, maskSent := w.BitLen(), false
-		w.WriteExpGolomb(uint64(int64(cd.slot)-prev-1), uint(pt.k))
+		// The gap code, the kind and mask prefix and (when they fit) the
+		// body go out as one field.
+		v, n := egCode(uint64(int64(cd.slot)-prev-1), uint(pt.k))
 		prev = int64(cd.slot)
+		var ce *cacheEntry
 		switch cd.kind {
 		case kindRemoval:
-			w.WriteBits(0b0000, 4)
+			n += 4 // 0000
 		case kindFull:
 			if cd.mem {
-				w.WriteBits(0b1000, 4)
+				v |= 0b1000 << n
+				n += 4
 			}
-			ce := e.entry(cd)
-			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
+			ce = e.entry(cd)
 		default:
-			ce := e.entry(cd)
+			ce = e.entry(cd)
 			switch {
 			case ce.maskPred:
-				w.WriteBits(0b1, 1)
+				v |= 1 << n
+				n++
 			case run.repeats(ce.mask, int(ce.maskBits)):
-				w.WriteBits(0b10, 2)
+				v |= 0b10 << n
+				n += 2
 			default:
-				w.WriteBits(0b100, 3)
+				v |= 0b100 << n
+				n += 3
 				maskSent = true
+				w.WriteBits(v, n)
+				v, n = 0, 0
 				if ce.maskBits <= 64 {
 					w.WriteBits(ce.mask, uint(ce.maskBits))
 				} else {
@@ -298,6 +335,15 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 				}
 				run.note(ce.mask, int(ce.maskBits))
 			}
+		}
+		switch {
+		case ce == nil:
+			w.WriteBits(v, n)
+		case n+uint(ce.bodyBits) < 64 && int(ce.bodyOff)+8 <= len(arena):
+			body := binary.LittleEndian.Uint64(arena[ce.bodyOff:]) & (1<<ce.bodyBits - 1)
+			w.WriteBits(v|body<<n, n+uint(ce.bodyBits))
+		default:
+			w.WriteBits(v, n)
 			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
 		}
 		if e.acct != nil {
