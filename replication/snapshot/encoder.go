@@ -81,12 +81,7 @@ type Encoder struct {
 
 type cacheEntry struct {
 	tick     uint32 // frame tick the entry is valid for
-	src      uint32 // baseline tick of the record (0 = full)
-	pb, pb2  uint32 // prediction views (baseline, its baseline); 0 = off
-	src2     uint32 // value tick of the entity in view pb2 (0 = none)
-	pb3      uint32 // quadratic extrapolation's third view (0 = linear)
-	src3     uint32 // value tick of the entity in view pb3 (0 = none)
-	owner    bool
+	key      recKey
 	usePred  bool     // the body's residuals are against the extrapolation
 	maskPred bool     // (with usePred) the field masks are the predicted ones: sent as one bit
 	saved    int32    // bits that prediction saved against the plain residuals (< 0: cost)
@@ -152,8 +147,14 @@ func (e *Encoder) begin() {
 	}
 }
 
-func (e *Encoder) ownerView(c *Client, m Meta) bool {
-	return c.ID != 0 && m.Owner == c.ID && m.Set&e.ownerComps != 0
+// ownerView reports whether c sees slot (in frame f) with its owner-only
+// fields.
+func (e *Encoder) ownerView(c *Client, f *Frame, slot uint32) bool {
+	if c.ID == 0 || e.ownerComps == 0 {
+		return false
+	}
+	m := f.Metas[f.Lookup(slot)]
+	return m.Owner == c.ID && m.Set&e.ownerComps != 0
 }
 
 // entry returns the cache entry of a candidate. Candidates hold a way index,
@@ -168,68 +169,131 @@ func (e *Encoder) wayOf(slot uint32, ce *cacheEntry) uint8 {
 }
 
 // predCtx is a packet's prediction context: the baseline view B and its
-// own baseline B2 (both held by the client), and for the current record the
-// tick whose value the client's view B2 holds for the entity (src2, 0 =
-// not in B2). With on, a delta record of an entity that view B2 holds with
+// own baseline B2 (both held by the client); [predCtx.key] finds the tick
+// whose value the client's view B2 holds for an entity. With on, a delta record of an entity that view B2 holds with
 // the same Meta is coded against the linear extrapolation through B2 and B;
 // other delta records against B alone (the receiver tells them apart by its
 // view B2).
 type predCtx struct {
 	on      bool
 	B, B2   uint32
-	src2    uint32
 	members Bitset
 	behind  []behindEntry
 	// B3 (0 = none) is the view as far before B2 as B2 is before B, when
 	// the client acked it: positions may be extrapolated quadratically
-	// through B3, B2 and B (quad); src3 is the entity's value tick there.
+	// through B3, B2 and B (quad).
 	B3       uint32
 	quad     bool
-	src3     uint32
 	members3 Bitset
 	behind3  []behindEntry
+	// simple: neither view has deferred entries; keys: see setKeys.
+	simple bool
+	keys   [3]recKey
 }
 
-// record returns the cached record of slot (entry i of frame f) for a
-// client whose value is from baseline tick src (0 = none: full record).
-func (e *Encoder) record(f *Frame, i int, src uint32, owner bool, pc *predCtx) *cacheEntry {
-	slot := f.Slots[i]
-	var pb, pb2, src2, pb3, src3 uint32
-	if pc.on && src != 0 {
-		pb, pb2, src2 = pc.B, pc.B2, pc.src2
-		if pc.quad {
-			pb3, src3 = pc.B3, pc.src3
+// recKey is what a cached record's bytes depend on besides the entity's
+// current value: the client's value tick and view of the entity.
+type recKey struct {
+	src     uint32 // baseline tick of the client's value (0 = none: full record)
+	pb, pb2 uint32 // prediction views (baseline, its baseline); 0 = off
+	src2    uint32 // value tick of the entity in view pb2 (0 = none)
+	pb3     uint32 // third view (0 = none): extrapolated through with quad, else measured
+	src3    uint32 // value tick of the entity in view pb3 (0 = none)
+	quad    bool
+	owner   bool
+}
+
+// key returns the record key of slot for a client whose value is from
+// baseline tick src, with the packet's prediction context pc.
+func (pc *predCtx) key(slot, src uint32, owner bool) recKey {
+	if src == pc.B && !owner && pc.simple {
+		// The common case, one of three keys setupPrediction made.
+		if !pc.members.Has(slot) {
+			return pc.keys[0]
 		}
+		if pc.B3 == 0 || !pc.members3.Has(slot) {
+			return pc.keys[1]
+		}
+		return pc.keys[2]
 	}
+	return pc.slowKey(slot, src, owner)
+}
+
+func (pc *predCtx) slowKey(slot, src uint32, owner bool) recKey {
+	k := recKey{src: src, owner: owner}
+	if src == 0 || !pc.on {
+		return k
+	}
+	k.pb, k.pb2 = pc.B, pc.B2
+	if !pc.members.Has(slot) {
+		return k // not in view B2: coded against B alone
+	}
+	k.src2 = valueTick(pc.B2, pc.behind, slot)
+	if pc.B3 != 0 && pc.members3.Has(slot) {
+		k.pb3, k.quad = pc.B3, pc.quad
+		k.src3 = valueTick(pc.B3, pc.behind3, slot)
+	}
+	return k
+}
+
+// setKeys fills pc.keys for entities whose value is the baseline's, seen
+// without owner-only fields, when no view has deferred entries.
+func (pc *predCtx) setKeys(B uint32) {
+	pc.B = B
+	pc.simple = len(pc.behind) == 0 && len(pc.behind3) == 0
+	pc.keys[0] = recKey{src: B}
+	if pc.on {
+		pc.keys[0].pb, pc.keys[0].pb2 = pc.B, pc.B2
+	}
+	pc.keys[1] = pc.keys[0]
+	if pc.on {
+		pc.keys[1].src2 = pc.B2
+	}
+	pc.keys[2] = pc.keys[1]
+	if pc.on && pc.B3 != 0 {
+		pc.keys[2].pb3, pc.keys[2].quad, pc.keys[2].src3 = pc.B3, pc.quad, pc.B3
+	}
+}
+
+// record returns the cached record of slot (entry i of frame f, −1 to look
+// it up) for key k.
+func (e *Encoder) record(f *Frame, slot uint32, i int, k recKey) *cacheEntry {
 	cs := &e.cache[slot]
-	for k := range cs.e {
-		ce := &cs.e[k]
-		if ce.tick == f.Tick && ce.src == src && ce.owner == owner && ce.pb == pb && ce.pb2 == pb2 && ce.src2 == src2 && ce.pb3 == pb3 && ce.src3 == src3 {
-			e.CacheHits++
-			return ce
-		}
+	if ce := &cs.e[0]; ce.tick == f.Tick && ce.key == k {
+		e.CacheHits++
+		return ce
 	}
+	if ce := &cs.e[1]; ce.tick == f.Tick && ce.key == k {
+		e.CacheHits++
+		return ce
+	}
+	return e.encode(f, slot, i, k)
+}
+
+// encode encodes the record of slot for key k into a cache entry.
+func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey) *cacheEntry {
+	cs := &e.cache[slot]
 	e.CacheMisses++
 	ce := &cs.e[cs.next]
 	cs.next ^= 1
 	if ce.sends != 0 {
 		e.shard.countN(&ce.stats, ce.sends)
 	}
-	*ce = cacheEntry{tick: f.Tick, src: src, owner: owner, pb: pb, pb2: pb2, src2: src2, pb3: pb3, src3: src3}
+	*ce = cacheEntry{tick: f.Tick, key: k}
+	if i < 0 {
+		i = f.Lookup(slot)
+	}
 	m := f.Metas[i]
 	cur := f.EntityLanes(i)
-	if src != 0 {
+	owner := k.owner
+	if src := k.src; src != 0 {
 		bf := e.w.Frame(src)
 		bi := -1
 		if bf != nil {
 			bi = bf.Lookup(slot)
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
-			var s3 uint32 // the third view's value tick: for quad, or to measure it
-			if pb != 0 && pc.B3 != 0 {
-				s3 = pc.src3
-			}
-			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, pb, pb2, src2, s3, pb3 != 0, f.Tick, slot) {
+			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, k.pb, k.pb2, k.src2, k.src3, k.quad, f.Tick, slot) {
 				return ce
 			}
 		}
@@ -690,6 +754,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	}
 	info.Baseline = B
 	e.setupPrediction(c, base, S)
+	e.pc.setKeys(B)
 	e.collect(c, f, e.relevant(opt.Relevant), baseMembers, behind, changed, B)
 
 	hdr := e.header(S, B, base, opt)
@@ -864,26 +929,17 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool)
 	case inB && !inS:
 		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, bits: 4, mem: true})
 	case !inB && inS:
-		i := f.Lookup(slot)
-		ce := e.record(f, i, 0, e.ownerView(c, f.Metas[i]), &e.pc)
+		ce := e.record(f, slot, -1, recKey{owner: e.ownerView(c, f, slot)})
 		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), bits: int(ce.bodyBits)})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src { // (a layout change is a change)
 			return // unchanged since the client's value
 		}
-		i := f.Lookup(slot)
 		s := src
 		if e.w.layoutAt[slot] > src {
 			s = 0 // new incarnation or layout: full
 		}
-		e.pc.src2, e.pc.src3 = 0, 0
-		if s != 0 && e.pc.on && e.pc.members.Has(slot) {
-			e.pc.src2 = valueTick(e.pc.B2, e.pc.behind, slot)
-			if e.pc.B3 != 0 && e.pc.members3.Has(slot) {
-				e.pc.src3 = valueTick(e.pc.B3, e.pc.behind3, slot)
-			}
-		}
-		ce := e.record(f, i, s, e.ownerView(c, f.Metas[i]), &e.pc)
+		ce := e.record(f, slot, -1, e.pc.key(slot, s, e.ownerView(c, f, slot)))
 		b := int(ce.bodyBits) + 4
 		if ce.kind == kindDelta && !ce.maskPred {
 			b += int(ce.maskBits) - 1
