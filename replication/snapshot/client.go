@@ -81,7 +81,8 @@ type view struct {
 	members     Bitset
 	behind      []behindEntry // sorted by slot
 	// parts is how many datagrams the tick was sent in, recs which records
-	// each carried (slot order): what an ack naming only some parts undoes.
+	// each carried (slot order; only with more than one part): what an ack
+	// naming only some parts undoes.
 	parts int
 	recs  []sentRec
 }
@@ -168,10 +169,17 @@ func (c *Client) ackOne(t uint32, a *Ack) {
 	if !v.used || v.tick != t || v.acked {
 		return
 	}
+	held, all := a.Holds(t)
+	sent := uint64(1)<<v.parts - 1
+	partial := !all && held&sent != sent
+	if partial && v.parts <= 1 {
+		// The tick's only datagram did not arrive (an honest client
+		// does not ack that): the view is not one the client holds.
+		return
+	}
 	v.acked = true
 	c.Acked++
-	held, all := a.Holds(t)
-	if sent := uint64(1)<<v.parts - 1; !all && held&sent != sent {
+	if partial {
 		c.AckedPartial++
 		c.undo(v, held)
 	}

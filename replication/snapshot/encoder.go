@@ -966,6 +966,7 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 	nv.behind = nv.behind[:0]
 	nv.recs = nv.recs[:0]
 	si, pi := 0, 0
+	multi := len(e.parts) > 1 // (a one-datagram tick is acked whole or not at all)
 	for i := range e.cands {
 		cd := &e.cands[i]
 		if si < len(e.sel) && e.sel[si] == i {
@@ -975,7 +976,9 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 			si++
 			e.tally(cd, info)
 			c.acc[cd.slot] = 0
-			nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
+			if multi {
+				nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
+			}
 			if cd.kind == kindRemoval {
 				nv.members.Clear(cd.slot)
 			} else {

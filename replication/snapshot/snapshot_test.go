@@ -298,3 +298,40 @@ func TestBestGapKMatchesExhaustive(t *testing.T) {
 		require.Equal(t, bestK, k, "gaps %v", gaps[:min(len(gaps), 10)])
 	}
 }
+
+// An ack that names a one-datagram tick but holds none of its parts (an
+// honest client never sends one) leaves the view unusable as a baseline;
+// an ack holding a two-datagram tick's first part makes the view exactly
+// that part's records.
+func TestAckPartsOfTick(t *testing.T) {
+	s := newBenchScene(40)
+	enc := NewEncoder(s.w)
+	c := NewClient(0, 0)
+	var pk Packets
+	s.step(0)
+	enc.Build(c, BuildOptions{}, &pk)
+	require.Equal(t, 1, pk.Len())
+	c.Ack(Ack{Newest: s.tick, Partial: 1, PartCount: [AckWindow]uint8{1}})
+	require.Zero(t, c.Acked, "a one-part tick acked without its part")
+
+	s.step(0)
+	info := enc.Build(c, BuildOptions{Budget: 400}, &pk)
+	require.Equal(t, uint32(0), info.Baseline, "the unusable view is no baseline")
+	require.Greater(t, pk.Len(), 1)
+	c.Ack(Ack{Newest: s.tick, Partial: 1, Parts: [AckWindow]uint64{1}, PartCount: [AckWindow]uint8{uint8(pk.Len())}})
+	require.EqualValues(t, 1, c.Acked)
+	require.EqualValues(t, 1, c.AckedPartial)
+	rcv := NewReceiver(s.reg, 0, 0)
+	_, err := rcv.Decode(pk.At(0))
+	require.NoError(t, err)
+
+	// The next tick is built on the partial view: decoded on top of the
+	// first part alone, it gives the full frame.
+	f := s.step(1)
+	enc.Build(c, BuildOptions{}, &pk)
+	for i := range pk.Len() {
+		_, err := rcv.Decode(pk.At(i))
+		require.NoError(t, err)
+	}
+	requireSameView(t, f, rcv.View(f.Tick))
+}
