@@ -380,7 +380,7 @@ func (s *Server) Receive() {
 	}
 	// Acks are parsed and taken in parallel; the input sections go to the
 	// user's hook afterwards, in client order, on this goroutine.
-	s.eachPeer(s.active, func(_ *worker, p *peer) { s.drain(p, now) })
+	s.eachPeer(s.active, func(_ *worker, p *peer) { s.drain(p, now) }, nil)
 	for _, c := range s.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())

@@ -51,19 +51,23 @@ func (s *Server) buildPeers(peers []*peer, now time.Time) {
 			return cmp.Compare(a.id, b.id)
 		})
 	}
-	s.eachPeer(peers, func(w *worker, p *peer) { p.tick(s, w, now) })
+	s.eachPeer(peers, func(w *worker, p *peer) { p.tick(s, w, now) }, func(w *worker) { w.enc.EndTick() })
 }
 
 // eachPeer runs fn for every peer, spread over the workers: worker i takes
 // the peers of the i-th contiguous share of the list one by one, then helps
 // with the others' shares, each on a goroutine of its own (the first on the
-// caller's). fn must only touch the peer, the worker and state that is
-// read-only for the duration.
-func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer)) {
+// caller's); then each runs done (if set) on its own worker. fn and done
+// must only touch the peer, the worker and state that is read-only for the
+// duration.
+func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(w *worker)) {
 	n := min(len(s.workers), len(peers))
 	if n <= 1 {
 		for _, p := range peers {
 			fn(s.workers[0], p)
+		}
+		if done != nil {
+			done(s.workers[0])
 		}
 		return
 	}
@@ -81,6 +85,9 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer)) {
 				}
 				fn(w, peers[j])
 			}
+		}
+		if done != nil {
+			done(w)
 		}
 	}
 	var wg sync.WaitGroup

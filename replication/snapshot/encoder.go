@@ -122,6 +122,12 @@ func NewEncoder(w *World) *Encoder {
 	return e
 }
 
+// EndTick counts the residuals of the records e sent this tick for the
+// World's choice of the next ticks' coding, while they are still in this
+// goroutine's cache; the World's Commit does it otherwise. Call it after the
+// tick's last Build on e (not concurrently with it).
+func (e *Encoder) EndTick() { e.shard.flush() }
+
 // World returns the encoder's world.
 func (e *Encoder) World() *World { return e.w }
 
