@@ -65,6 +65,7 @@ type interestGrid struct {
 	width, depth int32
 	cellStart    []int32  // per cell: first index into cellSlots (len cells+1)
 	cellSlots    []uint32 // slots, grouped by cell
+	cellOdd      []bool   // per cell: holds an entity whose x or z is not finite
 	cellOf       []int32  // per slot: its cell (−1: none)
 	pos          []components.Vec3
 	global       snapshot.Bitset // alive without Transform
@@ -189,6 +190,8 @@ func (g *interestGrid) rebuild(s *Server) {
 	g.cellStart = slices.Grow(g.cellStart[:0], cells+1)[:cells+1]
 	clear(g.cellStart)
 	// Pass 2: count per cell, then place (a counting sort).
+	g.cellOdd = slices.Grow(g.cellOdd[:0], cells)[:cells]
+	clear(g.cellOdd)
 	total := 0
 	for slot, c := range g.cellOf {
 		if c < 0 {
@@ -198,6 +201,9 @@ func (g *interestGrid) rebuild(s *Server) {
 		g.cellOf[slot] = c
 		g.cellStart[c+1]++
 		total++
+		if p := g.pos[slot]; !finite(p.X) || !finite(p.Z) {
+			g.cellOdd[c] = true
+		}
 	}
 	for i := 1; i <= cells; i++ {
 		g.cellStart[i] += g.cellStart[i-1]
@@ -225,6 +231,44 @@ func (g *interestGrid) effective(s *Server, c *peer) {
 		c.relevant[i] &= s.alive.Word(i) &^ g.fresh.Word(i)
 	}
 }
+
+// Where a grid cell lies from a focus (cellRange).
+const (
+	cellSome = iota // some entities may be in range: check each
+	cellOut         // every entity is beyond the leave radius
+	cellIn          // every entity is within the enter radius
+)
+
+// cellRange classifies grid cell (x, z) (grid-relative) against the enter
+// and leave radii (squared) around focus, for entities the rebuild put
+// there with their current positions: conservatively (a margin covers the
+// rounding of the cell coordinate), so that the answer is what checking
+// each entity would give. Edge cells (which hold the entities beyond the
+// grid) and cells with non-finite positions are always cellSome.
+func (g *interestGrid) cellRange(x, z int32, focus components.Vec3, enter2, leave2 float64) int {
+	if x == 0 || z == 0 || x == g.width-1 || z == g.depth-1 || g.cellOdd[z*g.width+x] {
+		return cellSome
+	}
+	cx, cz := float64(x+g.minX), float64(z+g.minZ)
+	mx := (math.Abs(cx)+1)*g.cell*1e-12 + 1e-9
+	mz := (math.Abs(cz)+1)*g.cell*1e-12 + 1e-9
+	x0, x1 := cx*g.cell-mx, (cx+1)*g.cell+mx
+	z0, z1 := cz*g.cell-mz, (cz+1)*g.cell+mz
+	near := func(f, lo, hi float64) float64 { return max(0, lo-f, f-hi) }
+	far := func(f, lo, hi float64) float64 { return max(math.Abs(f-lo), math.Abs(f-hi)) }
+	nx, nz := near(focus.X, x0, x1), near(focus.Z, z0, z1)
+	if nx*nx+nz*nz > leave2*(1+1e-9) {
+		return cellOut
+	}
+	fx, fz := far(focus.X, x0, x1), far(focus.Z, z0, z1)
+	if fx*fx+fz*fz < enter2*(1-1e-9) {
+		return cellIn
+	}
+	return cellSome
+}
+
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float64) bool { return v-v == 0 }
 
 // relevantFor computes c.relevant for this tick.
 func (g *interestGrid) relevantFor(s *Server, c *peer) {
@@ -269,7 +313,19 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 			row := z * g.width
 			for x := x0; x <= x1; x++ {
 				c := row + x
-				for _, slot := range g.cellSlots[g.cellStart[c]:g.cellStart[c+1]] {
+				slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
+				switch g.cellRange(x, z, focus, enter2, leave2) {
+				case cellOut:
+					continue
+				case cellIn:
+					for _, slot := range slots {
+						if accept(slot) {
+							next.Set(slot)
+						}
+					}
+					continue
+				}
+				for _, slot := range slots {
 					p := g.pos[slot]
 					dx, dz := p.X-focus.X, p.Z-focus.Z
 					d2 := dx*dx + dz*dz

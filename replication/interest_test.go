@@ -1,6 +1,9 @@
 package replication
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/archenet/archenet/components"
@@ -133,4 +136,57 @@ func TestInterestBeyondTheGrid(t *testing.T) {
 	is.at("far-neighbour", 1e7+50, 0, 0, false)
 	got := is.relevant(newPeer(1, nil, &is.s.cfg))
 	require.Equal(t, map[string]bool{"me": true, "neighbour": true}, got)
+}
+
+// The grid's whole-cell shortcuts give exactly what checking every entity
+// gives: random entities (many on cell borders and radius edges, a few at
+// NaN), random foci and previous relevance, several cell sizes.
+func TestInterestCellsMatchBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, cell := range []float64{0, 7, 25, 60} {
+		const r = 50.0
+		is := newInterestServer(t, Interest{Radius: r, CellSize: cell})
+		pos := map[string]components.Vec3{}
+		for i := range 600 {
+			x, z := rng.Float64()*600-300, rng.Float64()*600-300
+			switch i % 10 {
+			case 0: // on a cell border
+				x = math.Round(x/25) * 25
+			case 1:
+				z = math.Round(z/7) * 7
+			}
+			name := fmt.Sprint("e", i)
+			if i%97 == 0 { // (infinities would stretch the grid: TestInterestBeyondTheGrid)
+				x = math.NaN()
+			}
+			is.at(name, x, z, 0, false)
+			pos[name] = components.Vec3{X: x, Z: z}
+		}
+		for round := range 40 {
+			focus := components.Vec3{X: rng.Float64()*500 - 250, Z: rng.Float64()*500 - 250}
+			if round%5 == 0 { // exactly a radius from an entity
+				p := pos[fmt.Sprint("e", rng.IntN(600))]
+				focus = components.Vec3{X: p.X + r, Z: p.Z}
+			}
+			is.s.interest.cfg.Focus = func(ClientID) (components.Vec3, bool) { return focus, true }
+			p := newPeer(1, nil, &is.s.cfg)
+			before := map[string]bool{}
+			for name := range pos {
+				if rng.IntN(2) == 0 {
+					before[name] = true
+					p.relevant.Set(is.slots[name])
+				}
+			}
+			want := map[string]bool{}
+			leave := is.s.interest.leave
+			for name, q := range pos {
+				dx, dz := q.X-focus.X, q.Z-focus.Z
+				d2 := dx*dx + dz*dz
+				if d2 <= r*r || (d2 <= leave*leave && before[name]) {
+					want[name] = true
+				}
+			}
+			require.Equal(t, want, is.relevant(p), "cell %v, round %d", cell, round)
+		}
+	}
 }
