@@ -232,39 +232,10 @@ func (g *interestGrid) effective(s *Server, c *peer) {
 	}
 }
 
-// Where a grid cell lies from a focus (cellRange).
-const (
-	cellSome = iota // some entities may be in range: check each
-	cellOut         // every entity is beyond the leave radius
-	cellIn          // every entity is within the enter radius
-)
-
-// cellRange classifies grid cell (x, z) (grid-relative) against the enter
-// and leave radii (squared) around focus, for entities the rebuild put
-// there with their current positions: conservatively (a margin covers the
-// rounding of the cell coordinate), so that the answer is what checking
-// each entity would give. Edge cells (which hold the entities beyond the
-// grid) and cells with non-finite positions are always cellSome.
-func (g *interestGrid) cellRange(x, z int32, focus components.Vec3, enter2, leave2 float64) int {
-	if x == 0 || z == 0 || x == g.width-1 || z == g.depth-1 || g.cellOdd[z*g.width+x] {
-		return cellSome
-	}
-	cx, cz := float64(x+g.minX), float64(z+g.minZ)
-	mx := (math.Abs(cx)+1)*g.cell*1e-12 + 1e-9
-	mz := (math.Abs(cz)+1)*g.cell*1e-12 + 1e-9
-	x0, x1 := cx*g.cell-mx, (cx+1)*g.cell+mx
-	z0, z1 := cz*g.cell-mz, (cz+1)*g.cell+mz
-	near := func(f, lo, hi float64) float64 { return max(0, lo-f, f-hi) }
-	far := func(f, lo, hi float64) float64 { return max(math.Abs(f-lo), math.Abs(f-hi)) }
-	nx, nz := near(focus.X, x0, x1), near(focus.Z, z0, z1)
-	if nx*nx+nz*nz > leave2*(1+1e-9) {
-		return cellOut
-	}
-	fx, fz := far(focus.X, x0, x1), far(focus.Z, z0, z1)
-	if fx*fx+fz*fz < enter2*(1-1e-9) {
-		return cellIn
-	}
-	return cellSome
+// relX returns the grid column of cell coordinate cx, clamped to one
+// column beyond either edge.
+func (g *interestGrid) relX(cx int32) int32 {
+	return int32(min(max(int64(cx)-int64(g.minX), -1), int64(g.width)))
 }
 
 // finite reports whether v is neither NaN nor infinite.
@@ -300,24 +271,54 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 	if ok {
 		c.focusX = focus.X
 	}
-	if ok && g.width > 0 {
+	if ok && g.width > 0 && finite(focus.X) && finite(focus.Z) {
+		// (a focus at NaN or infinity is near nothing)
 		enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
 		// The grid cells the leave radius touches (cells past the grid's
 		// edges are its edge cells, which hold the entities beyond).
-		clampTo := func(v, hi int32) int32 { return min(max(v, 0), hi) }
-		x0 := clampTo(g.cellCoord(focus.X-g.leave)-g.minX, g.width-1)
-		x1 := clampTo(g.cellCoord(focus.X+g.leave)-g.minX, g.width-1)
-		z0 := clampTo(g.cellCoord(focus.Z-g.leave)-g.minZ, g.depth-1)
-		z1 := clampTo(g.cellCoord(focus.Z+g.leave)-g.minZ, g.depth-1)
-		for z := z0; z <= z1; z++ {
+		x0 := min(max(g.relX(g.cellCoord(focus.X-g.leave)), 0), g.width-1)
+		x1 := min(max(g.relX(g.cellCoord(focus.X+g.leave)), 0), g.width-1)
+		z0 := min(max(int64(g.cellCoord(focus.Z-g.leave))-int64(g.minZ), 0), int64(g.depth-1))
+		z1 := min(max(int64(g.cellCoord(focus.Z+g.leave))-int64(g.minZ), 0), int64(g.depth-1))
+		for z := int32(z0); z <= int32(z1); z++ {
+			// Within the row, cells wholly beyond the leave circle are
+			// skipped and cells wholly inside the enter circle taken
+			// whole (eps covers the rounding of positions to cells);
+			// edge rows and columns and cells holding non-finite
+			// positions are checked entity by entity.
+			xa, xb := x0, x1
+			ia, ib := int32(1), int32(0)
+			if z != 0 && z != g.depth-1 {
+				cz := float64(z + g.minZ)
+				lo, hi := cz*g.cell, (cz+1)*g.cell
+				eps := 1e-9 * (math.Abs(focus.X) + math.Abs(focus.Z) + g.leave + g.cell)
+				near := max(0, lo-focus.Z-eps, focus.Z-hi-eps)
+				far := max(math.Abs(focus.Z-lo), math.Abs(focus.Z-hi)) + eps
+				rest := leave2 - near*near
+				if rest < 0 {
+					continue
+				}
+				h := math.Sqrt(rest) + eps
+				xa, xb = max(x0, g.relX(g.cellCoord(focus.X-h))), min(x1, g.relX(g.cellCoord(focus.X+h)))
+				if in := enter2 - far*far; in > 0 {
+					h := math.Sqrt(in) - eps
+					ia, ib = g.relX(g.cellCoord(focus.X-h))+1, g.relX(g.cellCoord(focus.X+h))-1
+				}
+			}
 			row := z * g.width
 			for x := x0; x <= x1; x++ {
+				edge := x == 0 || x == g.width-1
+				if !edge && x < xa {
+					x = xa - 1 // (the loop steps to xa)
+					continue
+				}
+				if !edge && x > xb {
+					x = max(x, x1-1) // straight to the edge column, if any
+					continue
+				}
 				c := row + x
 				slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
-				switch g.cellRange(x, z, focus, enter2, leave2) {
-				case cellOut:
-					continue
-				case cellIn:
+				if !edge && x >= ia && x <= ib && !g.cellOdd[c] {
 					for _, slot := range slots {
 						if accept(slot) {
 							next.Set(slot)

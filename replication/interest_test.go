@@ -139,8 +139,8 @@ func TestInterestBeyondTheGrid(t *testing.T) {
 }
 
 // The grid's whole-cell shortcuts give exactly what checking every entity
-// gives: random entities (many on cell borders and radius edges, a few at
-// NaN), random foci and previous relevance, several cell sizes.
+// gives: random entities (many on cell borders, some right at either
+// radius, a few at NaN), random foci and previous relevance, several cell sizes.
 func TestInterestCellsMatchBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, cell := range []float64{0, 7, 25, 60} {
@@ -167,6 +167,15 @@ func TestInterestCellsMatchBruteForce(t *testing.T) {
 			if round%5 == 0 { // exactly a radius from an entity
 				p := pos[fmt.Sprint("e", rng.IntN(600))]
 				focus = components.Vec3{X: p.X + r, Z: p.Z}
+			}
+			// Entities right at either radius, all around the focus.
+			for k := range 24 {
+				d := []float64{r, is.s.interest.leave}[k%2] * (1 + float64(k%3-1)*1e-12)
+				a := rng.Float64() * 2 * math.Pi
+				name := fmt.Sprint("r", round, "-", k)
+				q := components.Vec3{X: focus.X + d*math.Cos(a), Z: focus.Z + d*math.Sin(a)}
+				is.at(name, q.X, q.Z, 0, false)
+				pos[name] = q
 			}
 			is.s.interest.cfg.Focus = func(ClientID) (components.Vec3, bool) { return focus, true }
 			p := newPeer(1, nil, &is.s.cfg)
