@@ -15,6 +15,10 @@ type Client struct {
 
 	undoBuf, mergeBuf []behindEntry
 
+	// bestAck is the newest tick whose view was acked (0 = none): the
+	// baseline, while its view and frame are kept.
+	bestAck uint32
+
 	// cover is what Acks have named so far, bit i being tick coverNewest−i.
 	cover       uint64
 	coverNewest uint32
@@ -179,6 +183,9 @@ func (c *Client) ackOne(t uint32, a *Ack) {
 	}
 	v.acked = true
 	c.Acked++
+	if c.bestAck == 0 || int32(t-c.bestAck) > 0 {
+		c.bestAck = t
+	}
 	if partial {
 		c.AckedPartial++
 		c.undo(v, held)
@@ -226,6 +233,6 @@ func (c *Client) Reset() {
 		c.views[i].acked = false
 	}
 	clear(c.acc)
-	c.NewestAck = 0
+	c.NewestAck, c.bestAck = 0, 0
 	c.cover, c.coverNewest = 0, 0
 }

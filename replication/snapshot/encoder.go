@@ -781,11 +781,16 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 // and the slots changed since it; nil if there is none.
 func (e *Encoder) pickBaseline(c *Client, S uint32) (*view, Bitset) {
 	var base *view
-	for i := range c.views {
-		v := &c.views[i]
-		if v.used && v.acked && v.tick != S && int32(S-v.tick) > 0 && e.w.Frame(v.tick) != nil {
-			if base == nil || int32(v.tick-base.tick) > 0 {
-				base = v
+	// The newest acked view, unless it is gone (then the newest left).
+	if v := &c.views[c.bestAck%uint32(len(c.views))]; c.bestAck != 0 && v.used && v.acked && v.tick == c.bestAck && int32(S-v.tick) > 0 && e.w.Frame(v.tick) != nil {
+		base = v
+	} else {
+		for i := range c.views {
+			v := &c.views[i]
+			if v.used && v.acked && v.tick != S && int32(S-v.tick) > 0 && e.w.Frame(v.tick) != nil {
+				if base == nil || int32(v.tick-base.tick) > 0 {
+					base = v
+				}
 			}
 		}
 	}
@@ -855,17 +860,30 @@ func (e *Encoder) relevant(interest Bitset) Bitset {
 func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32) {
 	e.cands = e.cands[:0]
 	words := max(len(rel), len(baseMembers))
+	ownerPossible := c.ID != 0 && e.ownerComps != 0
 	bi := 0
 	for wi := 0; wi < words || bi < len(behind); wi++ {
 		r, m := rel.word(wi), baseMembers.word(wi)
 		cw := changed.word(wi)&(r|m) | (r ^ m)
+		// fast: changed since the baseline, held and relevant, not
+		// deferred: the common delta, whose key setupPrediction made.
+		fast := changed.word(wi) & r & m
+		if !e.pc.simple {
+			fast = 0
+		}
 		bj := bi
 		for bi < len(behind) && int(behind[bi].slot>>6) == wi {
 			cw |= 1 << (behind[bi].slot & 63)
+			fast &^= 1 << (behind[bi].slot & 63)
 			bi++
 		}
 		for ; cw != 0; cw &= cw - 1 {
-			slot := uint32(wi<<6 | bits.TrailingZeros64(cw))
+			bit := bits.TrailingZeros64(cw)
+			slot := uint32(wi<<6 | bit)
+			if fast>>bit&1 != 0 && e.w.layoutAt[slot] <= B && (!ownerPossible || !e.ownerView(c, f, slot)) {
+				e.deltaCand(f, slot, B)
+				continue
+			}
 			src := B
 			for bj < bi && behind[bj].slot < slot {
 				bj++
@@ -888,6 +906,41 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 		prevSlot = int64(cd.slot)
 	}
 	e.candGapK, _ = gh.best()
+}
+
+// deltaCand adds the candidate of a slot the client holds at the
+// baseline's value B, changed since with the same layout, seen without
+// owner-only fields, when no view has deferred entries: classify's common
+// case without its searches.
+func (e *Encoder) deltaCand(f *Frame, slot, B uint32) {
+	k := &e.pc.keys[0]
+	if e.pc.members.Has(slot) {
+		k = &e.pc.keys[1]
+		if e.pc.B3 != 0 && e.pc.members3.Has(slot) {
+			k = &e.pc.keys[2]
+		}
+	}
+	cs := &e.cache[slot]
+	var ce *cacheEntry
+	var way uint8
+	switch {
+	case cs.e[0].tick == f.Tick && cs.e[0].key == *k:
+		ce = &cs.e[0]
+		e.CacheHits++
+	case cs.e[1].tick == f.Tick && cs.e[1].key == *k:
+		ce, way = &cs.e[1], 1
+		e.CacheHits++
+	default:
+		ce = e.encode(f, slot, -1, *k)
+		way = e.wayOf(slot, ce)
+	}
+	b := int(ce.bodyBits) + 4
+	if ce.kind == kindDelta && !ce.maskPred {
+		b += int(ce.maskBits) - 1
+	} else if ce.kind == kindDelta {
+		b -= 3
+	}
+	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, way: way, bits: b, mem: true})
 }
 
 // header returns the fields every datagram of the tick shares.
