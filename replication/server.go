@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"reflect"
 	"time"
-	"unsafe"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
@@ -49,7 +48,6 @@ type Server struct {
 	order    []arche.Entity // touched entities in event order (deterministic)
 	relayout []uint32       // slots whose gen or set changed this tick
 	weights  []float32
-	ptrs     []unsafe.Pointer
 	alive    snapshot.Bitset
 
 	clients  []*peer // index = ClientID

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"math/bits"
+	"unsafe"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/snapshot"
@@ -175,16 +176,20 @@ func (s *Server) buildFrame() {
 			}
 		}
 		si.dirty = false
-		s.ptrs = s.ptrs[:0]
+		// The component pointers live on the stack: storing them in the
+		// heap would cost a GC write barrier each while the GC marks.
+		var ptrs [64]unsafe.Pointer
+		n := 0
 		for set := m.Set; set != 0; set &= set - 1 {
 			id := bits.TrailingZeros64(set)
 			ptr := s.world.Get(si.entity, s.compIDs[id])
-			s.ptrs = append(s.ptrs, ptr)
+			ptrs[n] = ptr
+			n++
 			if notePos && s.hasTrans && id == int(s.transPl.ID) {
 				s.interest.notePos(uint32(slot), (*components.Transform)(ptr).Pos)
 			}
 		}
-		s.snap.Put(uint32(slot), m, s.ptrs)
+		s.snap.Put(uint32(slot), m, ptrs[:n])
 	}
 	s.snap.Commit()
 }

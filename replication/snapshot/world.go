@@ -315,7 +315,9 @@ func (w *World) put(slot uint32, m Meta, comps []unsafe.Pointer) {
 		raw = append(raw, unsafe.Slice((*byte)(comps[ci]), p.Size)...)
 		ci++
 	}
-	w.raw[slot] = raw
+	if old := w.raw[slot]; len(old) != len(raw) || unsafe.SliceData(old) != unsafe.SliceData(raw) {
+		w.raw[slot] = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
+	}
 	w.rawSet[slot] = m.Set
 	w.Quantized++
 	if prevLanes != nil && !equalLanes(prevLanes, f.Lanes[start:]) {
@@ -341,7 +343,9 @@ func (w *World) putAligned(slot uint32, m Meta, comps []unsafe.Pointer, j int) {
 		at += n
 		ci++
 	}
-	w.raw[slot] = raw
+	if old := w.raw[slot]; len(old) != len(raw) || unsafe.SliceData(old) != unsafe.SliceData(raw) {
+		w.raw[slot] = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
+	}
 	w.rawSet[slot] = m.Set
 	w.Quantized++
 	if !equalLanes(prevLanes, cur) {
