@@ -69,7 +69,13 @@ func (w *Writer) put(v uint64, n uint) {
 // spill emits the full word in acc after v was or-ed into it at w.n, and
 // keeps the bits of v that did not fit; total is w.n plus v's width.
 func (w *Writer) spill(v uint64, total uint) {
-	w.buf = binary.LittleEndian.AppendUint64(w.buf, w.acc)
+	if n := len(w.buf); n+8 <= cap(w.buf) {
+		// Reslicing in place stores no pointer: no GC write barrier.
+		w.buf = w.buf[:n+8]
+		binary.LittleEndian.PutUint64(w.buf[n:], w.acc)
+	} else {
+		w.buf = binary.LittleEndian.AppendUint64(w.buf, w.acc)
+	}
 	// The bits of v that did not fit: v >> (64 − w.n), which is 0 when
 	// w.n is 0 (two shifts, each below 64).
 	w.acc = v >> 1 >> ((63 - w.n) & 63)
