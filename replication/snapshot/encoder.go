@@ -1021,7 +1021,12 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 	}
 	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
 	nv.parts = len(e.parts)
-	nv.members = append(nv.members[:0], baseMembers...)
+	if cap(nv.members) >= len(baseMembers) {
+		nv.members = nv.members[:len(baseMembers)] // (no pointer store: no GC write barrier)
+		copy(nv.members, baseMembers)
+	} else {
+		nv.members = append(nv.members[:0], baseMembers...)
+	}
 	nv.behind = nv.behind[:0]
 	nv.recs = nv.recs[:0]
 	si, pi := 0, 0
