@@ -187,6 +187,12 @@ func (g *interestGrid) rebuild(s *Server) {
 	g.width = int32(min(int64(maxX)-int64(minX)+1, maxGridSide))
 	g.depth = int32(min(int64(maxZ)-int64(minZ)+1, maxGridSide))
 	cells := int(g.width * g.depth)
+	g.place(cells)
+}
+
+// place sorts the slots with a position into their cells (a counting sort:
+// count per cell, then place), noting cells with non-finite positions.
+func (g *interestGrid) place(cells int) {
 	g.cellStart = slices.Grow(g.cellStart[:0], cells+1)[:cells+1]
 	clear(g.cellStart)
 	// Pass 2: count per cell, then place (a counting sort).
@@ -241,6 +247,74 @@ func (g *interestGrid) relX(cx int32) int32 {
 // finite reports whether v is neither NaN nor infinite.
 func finite(v float64) bool { return v-v == 0 }
 
+// scan sets in next the entities with a position near focus: within the
+// enter radius, or the leave radius if prev has them, and accepted.
+func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, accept func(uint32) bool) {
+	enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
+	// The grid cells the leave radius touches (cells past the grid's
+	// edges are its edge cells, which hold the entities beyond).
+	x0 := min(max(g.relX(g.cellCoord(focus.X-g.leave)), 0), g.width-1)
+	x1 := min(max(g.relX(g.cellCoord(focus.X+g.leave)), 0), g.width-1)
+	z0 := min(max(int64(g.cellCoord(focus.Z-g.leave))-int64(g.minZ), 0), int64(g.depth-1))
+	z1 := min(max(int64(g.cellCoord(focus.Z+g.leave))-int64(g.minZ), 0), int64(g.depth-1))
+	for z := int32(z0); z <= int32(z1); z++ {
+		// Within the row, cells wholly beyond the leave circle are
+		// skipped and cells wholly inside the enter circle taken
+		// whole (eps covers the rounding of positions to cells);
+		// edge rows and columns and cells holding non-finite
+		// positions are checked entity by entity.
+		xa, xb := x0, x1
+		ia, ib := int32(1), int32(0)
+		if z != 0 && z != g.depth-1 {
+			cz := float64(z + g.minZ)
+			lo, hi := cz*g.cell, (cz+1)*g.cell
+			eps := 1e-9 * (math.Abs(focus.X) + math.Abs(focus.Z) + g.leave + g.cell)
+			near := max(0, lo-focus.Z-eps, focus.Z-hi-eps)
+			far := max(math.Abs(focus.Z-lo), math.Abs(focus.Z-hi)) + eps
+			rest := leave2 - near*near
+			if rest < 0 {
+				continue
+			}
+			h := math.Sqrt(rest) + eps
+			xa, xb = max(x0, g.relX(g.cellCoord(focus.X-h))), min(x1, g.relX(g.cellCoord(focus.X+h)))
+			if in := enter2 - far*far; in > 0 {
+				h := math.Sqrt(in) - eps
+				ia, ib = g.relX(g.cellCoord(focus.X-h))+1, g.relX(g.cellCoord(focus.X+h))-1
+			}
+		}
+		row := z * g.width
+		for x := x0; x <= x1; x++ {
+			edge := x == 0 || x == g.width-1
+			if !edge && x < xa {
+				x = xa - 1 // (the loop steps to xa)
+				continue
+			}
+			if !edge && x > xb {
+				x = max(x, x1-1) // straight to the edge column, if any
+				continue
+			}
+			c := row + x
+			slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
+			if !edge && x >= ia && x <= ib && !g.cellOdd[c] {
+				for _, slot := range slots {
+					if accept(slot) {
+						next.Set(slot)
+					}
+				}
+				continue
+			}
+			for _, slot := range slots {
+				p := g.pos[slot]
+				dx, dz := p.X-focus.X, p.Z-focus.Z
+				d2 := dx*dx + dz*dz
+				if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
+					next.Set(slot)
+				}
+			}
+		}
+	}
+}
+
 // relevantFor computes c.relevant for this tick.
 func (g *interestGrid) relevantFor(s *Server, c *peer) {
 	prev := c.relevant
@@ -273,69 +347,7 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 	}
 	if ok && g.width > 0 && finite(focus.X) && finite(focus.Z) {
 		// (a focus at NaN or infinity is near nothing)
-		enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
-		// The grid cells the leave radius touches (cells past the grid's
-		// edges are its edge cells, which hold the entities beyond).
-		x0 := min(max(g.relX(g.cellCoord(focus.X-g.leave)), 0), g.width-1)
-		x1 := min(max(g.relX(g.cellCoord(focus.X+g.leave)), 0), g.width-1)
-		z0 := min(max(int64(g.cellCoord(focus.Z-g.leave))-int64(g.minZ), 0), int64(g.depth-1))
-		z1 := min(max(int64(g.cellCoord(focus.Z+g.leave))-int64(g.minZ), 0), int64(g.depth-1))
-		for z := int32(z0); z <= int32(z1); z++ {
-			// Within the row, cells wholly beyond the leave circle are
-			// skipped and cells wholly inside the enter circle taken
-			// whole (eps covers the rounding of positions to cells);
-			// edge rows and columns and cells holding non-finite
-			// positions are checked entity by entity.
-			xa, xb := x0, x1
-			ia, ib := int32(1), int32(0)
-			if z != 0 && z != g.depth-1 {
-				cz := float64(z + g.minZ)
-				lo, hi := cz*g.cell, (cz+1)*g.cell
-				eps := 1e-9 * (math.Abs(focus.X) + math.Abs(focus.Z) + g.leave + g.cell)
-				near := max(0, lo-focus.Z-eps, focus.Z-hi-eps)
-				far := max(math.Abs(focus.Z-lo), math.Abs(focus.Z-hi)) + eps
-				rest := leave2 - near*near
-				if rest < 0 {
-					continue
-				}
-				h := math.Sqrt(rest) + eps
-				xa, xb = max(x0, g.relX(g.cellCoord(focus.X-h))), min(x1, g.relX(g.cellCoord(focus.X+h)))
-				if in := enter2 - far*far; in > 0 {
-					h := math.Sqrt(in) - eps
-					ia, ib = g.relX(g.cellCoord(focus.X-h))+1, g.relX(g.cellCoord(focus.X+h))-1
-				}
-			}
-			row := z * g.width
-			for x := x0; x <= x1; x++ {
-				edge := x == 0 || x == g.width-1
-				if !edge && x < xa {
-					x = xa - 1 // (the loop steps to xa)
-					continue
-				}
-				if !edge && x > xb {
-					x = max(x, x1-1) // straight to the edge column, if any
-					continue
-				}
-				c := row + x
-				slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
-				if !edge && x >= ia && x <= ib && !g.cellOdd[c] {
-					for _, slot := range slots {
-						if accept(slot) {
-							next.Set(slot)
-						}
-					}
-					continue
-				}
-				for _, slot := range slots {
-					p := g.pos[slot]
-					dx, dz := p.X-focus.X, p.Z-focus.Z
-					d2 := dx*dx + dz*dz
-					if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
-						next.Set(slot)
-					}
-				}
-			}
-		}
+		g.scan(focus, prev, next, accept)
 	}
 	// Owned entities are always relevant to their owner.
 	for _, slot := range g.ownedBy[c.id] {
