@@ -439,13 +439,7 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 		p := e.plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
 		b, c := base[off:off+n], cur[off:off+n]
-		var v2, w3 []uint64
-		if prev != nil {
-			v2 = prev[off : off+n]
-		}
-		if v3 != nil {
-			w3 = v3[off : off+n]
-		}
+		v2, w3 := window(prev, off, n), window(v3, off, n)
 		lanes := p.Lanes()
 		groups := p.Groups()
 		var gm uint64
@@ -454,30 +448,16 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 			if !owner && g.OwnerOnly {
 				continue
 			}
-			var same bool
-			if g.Count == 1 {
-				same = b[g.First] == c[g.First]
-			} else {
-				same = equalLanes(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count])
-			}
+			same := sameGroup(g, b, c)
 			if v2 != nil && e.maskPred {
 				// The predicted masks: the groups that changed from v2 to b.
-				var same2 bool
-				if g.Count == 1 {
-					same2 = v2[g.First] == b[g.First]
-				} else {
-					same2 = equalLanes(v2[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
-				}
-				e.maskPred = same == same2
+				e.maskPred = same == sameGroup(g, v2, b)
 			}
 			if same {
 				continue
 			}
 			gm |= 1 << gi
-			noPred := v2 == nil
-			for l := g.First; !noPred && l < g.First+g.Count; l++ {
-				noPred = lanes[l].Kind == schema.LaneQuatIndex && b[l] != v2[l]
-			}
+			noPred := v2 == nil || quatIndexMoved(lanes, g, v2, b)
 			for l := g.First; l < g.First+g.Count; l++ {
 				ln := &lanes[l]
 				if ln.Kind == schema.LaneBool || ln.Kind == schema.LaneRest {
@@ -509,17 +489,7 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 						ctx = stepCtx(step)
 						k2 = e.coding.orderCtx(cl, ctx)
 						if w3 != nil && ln.Kind == schema.LaneWorld {
-							qs := quadStep(ln, w3[l], v2[l], b[l], num, den, step)
-							zq := bitio.ZigZag(ln.Delta(b[l]+uint64(qs), c[l]))
-							cq := stepCtx(qs)
-							kq := e.coding.orderCtx(cl, cq)
-							if zq < 1<<62 && z2 < 1<<62 {
-								e.recQuadGain += bitio.RiceLen(z2, k2) - bitio.RiceLen(zq, kq)
-								e.recQuadN++
-							}
-							if quad {
-								z2, k2, ctx = zq, kq, cq
-							}
+							z2, k2, ctx = e.quadResidual(ln, w3[l], v2[l], b[l], c[l], num, den, step, cl, z2, k2, ctx, quad)
 						}
 					}
 				}
@@ -538,6 +508,52 @@ func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, c
 		off += n
 	}
 	return
+}
+
+// window returns lanes[off:off+n], or nil without lanes.
+func window(lanes []uint64, off, n int) []uint64 {
+	if lanes == nil {
+		return nil
+	}
+	return lanes[off : off+n]
+}
+
+// quatIndexMoved reports whether a quaternion-index lane of group g differs
+// between a and b (the largest component changed: no extrapolation).
+func quatIndexMoved(lanes []schema.Lane, g *schema.Group, a, b []uint64) bool {
+	for l := g.First; l < g.First+g.Count; l++ {
+		if lanes[l].Kind == schema.LaneQuatIndex && a[l] != b[l] {
+			return true
+		}
+	}
+	return false
+}
+
+// sameGroup reports whether group g's lanes are equal in a and b.
+func sameGroup(g *schema.Group, a, b []uint64) bool {
+	if g.Count == 1 {
+		return a[g.First] == b[g.First]
+	}
+	return equalLanes(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
+}
+
+// quadResidual is measureDelta's quadratic extrapolation of a world lane
+// through w3, v2 and b (the linear one gave z2, k2, ctx): it notes what it
+// would save and, with quad, returns its residual, order and context
+// instead.
+func (e *Encoder) quadResidual(ln *schema.Lane, w3, v2, b, c uint64, num, den, step int64, cl int, z2 uint64, k2 uint, ctx int, quad bool) (uint64, uint, int) {
+	qs := quadStep(ln, w3, v2, b, num, den, step)
+	zq := bitio.ZigZag(ln.Delta(b+uint64(qs), c))
+	cq := stepCtx(qs)
+	kq := e.coding.orderCtx(cl, cq)
+	if zq < 1<<62 && z2 < 1<<62 {
+		e.recQuadGain += bitio.RiceLen(z2, k2) - bitio.RiceLen(zq, kq)
+		e.recQuadN++
+	}
+	if quad {
+		return zq, kq, cq
+	}
+	return z2, k2, ctx
 }
 
 // writeMasks writes the field masks measureDelta found (see
