@@ -192,25 +192,41 @@ func (r *Recorder) build(now time.Time, secs float64) Sample {
 		s.HasTickTime = true
 	}
 	if r.accts {
-		cur := r.account(nil)
-		if len(cur) == len(r.prevAcct) && len(cur) == len(r.comps)+3 {
-			n := len(r.comps)
-			s.ComponentBps = make([]float64, n)
-			s.ComponentBytes = make([]uint64, n)
-			rate := func(i int) float64 {
-				if cur[i] < r.prevAcct[i] {
-					return 0 // accounting was restarted (SetBitAccounting)
-				}
-				return float64(cur[i]-r.prevAcct[i]) / 8 / secs
-			}
-			for i := 0; i < n; i++ {
-				s.ComponentBps[i] = rate(i)
-				s.ComponentBytes[i] = cur[i] / 8
-			}
-			s.FramingBps, s.HeaderBps, s.UnattributedBps = rate(n), rate(n+1), rate(n+2)
-		}
-		r.prevAcct = cur
+		r.sampleAccounts(&s, secs)
 	}
+	r.sampleClients(&s, secs)
+	for _, c := range r.srv.Clamps() {
+		s.Clamps = append(s.Clamps, Clamp{Component: c.Type, Field: c.Field, OutOfRange: c.OutOfRange, NaN: c.NaN, Inf: c.Inf})
+	}
+	r.prev, r.prevTick = st, s.Tick
+	return s
+}
+
+// sampleAccounts fills s's bytes per component from the server's bit
+// accounting since the last sample.
+func (r *Recorder) sampleAccounts(s *Sample, secs float64) {
+	cur := r.account(nil)
+	if len(cur) == len(r.prevAcct) && len(cur) == len(r.comps)+3 {
+		n := len(r.comps)
+		s.ComponentBps = make([]float64, n)
+		s.ComponentBytes = make([]uint64, n)
+		rate := func(i int) float64 {
+			if cur[i] < r.prevAcct[i] {
+				return 0 // accounting was restarted (SetBitAccounting)
+			}
+			return float64(cur[i]-r.prevAcct[i]) / 8 / secs
+		}
+		for i := 0; i < n; i++ {
+			s.ComponentBps[i] = rate(i)
+			s.ComponentBytes[i] = cur[i] / 8
+		}
+		s.FramingBps, s.HeaderBps, s.UnattributedBps = rate(n), rate(n+1), rate(n+2)
+	}
+	r.prevAcct = cur
+}
+
+// sampleClients fills s's per-client figures since the last sample.
+func (r *Recorder) sampleClients(s *Sample, secs float64) {
 	seen := make(map[replication.ClientID]uint64, len(r.prevDown))
 	for _, id := range r.srv.Clients() {
 		ci, ok := r.srv.Client(id)
@@ -231,11 +247,6 @@ func (r *Recorder) build(now time.Time, secs float64) Sample {
 		s.Clients = append(s.Clients, c)
 	}
 	r.prevDown = seen
-	for _, c := range r.srv.Clamps() {
-		s.Clamps = append(s.Clamps, Clamp{Component: c.Type, Field: c.Field, OutOfRange: c.OutOfRange, NaN: c.NaN, Inf: c.Inf})
-	}
-	r.prev, r.prevTick = st, s.Tick
-	return s
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
