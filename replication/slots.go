@@ -163,6 +163,9 @@ func (s *Server) buildFrame() {
 	if notePos {
 		s.interest.beginPositions(len(s.slots))
 	}
+	// The component pointers live on the stack: storing them in the heap
+	// would cost a GC write barrier each while the GC marks.
+	var ptrs [64]unsafe.Pointer
 	for slot := range s.slots {
 		si := &s.slots[slot]
 		if !si.alive {
@@ -176,9 +179,6 @@ func (s *Server) buildFrame() {
 			}
 		}
 		si.dirty = false
-		// The component pointers live on the stack: storing them in the
-		// heap would cost a GC write barrier each while the GC marks.
-		var ptrs [64]unsafe.Pointer
 		n := 0
 		for set := m.Set; set != 0; set &= set - 1 {
 			id := bits.TrailingZeros64(set)
