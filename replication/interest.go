@@ -127,6 +127,9 @@ func (g *interestGrid) notePos(slot uint32, p components.Vec3) {
 func (g *interestGrid) beginPositions(n int) {
 	g.pos = slices.Grow(g.pos[:0], n)[:n]
 	g.posOK.Reset()
+	for len(g.posOK) < (n+63)/64 {
+		g.posOK = append(g.posOK, 0) // sized now: workers set bits of their own words
+	}
 }
 
 // index returns the grid cell of cell coordinates (cx, cz), clamped into the

@@ -50,16 +50,18 @@ type Server struct {
 	weights  []float32
 	alive    snapshot.Bitset
 
-	clients  []*peer // index = ClientID
-	pending  []*pendingConn
-	closing  []closingConn
-	authing  int // pending connections whose Authenticator runs
-	nextID   int
-	workers  []*worker
-	active   []*peer // the clients of this tick's Send
-	byFocus  []*peer // active, ordered by interest focus for the workers
-	interest *interestGrid
-	clampW   clampWatch // clamps.go
+	clients []*peer // index = ClientID
+	pending []*pendingConn
+	closing []closingConn
+	authing int // pending connections whose Authenticator runs
+	nextID  int
+	workers []*worker
+	active  []*peer // the clients of this tick's Send
+	byFocus []*peer // active, ordered by interest focus for the workers
+	// frameShares: the workers' shares of a frame built on them
+	frameShares []*snapshot.AlignedPut
+	interest    *interestGrid
+	clampW      clampWatch // clamps.go
 
 	spawnKeys spawnKeys // predicted_spawn.go
 

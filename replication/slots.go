@@ -163,6 +163,39 @@ func (s *Server) buildFrame() {
 	if notePos {
 		s.interest.beginPositions(len(s.slots))
 	}
+	if n, ok := s.snap.Aligned(); ok && len(s.workers) > 1 && n >= parallelFrame && s.sameEntities(n) {
+		s.putShares(n, notePos)
+	} else {
+		s.putAll(notePos)
+	}
+	s.snap.Commit()
+}
+
+// parallelFrame is the number of entities from which the workers build the
+// frame together (when its entities are last frame's).
+const parallelFrame = 1024
+
+// sameEntities reports whether the live entities are exactly the previous
+// frame's n, with the same Meta: then each worker can put a share of them.
+func (s *Server) sameEntities(n int) bool {
+	alive := 0
+	for _, w := range s.alive {
+		alive += bits.OnesCount64(w)
+	}
+	if alive != n {
+		return false
+	}
+	for j := range n {
+		slot, m := s.snap.Entry(j)
+		if si := &s.slots[slot]; !si.alive || si.meta != m {
+			return false
+		}
+	}
+	return true
+}
+
+// putAll puts every live entity into the frame, in slot order.
+func (s *Server) putAll(notePos bool) {
 	// The component pointers live on the stack: storing them in the heap
 	// would cost a GC write barrier each while the GC marks.
 	var ptrs [64]unsafe.Pointer
@@ -171,25 +204,76 @@ func (s *Server) buildFrame() {
 		if !si.alive {
 			continue
 		}
-		m := si.meta
-		// Dormant entities and send-rate divisors keep last frame's state.
-		if (si.rep.Dormant && !si.dirty) || (si.rep.SendEvery > 1 && (s.tick+uint32(slot))%uint32(si.rep.SendEvery) != 0) {
-			if s.snap.Keep(uint32(slot), m) {
-				continue
-			}
+		if s.keeps(si, uint32(slot)) && s.snap.Keep(uint32(slot), si.meta) {
+			continue
 		}
 		si.dirty = false
-		n := 0
-		for set := m.Set; set != 0; set &= set - 1 {
-			id := bits.TrailingZeros64(set)
-			ptr := s.world.Get(si.entity, s.compIDs[id])
-			ptrs[n] = ptr
-			n++
-			if notePos && s.hasTrans && id == int(s.transPl.ID) {
-				s.interest.notePos(uint32(slot), (*components.Transform)(ptr).Pos)
-			}
-		}
-		s.snap.Put(uint32(slot), m, ptrs[:n])
+		s.snap.Put(uint32(slot), si.meta, s.components(si, uint32(slot), notePos, &ptrs))
 	}
-	s.snap.Commit()
+}
+
+// keeps reports whether slot keeps last frame's state this tick: dormant
+// and not marked dirty, or between its send-rate divisor's ticks.
+func (s *Server) keeps(si *slotInfo, slot uint32) bool {
+	return (si.rep.Dormant && !si.dirty) || (si.rep.SendEvery > 1 && (s.tick+slot)%uint32(si.rep.SendEvery) != 0)
+}
+
+// components returns pointers to slot's replicated components (in ptrs),
+// noting its position for the interest grid if notePos.
+func (s *Server) components(si *slotInfo, slot uint32, notePos bool, ptrs *[64]unsafe.Pointer) []unsafe.Pointer {
+	n := 0
+	for set := si.meta.Set; set != 0; set &= set - 1 {
+		id := bits.TrailingZeros64(set)
+		ptr := s.world.Get(si.entity, s.compIDs[id])
+		ptrs[n] = ptr
+		n++
+		if notePos && s.hasTrans && id == int(s.transPl.ID) {
+			s.interest.notePos(slot, (*components.Transform)(ptr).Pos)
+		}
+	}
+	return ptrs[:n]
+}
+
+// putShares builds a frame of last frame's n entities on the workers, each
+// putting a contiguous share (split between 64-slot words, so that the
+// interest grid's position bits of one word are one worker's).
+func (s *Server) putShares(n int, notePos bool) {
+	k := min(len(s.workers), maxShares)
+	var bounds [maxShares + 1]int
+	bounds[k] = n
+	for i := 1; i < k; i++ {
+		j := max(i*n/k, bounds[i-1])
+		for j < n && j > 0 {
+			a, _ := s.snap.Entry(j - 1)
+			b, _ := s.snap.Entry(j)
+			if a>>6 != b>>6 {
+				break
+			}
+			j++
+		}
+		bounds[i] = j
+	}
+	shares := s.frameShares[:0]
+	for i := range k {
+		w := s.workers[i]
+		if w.frame == nil {
+			w.frame = s.snap.NewAlignedPut()
+		}
+		shares = append(shares, w.frame)
+	}
+	s.frameShares = shares
+	s.fork(k, func(i int) {
+		var ptrs [64]unsafe.Pointer
+		a := shares[i]
+		for j := bounds[i]; j < bounds[i+1]; j++ {
+			slot, _ := s.snap.Entry(j)
+			si := &s.slots[slot]
+			if s.keeps(si, slot) {
+				continue // (the entry keeps the previous frame's value)
+			}
+			si.dirty = false
+			a.PutAt(j, s.components(si, slot, notePos, &ptrs))
+		}
+	})
+	s.snap.EndAligned(shares)
 }

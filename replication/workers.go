@@ -17,6 +17,7 @@ import (
 type worker struct {
 	enc    *snapshot.Encoder
 	spawns spawnWriter
+	frame  *snapshot.AlignedPut // its share of a frame built on the workers
 }
 
 func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
@@ -99,6 +100,21 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(
 		}()
 	}
 	run(0, s.workers[0])
+	wg.Wait()
+}
+
+// fork runs fn(0..k-1), each on a worker goroutine of its own (0 on the
+// caller's), and waits for all.
+func (s *Server) fork(k int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := 1; i < k; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	fn(0)
 	wg.Wait()
 }
 

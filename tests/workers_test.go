@@ -29,7 +29,12 @@ type wireRun struct {
 // wanders an interest-managed world of 300 entities (a fifth moving each
 // tick, one replaced every tick), over lossy, jittery, reordering links, half
 // of them capped so that the budget defers records.
-func workersScenario(t *testing.T, workers int) wireRun {
+//
+// With big, the world has 1500 entities (enough for the workers to build
+// the frame together), some sent every third tick and some dormant, and
+// one is replaced only every fourth tick (the ticks between keep last
+// frame's entities).
+func workersScenario(t *testing.T, workers int, big bool) wireRun {
 	var run wireRun
 	cond := sim.Conditions{Latency: 30 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.05, Reorder: 0.05, Duplicate: 0.02}
 	h := newHarness(t, 12, sim.Link{Up: cond, Down: cond}, func(c *replication.ServerConfig) {
@@ -67,11 +72,23 @@ func workersScenario(t *testing.T, workers int) wireRun {
 	for i := range avatars {
 		avatars[i] = h.spawn(uint8(i+1), components.Vec3{X: rng.Float64() * 300, Z: rng.Float64() * 300})
 	}
-	ents := make([]ecs.Entity, 300)
+	n := 300
+	if big {
+		n = 1500
+	}
+	ents := make([]ecs.Entity, n)
+	idRep := ecs.ComponentID[components.Replicated](h.sw)
 	for i := range ents {
 		ents[i] = h.spawn(0, components.Vec3{X: rng.Float64() * 300, Z: rng.Float64() * 300})
+		if rep := (*components.Replicated)(h.sw.Get(ents[i], idRep)); big && i%7 == 0 {
+			rep.SendEvery = 3
+		} else if big && i%11 == 0 {
+			rep.Dormant = true
+		}
 	}
+	tick := 0
 	h.game = func(int) {
+		tick++
 		for _, e := range avatars {
 			p := h.pos(e)
 			p.X += rng.Float64()*8 - 4
@@ -83,6 +100,9 @@ func workersScenario(t *testing.T, workers int) wireRun {
 				p.X += rng.Float64() - 0.5
 				p.Z += rng.Float64() - 0.5
 			}
+		}
+		if big && tick%4 != 0 {
+			return
 		}
 		i := rng.IntN(len(ents))
 		h.sw.RemoveEntity(ents[i])
@@ -100,7 +120,7 @@ func workersScenario(t *testing.T, workers int) wireRun {
 // sent are byte for byte the same whether the server builds its clients'
 // ticks on one worker or several.
 func TestWorkersSendIdenticalBytes(t *testing.T) {
-	one := workersScenario(t, 1)
+	one := workersScenario(t, 1, false)
 	// The scenario exercises what the workers share: many datagrams and
 	// spawn batches, and deferral under the budget.
 	require.Greater(t, one.datagrams, 12*100)
@@ -108,8 +128,11 @@ func TestWorkersSendIdenticalBytes(t *testing.T) {
 	require.NotZero(t, one.deferred, "no client was over its budget")
 	require.NotZero(t, one.changes)
 	for _, n := range []int{2, 5} {
-		got := workersScenario(t, n)
+		got := workersScenario(t, n, false)
 		require.Equal(t, one, got, "%d workers", n)
 	}
+	// A world the workers build the frames of together.
+	bigOne := workersScenario(t, 1, true)
+	require.Equal(t, bigOne, workersScenario(t, 2, true), "2 workers, 1500 entities")
 	t.Logf("%d datagrams (%d bytes), %d messages, %d deferred records, %d spawns+despawns", one.datagrams, one.datagramBytes, one.msgs, one.deferred, one.changes)
 }

@@ -329,6 +329,17 @@ func (w *World) put(slot uint32, m Meta, comps []unsafe.Pointer) {
 // into place (its lanes in this frame hold the previous values) and notes
 // whether its quantized value changed.
 func (w *World) putAligned(slot uint32, m Meta, comps []unsafe.Pointer, j int) {
+	w.Quantized++
+	if w.quantizeAt(slot, m, comps, j) {
+		w.changed(slot, false)
+	}
+}
+
+// quantizeAt quantizes the components of entry j (slot, with the previous
+// frame's Meta m) into the frame's lanes at the previous frame's offset,
+// remembers their raw bytes, and reports whether the lanes changed. It
+// touches only slot's and entry j's state.
+func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) bool {
 	prevLanes := w.prev.EntityLanes(j)
 	off := int(w.prev.Offs[j])
 	cur := w.cur.Lanes[off : off+len(prevLanes)]
@@ -347,9 +358,72 @@ func (w *World) putAligned(slot uint32, m Meta, comps []unsafe.Pointer, j int) {
 		w.raw[slot] = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
 	}
 	w.rawSet[slot] = m.Set
-	w.Quantized++
-	if !equalLanes(prevLanes, cur) {
-		w.changed(slot, false)
+	return !equalLanes(prevLanes, cur)
+}
+
+// Aligned reports whether the frame being built can be filled entry by
+// entry with [AlignedPut.PutAt], and how many entries it has: right after
+// Begin, when there is a previous frame. The caller must know that the
+// frame holds exactly the previous frame's entities, with the same Meta
+// (no spawn, despawn, generation or component-set change since).
+func (w *World) Aligned() (entries int, ok bool) {
+	if !w.open || !w.aligned || w.pj != 0 || w.last != 0 {
+		return 0, false
+	}
+	return len(w.prev.Slots), true
+}
+
+// Entry returns the slot and Meta of entry j of the previous frame.
+func (w *World) Entry(j int) (uint32, Meta) { return w.prev.Slots[j], w.prev.Metas[j] }
+
+// AlignedPut is one goroutine's share of filling an aligned frame (see
+// [World.Aligned]): PutAt puts entry j's components; an entry not put keeps
+// the previous frame's value. Several AlignedPuts may put distinct entries
+// concurrently (nothing else may use the World meanwhile); [World.EndAligned]
+// then completes the frame.
+type AlignedPut struct {
+	w         *World
+	ch        []uint32 // slots whose lanes changed, ascending
+	quantized int
+}
+
+// NewAlignedPut returns a share of w's aligned puts.
+func (w *World) NewAlignedPut() *AlignedPut { return &AlignedPut{w: w} }
+
+// PutAt is [World.Put] for entry j of an aligned frame (same slot and Meta
+// as the previous frame's entry j), with one pointer per component of the
+// Meta's set. Entries must be put in increasing order within an AlignedPut.
+func (a *AlignedPut) PutAt(j int, comps []unsafe.Pointer) {
+	w := a.w
+	slot, m := w.prev.Slots[j], w.prev.Metas[j]
+	if len(comps) != bits.OnesCount64(m.Set) {
+		panic("snapshot: PutAt needs one pointer per component in the set")
+	}
+	if w.rawSame(slot, m.Set, comps) {
+		return
+	}
+	a.quantized++
+	if w.quantizeAt(slot, m, comps, j) {
+		w.changedAt[slot] = w.cur.Tick
+		a.ch = append(a.ch, slot)
+	}
+}
+
+// EndAligned completes an aligned frame from its shares, given in the order
+// of the entries they put: every entry of the previous frame is in the
+// frame. Commit follows.
+func (w *World) EndAligned(shares []*AlignedPut) {
+	n := len(w.prev.Slots)
+	w.Quantized = 0
+	for _, a := range shares {
+		w.ch = append(w.ch, a.ch...)
+		w.Quantized += a.quantized
+		a.ch, a.quantized = a.ch[:0], 0
+	}
+	w.Reused = n - w.Quantized
+	w.pj = n
+	if n > 0 {
+		w.last = w.prev.Slots[n-1] + 1
 	}
 }
 
