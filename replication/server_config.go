@@ -54,6 +54,13 @@ type ServerConfig struct {
 	// gets do not depend on it). 0: GOMAXPROCS. 1: all on the caller's
 	// goroutine.
 	Workers int
+	// ParallelFrame is the number of replicated entities from which the
+	// workers also build each tick's frame together, on ticks when no
+	// entity was spawned or despawned or changed its components (below it,
+	// sharing the work out costs more than it saves: 2,000 entities took
+	// 0.19 ms instead of 0.14 on two workers here, 50,000 took 1.6-1.8 ms
+	// instead of 1.8-2.0). 0: 16384.
+	ParallelFrame int
 	// Authenticator, if set, decides whether a client may join (after the
 	// version and protocol-hash checks, and only while the server is not
 	// full). It runs on a goroutine of its own, never on the simulation's,
@@ -152,6 +159,9 @@ func (c *ServerConfig) defaults() error {
 		c.MaxClients = 64
 	}
 	c.MaxClients = min(c.MaxClients, 254)
+	if c.ParallelFrame <= 0 {
+		c.ParallelFrame = 16384
+	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}

@@ -163,17 +163,13 @@ func (s *Server) buildFrame() {
 	if notePos {
 		s.interest.beginPositions(len(s.slots))
 	}
-	if n, ok := s.snap.Aligned(); ok && len(s.workers) > 1 && n >= parallelFrame && s.sameEntities(n) {
+	if n, ok := s.snap.Aligned(); ok && len(s.workers) > 1 && n >= s.cfg.ParallelFrame && s.sameEntities(n) {
 		s.putShares(n, notePos)
 	} else {
 		s.putAll(notePos)
 	}
 	s.snap.Commit()
 }
-
-// parallelFrame is the number of entities from which the workers build the
-// frame together (when its entities are last frame's).
-const parallelFrame = 1024
 
 // sameEntities reports whether the live entities are exactly the previous
 // frame's n, with the same Meta: then each worker can put a share of them.

@@ -40,6 +40,7 @@ func workersScenario(t *testing.T, workers int, big bool) wireRun {
 	h := newHarness(t, 12, sim.Link{Up: cond, Down: cond}, func(c *replication.ServerConfig) {
 		c.Workers = workers
 		c.Interest = &replication.Interest{Radius: 60}
+		c.ParallelFrame = 1000 // (the big world's frames are built on the workers)
 	})
 	for i, cs := range h.clients {
 		if i%2 == 1 {
