@@ -258,9 +258,11 @@ func (s *Server) putShares(n int, notePos bool) {
 		shares = append(shares, w.frame)
 	}
 	s.frameShares = shares
+	s.snap.StartAligned()
 	s.fork(k, func(i int) {
 		var ptrs [64]unsafe.Pointer
 		a := shares[i]
+		a.Range(bounds[i], bounds[i+1])
 		for j := bounds[i]; j < bounds[i+1]; j++ {
 			slot, _ := s.snap.Entry(j)
 			si := &s.slots[slot]

@@ -105,7 +105,10 @@ type World struct {
 	// entity costs a comparison of its raw bytes, a changed one a quantize
 	// into place.
 	aligned bool
-	layouts uint32 // the last Frame.layout handed out
+	// lanesPending: the aligned frame's copy of the previous lanes is still
+	// to be made (fillLanes); sharing: shares of StartAligned make it.
+	lanesPending, sharing bool
+	layouts               uint32 // the last Frame.layout handed out
 
 	// per slot, current
 	changedAt  []uint32   // tick of the last change of lanes or layout
@@ -179,9 +182,15 @@ func (w *World) Begin(tick uint32) {
 	w.ch = w.changes[ri][:0]
 	w.Quantized, w.Reused = 0, 0
 	w.aligned = w.prev != nil && w.prev != f
-	if w.aligned {
-		f.Lanes = append(f.Lanes, w.prev.Lanes...)
-	}
+	// The previous lanes are copied in when first needed: by the first
+	// aligned Put or Keep, or range by range by the shares of StartAligned.
+	w.lanesPending = w.aligned
+}
+
+// fillLanes copies the previous frame's lanes into the aligned frame.
+func (w *World) fillLanes() {
+	w.cur.Lanes = append(w.cur.Lanes[:0], w.prev.Lanes...)
+	w.lanesPending = false
 }
 
 // detach gives f arrays of its own if another frame shares them, so that
@@ -206,6 +215,9 @@ func (w *World) unalign() {
 	if !w.aligned {
 		return
 	}
+	if w.lanesPending {
+		w.fillLanes()
+	}
 	w.aligned = false
 	f, prev, n := w.cur, w.prev, w.pj
 	f.Slots = append(f.Slots[:0], prev.Slots[:n]...)
@@ -223,6 +235,9 @@ func (w *World) unalign() {
 // if it is the previous frame's next entry while the frame is aligned, and
 // takes it; else −1.
 func (w *World) alignedEntry(slot uint32, m Meta) int {
+	if w.lanesPending {
+		w.fillLanes()
+	}
 	prev, j := w.prev, w.pj
 	if j >= len(prev.Slots) || prev.Slots[j] != slot || prev.Metas[j] != m || slot < w.last {
 		return -1
@@ -383,12 +398,41 @@ func (w *World) Entry(j int) (uint32, Meta) { return w.prev.Slots[j], w.prev.Met
 // then completes the frame.
 type AlignedPut struct {
 	w         *World
+	lo, hi    int      // its entries (Range)
 	ch        []uint32 // slots whose lanes changed, ascending
 	quantized int
 }
 
 // NewAlignedPut returns a share of w's aligned puts.
 func (w *World) NewAlignedPut() *AlignedPut { return &AlignedPut{w: w} }
+
+// StartAligned readies an aligned frame (see [World.Aligned]) for its
+// shares: each then copies in the previous lanes of its entries (Range)
+// before putting them, and together they cover every entry.
+func (w *World) StartAligned() {
+	if w.lanesPending {
+		n := len(w.prev.Lanes)
+		w.cur.Lanes = slices.Grow(w.cur.Lanes[:0], n)[:n]
+		w.lanesPending = false
+	}
+	w.sharing = true
+}
+
+// Range starts the share's entries: [lo, hi) of the previous frame, whose
+// lanes it copies into the frame (after StartAligned).
+func (a *AlignedPut) Range(lo, hi int) {
+	w := a.w
+	a.lo, a.hi = lo, hi
+	if lo >= hi {
+		return
+	}
+	from := int(w.prev.Offs[lo])
+	to := len(w.prev.Lanes)
+	if hi < len(w.prev.Offs) {
+		to = int(w.prev.Offs[hi])
+	}
+	copy(w.cur.Lanes[from:to], w.prev.Lanes[from:to])
+}
 
 // PutAt is [World.Put] for entry j of an aligned frame (same slot and Meta
 // as the previous frame's entry j), with one pointer per component of the
@@ -414,6 +458,19 @@ func (a *AlignedPut) PutAt(j int, comps []unsafe.Pointer) {
 // frame. Commit follows.
 func (w *World) EndAligned(shares []*AlignedPut) {
 	n := len(w.prev.Slots)
+	if w.sharing {
+		next := 0
+		for _, a := range shares {
+			if a.lo != next || a.hi < a.lo {
+				panic("snapshot: the shares of an aligned frame must cover its entries in order")
+			}
+			next = a.hi
+		}
+		if next != n {
+			panic("snapshot: the shares of an aligned frame must cover its entries in order")
+		}
+		w.sharing = false
+	}
 	w.Quantized = 0
 	for _, a := range shares {
 		w.ch = append(w.ch, a.ch...)
@@ -516,6 +573,9 @@ func (w *World) Commit() *Frame {
 	}
 	f := w.cur
 	w.codes.choose()
+	if w.lanesPending {
+		w.fillLanes()
+	}
 	if w.aligned && w.pj == len(w.prev.Slots) {
 		// Entry for entry the previous frame's layout: the lanes are in
 		// place, the index tables are the previous frame's.
