@@ -87,7 +87,10 @@
 // and the ack datagram. The Server keeps the world ↔ slot mapping and pumps
 // connections; after the frame is built, the peers' datagrams are built in
 // parallel by [ServerConfig].Workers goroutines over the read-only frame
-// ring (the bytes a client gets do not depend on the number of workers). The
+// ring (the bytes a client gets do not depend on the number of workers).
+// Worlds of at least [ServerConfig].ParallelFrame entities have the frame
+// itself built by the workers too, on ticks when no entity spawned,
+// despawned or changed its components. The
 // handshake policy is transport.JudgeHello's, on both the blocking and the
 // tick-driven path. Snapshots may be zstd-compressed
 // ([ServerConfig].Compression, negotiated in the Welcome).
