@@ -3,6 +3,7 @@ package snapshot
 import (
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -114,4 +115,86 @@ func TestWorldFastPathsMatchTheGeneralOne(t *testing.T) {
 	}
 	t.Logf("%d entities kept, %d put", kept[0], kept[1])
 	require.NotZero(t, kept[0])
+}
+
+// A frame filled by concurrent aligned shares equals the frame Put builds
+// entity by entity: lanes, layout and the changed slots, tick after tick,
+// with some entities moving, some kept (not put) and one share empty.
+func TestAlignedSharesMatchPut(t *testing.T) {
+	const n = 700
+	serial, shared := newBenchScene(n), newBenchScene(n)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ptr := make([]unsafe.Pointer, 1)
+	shares := []*AlignedPut{shared.w.NewAlignedPut(), shared.w.NewAlignedPut(), shared.w.NewAlignedPut()}
+	for tick := uint32(1); tick <= 30; tick++ {
+		keep := map[int]bool{}
+		for i := range serial.ents {
+			switch rng.IntN(6) {
+			case 0:
+				serial.ents[i].Pos.X += rng.Float64()
+			case 1:
+				keep[i] = tick > 1 // its new value waits
+				serial.ents[i].Pos.Z += 1
+			}
+		}
+		copy(shared.ents, serial.ents)
+		serial.w.Begin(tick)
+		for i := range serial.ents {
+			if keep[i] && serial.w.Keep(uint32(i), Meta{Set: 1}) {
+				continue
+			}
+			ptr[0] = unsafe.Pointer(&serial.ents[i])
+			serial.w.Put(uint32(i), Meta{Set: 1}, ptr)
+		}
+		want := serial.w.Commit()
+
+		shared.w.Begin(tick)
+		if cnt, ok := shared.w.Aligned(); !ok {
+			require.Equal(t, uint32(1), tick, "only the first frame has no previous one")
+			for i := range shared.ents {
+				ptr[0] = unsafe.Pointer(&shared.ents[i])
+				shared.w.Put(uint32(i), Meta{Set: 1}, ptr)
+			}
+		} else {
+			require.Equal(t, n, cnt)
+			shared.w.StartAligned()
+			bounds := []int{0, 320, 320, n} // the middle share is empty
+			var wg sync.WaitGroup
+			for si, a := range shares {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p := make([]unsafe.Pointer, 1)
+					a.Range(bounds[si], bounds[si+1])
+					for j := bounds[si]; j < bounds[si+1]; j++ {
+						slot, m := shared.w.Entry(j)
+						require.Equal(t, Meta{Set: 1}, m)
+						if !keep[int(slot)] {
+							p[0] = unsafe.Pointer(&shared.ents[slot])
+							a.PutAt(j, p)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			shared.w.EndAligned(shares)
+		}
+		got := shared.w.Commit()
+		require.Equal(t, want.Slots, got.Slots)
+		require.Equal(t, want.Metas, got.Metas)
+		require.Equal(t, want.Lanes, got.Lanes, "tick %d", tick)
+		if tick > 1 {
+			a, _ := serial.w.ChangedSince(tick - 1)
+			b, _ := shared.w.ChangedSince(tick - 1)
+			require.Equal(t, a, b, "tick %d", tick)
+		}
+		serial.w.EndTick()
+		shared.w.EndTick()
+	}
+	// Shares that leave entries out are refused.
+	shared.w.Begin(31)
+	shared.w.StartAligned()
+	shares[0].Range(0, 10)
+	shares[1].Range(20, n)
+	require.Panics(t, func() { shared.w.EndAligned(shares[:2]) })
 }
