@@ -91,16 +91,7 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(
 			done(w)
 		}
 	}
-	var wg sync.WaitGroup
-	for wi := 1; wi < n; wi++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run(wi, s.workers[wi])
-		}()
-	}
-	run(0, s.workers[0])
-	wg.Wait()
+	s.fork(n, func(wi int) { run(wi, s.workers[wi]) })
 }
 
 // fork runs fn(0..k-1), each on a worker goroutine of its own (0 on the

@@ -1,6 +1,7 @@
 package bitio
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -289,5 +290,24 @@ func TestRiceRoundTrip(t *testing.T) {
 		if r.ReadRice(k); r.Err() == nil && end-start > 8 {
 			t.Fatalf("truncated Rice code of %d at order %d read without error", v, k)
 		}
+	}
+}
+
+// ExpGolombCode is exactly what WriteExpGolomb writes, as one field, with
+// the length egLen-style arithmetic gives.
+func TestExpGolombCodeMatchesWriter(t *testing.T) {
+	for k := uint(0); k <= 7; k++ {
+		for _, v := range []uint64{0, 1, 2, 3, 6, 7, 100, 1<<20 - 1, 1<<24 - 1, 1<<30 - 1} {
+			var a, b Writer
+			a.WriteExpGolomb(v, k)
+			code, n := ExpGolombCode(v, k)
+			b.WriteBits(code, n)
+			if a.BitLen() != int(n) || !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Fatalf("v=%d k=%d: writer %d bits %x, code %d bits %x", v, k, a.BitLen(), a.Bytes(), n, b.Bytes())
+			}
+		}
+	}
+	if _, n := ExpGolombCode(1<<40, 0); n < 64 {
+		t.Fatalf("a 2^40 code in %d bits", n)
 	}
 }

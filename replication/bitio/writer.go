@@ -119,17 +119,30 @@ func (w *Writer) WriteExpGolomb(v uint64, k uint) {
 	if v >= 1<<62 || k > 30 {
 		panic("bitio: WriteExpGolomb out of range")
 	}
+	if code, n := ExpGolombCode(v, k); n < 64 {
+		w.put(code, n)
+		return
+	}
+	x := v + 1<<k
+	l := uint(bits.Len64(x))
+	w.WriteBits(0, l-k-1)
+	w.WriteBits(1, 1)
+	w.WriteBits(x&^(1<<(l-1)), l-1)
+}
+
+// ExpGolombCode returns the bits [Writer.WriteExpGolomb] writes for v at
+// order k (v < 2^62, k ≤ 30), as one field of n bits, least significant
+// first; the field holds them only when n < 64 (v below about 2^31), which
+// callers that write it with one [Writer.WriteBits] must check or know.
+func ExpGolombCode(v uint64, k uint) (code uint64, n uint) {
 	x := v + 1<<k
 	l := uint(bits.Len64(x))
 	z := l - k - 1 // zero prefix
-	rest := x &^ (1 << (l - 1))
-	if n := 2*z + 1 + k; n < 64 {
-		w.put(1<<z|rest<<(z+1), n)
-		return
+	n = 2*z + 1 + k
+	if n >= 64 {
+		return 0, n
 	}
-	w.WriteBits(0, z)
-	w.WriteBits(1, 1)
-	w.WriteBits(rest, l-1)
+	return 1<<z | (x&^(1<<(l-1)))<<(z+1), n
 }
 
 // Align pads with zero bits up to the next byte boundary.

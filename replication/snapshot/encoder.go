@@ -47,7 +47,6 @@ type Encoder struct {
 	packed      []int
 	parts       []part
 	members     Bitset
-	gapBuf      []uint64
 	candGapK    uint // the best gap order for all of e.cands
 
 	// coding is the residual coding of the current tick's records; quad:
@@ -265,15 +264,34 @@ func (pc *predCtx) setKeys(B uint32) {
 // it up) for key k.
 func (e *Encoder) record(f *Frame, slot uint32, i int, k recKey) *cacheEntry {
 	cs := &e.cache[slot]
-	if ce := &cs.e[0]; ce.tick == f.Tick && ce.key == k {
+	if way := cs.find(f.Tick, &k); way >= 0 {
 		e.CacheHits++
-		return ce
-	}
-	if ce := &cs.e[1]; ce.tick == f.Tick && ce.key == k {
-		e.CacheHits++
-		return ce
+		return &cs.e[way]
 	}
 	return e.encode(f, slot, i, k)
+}
+
+// find returns the way holding the record of key k for frame tick, or −1.
+func (cs *cacheSlot) find(tick uint32, k *recKey) int {
+	switch {
+	case cs.e[0].tick == tick && cs.e[0].key == *k:
+		return 0
+	case cs.e[1].tick == tick && cs.e[1].key == *k:
+		return 1
+	}
+	return -1
+}
+
+// memberBits estimates a record's size in a datagram, for a slot the
+// client holds (gap code aside): kind, masks unless predicted, body.
+func memberBits(ce *cacheEntry) int {
+	b := int(ce.bodyBits) + 4
+	if ce.kind == kindDelta && !ce.maskPred {
+		b += int(ce.maskBits) - 1
+	} else if ce.kind == kindDelta {
+		b -= 3
+	}
+	return b
 }
 
 // encode encodes the record of slot for key k into a cache entry.
@@ -603,7 +621,7 @@ func changedGroups(p *schema.Plan, a, b []uint64, owner bool) uint64 {
 		if !owner && g.OwnerOnly {
 			continue
 		}
-		if !equalLanes(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count]) {
+		if !sameGroup(g, a, b) {
 			gm |= 1 << gi
 		}
 	}
@@ -939,24 +957,14 @@ func (e *Encoder) deltaCand(f *Frame, slot, B uint32) {
 	cs := &e.cache[slot]
 	var ce *cacheEntry
 	var way uint8
-	switch {
-	case cs.e[0].tick == f.Tick && cs.e[0].key == *k:
-		ce = &cs.e[0]
+	if w := cs.find(f.Tick, k); w >= 0 {
+		ce, way = &cs.e[w], uint8(w)
 		e.CacheHits++
-	case cs.e[1].tick == f.Tick && cs.e[1].key == *k:
-		ce, way = &cs.e[1], 1
-		e.CacheHits++
-	default:
+	} else {
 		ce = e.encode(f, slot, -1, *k)
 		way = e.wayOf(slot, ce)
 	}
-	b := int(ce.bodyBits) + 4
-	if ce.kind == kindDelta && !ce.maskPred {
-		b += int(ce.maskBits) - 1
-	} else if ce.kind == kindDelta {
-		b -= 3
-	}
-	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, way: way, bits: b, mem: true})
+	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, way: way, bits: memberBits(ce), mem: true})
 }
 
 // header returns the fields every datagram of the tick shares.
@@ -1015,13 +1023,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool)
 			s = 0 // new incarnation or layout: full
 		}
 		ce := e.record(f, slot, -1, e.pc.key(slot, s, e.ownerView(c, f, slot)))
-		b := int(ce.bodyBits) + 4
-		if ce.kind == kindDelta && !ce.maskPred {
-			b += int(ce.maskBits) - 1
-		} else if ce.kind == kindDelta {
-			b -= 3
-		}
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), bits: b, mem: true})
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), bits: memberBits(ce), mem: true})
 	}
 }
 

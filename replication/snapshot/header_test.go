@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 	"unsafe"
@@ -257,21 +256,6 @@ func TestDatagramsFitTheirBudgetAndDecode(t *testing.T) {
 			acks = append(acks, rcv.Ack())
 			if len(acks) > lag && rng.IntN(6) != 0 {
 				c.Ack(acks[len(acks)-1-lag])
-			}
-		}
-	}
-}
-
-// egCode must write exactly what bitio.WriteExpGolomb writes.
-func TestEgCodeMatchesWriter(t *testing.T) {
-	for k := uint(0); k <= 7; k++ {
-		for _, v := range []uint64{0, 1, 2, 3, 6, 7, 100, 1<<20 - 1, 1<<24 - 1} {
-			var a, b bitio.Writer
-			a.WriteExpGolomb(v, k)
-			code, n := egCode(v, k)
-			b.WriteBits(code, n)
-			if a.BitLen() != int(n) || !bytes.Equal(a.Bytes(), b.Bytes()) || int(n) != egLen(v, k) {
-				t.Fatalf("v=%d k=%d: writer %d bits %x, egCode %d bits %x", v, k, a.BitLen(), a.Bytes(), n, b.Bytes())
 			}
 		}
 	}

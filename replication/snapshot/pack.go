@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/archenet/archenet/replication/bitio"
 )
 
 // partOverheadBits estimates a datagram's fixed cost for selection: the kind
@@ -261,14 +263,14 @@ func (e *Encoder) emit(out *Packets, mtu, maxParts, total int, h *Header, info *
 // gapOrder returns the best exp-Golomb order for the slot gaps of the
 // candidates sel (in slot order).
 func (e *Encoder) gapOrder(sel []int) uint {
-	e.gapBuf = e.gapBuf[:0]
+	var h gapHist
 	prev := int64(-1)
 	for _, i := range sel {
 		s := int64(e.cands[i].slot)
-		e.gapBuf = append(e.gapBuf, uint64(s-prev-1))
+		h.add(uint64(s - prev - 1))
 		prev = s
 	}
-	k, _ := bestGapK(e.gapBuf)
+	k, _ := h.best()
 	return k
 }
 
@@ -301,7 +303,7 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 		b0, maskSent := w.BitLen(), false
 		// The gap code, the kind and mask prefix and (when they fit) the
 		// body go out as one field.
-		v, n := egCode(uint64(int64(cd.slot)-prev-1), uint(pt.k))
+		v, n := bitio.ExpGolombCode(uint64(int64(cd.slot)-prev-1), uint(pt.k)) // (gaps below 2^24, k ≤ 7: n < 64)
 		prev = int64(cd.slot)
 		var ce *cacheEntry
 		switch cd.kind {

@@ -11,16 +11,6 @@ func egLen(v uint64, k uint) int {
 	return 2*(l-1-int(k)) + 1 + int(k)
 }
 
-// egCode returns the order-k exp-Golomb code of v as bitio.WriteExpGolomb
-// writes it, and its length; v is a slot gap (below 2^24) and k ≤ 7, so the
-// code is shorter than 64 bits.
-func egCode(v uint64, k uint) (uint64, uint) {
-	x := v + 1<<k
-	l := uint(bits.Len64(x))
-	z := l - k - 1
-	return 1<<z | (x&^(1<<(l-1)))<<(z+1), 2*z + 1 + k
-}
-
 // maskRun is the "same field masks as the previous delta" rule, one place for
 // the encoder's packing, its writer and the receiver: within one datagram, a
 // delta record whose field masks (at most 64 bits) equal the previous delta

@@ -376,9 +376,10 @@ func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) b
 	return !equalLanes(prevLanes, cur)
 }
 
-// Aligned reports whether the frame being built can be filled entry by
-// entry with [AlignedPut.PutAt], and how many entries it has: right after
-// Begin, when there is a previous frame. The caller must know that the
+// Aligned reports whether the frame being built can be filled by shares
+// ([World.StartAligned], then each share's [AlignedPut.Range] and
+// [AlignedPut.PutAt], then [World.EndAligned]), and how many entries it
+// has: right after Begin, when there is a previous frame. The caller must know that the
 // frame holds exactly the previous frame's entities, with the same Meta
 // (no spawn, despawn, generation or component-set change since).
 func (w *World) Aligned() (entries int, ok bool) {
@@ -458,19 +459,18 @@ func (a *AlignedPut) PutAt(j int, comps []unsafe.Pointer) {
 // frame. Commit follows.
 func (w *World) EndAligned(shares []*AlignedPut) {
 	n := len(w.prev.Slots)
-	if w.sharing {
-		next := 0
-		for _, a := range shares {
-			if a.lo != next || a.hi < a.lo {
-				panic("snapshot: the shares of an aligned frame must cover its entries in order")
-			}
+	next := 0
+	for _, a := range shares {
+		if a.lo == next && a.hi >= a.lo {
 			next = a.hi
+		} else {
+			next = -1
 		}
-		if next != n {
-			panic("snapshot: the shares of an aligned frame must cover its entries in order")
-		}
-		w.sharing = false
 	}
+	if !w.sharing || next != n {
+		panic("snapshot: EndAligned needs StartAligned and shares covering the entries in order")
+	}
+	w.sharing = false
 	w.Quantized = 0
 	for _, a := range shares {
 		w.ch = append(w.ch, a.ch...)
