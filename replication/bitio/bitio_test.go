@@ -311,3 +311,65 @@ func TestExpGolombCodeMatchesWriter(t *testing.T) {
 		t.Fatalf("a 2^40 code in %d bits", n)
 	}
 }
+
+// RiceCode's short codes, put with PutBits, are what WriteRice writes; it
+// refuses exactly the codes that take the escape.
+func TestRiceCodeMatchesWriter(t *testing.T) {
+	for k := uint(0); k <= 29; k++ {
+		for _, v := range []uint64{0, 1, 2, 1 << k, 2<<k + 1<<k - 1, 3 << k, 3<<k + 1, 1<<61 + 5} {
+			var a, b Writer
+			a.WriteBits(5, 3)
+			b.WriteBits(5, 3)
+			a.WriteRice(v, k)
+			code, n, ok := RiceCode(v, k)
+			if ok != (v>>k < RiceLimit) {
+				t.Fatalf("RiceCode(%d, %d) ok = %v", v, k, ok)
+			}
+			if !ok {
+				continue
+			}
+			b.PutBits(code, n)
+			if a.BitLen() != b.BitLen() || int(n) != RiceLen(v, k) || !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Fatalf("v=%d k=%d: writer %d bits %x, code %d bits %x", v, k, a.BitLen(), a.Bytes(), n, b.Bytes())
+			}
+		}
+	}
+}
+
+// Truncate drops exactly the bits after its position, within the pending
+// word, in flushed words and after Bytes; writing on gives the stream of a
+// writer that never wrote them.
+func TestTruncate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 2000 {
+		var w, want Writer
+		n := rng.IntN(300)
+		for w.BitLen() < n {
+			k := uint(1 + rng.IntN(64))
+			v := rng.Uint64()
+			w.WriteBits(v, k)
+			want.WriteBits(v, k)
+		}
+		keep := rng.IntN(w.BitLen() + 1)
+		if rng.IntN(3) == 0 {
+			w.Bytes() // flushed: the pending bits went to the buffer
+			keep = min(keep, w.BitLen())
+		}
+		w.Truncate(keep)
+		require.Equal(t, keep, w.BitLen())
+		ref := NewReader(want.Bytes())
+		var ok Writer
+		for left := keep; left > 0; {
+			k := min(left, 64)
+			ok.WriteBits(ref.ReadBits(uint(k)), uint(k))
+			left -= k
+		}
+		tail := rng.Uint64()
+		w.WriteBits(tail, 37)
+		ok.WriteBits(tail, 37)
+		require.Equal(t, ok.Bytes(), w.Bytes())
+	}
+	var w Writer
+	w.WriteBits(1, 3)
+	require.Panics(t, func() { w.Truncate(4) })
+}

@@ -47,39 +47,45 @@ func (w *Writer) WriteBits(v uint64, n uint) {
 		panic("bitio: WriteBits width > 64")
 	}
 	if n < 64 {
-		w.put(v&(1<<n-1), n)
+		w.PutBits(v&(1<<n-1), n)
 		return
 	}
 	w.acc |= v << (w.n & 63)
-	w.spill(v, w.n+64)
+	w.n += 64
+	w.spill(v, 64)
 }
 
-// put writes the n < 64 bits of v (v < 2^n): the inlinable fast path.
-func (w *Writer) put(v uint64, n uint) {
+// PutBits writes the n bits of v: [Writer.WriteBits] without its checks,
+// for hot loops (it inlines). It requires n < 64 and v < 2^n; anything else
+// corrupts the stream.
+func (w *Writer) PutBits(v uint64, n uint) {
 	// w.n < 64 always, so the shift is in range; the &63 tells the
 	// compiler, which then skips Go's oversized-shift rule.
 	w.acc |= v << (w.n & 63)
-	if total := w.n + n; total < 64 {
-		w.n = total
-		return
+	if w.n += n; w.n >= 64 {
+		w.spill(v, n)
 	}
-	w.spill(v, w.n+n)
 }
 
-// spill emits the full word in acc after v was or-ed into it at w.n, and
-// keeps the bits of v that did not fit; total is w.n plus v's width.
-func (w *Writer) spill(v uint64, total uint) {
-	if n := len(w.buf); n+8 <= cap(w.buf) {
+// spill emits the full word in acc after the n bits of v were or-ed into it
+// (w.n counts them: at least 64 now), and keeps the bits of v that did not
+// fit. It is kept out of line so that PutBits, which calls it once every 64
+// bits, inlines.
+//
+//go:noinline
+func (w *Writer) spill(v uint64, n uint) {
+	if l := len(w.buf); l+8 <= cap(w.buf) {
 		// Reslicing in place stores no pointer: no GC write barrier.
-		w.buf = w.buf[:n+8]
-		binary.LittleEndian.PutUint64(w.buf[n:], w.acc)
+		w.buf = w.buf[:l+8]
+		binary.LittleEndian.PutUint64(w.buf[l:], w.acc)
 	} else {
 		w.buf = binary.LittleEndian.AppendUint64(w.buf, w.acc)
 	}
-	// The bits of v that did not fit: v >> (64 − w.n), which is 0 when
-	// w.n is 0 (two shifts, each below 64).
-	w.acc = v >> 1 >> ((63 - w.n) & 63)
-	w.n = total - 64
+	// The bits of v that did not fit: v >> (64 − old), where old = w.n − n
+	// was the fill before v; 0 when old is 0 (two shifts, each below 64).
+	old := w.n - n
+	w.acc = v >> 1 >> ((63 - old) & 63)
+	w.n -= 64
 }
 
 // WriteBool writes one bit: 1 for true.
@@ -120,7 +126,7 @@ func (w *Writer) WriteExpGolomb(v uint64, k uint) {
 		panic("bitio: WriteExpGolomb out of range")
 	}
 	if code, n := ExpGolombCode(v, k); n < 64 {
-		w.put(code, n)
+		w.PutBits(code, n)
 		return
 	}
 	x := v + 1<<k
@@ -143,6 +149,25 @@ func ExpGolombCode(v uint64, k uint) (code uint64, n uint) {
 		return 0, n
 	}
 	return 1<<z | (x&^(1<<(l-1)))<<(z+1), n
+}
+
+// Truncate drops every bit written after the first n (n ≤ BitLen()): the
+// writer continues at bit n.
+func (w *Writer) Truncate(n int) {
+	if n < 0 || n > w.BitLen() {
+		panic("bitio: Truncate beyond the written bits")
+	}
+	if full := len(w.buf) * 8; n >= full {
+		w.n = uint(n - full)
+		w.acc &= 1<<w.n - 1
+		return
+	}
+	keep, r := n/8, uint(n%8)
+	w.acc, w.n = 0, r
+	if r != 0 {
+		w.acc = uint64(w.buf[keep]) & (1<<r - 1)
+	}
+	w.buf = w.buf[:keep]
 }
 
 // Align pads with zero bits up to the next byte boundary.
@@ -170,7 +195,7 @@ func (w *Writer) WriteBytesAligned(p []byte) {
 func (w *Writer) AppendBits(src []byte, nbits int) {
 	if nbits < 64 && len(src) >= 8 {
 		if nbits > 0 {
-			w.put(binary.LittleEndian.Uint64(src)&(1<<uint(nbits)-1), uint(nbits))
+			w.PutBits(binary.LittleEndian.Uint64(src)&(1<<uint(nbits)-1), uint(nbits))
 		}
 		return
 	}
@@ -232,12 +257,23 @@ func (w *Writer) WriteRice(v uint64, k uint) {
 	if v >= 1<<62 || k > 29 {
 		panic("bitio: WriteRice out of range")
 	}
-	if q := v >> k; q < RiceLimit {
-		w.put((v&(1<<k-1))<<(q+1)|1<<q, uint(q)+1+k)
+	if code, n, ok := RiceCode(v, k); ok {
+		w.PutBits(code, n)
 		return
 	}
 	w.WriteBits(0, RiceLimit)
 	w.WriteExpGolomb(v-RiceLimit<<k, k+1)
+}
+
+// RiceCode returns [Writer.WriteRice]'s code of v at order k ≤ 29 and its
+// length when its quotient is below [RiceLimit] (ok; else the code takes
+// the escape, which WriteRice writes), for [Writer.PutBits] in hot loops.
+func RiceCode(v uint64, k uint) (code uint64, n uint, ok bool) {
+	k &= 63
+	if q := v >> k; q < RiceLimit {
+		return (v&(1<<k-1))<<(q+1) | 1<<q, uint(q) + 1 + k, true
+	}
+	return 0, 0, false
 }
 
 // RiceLen returns the length in bits of [Writer.WriteRice]'s code of v at

@@ -119,31 +119,16 @@ func (a *bitAccount) noteFull(e *Encoder, slot uint32, ce *cacheEntry, m Meta, l
 }
 
 // noteDelta notes a delta record's mask and body bits per component, from
-// the masks and residuals e.measureDelta left.
-func (a *bitAccount) noteDelta(e *Encoder, slot uint32, ce *cacheEntry, set uint64, owner, usePred bool) {
+// the masks and body sizes the encoder left (e.gmasks, e.compBody).
+func (a *bitAccount) noteDelta(e *Encoder, slot uint32, ce *cacheEntry, set uint64, owner bool) {
 	a.note(e, slot, ce, set)
-	ri, lane := 0, 0
 	for ci, s := 0, set; s != 0; ci, s = ci+1, s&(s-1) {
 		p := e.plans[bits.TrailingZeros64(s)]
 		mask := 1 // the component's "changed" bit
 		if gm := e.gmasks[ci]; gm != 0 {
 			mask += visibleGroups(p, owner)
 		}
-		body := 0
-		end := lane + p.NumLanes()
-		for ; ri < len(e.res) && int(e.res[ri].lane) < end; ri++ {
-			r := &e.res[ri]
-			switch {
-			case r.kind == resBit:
-				body++
-			case usePred:
-				body += bitio.RiceLen(r.z2, uint(r.k2))
-			default:
-				body += bitio.RiceLen(r.z1, uint(r.k1))
-			}
-		}
-		a.vals = append(a.vals, uint32(mask), uint32(body))
-		lane = end
+		a.vals = append(a.vals, uint32(mask), e.compBody[ci])
 	}
 }
 

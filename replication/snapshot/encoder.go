@@ -39,8 +39,8 @@ type Encoder struct {
 	partW    bitio.Writer
 	// partHdrBits: the kind byte and header bits of the part in partW
 	partHdrBits int
-	res         []residual
 	gmasks      []uint64 // per component of a delta: its changed groups
+	compBody    []uint32 // per component of a delta: its body bits (accounting)
 	pc          predCtx
 	cands       []cand
 	sel         []int // selected candidates, slot order
@@ -57,10 +57,7 @@ type Encoder struct {
 	coding Coding
 	quad   bool
 	shard  *codeShard
-	// the record being measured: what quadratic extrapolation would save,
-	// whether its field masks are the predicted ones
-	recQuadGain, recQuadN int
-	maskPred              bool
+	ops    []planOps // per component: its plan as the delta encoder reads it
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
@@ -117,6 +114,7 @@ func NewEncoder(w *World) *Encoder {
 		if p.OwnerOnlyMask() != 0 {
 			e.ownerComps |= 1 << p.ID
 		}
+		e.ops = append(e.ops, newPlanOps(p))
 	}
 	return e
 }
@@ -379,172 +377,37 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 			return false // the receiver holds a value the encoder does not
 		}
 	}
-	e.recQuadGain, e.recQuadN = 0, 0
-	plain, pred, plainOK, predOK := e.measureDelta(m.Set, base, prev, v3, quad, cur, owner, int64(S-pb), int64(pb-pb2))
-	if !plainOK || (prev != nil && !predOK) {
-		return false
-	}
 	e.arena.Align()
 	start := e.arena.BitLen()
-	ce.mask = e.writeMasks(m.Set, owner)
+	mask, maskPred := e.deltaMasks(m.Set, base, prev, cur, owner)
 	maskBits := e.arena.BitLen() - start
-	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
-	// The receiver predicts the masks from its views: the groups that
-	// changed from view pb2 to the baseline (measureDelta compared them).
-	ce.maskPred = prev != nil && e.maskPred
-	usePred := prev != nil
-	bodyBits := plain
-	if usePred {
-		bodyBits = pred
-	}
-	if maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, cur, owner) {
-		return false
-	}
 	e.arena.Align()
 	bodyStart := e.arena.BitLen()
-	e.writeResiduals(cur, usePred, &ce.stats)
-	ce.stats.quadGain = int16(max(-1<<15, min(e.recQuadGain, 1<<15-1)))
-	ce.stats.quadN = uint8(min(e.recQuadN, 255))
+	r, ok := e.deltaBody(m.Set, base, prev, v3, cur, quad, int64(S-pb), int64(pb-pb2), &ce.stats)
+	bodyBits := e.arena.BitLen() - bodyStart
+	if !ok || maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, cur, owner) {
+		e.arena.Truncate(start)
+		return false
+	}
+	ce.mask = mask
+	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
+	// The receiver predicts the masks from its views: the groups that
+	// changed from view pb2 to the baseline.
+	ce.maskPred = prev != nil && maskPred
+	ce.stats.quadGain = int16(max(-1<<15, min(r.quadGain, 1<<15-1)))
+	ce.stats.quadN = uint8(min(r.quadN, 255))
 	ce.kind = kindDelta
 	ce.bodyOff = uint32(bodyStart / 8)
-	ce.bodyBits = uint32(e.arena.BitLen() - bodyStart)
-	if usePred {
+	ce.bodyBits = uint32(bodyBits)
+	if prev != nil {
 		ce.usePred = true
-		ce.saved = int32(plain - pred)
+		ce.saved = int32(r.plain - bodyBits)
 		e.Predicted++
 	}
 	if e.acct != nil {
-		e.acct.noteDelta(e, slot, ce, m.Set, owner, usePred)
+		e.acct.noteDelta(e, slot, ce, m.Set, owner)
 	}
 	return true
-}
-
-// residual is one lane of a delta body: for numeric lanes the zigzag
-// residual against the baseline value and against the extrapolation, the
-// Rice order of each, the lane's class and its prediction context
-// (−1: not extrapolated).
-type residual struct {
-	lane   int32
-	kind   uint8 // resNum, resBit
-	k1, k2 uint8
-	cl     uint8
-	ctx    int8
-	z1, z2 uint64
-}
-
-const (
-	resNum = iota
-	resBit // a bool or rest flag: the value itself, 1 bit
-)
-
-// measureDelta lists in e.res the lanes of the changed groups a delta body
-// carries (in wire order) with their residuals against base and, if prev is
-// set, against the linear extrapolation of base through prev over num/den
-// (exactly as predict computes it, for the changed lanes only), and returns
-// the bits each body takes under e.coding and whether each can be coded
-// (residuals below 2^62).
-//
-// With v3 (the value in the view den ticks before prev), world lanes are
-// also extrapolated quadratically through v3, prev and base: with quad that
-// is the prediction; without, e.recQuadGain counts what it would save.
-func (e *Encoder) measureDelta(set uint64, base, prev, v3 []uint64, quad bool, cur []uint64, owner bool, num, den int64) (plain, pred int, plainOK, predOK bool) {
-	e.res = e.res[:0]
-	e.gmasks = e.gmasks[:0]
-	plainOK, predOK = true, prev != nil
-	e.maskPred = prev != nil
-	off := 0
-	for s := set; s != 0; s &= s - 1 {
-		p := e.plans[bits.TrailingZeros64(s)]
-		n := p.NumLanes()
-		b, c := base[off:off+n], cur[off:off+n]
-		v2, w3 := window(prev, off, n), window(v3, off, n)
-		lanes := p.Lanes()
-		groups := p.Groups()
-		var gm uint64
-		for gi := range groups {
-			g := &groups[gi]
-			if !owner && g.OwnerOnly {
-				continue
-			}
-			same := sameGroup(g, b, c)
-			if v2 != nil && e.maskPred {
-				// The predicted masks: the groups that changed from v2 to b.
-				e.maskPred = same == sameGroup(g, v2, b)
-			}
-			if same {
-				continue
-			}
-			gm |= 1 << gi
-			noPred := v2 == nil || quatIndexMoved(lanes, g, v2, b)
-			for l := g.First; l < g.First+g.Count; l++ {
-				ln := &lanes[l]
-				if ln.Kind == schema.LaneBool || ln.Kind == schema.LaneRest {
-					e.res = append(e.res, residual{lane: int32(off + l), kind: resBit})
-					plain++
-					pred++
-					if ln.Kind == schema.LaneRest && c[l] != 0 {
-						break // axes implied zero
-					}
-					continue
-				}
-				z1 := bitio.ZigZag(ln.Delta(b[l], c[l]))
-				z2 := z1
-				var k1, k2 uint
-				cl, ctx := numClasses, -1 // quaternion indexes: order 0, not counted
-				if ln.Kind != schema.LaneQuatIndex {
-					cl = laneClass(ln.Kind)
-					k1 = uint(e.coding.Plain[cl])
-					k2 = k1
-					if v2 != nil && !noPred {
-						var step int64
-						if d := ln.Delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
-							step = d * num
-							if den != 1 { // (the views are usually consecutive: no division)
-								step = divRound(step, den)
-							}
-							z2 = bitio.ZigZag(ln.Delta(b[l]+uint64(step), c[l]))
-						}
-						ctx = stepCtx(step)
-						k2 = e.coding.orderCtx(cl, ctx)
-						if w3 != nil && ln.Kind == schema.LaneWorld {
-							z2, k2, ctx = e.quadResidual(ln, w3[l], v2[l], b[l], c[l], num, den, step, cl, z2, k2, ctx, quad)
-						}
-					}
-				}
-				if z1 >= 1<<62 {
-					plainOK = false
-				}
-				if z2 >= 1<<62 {
-					predOK = false
-				}
-				e.res = append(e.res, residual{lane: int32(off + l), kind: resNum, k1: uint8(k1), k2: uint8(k2), cl: uint8(cl), ctx: int8(ctx), z1: z1, z2: z2})
-				plain += bitio.RiceLen(z1, k1)
-				pred += bitio.RiceLen(z2, k2)
-			}
-		}
-		e.gmasks = append(e.gmasks, gm)
-		off += n
-	}
-	return
-}
-
-// window returns lanes[off:off+n], or nil without lanes.
-func window(lanes []uint64, off, n int) []uint64 {
-	if lanes == nil {
-		return nil
-	}
-	return lanes[off : off+n]
-}
-
-// quatIndexMoved reports whether a quaternion-index lane of group g differs
-// between a and b (the largest component changed: no extrapolation).
-func quatIndexMoved(lanes []schema.Lane, g *schema.Group, a, b []uint64) bool {
-	for l := g.First; l < g.First+g.Count; l++ {
-		if lanes[l].Kind == schema.LaneQuatIndex && a[l] != b[l] {
-			return true
-		}
-	}
-	return false
 }
 
 // sameGroup reports whether group g's lanes are equal in a and b.
@@ -553,62 +416,6 @@ func sameGroup(g *schema.Group, a, b []uint64) bool {
 		return a[g.First] == b[g.First]
 	}
 	return equalLanes(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
-}
-
-// quadResidual is measureDelta's quadratic extrapolation of a world lane
-// through w3, v2 and b (the linear one gave z2, k2, ctx): it notes what it
-// would save and, with quad, returns its residual, order and context
-// instead.
-func (e *Encoder) quadResidual(ln *schema.Lane, w3, v2, b, c uint64, num, den, step int64, cl int, z2 uint64, k2 uint, ctx int, quad bool) (uint64, uint, int) {
-	qs := quadStep(ln, w3, v2, b, num, den, step)
-	zq := bitio.ZigZag(ln.Delta(b+uint64(qs), c))
-	cq := stepCtx(qs)
-	kq := e.coding.orderCtx(cl, cq)
-	if zq < 1<<62 && z2 < 1<<62 {
-		e.recQuadGain += bitio.RiceLen(z2, k2) - bitio.RiceLen(zq, kq)
-		e.recQuadN++
-	}
-	if quad {
-		return zq, kq, cq
-	}
-	return z2, k2, ctx
-}
-
-// writeMasks writes the field masks measureDelta found (see
-// writeDeltaMask) and returns their first 64 bits as a number.
-func (e *Encoder) writeMasks(set uint64, owner bool) uint64 {
-	var mask uint64
-	n := 0
-	ci := 0
-	for s := set; s != 0; s &= s - 1 {
-		v, k := componentMask(e.plans[bits.TrailingZeros64(s)], e.gmasks[ci], owner)
-		ci++
-		if n < 64 {
-			mask |= v << n
-		}
-		n += k
-		e.arena.WriteBits(v, uint(k))
-	}
-	return mask
-}
-
-// componentMask returns a component's field mask bits on the wire for its
-// changed groups gm: "0", or "1" and one bit per group (owner-only groups
-// only when owner).
-func componentMask(p *schema.Plan, gm uint64, owner bool) (v uint64, n int) {
-	if gm == 0 {
-		return 0, 1
-	}
-	groups := p.Groups()
-	v, n = 1, 1
-	for gi := range groups {
-		if !owner && groups[gi].OwnerOnly {
-			continue
-		}
-		v |= (gm >> gi & 1) << n
-		n++
-	}
-	return v, n
 }
 
 // changedGroups returns the groups of p whose lanes differ between a and b
@@ -626,29 +433,6 @@ func changedGroups(p *schema.Plan, a, b []uint64, owner bool) uint64 {
 		}
 	}
 	return gm
-}
-
-// writeResiduals writes the body e.measureDelta listed, and notes its
-// residuals in st for the choice of the next ticks' coding.
-func (e *Encoder) writeResiduals(cur []uint64, usePred bool, st *recStats) {
-	*st = recStats{}
-	for i := range e.res {
-		r := &e.res[i]
-		switch {
-		case r.kind == resBit:
-			e.arena.WriteBits(cur[r.lane], 1)
-		case usePred:
-			e.arena.WriteRice(r.z2, uint(r.k2))
-			if r.cl < numClasses {
-				st.add(int(r.cl), int(r.ctx), r.z2)
-			}
-		default:
-			e.arena.WriteRice(r.z1, uint(r.k1))
-			if r.cl < numClasses {
-				st.add(int(r.cl), -1, r.z1)
-			}
-		}
-	}
 }
 
 // minFullBits is a lower bound of a full record's size: when a delta is

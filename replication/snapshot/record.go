@@ -263,9 +263,21 @@ func plainOrders(plans []*schema.Plan, set uint64, cod *Coding, orders []uint8) 
 // (more than 2^40 steps apart) or lie more than 256 ticks apart give the
 // linear step lin.
 func quadStep(ln *schema.Lane, c, b, a uint64, num, den int64, lin int64) int64 {
-	db, dc := ln.Delta(b, a), ln.Delta(c, b) // a − b, b − c
+	return quadFrom(ln.Delta(b, a), ln.Delta(c, b), num, den, lin)
+}
+
+// quadFrom is quadStep from the lane's last two deltas db = a − b and
+// dc = b − c.
+func quadFrom(db, dc, num, den, lin int64) int64 {
 	if db > 1<<40 || db < -(1<<40) || dc > 1<<40 || dc < -(1<<40) || num > 256 || den > 256 {
 		return lin // (and no overflow below: |terms| < 2^59)
+	}
+	if den == 1 { // consecutive views, the common case: no division
+		x := (3*db-dc)*num + (db-dc)*num*num
+		if x >= 0 {
+			return (x + 1) >> 1
+		}
+		return -((-x + 1) >> 1)
 	}
 	return divRound((3*db-dc)*num*den+(db-dc)*num*num, 2*den*den)
 }

@@ -111,7 +111,7 @@ func writeDeltaMask(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur
 	return mask, changed
 }
 
-// The encoder's one-pass residuals (measureDelta, writeResiduals) write
+// The encoder's delta writers (deltaMasks, deltaBody) write
 // exactly what the reference writers write — the field masks, the residuals
 // against the baseline and against predict's extrapolation — and size them
 // exactly.
@@ -180,33 +180,36 @@ func TestResidualsMatchTheReference(t *testing.T) {
 				pv3 = v3
 			}
 		}
-		plain, pred, plainOK, predOK := e.measureDelta(set, base, prev, v3, quad, cur, owner, num, den)
 		var refMask bitio.Writer
 		wantMask, _ := writeDeltaMask(&refMask, plans, set, base, cur, owner)
 		e.arena.Reset(nil)
-		require.Equal(t, wantMask, e.writeMasks(set, owner), "iter %d", iter)
+		mask, _ := e.deltaMasks(set, base, prev, cur, owner)
+		require.Equal(t, wantMask, mask, "iter %d", iter)
 		require.Equal(t, refMask.BitLen(), e.arena.BitLen(), "iter %d", iter)
 		require.Equal(t, refMask.Bytes(), e.arena.Bytes(), "iter %d", iter)
 
 		var ref bitio.Writer
 		orders := make([]uint8, len(base))
 		plainOrders(plans, set, &e.coding, orders)
-		refOK := writeDeltaBody(&ref, plans, set, base, base, cur, orders, owner)
-		require.Equal(t, refOK, plainOK, "iter %d", iter)
+		plainOK := writeDeltaBody(&ref, plans, set, base, base, cur, orders, owner)
+		plainBits := ref.BitLen()
 		e.arena.Reset(nil)
-		e.writeResiduals(cur, false, &recStats{})
-		require.Equal(t, ref.BitLen(), plain, "iter %d", iter)
-		require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
+		r, ok := e.deltaBody(set, base, nil, nil, cur, quad, num, den, &recStats{})
+		require.Equal(t, plainOK, ok, "iter %d", iter)
+		if ok {
+			require.Equal(t, plainBits, r.plain, "iter %d", iter)
+			require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
+		}
 
 		p := append([]uint64(nil), base...)
 		predict(plans, set, base, prev, pv3, num, den, p, &e.coding, orders)
 		ref.Reset(nil)
-		refOK = writeDeltaBody(&ref, plans, set, base, p, cur, orders, owner)
-		require.Equal(t, refOK, predOK, "iter %d", iter)
-		if refOK {
-			e.arena.Reset(nil)
-			e.writeResiduals(cur, true, &recStats{})
-			require.Equal(t, ref.BitLen(), pred, "iter %d", iter)
+		predOK := writeDeltaBody(&ref, plans, set, base, p, cur, orders, owner)
+		e.arena.Reset(nil)
+		r, ok = e.deltaBody(set, base, prev, v3, cur, quad, num, den, &recStats{})
+		require.Equal(t, plainOK && predOK, ok, "iter %d", iter)
+		if ok {
+			require.Equal(t, plainBits, r.plain, "iter %d", iter)
 			require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
 		}
 	}

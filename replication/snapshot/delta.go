@@ -1,0 +1,269 @@
+package snapshot
+
+import (
+	"math/bits"
+
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// The delta record encoder's inner loop. A delta record is its field masks
+// (which groups of each component changed since the baseline), then its
+// body: one residual per lane of the changed groups (see coding.go). The
+// encoder writes both straight into the arena in two passes over the
+// record's components, from compact per-plan tables (planOps) rather than
+// the schema's lane descriptions.
+
+// Lane operations of the delta body.
+const (
+	opNum     = iota // numeric lane: Rice-coded residual, class classOther
+	opAngle          // numeric lane whose deltas wrap modulo 2^bits
+	opWorld          // numeric lane of class classWorld, extrapolated quadratically
+	opQuatIdx        // quaternion index: residual at order 0, never extrapolated
+	opBit            // bool: the value itself, 1 bit
+	opRest           // rest flag: the value, 1 bit; when 1 the group ends
+)
+
+type laneOp struct {
+	kind uint8
+	bits uint8 // opAngle: the lane's width
+}
+
+type groupOp struct {
+	first, end uint16
+	qi         int16 // the group's quaternion-index lane, −1 none
+	ownerOnly  bool
+}
+
+// planOps is a component plan as the delta encoder reads it.
+type planOps struct {
+	n         int // lanes
+	lanes     []laneOp
+	groups    []groupOp
+	visible   uint64 // groups every client sees (not owner-only)
+	allGroups uint64
+}
+
+func newPlanOps(p *schema.Plan) planOps {
+	po := planOps{n: p.NumLanes()}
+	for _, ln := range p.Lanes() {
+		op := laneOp{kind: opNum}
+		switch ln.Kind {
+		case schema.LaneAngle:
+			op = laneOp{kind: opAngle, bits: ln.Bits}
+		case schema.LaneWorld:
+			op.kind = opWorld
+		case schema.LaneQuatIndex:
+			op.kind = opQuatIdx
+		case schema.LaneBool:
+			op.kind = opBit
+		case schema.LaneRest:
+			op.kind = opRest
+		}
+		po.lanes = append(po.lanes, op)
+	}
+	for gi, g := range p.Groups() {
+		gop := groupOp{first: uint16(g.First), end: uint16(g.First + g.Count), qi: -1, ownerOnly: g.OwnerOnly}
+		for l := g.First; l < g.First+g.Count; l++ {
+			if po.lanes[l].kind == opQuatIdx {
+				gop.qi = int16(l)
+			}
+		}
+		po.groups = append(po.groups, gop)
+		po.allGroups |= 1 << gi
+		if !g.OwnerOnly {
+			po.visible |= 1 << gi
+		}
+	}
+	return po
+}
+
+// delta returns the lane's delta from a to b (modulo 2^bits for angles).
+func (op laneOp) delta(a, b uint64) int64 {
+	if op.kind == opAngle {
+		n := op.bits & 63
+		d := (b - a) & (1<<n - 1)
+		if d >= 1<<(n-1) {
+			return int64(d) - int64(uint64(1)<<n)
+		}
+		return int64(d)
+	}
+	return int64(b - a)
+}
+
+// deltaMasks finds the changed groups of each component of set between
+// base and cur (e.gmasks, one word per component; owner-only groups only
+// for owner) and writes the field masks. With prev, it also reports
+// whether the changed groups are those that changed from prev to base
+// (maskPred: the receiver, which predicts them so, gets one bit). mask is
+// the masks' first 64 bits as a number.
+func (e *Encoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (mask uint64, maskPred bool) {
+	e.gmasks = e.gmasks[:0]
+	maskPred = prev != nil
+	off, nbits := 0, 0
+	for s := set; s != 0; s &= s - 1 {
+		po := &e.ops[bits.TrailingZeros64(s)]
+		b, c := base[off:off+po.n], cur[off:off+po.n]
+		var v2 []uint64
+		if prev != nil {
+			v2 = prev[off : off+po.n]
+		}
+		off += po.n
+		vis := po.visible
+		if owner {
+			vis = po.allGroups
+		}
+		// The mask: "0", or "1" and one bit per visible group (up to 64).
+		var gm, v uint64
+		k := uint(0)
+		for gi := range po.groups {
+			g := &po.groups[gi]
+			if vis>>gi&1 == 0 {
+				continue
+			}
+			same := sameLanes(b, c, g)
+			if maskPred {
+				maskPred = same == sameLanes(v2, b, g)
+			}
+			if !same {
+				gm |= 1 << gi
+				v |= 1 << k
+			}
+			k++
+		}
+		e.gmasks = append(e.gmasks, gm)
+		if gm == 0 {
+			e.arena.PutBits(0, 1)
+			nbits++
+			continue
+		}
+		e.arena.PutBits(1, 1)
+		e.arena.WriteBits(v, k)
+		if nbits < 64 {
+			mask |= (1 | v<<1) << nbits
+		}
+		nbits += 1 + int(k)
+	}
+	return mask, maskPred
+}
+
+// sameLanes reports whether group g's lanes are equal in a and b.
+func sameLanes(a, b []uint64, g *groupOp) bool {
+	for l := int(g.first); l < int(g.end); l++ {
+		if a[l] != b[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyResult is what deltaBody measured besides the body it wrote: what
+// the body would take coded against the baseline alone (plain), and what
+// quadratic extrapolation saved or would save on positions.
+type bodyResult struct {
+	plain           int
+	quadGain, quadN int
+}
+
+// deltaBody writes the residuals of the changed groups (e.gmasks) of each
+// component of set: against the extrapolation through prev (num/den
+// ticks ahead, see setupPrediction) when prev is not nil, else against
+// base. With v3 (prev's own baseline value), positions are extrapolated
+// quadratically when quad, and otherwise it only measures what that would
+// save. st gets the residuals for the choice of the coding; e.compBody
+// each component's body bits when accounting. ok is false, with part of the
+// body written, when a residual is too large to code.
+func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool, num, den int64, st *recStats) (r bodyResult, ok bool) {
+	w := &e.arena
+	cod := &e.coding
+	plainK := [numClasses]uint{uint(cod.Plain[classWorld]), uint(cod.Plain[classOther])}
+	*st = recStats{}
+	e.compBody = e.compBody[:0]
+	off, ci := 0, 0
+	for s := set; s != 0; s &= s - 1 {
+		po := &e.ops[bits.TrailingZeros64(s)]
+		n := po.n
+		b, c := base[off:off+n], cur[off:off+n]
+		var v2, w3 []uint64
+		if prev != nil {
+			v2 = prev[off : off+n]
+			if v3 != nil {
+				w3 = v3[off : off+n]
+			}
+		}
+		off += n
+		start := w.BitLen()
+		for gm := e.gmasks[ci]; gm != 0; gm &= gm - 1 {
+			g := &po.groups[bits.TrailingZeros64(gm)]
+			// A quaternion whose largest component changed is not
+			// extrapolated.
+			predG := v2 != nil && (g.qi < 0 || v2[g.qi] == b[g.qi])
+			for l := int(g.first); l < int(g.end); l++ {
+				op := po.lanes[l]
+				if op.kind >= opBit {
+					w.PutBits(c[l]&1, 1)
+					r.plain++
+					if op.kind == opRest && c[l] != 0 {
+						break // axes implied zero
+					}
+					continue
+				}
+				z1 := bitio.ZigZag(op.delta(b[l], c[l]))
+				if z1 >= 1<<62 {
+					return r, false
+				}
+				cl, k1 := numClasses, uint(0) // quaternion indexes: order 0, not counted
+				if op.kind != opQuatIdx {
+					cl = classOther
+					if op.kind == opWorld {
+						cl = classWorld
+					}
+					k1 = plainK[cl]
+				}
+				r.plain += bitio.RiceLen(z1, k1)
+				z, k, ctx := z1, k1, -1
+				if predG && op.kind != opQuatIdx {
+					var step int64
+					if d := op.delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
+						step = d * num
+						if den != 1 { // (the views are usually consecutive: no division)
+							step = divRound(step, den)
+						}
+						z = bitio.ZigZag(op.delta(b[l]+uint64(step), c[l]))
+					}
+					ctx = stepCtx(step)
+					k = cod.orderCtx(cl, ctx)
+					if w3 != nil && op.kind == opWorld {
+						qs := quadFrom(int64(b[l]-v2[l]), int64(v2[l]-w3[l]), num, den, step)
+						zq := bitio.ZigZag(int64(c[l] - (b[l] + uint64(qs))))
+						cq := stepCtx(qs)
+						kq := cod.orderCtx(cl, cq)
+						if zq < 1<<62 && z < 1<<62 {
+							r.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
+							r.quadN++
+						}
+						if quad {
+							z, k, ctx = zq, kq, cq
+						}
+					}
+					if z >= 1<<62 {
+						return r, false
+					}
+				}
+				if code, nb, short := bitio.RiceCode(z, k); short {
+					w.PutBits(code, nb)
+				} else {
+					w.WriteRice(z, k)
+				}
+				if cl < numClasses {
+					st.add(cl, ctx, z)
+				}
+			}
+		}
+		if e.acct != nil {
+			e.compBody = append(e.compBody, uint32(w.BitLen()-start))
+		}
+		ci++
+	}
+	return r, true
+}
