@@ -562,7 +562,7 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	if lanes2 != nil {
 		// Residuals against the extrapolation through view base2.
 		r.pred = append(r.pred[:0], baseLanes...)
-		predict(r.plans, m.Set, baseLanes, lanes2, lanes3, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, &mg.cod, r.orders)
+		predict(r.plans, m.Set, r.masks[:bits.OnesCount64(m.Set)], baseLanes, lanes2, lanes3, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, &mg.cod, r.orders)
 		pred = r.pred
 	} else {
 		plainOrders(r.plans, m.Set, &mg.cod, r.orders)

@@ -183,8 +183,12 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 //
 // With v3 (the values in the view den ticks before v2's), world lanes are
 // extrapolated quadratically instead (quadStep).
-func predict(plans []*schema.Plan, set uint64, v1, v2, v3 []uint64, num, den int64, out []uint64, cod *Coding, orders []uint8) {
-	off := 0
+//
+// Only the groups masks selects (one word per component of set, as
+// readDeltaBody takes them; nil selects all) are filled: a record carries
+// no residual for the others, which keep out's and orders' values.
+func predict(plans []*schema.Plan, set uint64, masks []uint64, v1, v2, v3 []uint64, num, den int64, out []uint64, cod *Coding, orders []uint8) {
+	off, ci := 0, 0
 	for s := set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
@@ -194,9 +198,17 @@ func predict(plans []*schema.Plan, set uint64, v1, v2, v3 []uint64, num, den int
 			c = v3[off : off+n]
 		}
 		off += n
+		mask := ^uint64(0)
+		if masks != nil {
+			mask = masks[ci]
+		}
+		ci++
 		lanes := p.Lanes()
 		groups := p.Groups()
 		for gi := range groups {
+			if mask>>gi&1 == 0 {
+				continue
+			}
 			g := &groups[gi]
 			skip := false
 			for l := g.First; l < g.First+g.Count; l++ {

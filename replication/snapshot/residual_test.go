@@ -202,7 +202,7 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		}
 
 		p := append([]uint64(nil), base...)
-		predict(plans, set, base, prev, pv3, num, den, p, &e.coding, orders)
+		predict(plans, set, nil, base, prev, pv3, num, den, p, &e.coding, orders)
 		ref.Reset(nil)
 		predOK := writeDeltaBody(&ref, plans, set, base, p, cur, orders, owner)
 		e.arena.Reset(nil)
