@@ -358,7 +358,18 @@ func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) b
 	prevLanes := w.prev.EntityLanes(j)
 	off := int(w.prev.Offs[j])
 	cur := w.cur.Lanes[off : off+len(prevLanes)]
-	raw := w.raw[slot][:0]
+	old := w.raw[slot]
+	if m.Set&(m.Set-1) == 0 && len(comps) == 1 && w.rawSet[slot] == m.Set {
+		// One component, whose raw bytes were kept before (the common
+		// case): no loop, and they are overwritten in place.
+		p := w.plans[bits.TrailingZeros64(m.Set)]
+		p.Quantize(comps[0], cur)
+		if src := unsafe.Slice((*byte)(comps[0]), p.Size); len(old) == len(src) {
+			copy(old, src)
+			return !equalLanes(prevLanes, cur)
+		}
+	}
+	raw := old[:0]
 	at := 0
 	ci := 0
 	for set := m.Set; set != 0; set &= set - 1 {
@@ -369,7 +380,7 @@ func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) b
 		at += n
 		ci++
 	}
-	if old := w.raw[slot]; len(old) != len(raw) || unsafe.SliceData(old) != unsafe.SliceData(raw) {
+	if len(old) != len(raw) || unsafe.SliceData(old) != unsafe.SliceData(raw) {
 		w.raw[slot] = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
 	}
 	w.rawSet[slot] = m.Set
