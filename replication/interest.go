@@ -251,7 +251,8 @@ func (g *interestGrid) relX(cx int32) int32 {
 func finite(v float64) bool { return v-v == 0 }
 
 // scan sets in next the entities with a position near focus: within the
-// enter radius, or the leave radius if prev has them, and accepted.
+// enter radius, or the leave radius if prev has them, and accepted (nil
+// accept: all are).
 func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, accept func(uint32) bool) {
 	enter2, leave2 := g.cfg.Radius*g.cfg.Radius, g.leave*g.leave
 	// The grid cells the leave radius touches (cells past the grid's
@@ -300,7 +301,7 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 			slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
 			if !edge && x >= ia && x <= ib && !g.cellOdd[c] {
 				for _, slot := range slots {
-					if accept(slot) {
+					if accept == nil || accept(slot) {
 						next.Set(slot)
 					}
 				}
@@ -310,7 +311,7 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 				p := g.pos[slot]
 				dx, dz := p.X-focus.X, p.Z-focus.Z
 				d2 := dx*dx + dz*dz
-				if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
+				if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && (accept == nil || accept(slot)) {
 					next.Set(slot)
 				}
 			}
@@ -326,13 +327,13 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 		next = append(next, 0)
 	}
 	clear(next)
-	filter := g.cfg.Filter
-	accept := func(slot uint32) bool {
-		return filter == nil || filter(c.id, s.slots[slot].entity)
+	var accept func(uint32) bool // nil: no filter, every entity is
+	if filter := g.cfg.Filter; filter != nil {
+		accept = func(slot uint32) bool { return filter(c.id, s.slots[slot].entity) }
 	}
 	for wi, w := range g.global {
 		for ; w != 0; w &= w - 1 {
-			if slot := uint32(wi*64 + tz64(w)); accept(slot) {
+			if slot := uint32(wi*64 + tz64(w)); accept == nil || accept(slot) {
 				next.Set(slot)
 			}
 		}
