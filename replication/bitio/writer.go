@@ -148,7 +148,9 @@ func ExpGolombCode(v uint64, k uint) (code uint64, n uint) {
 	if n >= 64 {
 		return 0, n
 	}
-	return 1<<z | (x&^(1<<(l-1)))<<(z+1), n
+	// n < 64: z < 32 and l ≤ 63, so the shifts are in range (the &63 tells
+	// the compiler, which then skips Go's oversized-shift rule).
+	return 1<<(z&63) | (x&^(1<<((l-1)&63)))<<((z+1)&63), n
 }
 
 // Truncate drops every bit written after the first n (n ≤ BitLen()): the

@@ -338,12 +338,13 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 				run.note(ce.mask, int(ce.maskBits))
 			}
 		}
+		// (v holds n < 64 bits: PutBits, which inlines.)
 		switch {
 		case ce == nil:
-			w.WriteBits(v, n)
+			w.PutBits(v, n)
 		case n+uint(ce.bodyBits) < 64 && int(ce.bodyOff)+8 <= len(arena):
 			body := binary.LittleEndian.Uint64(arena[ce.bodyOff:]) & (1<<ce.bodyBits - 1)
-			w.WriteBits(v|body<<n, n+uint(ce.bodyBits))
+			w.PutBits(v|body<<n, n+uint(ce.bodyBits))
 		default:
 			w.WriteBits(v, n)
 			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
