@@ -147,6 +147,40 @@ func (e *Encoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (
 	return mask, maskPred
 }
 
+// linear is the linear extrapolation of a lane num/den ticks past b
+// through v2: its step and the residual of c against it (z1, c's residual
+// against b, and no step when v2 and b are a jump apart).
+func (op laneOp) linear(v2, b, c uint64, num, den int64, z1 uint64) (z uint64, step int64) {
+	d := op.delta(v2, b)
+	if d > 1<<40 || d < -(1<<40) {
+		return z1, 0
+	}
+	step = d * num
+	if den != 1 { // (the views are usually consecutive: no division)
+		step = divRound(step, den)
+	}
+	return bitio.ZigZag(op.delta(b+uint64(step), c)), step
+}
+
+// quadLane is deltaBody's quadratic extrapolation of a predicted world
+// lane through w3, v2 and b (the linear one gave z, k and ctx): it notes in
+// r what it saves and, with quad, returns its residual, order and context
+// instead.
+func (r *bodyResult) quadLane(cod *Coding, w3, v2, b, c uint64, num, den, step int64, z uint64, k uint, ctx int, quad bool) (uint64, uint, int) {
+	qs := quadFrom(int64(b-v2), int64(v2-w3), num, den, step)
+	zq := bitio.ZigZag(int64(c - (b + uint64(qs))))
+	cq := stepCtx(qs)
+	kq := cod.orderCtx(classWorld, cq)
+	if zq < 1<<62 && z < 1<<62 {
+		r.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
+		r.quadN++
+	}
+	if quad {
+		return zq, kq, cq
+	}
+	return z, k, ctx
+}
+
 // sameLanes reports whether group g's lanes are equal in a and b.
 func sameLanes(a, b []uint64, g *groupOp) bool {
 	for l := int(g.first); l < int(g.end); l++ {
@@ -224,27 +258,11 @@ func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool,
 				z, k, ctx := z1, k1, -1
 				if predG && op.kind != opQuatIdx {
 					var step int64
-					if d := op.delta(v2[l], b[l]); d <= 1<<40 && d >= -(1<<40) {
-						step = d * num
-						if den != 1 { // (the views are usually consecutive: no division)
-							step = divRound(step, den)
-						}
-						z = bitio.ZigZag(op.delta(b[l]+uint64(step), c[l]))
-					}
+					z, step = op.linear(v2[l], b[l], c[l], num, den, z1)
 					ctx = stepCtx(step)
 					k = cod.orderCtx(cl, ctx)
 					if w3 != nil && op.kind == opWorld {
-						qs := quadFrom(int64(b[l]-v2[l]), int64(v2[l]-w3[l]), num, den, step)
-						zq := bitio.ZigZag(int64(c[l] - (b[l] + uint64(qs))))
-						cq := stepCtx(qs)
-						kq := cod.orderCtx(cl, cq)
-						if zq < 1<<62 && z < 1<<62 {
-							r.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
-							r.quadN++
-						}
-						if quad {
-							z, k, ctx = zq, kq, cq
-						}
+						z, k, ctx = r.quadLane(cod, w3[l], v2[l], b[l], c[l], num, den, step, z, k, ctx, quad)
 					}
 					if z >= 1<<62 {
 						return r, false
