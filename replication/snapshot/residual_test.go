@@ -116,9 +116,16 @@ func writeDeltaMask(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur
 // against the baseline and against predict's extrapolation — and size them
 // exactly.
 func TestResidualsMatchTheReference(t *testing.T) {
+	// (Angles wrap: their deltas and extrapolations are taken modulo a turn.)
+	type turret struct {
+		Yaw   float64 `net:"angle,bits=10"`
+		Pitch float32 `net:"angle,bits=6,owner"`
+		Shots int32
+	}
 	reg := schema.NewRegistry()
 	schema.MustRegister[fuzzShip](reg)
 	schema.MustRegister[fuzzTag](reg)
+	schema.MustRegister[turret](reg)
 	w := NewWorld(reg, 0)
 	e := NewEncoder(w)
 	plans := reg.Plans()
@@ -160,7 +167,7 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		return out
 	}
 	for iter := range 20000 {
-		set := uint64(1 + rng.IntN(3))
+		set := uint64(1 + rng.IntN(7))
 		prev := random(set)
 		base := perturb(prev, set)
 		cur := perturb(base, set)
