@@ -13,8 +13,11 @@
 //
 //   - [Writer]: append-style, reusable ([Writer.Reset]); [Writer.WriteBits],
 //     [Writer.WriteBool], [Writer.WriteUvarint], [Writer.WriteVarint],
-//     [Writer.WriteZigZag], [Writer.WriteExpGolomb], [Writer.AppendBits],
-//     [Writer.Align], [Writer.Bytes]. Allocation-free once its buffer has grown.
+//     [Writer.WriteZigZag], [Writer.WriteExpGolomb], [Writer.WriteRice],
+//     [Writer.AppendBits], [Writer.Align], [Writer.Truncate], [Writer.Bytes].
+//     Allocation-free once its buffer has grown. [Writer.PutBits] is
+//     WriteBits without its checks, for hot loops (it inlines), with
+//     [RiceCode] and [ExpGolombCode] giving whole codes as one field.
 //   - [Reader]: fail-closed; the matching Read methods, a sticky [Reader.Err]
 //     ([ErrShortBuffer], [ErrOverflow]) and zero values after any failure.
 //     Every loop is bounded; a Reader never panics and never allocates.
@@ -25,4 +28,5 @@
 //   - Pack a quantized value of known width: [Writer.WriteBits] / [Reader.ReadBits].
 //   - Pack a small signed residual: [Writer.WriteExpGolomb] of [ZigZag].
 //   - Splice a pre-encoded record into a packet: [Writer.AppendBits].
+//   - Take back what was written since a position: [Writer.Truncate].
 package bitio
