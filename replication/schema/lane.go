@@ -60,14 +60,20 @@ func (l *Lane) Signed() bool { return l.Kind == LaneWorld || l.Kind == LaneVarin
 // lanes (the shortest way around), two's complement for signed lanes.
 func (l *Lane) Delta(base, cur uint64) int64 {
 	if l.Kind == LaneAngle {
-		n := l.Bits
-		d := (cur - base) & (uint64(1)<<n - 1)
-		if d >= uint64(1)<<(n-1) {
-			return int64(d) - int64(uint64(1)<<n)
-		}
-		return int64(d)
+		return AngleDelta(base, cur, l.Bits)
 	}
 	return int64(cur - base)
+}
+
+// AngleDelta is [Lane.Delta] of an angle lane of n bits (1 ≤ n ≤ 63): cur −
+// base modulo 2^n, the shortest way around.
+func AngleDelta(base, cur uint64, n uint8) int64 {
+	n &= 63
+	d := (cur - base) & (1<<n - 1)
+	if d >= 1<<(n-1) {
+		return int64(d) - int64(uint64(1)<<n)
+	}
+	return int64(d)
 }
 
 // Apply returns base + d, the inverse of [Lane.Delta]. ok is false when the

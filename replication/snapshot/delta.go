@@ -32,7 +32,6 @@ type laneOp struct {
 type groupOp struct {
 	first, end uint16
 	qi         int16 // the group's quaternion-index lane, −1 none
-	ownerOnly  bool
 }
 
 // planOps is a component plan as the delta encoder reads it.
@@ -63,7 +62,7 @@ func newPlanOps(p *schema.Plan) planOps {
 		po.lanes = append(po.lanes, op)
 	}
 	for gi, g := range p.Groups() {
-		gop := groupOp{first: uint16(g.First), end: uint16(g.First + g.Count), qi: -1, ownerOnly: g.OwnerOnly}
+		gop := groupOp{first: uint16(g.First), end: uint16(g.First + g.Count), qi: -1}
 		for l := g.First; l < g.First+g.Count; l++ {
 			if po.lanes[l].kind == opQuatIdx {
 				gop.qi = int16(l)
@@ -81,12 +80,7 @@ func newPlanOps(p *schema.Plan) planOps {
 // delta returns the lane's delta from a to b (modulo 2^bits for angles).
 func (op laneOp) delta(a, b uint64) int64 {
 	if op.kind == opAngle {
-		n := op.bits & 63
-		d := (b - a) & (1<<n - 1)
-		if d >= 1<<(n-1) {
-			return int64(d) - int64(uint64(1)<<n)
-		}
-		return int64(d)
+		return schema.AngleDelta(a, b, op.bits)
 	}
 	return int64(b - a)
 }

@@ -45,15 +45,20 @@ func (s *benchScene) step(moving float64) *Frame {
 			e.Rot = e.Rot.Mul(components.QuatAxisAngle(components.Vec3{Y: 1}, 0.02)).Normalize()
 		}
 	}
+	f := s.commit()
+	s.w.EndTick()
+	return f
+}
+
+// commit puts every entity of the scene into the next tick's frame.
+func (s *benchScene) commit() *Frame {
 	s.tick++
 	s.w.Begin(s.tick)
 	for i := range s.ents {
 		s.ptrs[0] = unsafe.Pointer(&s.ents[i])
 		s.w.Put(uint32(i), Meta{Set: 1}, s.ptrs)
 	}
-	f := s.w.Commit()
-	s.w.EndTick()
-	return f
+	return s.w.Commit()
 }
 
 func benchWorld(b *testing.B, moving float64) {
@@ -228,13 +233,7 @@ func benchHighMotion(b *testing.B, cached bool) {
 			e.Pos = e.Pos.Add(components.Vec3{X: 0.05 + float64(i%7)*0.01, Y: float64(i%3-1) * 0.02, Z: 0.03})
 			e.Rot = spin[i].Mul(e.Rot).Normalize()
 		}
-		s.tick++
-		s.w.Begin(s.tick)
-		for i := range s.ents {
-			s.ptrs[0] = unsafe.Pointer(&s.ents[i])
-			s.w.Put(uint32(i), Meta{Set: 1}, s.ptrs)
-		}
-		s.w.Commit()
+		s.commit()
 	}
 	enc := NewEncoder(s.w)
 	c, twin := NewClient(0, 0), NewClient(0, 0)

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"bytes"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -44,13 +43,7 @@ func TestTouchKeepsBytes(t *testing.T) {
 					e.Pos.Z -= 0.02 * float64(i%3)
 				}
 			}
-			s.tick++
-			s.w.Begin(s.tick)
-			for i := range s.ents {
-				s.ptrs[0] = unsafe.Pointer(&s.ents[i])
-				s.w.Put(uint32(i), Meta{Set: 1}, s.ptrs)
-			}
-			s.w.Commit()
+			s.commit()
 		}
 		for ci := range clients {
 			rel[ci] = rel[ci][:0]
