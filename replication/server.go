@@ -58,7 +58,8 @@ type Server struct {
 	workers []*worker
 	active  []*peer // the clients of this tick's Send
 	byFocus []*peer // active, ordered by interest focus for the workers
-	// frameShares: the workers' shares of a frame built on them
+	gang    gang    // the workers' goroutines (gang.go)
+	// frameShares: the chunks of a frame built on the workers
 	frameShares []*snapshot.AlignedPut
 	interest    *interestGrid
 	clampW      clampWatch // clamps.go
@@ -132,6 +133,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	if s.workers, err = newWorkers(&s.cfg, s.snap); err != nil {
 		return nil, err
 	}
+	s.gang.start(len(s.workers) - 1)
 	if cfg.Interest != nil {
 		if err := cfg.Interest.validate(); err != nil {
 			return nil, err
@@ -252,6 +254,7 @@ func (s *Server) Kick(id ClientID, reason string) {
 
 // Close disconnects every client and closes the listener.
 func (s *Server) Close() error {
+	defer s.gang.stop()
 	for _, c := range s.clients {
 		if c != nil {
 			s.drop(c, transport.CodeNormal, "server closing")
@@ -468,6 +471,8 @@ func (s *Server) deliverInput(c *peer) error {
 // client order, none of which waits for a peer.
 func (s *Server) Send() {
 	t0 := time.Now()
+	s.gang.wake() // (their threads take a while to wake)
+	defer s.gang.rest()
 	s.commitTick()
 	t1 := time.Now()
 	s.Stats.BuildFrame += t1.Sub(t0)

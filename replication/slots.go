@@ -2,6 +2,7 @@ package replication
 
 import (
 	"math/bits"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/archenet/archenet/components"
@@ -230,12 +231,13 @@ func (s *Server) components(si *slotInfo, slot uint32, notePos bool, ptrs *[64]u
 	return ptrs[:n]
 }
 
-// putShares builds a frame of last frame's n entities on the workers, each
-// putting a contiguous share (split between 64-slot words, so that the
-// interest grid's position bits of one word are one worker's).
+// putShares builds a frame of last frame's n entities on the workers: the
+// entries are cut into chunks of about frameChunk (between 64-slot words,
+// so that the interest grid's position bits of one word are one chunk's),
+// which the workers take in turn.
 func (s *Server) putShares(n int, notePos bool) {
-	k := min(len(s.workers), maxShares)
-	var bounds [maxShares + 1]int
+	k := min(max(n/frameChunk, 1), maxFrameChunks)
+	var bounds [maxFrameChunks + 1]int
 	bounds[k] = n
 	for i := 1; i < k; i++ {
 		j := max(i*n/k, bounds[i-1])
@@ -249,29 +251,38 @@ func (s *Server) putShares(n int, notePos bool) {
 		}
 		bounds[i] = j
 	}
-	shares := s.frameShares[:0]
-	for i := range k {
-		w := s.workers[i]
-		if w.frame == nil {
-			w.frame = s.snap.NewAlignedPut()
-		}
-		shares = append(shares, w.frame)
+	for len(s.frameShares) < k {
+		s.frameShares = append(s.frameShares, s.snap.NewAlignedPut())
 	}
-	s.frameShares = shares
+	shares := s.frameShares[:k]
 	s.snap.StartAligned()
-	s.fork(k, func(i int) {
+	var next atomic.Int32
+	s.gang.run(func(int) {
 		var ptrs [64]unsafe.Pointer
-		a := shares[i]
-		a.Range(bounds[i], bounds[i+1])
-		for j := bounds[i]; j < bounds[i+1]; j++ {
-			slot, _ := s.snap.Entry(j)
-			si := &s.slots[slot]
-			if s.keeps(si, slot) {
-				continue // (the entry keeps the previous frame's value)
+		for {
+			c := int(next.Add(1)) - 1
+			if c >= k {
+				return
 			}
-			si.dirty = false
-			a.PutAt(j, s.components(si, slot, notePos, &ptrs))
+			a := shares[c]
+			a.Range(bounds[c], bounds[c+1])
+			for j := bounds[c]; j < bounds[c+1]; j++ {
+				slot, _ := s.snap.Entry(j)
+				si := &s.slots[slot]
+				if s.keeps(si, slot) {
+					continue // (the entry keeps the previous frame's value)
+				}
+				si.dirty = false
+				a.PutAt(j, s.components(si, slot, notePos, &ptrs))
+			}
 		}
 	})
 	s.snap.EndAligned(shares)
 }
+
+// frameChunk is about how many entries a worker takes at a time when the
+// workers build a frame together; maxFrameChunks bounds the chunks.
+const (
+	frameChunk     = 2048
+	maxFrameChunks = 64
+)

@@ -3,7 +3,6 @@ package replication
 import (
 	"cmp"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 type worker struct {
 	enc    *snapshot.Encoder
 	spawns spawnWriter
-	frame  *snapshot.AlignedPut // its share of a frame built on the workers
 }
 
 func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
@@ -57,12 +55,12 @@ func (s *Server) buildPeers(peers []*peer, now time.Time) {
 
 // eachPeer runs fn for every peer, spread over the workers: worker i takes
 // the peers of the i-th contiguous share of the list one by one, then helps
-// with the others' shares, each on a goroutine of its own (the first on the
-// caller's); then each runs done (if set) on its own worker. fn and done
-// must only touch the peer, the worker and state that is read-only for the
-// duration.
+// with the others' shares (the caller's goroutine is worker 0, and a helper
+// that comes late finds its share taken: see [gang]); then each worker that
+// took part runs done (if set). fn and done must only touch the peer, the
+// worker and state that is read-only for the duration.
 func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(w *worker)) {
-	n := min(len(s.workers), len(peers))
+	n := min(len(s.workers), len(peers), maxShares)
 	if n <= 1 {
 		for _, p := range peers {
 			fn(s.workers[0], p)
@@ -73,9 +71,9 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(
 		return
 	}
 	var taken [maxShares]atomic.Int64
-	n = min(n, maxShares)
 	share := func(i int) (lo, hi int) { return i * len(peers) / n, (i + 1) * len(peers) / n }
-	run := func(wi int, w *worker) {
+	s.gang.run(func(wi int) {
+		w := s.workers[wi]
 		for k := range n {
 			si := (wi + k) % n
 			lo, hi := share(si)
@@ -90,23 +88,7 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(
 		if done != nil {
 			done(w)
 		}
-	}
-	s.fork(n, func(wi int) { run(wi, s.workers[wi]) })
-}
-
-// fork runs fn(0..k-1), each on a worker goroutine of its own (0 on the
-// caller's), and waits for all.
-func (s *Server) fork(k int, fn func(i int)) {
-	var wg sync.WaitGroup
-	for i := 1; i < k; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(i)
-		}()
-	}
-	fn(0)
-	wg.Wait()
+	})
 }
 
 // maxShares bounds the shares eachPeer splits the peers into (and so the

@@ -1,0 +1,96 @@
+package replication
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestGangRunsEveryItemOnce: jobs that hand out items through a counter
+// get every item done exactly once, whichever helpers join, and run
+// returns only after every joined helper has returned.
+func TestGangRunsEveryItemOnce(t *testing.T) {
+	for _, helpers := range []int{0, 1, 3} {
+		var g gang
+		g.start(helpers)
+		const items = 64
+		for round := range 300 {
+			if round%3 == 0 {
+				g.wake()
+			}
+			var done [items]atomic.Int32
+			var next, inside atomic.Int32
+			var byWorker [8]atomic.Int32
+			g.run(func(i int) {
+				byWorker[i].Add(1)
+				inside.Add(1)
+				defer inside.Add(-1)
+				for {
+					j := int(next.Add(1)) - 1
+					if j >= items {
+						return
+					}
+					done[j].Add(1)
+				}
+			})
+			require.Zero(t, inside.Load(), "run returned while a worker was in the job")
+			require.Equal(t, int32(1), byWorker[0].Load(), "the caller runs the job once")
+			for i := 1; i < len(byWorker); i++ {
+				require.LessOrEqual(t, byWorker[i].Load(), int32(1), "worker %d ran the job twice", i)
+				if i > helpers {
+					require.Zero(t, byWorker[i].Load(), "no worker %d", i)
+				}
+			}
+			for j := range done {
+				require.Equal(t, int32(1), done[j].Load(), "item %d (round %d, %d helpers)", j, round, helpers)
+			}
+			if round%3 == 2 {
+				g.rest()
+			}
+		}
+		g.stop()
+	}
+}
+
+// TestGangHelperJoins: a woken helper takes part in a job that waits for
+// it (bounded by a generous deadline: a parked thread wakes in well under
+// a millisecond), so the parallel phases do use the other cores.
+func TestGangHelperJoins(t *testing.T) {
+	var g gang
+	g.start(1)
+	defer g.stop()
+	for round := range 20 {
+		g.wake()
+		var helped atomic.Bool
+		g.run(func(i int) {
+			if i == 1 {
+				helped.Store(true)
+				return
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for !helped.Load() && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Microsecond)
+			}
+		})
+		g.rest()
+		require.True(t, helped.Load(), "round %d: the helper never joined", round)
+	}
+}
+
+// TestGangStop: stopped helpers end, and a stopped gang still runs jobs on
+// the caller.
+func TestGangStop(t *testing.T) {
+	var g gang
+	g.start(2)
+	g.wake()
+	g.stop()
+	ran := 0
+	g.run(func(i int) {
+		if i == 0 {
+			ran++
+		}
+	})
+	require.Equal(t, 1, ran)
+}
