@@ -350,6 +350,7 @@ func (f systemFunc) Finalize(*arche.World) {
 // datagrams (acks and inputs) and messages. Call it at the start of a net
 // tick.
 func (s *Server) Receive() {
+	s.gang.wake() // for Send: their threads take a while to wake
 	if s.listener != nil {
 		for {
 			c, ok := s.listener.PollAccept()
@@ -471,7 +472,7 @@ func (s *Server) deliverInput(c *peer) error {
 // client order, none of which waits for a peer.
 func (s *Server) Send() {
 	t0 := time.Now()
-	s.gang.wake() // (their threads take a while to wake)
+	s.gang.wake() // (if they parked since Receive)
 	defer s.gang.rest()
 	s.commitTick()
 	t1 := time.Now()

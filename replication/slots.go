@@ -283,6 +283,6 @@ func (s *Server) putShares(n int, notePos bool) {
 // frameChunk is about how many entries a worker takes at a time when the
 // workers build a frame together; maxFrameChunks bounds the chunks.
 const (
-	frameChunk     = 2048
+	frameChunk     = 512
 	maxFrameChunks = 64
 )
