@@ -94,3 +94,36 @@ func TestGangStop(t *testing.T) {
 	})
 	require.Equal(t, 1, ran)
 }
+
+// TestShareClaims: claims from both ends of a share, concurrently, hand
+// out every index exactly once, the front's in ascending and the back's in
+// descending order.
+func TestShareClaims(t *testing.T) {
+	const lo, hi = 3, 2003
+	var c shareClaims
+	var got [hi]atomic.Int32
+	var g gang
+	g.start(1)
+	defer g.stop()
+	g.wake()
+	g.run(func(i int) {
+		prev := -1
+		for {
+			j, ok := c.claim(lo, hi, i == 1)
+			if !ok {
+				return
+			}
+			if prev >= 0 && (i == 1) != (j < prev) {
+				got[0].Add(1) // out of order (index 0 is never handed out)
+			}
+			prev = j
+			got[j].Add(1)
+		}
+	})
+	require.Zero(t, got[0].Load(), "claims out of order")
+	for j := lo; j < hi; j++ {
+		require.Equal(t, int32(1), got[j].Load(), "index %d", j)
+	}
+	_, ok := c.claim(lo, hi, false)
+	require.False(t, ok)
+}

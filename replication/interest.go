@@ -307,14 +307,32 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 				}
 				continue
 			}
+			if accept == nil {
+				near(slots, g.pos, focus.X, focus.Z, enter2, leave2, prev, next)
+				continue
+			}
 			for _, slot := range slots {
 				p := g.pos[slot]
 				dx, dz := p.X-focus.X, p.Z-focus.Z
 				d2 := dx*dx + dz*dz
-				if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && (accept == nil || accept(slot)) {
+				if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
 					next.Set(slot)
 				}
 			}
+		}
+	}
+}
+
+// near sets in next the slots whose position (x, z) is within the enter
+// radius of (fx, fz), or within the leave radius if prev has them (enter2
+// and leave2 are the radii squared). next must hold every slot. (A leaf of
+// its own: scan's loop keeps too much in registers.)
+func near(slots []uint32, pos []components.Vec3, fx, fz, enter2, leave2 float64, prev, next snapshot.Bitset) {
+	for _, slot := range slots {
+		p := &pos[slot]
+		dx, dz := p.X-fx, p.Z-fz
+		if d2 := dx*dx + dz*dz; d2 <= enter2 || (d2 <= leave2 && prev.Has(slot)) {
+			next[slot>>6] |= 1 << (slot & 63)
 		}
 	}
 }

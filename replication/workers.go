@@ -59,6 +59,13 @@ func (s *Server) buildPeers(peers []*peer, now time.Time) {
 // that comes late finds its share taken: see [gang]); then each worker that
 // took part runs done (if set). fn and done must only touch the peer, the
 // worker and state that is read-only for the duration.
+//
+// Owners of even shares take their peers first to last, of odd shares last
+// to first, and helpers take a share's peers from the other end: with the
+// peers ordered by focus, two workers both end up near the middle, whose
+// clients need much the same records, so fewer records are encoded by both
+// (measured: 254 clients × 2000 entities on two workers encoded 1.22× the
+// records one worker does, against 1.31× with both taking from the front).
 func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(w *worker)) {
 	n := min(len(s.workers), len(peers), maxShares)
 	if n <= 1 {
@@ -70,16 +77,20 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(
 		}
 		return
 	}
-	var taken [maxShares]atomic.Int64
+	var taken [maxShares]shareClaims
 	share := func(i int) (lo, hi int) { return i * len(peers) / n, (i + 1) * len(peers) / n }
 	s.gang.run(func(wi int) {
 		w := s.workers[wi]
 		for k := range n {
 			si := (wi + k) % n
 			lo, hi := share(si)
+			fromBack := si%2 == 1 // the owner's end...
+			if k > 0 {
+				fromBack = !fromBack // ...and a helper's
+			}
 			for {
-				j := lo + int(taken[si].Add(1)) - 1
-				if j >= hi {
+				j, ok := taken[si].claim(lo, hi, fromBack)
+				if !ok {
 					break
 				}
 				fn(w, peers[j])
@@ -89,6 +100,29 @@ func (s *Server) eachPeer(peers []*peer, fn func(w *worker, p *peer), done func(
 			done(w)
 		}
 	})
+}
+
+// shareClaims hands out the indices of a share [lo, hi) from both ends:
+// how many were taken from the front (low 32 bits) and from the back.
+type shareClaims struct{ v atomic.Uint64 }
+
+// claim takes the next index from the front or the back; false when none
+// is left.
+func (c *shareClaims) claim(lo, hi int, back bool) (int, bool) {
+	for {
+		v := c.v.Load()
+		front, rear := int(v&(1<<32-1)), int(v>>32)
+		if lo+front >= hi-rear {
+			return 0, false
+		}
+		if back {
+			if c.v.CompareAndSwap(v, v+1<<32) {
+				return hi - 1 - rear, true
+			}
+		} else if c.v.CompareAndSwap(v, v+1) {
+			return lo + front, true
+		}
+	}
 }
 
 // maxShares bounds the shares eachPeer splits the peers into (and so the

@@ -33,6 +33,9 @@ type Encoder struct {
 	arena   bitio.Writer
 	cache   []cacheSlot
 	present Bitset // slots present in the current frame
+	// owned: slots of the current frame with an owner and owner-only
+	// groups (their records depend on the client: see ownerView)
+	owned Bitset
 
 	// scratch, reused by Build
 	scratch3 bitio.Writer
@@ -43,7 +46,9 @@ type Encoder struct {
 	compBody    []uint32 // per component of a delta: its body bits (accounting)
 	pc          predCtx
 	cands       []cand
-	sel         []int // selected candidates, slot order
+	sel         []int // selected candidates, slot order (unless selAll)
+	selAll      bool  // every candidate is selected (sel is not filled)
+	candBits    int   // the candidates' estimated bits together
 	packed      []int
 	parts       []part
 	members     Bitset
@@ -105,12 +110,14 @@ type cacheSlot struct {
 
 type cand struct {
 	slot uint32
-	src  uint32  // baseline tick of the client's value (0 = none)
-	kind uint8   // kindDelta, kindFull, kindRemoval
-	way  uint8   // cache way of the record (in e.cache[slot])
-	pri  float32 // set by selectRecords when not all fit
-	bits int
-	mem  bool // member of the baseline view
+	src  uint32 // baseline tick of the client's value (0 = none)
+	kind uint8  // kindDelta, kindFull, kindRemoval
+	way  uint8  // cache way of the record (in e.cache[slot])
+	mem  bool   // member of the baseline view
+	// bits: its estimated size in a datagram; pri: its priority (set by
+	// selectRecords when not all fit)
+	bits int32
+	pri  float32
 }
 
 // NewEncoder returns an encoder over w.
@@ -152,8 +159,12 @@ func (e *Encoder) begin() {
 		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
 	}
 	e.present.Reset()
-	for _, s := range f.Slots {
+	e.owned.Reset()
+	for i, s := range f.Slots {
 		e.present.Set(s)
+		if m := f.Metas[i]; m.Owner != 0 && m.Set&e.ownerComps != 0 {
+			e.owned.Set(s)
+		}
 	}
 }
 
@@ -703,6 +714,9 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 		if !e.pc.simple {
 			fast = 0
 		}
+		if ownerPossible {
+			fast &^= e.owned.word(wi) // (classify asks ownerView)
+		}
 		if fast != 0 && e.touchOn {
 			e.touch(fast, wi)
 		}
@@ -715,7 +729,7 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 		for ; cw != 0; cw &= cw - 1 {
 			bit := bits.TrailingZeros64(cw)
 			slot := uint32(wi<<6 | bit)
-			if fast>>bit&1 != 0 && e.w.layoutAt[slot] <= B && (!ownerPossible || !e.ownerView(c, f, slot)) {
+			if fast>>bit&1 != 0 && e.w.layoutAt[slot] <= B {
 				e.deltaCand(f, slot, B)
 				continue
 			}
@@ -733,14 +747,17 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 	// exact sizes. The gap order for all of them is found on the way.
 	var gh gapHist
 	prevSlot := int64(-1)
+	sum := 0
 	for i := range e.cands {
 		cd := &e.cands[i]
 		g := uint64(int64(cd.slot) - prevSlot - 1)
-		cd.bits += egLen(g, 1)
+		cd.bits += int32(egLen(g, 1))
+		sum += int(cd.bits)
 		gh.add(g)
 		prevSlot = int64(cd.slot)
 	}
 	e.candGapK, _ = gh.best()
+	e.candBits = sum
 }
 
 // touchEntities is the frame size from which collect reads ahead (touch):
@@ -797,7 +814,7 @@ func (e *Encoder) deltaCand(f *Frame, slot, B uint32) {
 		ce = e.encode(f, slot, -1, *k)
 		way = e.wayOf(slot, ce)
 	}
-	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, way: way, bits: memberBits(ce), mem: true})
+	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, way: way, bits: int32(memberBits(ce)), mem: true})
 }
 
 // header returns the fields every datagram of the tick shares.
@@ -846,7 +863,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool)
 		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, bits: 4, mem: true})
 	case !inB && inS:
 		ce := e.record(f, slot, -1, recKey{owner: e.ownerView(c, f, slot)})
-		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), bits: int(ce.bodyBits)})
+		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), bits: int32(ce.bodyBits)})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src { // (a layout change is a change)
 			return // unchanged since the client's value
@@ -856,7 +873,7 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool)
 			s = 0 // new incarnation or layout: full
 		}
 		ce := e.record(f, slot, -1, e.pc.key(slot, s, e.ownerView(c, f, slot)))
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), bits: memberBits(ce), mem: true})
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), bits: int32(memberBits(ce)), mem: true})
 	}
 }
 
@@ -884,7 +901,7 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 	multi := len(e.parts) > 1 // (a one-datagram tick is acked whole or not at all)
 	for i := range e.cands {
 		cd := &e.cands[i]
-		if si < len(e.sel) && e.sel[si] == i {
+		if e.selAll || (si < len(e.sel) && e.sel[si] == i) {
 			for e.parts[pi].to <= si {
 				pi++
 			}

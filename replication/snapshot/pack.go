@@ -17,17 +17,14 @@ func partOverheadBits(h *Header) int { return 8 + h.BitLen() + 7 + 2*egLen(MaxPa
 // at most mtu bytes), by priority. e.sel lists them in slot order.
 func (e *Encoder) selectRecords(c *Client, ws []float32, total, mtu int, h *Header) {
 	e.sel = e.sel[:0]
-	sum := 0
-	for i := range e.cands {
-		e.sel = append(e.sel, i)
-		sum += e.cands[i].bits
-	}
+	sum := e.candBits
 	over := partOverheadBits(h)
 	partBits := mtu*8 - over
 	budgetBits := total * 8
-	if sum+(sum/partBits+1)*over <= budgetBits {
-		return
+	if e.selAll = sum+(sum/partBits+1)*over <= budgetBits; e.selAll {
+		return // (e.sel is filled when needed: fillSel)
 	}
+	e.fillSel()
 	for i := range e.cands {
 		cd := &e.cands[i]
 		if cd.kind == kindRemoval {
@@ -39,7 +36,7 @@ func (e *Encoder) selectRecords(c *Client, ws []float32, total, mtu int, h *Head
 	e.byPriority()
 	used, n := 0, 0
 	for _, i := range e.sel {
-		b := e.cands[i].bits
+		b := int(e.cands[i].bits)
 		if u := used + b; u+(u/partBits+1)*over <= budgetBits {
 			used = u
 			e.sel[n] = i
@@ -48,6 +45,14 @@ func (e *Encoder) selectRecords(c *Client, ws []float32, total, mtu int, h *Head
 	}
 	e.sel = e.sel[:n]
 	slices.Sort(e.sel)
+}
+
+// fillSel lists every candidate in e.sel (after selectRecords kept all).
+func (e *Encoder) fillSel() {
+	e.sel = e.sel[:0]
+	for i := range e.cands {
+		e.sel = append(e.sel, i)
+	}
 }
 
 // recordBits is the exact size of candidate cd in a datagram: gap code (order
@@ -243,11 +248,12 @@ func (h *gapHist) best() (uint, int) {
 // (and with bit accounting on) the records are packed first.
 func (e *Encoder) emit(out *Packets, mtu, maxParts, total int, h *Header, info *BuildInfo) {
 	k0 := e.candGapK // the order for all candidates: right unless some wait
-	if len(e.sel) != len(e.cands) {
-		k0 = e.gapOrder(e.sel)
+	n := len(e.cands)
+	if !e.selAll {
+		k0, n = e.gapOrder(e.sel), len(e.sel)
 	}
 	if e.acct == nil {
-		e.parts = append(e.parts[:0], part{from: 0, to: len(e.sel), k: uint8(k0)})
+		e.parts = append(e.parts[:0], part{from: 0, to: n, k: uint8(k0)})
 		hp := *h
 		hp.Parts = 1
 		if bits := e.writePart(&hp, 0); bits <= mtu*8 && (bits+7)/8 <= total {
@@ -255,6 +261,10 @@ func (e *Encoder) emit(out *Packets, mtu, maxParts, total int, h *Header, info *
 			info.Parts = 1
 			return
 		}
+	}
+	if e.selAll {
+		e.fillSel()
+		e.selAll = false
 	}
 	e.pack(mtu, maxParts, total, h, k0)
 	e.stitch(out, h, info)
@@ -298,7 +308,11 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 	e.partHdrBits = w.BitLen()
 	prev := int64(-1)
 	run := newMaskRun()
-	for _, i := range e.sel[pt.from:pt.to] {
+	for j := pt.from; j < pt.to; j++ {
+		i := j
+		if !e.selAll {
+			i = e.sel[j]
+		}
 		cd := &e.cands[i]
 		b0, maskSent := w.BitLen(), false
 		// The gap code, the kind and mask prefix and (when they fit) the
