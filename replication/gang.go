@@ -115,25 +115,32 @@ func (g *gang) loop(i int, h *gangHelper, quit <-chan struct{}, last uint32) {
 
 // spin takes the jobs that open (last: the newest it has seen) until the
 // tick's jobs are done or none came for gangSpin; it returns the newest
-// job generation it saw.
+// job generation it saw. Between checks of the clock it polls the job
+// generation in a tight loop and yields the processor (other goroutines
+// may need it), a few times per 0.1 ms.
 func (g *gang) spin(i int, last uint32) uint32 {
 	since := time.Now()
-	for n := 1; ; n++ {
-		if gen := g.gen.Load(); gen != last {
-			last = gen
-			if gen&1 == 1 && g.join(gen) {
-				g.job(i)
-				g.joined.Add(-1)
+	for {
+		for range gangPolls {
+			if gen := g.gen.Load(); gen != last {
+				last = gen
+				if gen&1 == 1 && g.join(gen) {
+					g.job(i)
+					g.joined.Add(-1)
+				}
+				since = time.Now()
 			}
-			since = time.Now()
-			continue
 		}
-		if !g.want.Load() || (n%64 == 0 && time.Since(since) > gangSpin) {
+		if !g.want.Load() || time.Since(since) > gangSpin {
 			return last
 		}
 		runtime.Gosched()
 	}
 }
+
+// gangPolls is how many times a spinning helper polls for a job between
+// yields (about 20 µs).
+const gangPolls = 4096
 
 // join enters open job gen; false if it closed meanwhile.
 func (g *gang) join(gen uint32) bool {
