@@ -37,6 +37,9 @@ type peer struct {
 
 	rx    []rxInput // input sections received this tick, for the Input hook
 	rxErr error     // a protocol error in what the client sent this tick
+	// acks received, taken in by the peer's next tick (in parallel with
+	// the other peers') or, failing that, its next Receive
+	acks []heardAck
 
 	plan   peerPlan   // this tick's inputs from the server's sequential phase
 	out    peerOutput // this tick's output, for the server to send
@@ -54,6 +57,12 @@ type peer struct {
 type rxInput struct {
 	ack     uint32
 	section []byte
+}
+
+// heardAck is an ack and when it was received.
+type heardAck struct {
+	ack snapshot.Ack
+	at  time.Time
 }
 
 // peerPlan is what the server decides for a peer before the parallel phase:
@@ -113,20 +122,32 @@ func (p *peer) silent(now time.Time, timeout time.Duration) string {
 // datagrams.
 func (p *peer) burst(mtu int) int { return max(mtu*2, int(p.budget.rate)/8) }
 
-// onDatagram takes one datagram from the client: its ack, then its input
-// section, which it returns for the server's input hook. serverTick is the
-// newest tick the server built; an ack of a later one is a protocol error.
-func (p *peer) onDatagram(d []byte, now time.Time, serverTick uint32) (ack snapshot.Ack, input []byte, err error) {
-	ack, input, err = parseClientHeader(d)
-	if err != nil {
-		return ack, nil, err
+// onDatagram takes one datagram from the client: it keeps its ack for
+// takeAcks and returns its input section, for the server's input hook.
+// serverTick is the newest tick the server built; an ack of a later one is
+// a protocol error.
+func (p *peer) onDatagram(d []byte, now time.Time, serverTick uint32) (newest uint32, input []byte, err error) {
+	p.acks = append(p.acks, heardAck{at: now})
+	h := &p.acks[len(p.acks)-1]
+	ack := &h.ack
+	if *ack, input, err = parseClientHeader(d); err != nil {
+		p.acks = p.acks[:len(p.acks)-1]
+		return 0, nil, err
 	}
 	if ack.Newest != 0 && int32(ack.Newest-serverTick) > 0 {
-		return ack, nil, fmt.Errorf("ack of tick %d from the future (server tick %d)", ack.Newest, serverTick)
+		p.acks = p.acks[:len(p.acks)-1]
+		return 0, nil, fmt.Errorf("ack of tick %d from the future (server tick %d)", ack.Newest, serverTick)
 	}
 	p.heard = now
-	p.onAck(&ack, now)
-	return ack, input, nil
+	return ack.Newest, input, nil
+}
+
+// takeAcks takes in the acks onDatagram kept, in the order they came.
+func (p *peer) takeAcks() {
+	for i := range p.acks {
+		p.onAck(&p.acks[i].ack, p.acks[i].at)
+	}
+	p.acks = p.acks[:0]
 }
 
 func (p *peer) onAck(a *snapshot.Ack, now time.Time) {
@@ -205,6 +226,7 @@ func (p *peer) prepare(tick uint32, now time.Time, netRate int) {
 // the server's shared state only and writes p and the worker's scratch, so
 // peers run in parallel.
 func (p *peer) tick(s *Server, w *worker, now time.Time) {
+	p.takeAcks()
 	p.prepare(s.tick, now, s.cfg.NetRate)
 	p.out.encoder = w.enc
 	p.updateRelevance(s)

@@ -205,16 +205,19 @@ func TestPeerAckProcessing(t *testing.T) {
 
 	// The ack of tick 1 arrives 50 ms after it was sent.
 	r.now = r.now.Add(17 * time.Millisecond)
-	ack, input, err := p.onDatagram(append(first, 0xAA), r.now, r.s.tick)
+	newest, input, err := p.onDatagram(append(first, 0xAA), r.now, r.s.tick)
 	require.NoError(t, err)
 	require.Equal(t, []byte{0xAA}, input, "the input section is handed on")
-	require.Equal(t, uint32(1), ack.Newest)
+	require.Equal(t, uint32(1), newest)
+	require.Equal(t, uint32(0), p.snap.NewestAck, "acks are taken in by the peer's tick")
+	p.takeAcks()
 	require.Equal(t, uint32(1), p.snap.NewestAck)
 	require.Equal(t, 50*time.Millisecond, p.rtt.srtt)
 	delivered := p.budget.delivered
 	require.Equal(t, float64(full), delivered)
 	_, _, err = p.onDatagram(first, r.now, r.s.tick)
 	require.NoError(t, err, "a duplicate ack is harmless")
+	p.takeAcks()
 	require.Equal(t, delivered, p.budget.delivered, "and counts nothing twice")
 	require.Equal(t, 50*time.Millisecond, p.rtt.srtt)
 
@@ -235,6 +238,8 @@ func TestPeerAckProcessing(t *testing.T) {
 	require.ErrorIs(t, err, ErrMalformed)
 	_, _, err = p.onDatagram(first[:3], r.now, r.s.tick)
 	require.ErrorIs(t, err, ErrMalformed)
+	require.Empty(t, p.acks, "a refused datagram's ack is not kept")
+	p.takeAcks()
 	require.Equal(t, before, p.snap.NewestAck)
 }
 
