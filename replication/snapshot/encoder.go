@@ -46,9 +46,10 @@ type Encoder struct {
 	compBody    []uint32 // per component of a delta: its body bits (accounting)
 	pc          predCtx
 	cands       []cand
-	sel         []int // selected candidates, slot order (unless selAll)
-	selAll      bool  // every candidate is selected (sel is not filled)
-	candBits    int   // the candidates' estimated bits together
+	sel         []int    // selected candidates, slot order (unless selAll)
+	selAll      bool     // every candidate is selected (sel is not filled)
+	candBits    int      // the candidates' estimated bits together
+	slotBuf     []uint32 // (collectSimple)
 	packed      []int
 	parts       []part
 	members     Bitset
@@ -697,11 +698,91 @@ func (e *Encoder) relevant(interest Bitset) Bitset {
 	return e.members
 }
 
-// collect gathers the candidates, word by word: changed since the baseline
-// and relevant or held by the client, entering or leaving the client's
-// view, and entries deferred earlier ("behind"). O(words + candidates).
+// collect gathers the candidates (collectAll; collectSimple when no view
+// has deferred entries) with their size estimates and the best gap order
+// for all of them. O(words + candidates).
 func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32) {
 	e.cands = e.cands[:0]
+	if e.pc.simple && len(behind) == 0 && !e.touchOn {
+		e.collectSimple(c, f, rel, baseMembers, changed, B)
+	} else {
+		e.collectAll(c, f, rel, baseMembers, behind, changed, B)
+	}
+	// Size estimates use the gap to the previous candidate; packing computes
+	// exact sizes. The gap order for all of them is found on the way.
+	var gh gapHist
+	prevSlot := int64(-1)
+	sum := 0
+	for i := range e.cands {
+		cd := &e.cands[i]
+		g := uint64(int64(cd.slot) - prevSlot - 1)
+		cd.bits += int32(egLen(g, 1))
+		sum += int(cd.bits)
+		gh.add(g)
+		prevSlot = int64(cd.slot)
+	}
+	e.candGapK, _ = gh.best()
+	e.candBits = sum
+}
+
+// collectSimple is collectAll when no view has deferred entries and
+// collect does not read ahead (small worlds): a leaf scan of the words
+// lists the candidate slots, then their candidates are made. (One loop
+// doing both keeps too much in registers.)
+func (e *Encoder) collectSimple(c *Client, f *Frame, rel, baseMembers, changed Bitset, B uint32) {
+	words := max(len(rel), len(baseMembers))
+	if cap(e.slotBuf) < 64*words {
+		e.slotBuf = make([]uint32, 64*words)
+	}
+	var owned Bitset
+	if c.ID != 0 && e.ownerComps != 0 {
+		owned = e.owned
+	}
+	n := scanWords(e.slotBuf[:64*words], rel, baseMembers, changed, owned, e.w.layoutAt, B)
+	for _, slot := range e.slotBuf[:n] {
+		if slot&otherCand == 0 {
+			e.deltaCand(f, slot, B)
+			continue
+		}
+		slot &^= otherCand
+		e.classify(c, f, slot, B, baseMembers.Has(slot), rel.Has(slot))
+	}
+}
+
+// otherCand flags a slot of scanWords' list that is not the common delta.
+const otherCand = 1 << 31
+
+// scanWords lists in out (64 per word of rel and base) the slots that are
+// candidates, in slot order: changed since the baseline B and relevant or
+// held, or entering or leaving the client's view. The common delta —
+// changed, held, relevant, same layout since B, not in owned — is listed as
+// is; others carry otherCand. It returns how many it listed.
+func scanWords(out []uint32, rel, base, changed, owned Bitset, layoutAt []uint32, B uint32) int {
+	n := 0
+	words := max(len(rel), len(base))
+	for wi := range words {
+		r, m, ch := rel.word(wi), base.word(wi), changed.word(wi)
+		cw := ch&(r|m) | (r ^ m)
+		fast := ch & r & m &^ owned.word(wi)
+		for ; cw != 0; cw &= cw - 1 {
+			bit := bits.TrailingZeros64(cw)
+			slot := uint32(wi<<6 | bit)
+			if fast>>bit&1 == 0 || int(slot) >= len(layoutAt) || layoutAt[slot] > B {
+				slot |= otherCand
+			}
+			if n < len(out) {
+				out[n] = slot
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// collectAll gathers the candidates, word by word: changed since the
+// baseline and relevant or held by the client, entering or leaving the
+// client's view, and entries deferred earlier ("behind").
+func (e *Encoder) collectAll(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32) {
 	words := max(len(rel), len(baseMembers))
 	ownerPossible := c.ID != 0 && e.ownerComps != 0
 	bi := 0
@@ -743,21 +824,6 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 			e.classify(c, f, slot, src, m>>(slot&63)&1 != 0, r>>(slot&63)&1 != 0)
 		}
 	}
-	// Size estimates use the gap to the previous candidate; packing computes
-	// exact sizes. The gap order for all of them is found on the way.
-	var gh gapHist
-	prevSlot := int64(-1)
-	sum := 0
-	for i := range e.cands {
-		cd := &e.cands[i]
-		g := uint64(int64(cd.slot) - prevSlot - 1)
-		cd.bits += int32(egLen(g, 1))
-		sum += int(cd.bits)
-		gh.add(g)
-		prevSlot = int64(cd.slot)
-	}
-	e.candGapK, _ = gh.best()
-	e.candBits = sum
 }
 
 // touchEntities is the frame size from which collect reads ahead (touch):
@@ -897,8 +963,22 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 	}
 	nv.behind = nv.behind[:0]
 	nv.recs = nv.recs[:0]
-	si, pi := 0, 0
 	multi := len(e.parts) > 1 // (a one-datagram tick is acked whole or not at all)
+	if e.selAll && !multi {
+		// Every candidate went out in one datagram (the common tick).
+		for i := range e.cands {
+			cd := &e.cands[i]
+			e.tally(cd, info)
+			c.acc[cd.slot] = 0
+			if cd.kind == kindRemoval {
+				nv.members.Clear(cd.slot)
+			} else if !cd.mem {
+				nv.members.Set(cd.slot) // (members already has the others)
+			}
+		}
+		return
+	}
+	si, pi := 0, 0
 	for i := range e.cands {
 		cd := &e.cands[i]
 		if e.selAll || (si < len(e.sel) && e.sel[si] == i) {
