@@ -88,8 +88,9 @@
 // connections; after the frame is built, the peers' datagrams are built in
 // parallel by [ServerConfig].Workers goroutines over the read-only frame
 // ring (the bytes a client gets do not depend on the number of workers):
-// the caller's and long-lived helpers, which Receive wakes and which spin
-// until Send is done, since a parked thread wakes slowly.
+// the caller's and long-lived helpers, which Send (or, when the step
+// between them is short, Receive) wakes and which spin until Send is done,
+// since a parked thread wakes slowly.
 // Worlds of at least [ServerConfig].ParallelFrame entities have the frame
 // itself built by the workers too, on ticks when no entity spawned,
 // despawned or changed its components. The

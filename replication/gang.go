@@ -25,6 +25,7 @@ type gang struct {
 	joined  atomic.Int32  // helpers inside the open job
 	job     func(i int)
 	quit    chan struct{}
+	awake   atomic.Int64 // nanoseconds the helpers spent awake, summed
 }
 
 type gangHelper struct {
@@ -67,6 +68,10 @@ func (g *gang) wake() {
 	g.rouse()
 }
 
+// awakeTime returns how long the helpers were awake (spinning or working)
+// in all, up to their last park: the CPU time they used.
+func (g *gang) awakeTime() time.Duration { return time.Duration(g.awake.Load()) }
+
 // rest lets the helpers park once the tick's jobs are done.
 func (g *gang) rest() { g.want.Store(false) }
 
@@ -108,7 +113,9 @@ func (g *gang) loop(i int, h *gangHelper, quit <-chan struct{}, last uint32) {
 		case <-quit:
 			return
 		}
+		t0 := time.Now()
 		last = g.spin(i, last)
+		g.awake.Add(int64(time.Since(t0)))
 		h.asleep.Store(true)
 	}
 }

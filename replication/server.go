@@ -67,6 +67,11 @@ type Server struct {
 	spawnKeys spawnKeys // predicted_spawn.go
 
 	lastReceive, warnedStall time.Time // liveness of the caller's Receive
+	// received: when the last Receive returned (wall clock); earlyWake:
+	// the step between it and Send was short, so Receive wakes the worker
+	// helpers for Send (see wakeEarly)
+	received  time.Time
+	earlyWake bool
 
 	// Stats since start.
 	Stats ServerStats
@@ -101,6 +106,11 @@ type ServerStats struct {
 	// PredictedSpawns counts entities keyed with Server.PredictedSpawn.
 	PredictedSpawns          uint64
 	BuildFrame, BuildClients time.Duration // time in frame building / per-client work
+	// HelperTime is how long the worker helpers (ServerConfig.Workers)
+	// were awake, spinning or working, up to their last park: the CPU time
+	// they used besides the caller's goroutine. (Process CPU clocks lag
+	// for threads that are running on another core when read.)
+	HelperTime time.Duration
 	// Deltas, Fulls and Removals count the records of each kind sent in
 	// snapshot datagrams (summed over clients and ticks).
 	Deltas, Fulls, Removals uint64
@@ -352,7 +362,9 @@ func (f systemFunc) Finalize(*arche.World) {
 // datagrams (acks and inputs) and messages. Call it at the start of a net
 // tick.
 func (s *Server) Receive() {
-	s.gang.wake() // for Send: their threads take a while to wake
+	if s.earlyWake {
+		s.gang.wake() // for Send: their threads take a while to wake
+	}
 	if s.listener != nil {
 		for {
 			c, ok := s.listener.PollAccept()
@@ -398,7 +410,14 @@ func (s *Server) Receive() {
 		}
 	}
 	s.lastReceive = now
+	s.received = time.Now()
 }
+
+// wakeEarly is the longest step between Receive and Send for which
+// Receive wakes the worker helpers: they spin through it (yielding) so
+// that they are up when Send starts. After a longer step they would have
+// parked again (gangSpin), so Send wakes them.
+const wakeEarly = gangSpin / 2
 
 // warnStalled warns, at most every 10 s, when Send runs with clients while
 // Receive has not run for a while: clients' acks and inputs go unread, so
@@ -480,7 +499,8 @@ func (s *Server) deliverInput(c *peer) error {
 // client order, none of which waits for a peer.
 func (s *Server) Send() {
 	t0 := time.Now()
-	s.gang.wake() // (if they parked since Receive)
+	s.gang.wake() // (unless Receive did)
+	s.earlyWake = !s.received.IsZero() && t0.Sub(s.received) < wakeEarly
 	defer s.gang.rest()
 	s.commitTick()
 	t1 := time.Now()
@@ -502,6 +522,7 @@ func (s *Server) Send() {
 	}
 	s.endTick()
 	s.Stats.BuildClients += time.Since(t1)
+	s.Stats.HelperTime = s.gang.awakeTime()
 }
 
 // commitTick starts a net tick: it numbers it, applies structural changes,

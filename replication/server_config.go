@@ -54,11 +54,12 @@ type ServerConfig struct {
 	// gets do not depend on it): the caller's and Workers−1 helpers that
 	// live until Close. A parked thread takes a while to wake (0.1-0.2 ms
 	// measured on 2-core virtual machines, a tenth of a busy tick), so
-	// Receive wakes the helpers and they spin, yielding the processor,
-	// until Send's parallel phases are done, then park; with no work for
-	// 0.5 ms (a long simulation step between Receive and Send) they park
-	// early and Send wakes them again. 0: GOMAXPROCS. 1: all on the
-	// caller's goroutine, no helpers.
+	// Send wakes the helpers as it starts, or Receive does when the step
+	// between the last Receive and Send was short (under 0.25 ms); they
+	// spin, yielding the processor, until Send's parallel phases are done,
+	// then park (after 0.5 ms without work at the latest). Their time is
+	// in ServerStats.HelperTime. 0: GOMAXPROCS. 1: all on the caller's
+	// goroutine, no helpers.
 	Workers int
 	// ParallelFrame is the number of replicated entities from which the
 	// workers also build each tick's frame together, on ticks when no

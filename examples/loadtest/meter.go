@@ -13,7 +13,7 @@ type meter struct {
 	ticks int
 
 	recv, send, frame, clients []float64 // ms per net tick
-	cpu                        []float64 // process CPU ms during Receive + Send
+	cpu                        []float64 // CPU ms of Receive + Send: the caller's and the helpers' (ServerStats.HelperTime)
 
 	down0, up0 []uint64  // per peer, at the start
 	downW, upW []uint64  // per peer, at the start of the current window

@@ -37,7 +37,7 @@ type Report struct {
 
 	Workers             int     `json:"workers"`                     // ServerConfig.Workers (0: GOMAXPROCS)
 	ServerMsMean        float64 `json:"server_ms_per_tick_mean"`     // srv.Receive + srv.Send, wall time
-	ServerCPUMsMean     float64 `json:"server_cpu_ms_per_tick_mean"` // CPU time of the process during them (every worker)
+	ServerCPUMsMean     float64 `json:"server_cpu_ms_per_tick_mean"` // CPU time of them: the caller's goroutine and the worker helpers (ServerStats.HelperTime)
 	ServerMsP99         float64 `json:"server_ms_per_tick_p99"`
 	ServerMsMax         float64 `json:"server_ms_per_tick_max"` // the worst tick
 	ReceiveMsMean       float64 `json:"receive_ms_per_tick_mean"`

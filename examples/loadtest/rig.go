@@ -279,24 +279,27 @@ func (r *rig) step() {
 	if r.simNet == nil {
 		r.stepClients()
 	}
-	var recv, send, cpu time.Duration
+	var recv, send time.Duration
 	r.server(func() {
-		t0, c0 := time.Now(), cpuTime()
+		t0 := time.Now()
 		r.srv.Receive()
-		recv, cpu = time.Since(t0), cpuTime()-c0
+		recv = time.Since(t0)
 	})
 	if r.game != nil {
 		r.game()
 	}
-	frame, clients := r.srv.Stats.BuildFrame, r.srv.Stats.BuildClients
+	frame, clients, helpers := r.srv.Stats.BuildFrame, r.srv.Stats.BuildClients, r.srv.Stats.HelperTime
 	r.server(func() {
-		t0, c0 := time.Now(), cpuTime()
+		t0 := time.Now()
 		r.srv.Send()
-		send, cpu = time.Since(t0), cpu+cpuTime()-c0
+		send = time.Since(t0)
 	})
 	if r.meter != nil {
 		r.meter.server(recv, send, r.srv.Stats.BuildFrame-frame, r.srv.Stats.BuildClients-clients)
-		r.meter.cpu = append(r.meter.cpu, ms(cpu))
+		// CPU: the caller's goroutine runs (never blocks) through Receive
+		// and Send, and the worker helpers spin while awake; their time
+		// is counted when they park, so a tick gets the last tick's.
+		r.meter.cpu = append(r.meter.cpu, ms(recv+send+r.srv.Stats.HelperTime-helpers))
 	}
 	if r.fid != nil {
 		r.fid.record(r, r.srv.Tick())
