@@ -3,6 +3,7 @@ package replication
 import (
 	"fmt"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/archenet/archenet/replication/snapshot"
@@ -41,9 +42,10 @@ type peer struct {
 	// the other peers') or, failing that, its next Receive
 	acks []heardAck
 
-	plan   peerPlan   // this tick's inputs from the server's sequential phase
-	out    peerOutput // this tick's output, for the server to send
-	msgBuf []byte     // the spawn batch's buffer
+	plan   peerPlan    // this tick's inputs from the server's sequential phase
+	out    peerOutput  // this tick's output, for the server to send
+	built  atomic.Bool // out is this tick's (sendPeers)
+	msgBuf []byte      // the spawn batch's buffer
 
 	heard    time.Time // the last datagram from the client (or the Welcome)
 	welcomed time.Time

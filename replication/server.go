@@ -58,6 +58,7 @@ type Server struct {
 	workers []*worker
 	active  []*peer // the clients of this tick's Send
 	byFocus []*peer // active, ordered by interest focus for the workers
+	failed  []failedSend
 	gang    gang    // the workers' goroutines (gang.go)
 	// frameShares: the chunks of a frame built on the workers
 	frameShares []*snapshot.AlignedPut
@@ -514,12 +515,7 @@ func (s *Server) Send() {
 		}
 	}
 	s.warnStalled(now)
-	s.buildPeers(s.active, now)
-	for _, p := range s.active {
-		if err := s.flush(p); err != nil {
-			s.sendFailed(p, err)
-		}
-	}
+	s.sendPeers(now)
 	s.endTick()
 	s.Stats.BuildClients += time.Since(t1)
 	s.Stats.HelperTime = s.gang.awakeTime()

@@ -39,7 +39,11 @@ func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
 // interest grid, peers are ordered by where their focus is, so that each
 // worker starts on clients of its own part of the world: they need much the
 // same records, which the worker's cache then encodes once.
-func (s *Server) buildPeers(peers []*peer, now time.Time) {
+func (s *Server) buildPeers(peers []*peer, now time.Time) { s.buildPeersThen(peers, now, nil) }
+
+// buildPeersThen is buildPeers; the caller's goroutine (worker 0) also runs
+// then, if set, after each peer it builds.
+func (s *Server) buildPeersThen(peers []*peer, now time.Time, then func()) {
 	if s.interest != nil && len(s.workers) > 1 {
 		s.byFocus = append(s.byFocus[:0], peers...)
 		peers = s.byFocus
@@ -50,7 +54,48 @@ func (s *Server) buildPeers(peers []*peer, now time.Time) {
 			return cmp.Compare(a.id, b.id)
 		})
 	}
-	s.eachPeer(peers, func(w *worker, p *peer) { p.tick(s, w, now) }, func(w *worker) { w.enc.EndTick() })
+	s.eachPeer(peers, func(w *worker, p *peer) {
+		p.tick(s, w, now)
+		p.built.Store(true)
+		if then != nil && w == s.workers[0] {
+			then()
+		}
+	}, func(w *worker) { w.enc.EndTick() })
+}
+
+// sendPeers builds the active peers' ticks on the workers and hands each to
+// its connection in client order, as soon as it and those before it are
+// built: the caller's goroutine does that between its builds, so the
+// hand-over overlaps the other workers' builds (the transport sees the
+// same calls in the same order as when everything is handed over after).
+// Connections that fail are dropped after.
+func (s *Server) sendPeers(now time.Time) {
+	active := s.active
+	for _, p := range active {
+		p.built.Store(false)
+	}
+	next := 0 // active[:next] are handed over
+	s.failed = s.failed[:0]
+	flushBuilt := func() {
+		for next < len(active) && active[next].built.Load() {
+			if err := s.flush(active[next]); err != nil {
+				s.failed = append(s.failed, failedSend{active[next], err})
+			}
+			next++
+		}
+	}
+	s.buildPeersThen(active, now, flushBuilt)
+	flushBuilt() // (every peer is built now)
+	for _, f := range s.failed {
+		s.sendFailed(f.p, f.err)
+	}
+	clear(s.failed)
+}
+
+// failedSend is a peer whose connection refused what it built.
+type failedSend struct {
+	p   *peer
+	err error
 }
 
 // eachPeer runs fn for every peer, spread over the workers: worker i takes
