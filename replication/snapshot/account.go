@@ -99,7 +99,7 @@ func (a *bitAccount) note(e *Encoder, slot uint32, ce *cacheEntry, set uint64) *
 		a.notes = append(a.notes, recNote{})
 	}
 	n := &a.notes[i]
-	*n = recNote{tick: ce.tick, off: uint32(len(a.vals)), set: set}
+	*n = recNote{tick: ce.entryTick(), off: uint32(len(a.vals)), set: set}
 	return n
 }
 
@@ -152,7 +152,7 @@ func (a *bitAccount) sent(e *Encoder, cd *cand, recBits int, maskSent bool) {
 	}
 	ce := e.entry(cd)
 	i := int(cd.slot)*2 + int(cd.way)
-	if i >= len(a.notes) || a.notes[i].tick != ce.tick || ce.tick == 0 {
+	if i >= len(a.notes) || a.notes[i].tick != ce.entryTick() || ce.entryTick() == 0 {
 		a.Unattributed += uint64(recBits)
 		return
 	}

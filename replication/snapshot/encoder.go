@@ -29,10 +29,15 @@ type Encoder struct {
 	plans      []*schema.Plan
 	ownerComps uint64 // components that have owner-only groups
 
-	tick    uint32 // tick the cache belongs to
-	arena   bitio.Writer
-	cache   []cacheSlot
-	present Bitset // slots present in the current frame
+	tick uint32 // tick the cache belongs to
+	// keyIDs numbers the record keys of the tick (cache tags); lastKeys
+	// and lastTags: the common keys of the last Build and their tags
+	keyIDs   map[recKey]uint32
+	lastKeys [3]recKey
+	lastTags [3]uint64
+	arena    bitio.Writer
+	cache    []cacheSlot
+	present  Bitset // slots present in the current frame
 	// owned: slots of the current frame with an owner and owner-only
 	// groups (their records depend on the client: see ownerView)
 	owned Bitset
@@ -89,8 +94,9 @@ type Encoder struct {
 }
 
 type cacheEntry struct {
-	tick     uint32 // frame tick the entry is valid for
-	key      recKey
+	// tag: the frame tick the entry is valid for (high 32 bits) and its
+	// record key's id in that tick (see Encoder.keyTag)
+	tag      uint64
 	usePred  bool     // the body's residuals are against the extrapolation
 	maskPred bool     // (with usePred) the field masks are the predicted ones: sent as one bit
 	saved    int32    // bits that prediction saved against the plain residuals (< 0: cost)
@@ -123,7 +129,7 @@ type cand struct {
 
 // NewEncoder returns an encoder over w.
 func NewEncoder(w *World) *Encoder {
-	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding, touchAt: touchEntities}
+	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding, touchAt: touchEntities, keyIDs: map[recKey]uint32{}}
 	e.shard = w.codes.newShard(e)
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
@@ -150,6 +156,8 @@ func (e *Encoder) begin() {
 		return
 	}
 	e.tick = f.Tick
+	clear(e.keyIDs)
+	e.lastTags = [3]uint64{}
 	e.arena.Reset(e.arena.Bytes())
 	e.CacheHits, e.CacheMisses, e.Predicted = 0, 0, 0
 	if e.acct != nil {
@@ -211,6 +219,7 @@ type predCtx struct {
 	// simple: neither view has deferred entries; keys: see setKeys.
 	simple bool
 	keys   [3]recKey
+	tags   [3]uint64 // the keys' cache tags (Encoder.setTags)
 }
 
 // recKey is what a cached record's bytes depend on besides the entity's
@@ -281,23 +290,49 @@ func (pc *predCtx) setKeys(B uint32) {
 // it up) for key k.
 func (e *Encoder) record(f *Frame, slot uint32, i int, k recKey) *cacheEntry {
 	cs := &e.cache[slot]
-	if way := cs.find(f.Tick, &k); way >= 0 {
+	tag := e.keyTag(k)
+	if way := cs.find(tag); way >= 0 {
 		e.CacheHits++
 		return &cs.e[way]
 	}
-	return e.encode(f, slot, i, k)
+	return e.encode(f, slot, i, k, tag)
 }
 
-// find returns the way holding the record of key k for frame tick, or −1.
-func (cs *cacheSlot) find(tick uint32, k *recKey) int {
-	switch {
-	case cs.e[0].tick == tick && cs.e[0].key == *k:
+// keyTag returns the cache tag of key k in the current tick: the tick and
+// the key's number among the tick's keys.
+func (e *Encoder) keyTag(k recKey) uint64 {
+	id, ok := e.keyIDs[k]
+	if !ok {
+		id = uint32(len(e.keyIDs)) + 1
+		e.keyIDs[k] = id
+	}
+	return uint64(e.tick)<<32 | uint64(id)
+}
+
+// setTags sets the tags of the packet's common keys (pc.keys), reusing
+// the last Build's where the keys are the same.
+func (e *Encoder) setTags() {
+	for i := range e.pc.keys {
+		if e.lastTags[i] == 0 || e.lastKeys[i] != e.pc.keys[i] {
+			e.lastKeys[i], e.lastTags[i] = e.pc.keys[i], e.keyTag(e.pc.keys[i])
+		}
+		e.pc.tags[i] = e.lastTags[i]
+	}
+}
+
+// find returns the way holding the record of tag, or −1.
+func (cs *cacheSlot) find(tag uint64) int {
+	switch tag {
+	case cs.e[0].tag:
 		return 0
-	case cs.e[1].tick == tick && cs.e[1].key == *k:
+	case cs.e[1].tag:
 		return 1
 	}
 	return -1
 }
+
+// entryTick returns the frame tick of a cache entry (0: none).
+func (ce *cacheEntry) entryTick() uint32 { return uint32(ce.tag >> 32) }
 
 // memberBits estimates a record's size in a datagram, for a slot the
 // client holds (gap code aside): kind, masks unless predicted, body.
@@ -312,7 +347,7 @@ func memberBits(ce *cacheEntry) int {
 }
 
 // encode encodes the record of slot for key k into a cache entry.
-func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey) *cacheEntry {
+func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) *cacheEntry {
 	cs := &e.cache[slot]
 	e.CacheMisses++
 	ce := &cs.e[cs.next]
@@ -320,7 +355,7 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey) *cacheEntry {
 	if ce.sends != 0 {
 		e.shard.countN(&ce.stats, ce.sends)
 	}
-	*ce = cacheEntry{tick: f.Tick, key: k}
+	*ce = cacheEntry{tag: tag}
 	if i < 0 {
 		i = f.Lookup(slot)
 	}
@@ -598,6 +633,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	info.Baseline = B
 	e.setupPrediction(c, base, S)
 	e.pc.setKeys(B)
+	e.setTags()
 	e.touchOn = len(f.Slots) >= e.touchAt
 	if e.touchOn {
 		e.touchFrames = [4]*Frame{f, e.w.Frame(B)}
@@ -843,7 +879,7 @@ func (e *Encoder) touch(fast uint64, wi int) {
 	for w := fast; w != 0; w &= w - 1 {
 		slot := wi<<6 | bits.TrailingZeros64(w)
 		cs := &e.cache[slot]
-		sum += uint64(cs.e[0].tick ^ cs.e[1].tick)
+		sum += cs.e[0].tag ^ cs.e[1].tag
 		for _, f := range e.touchFrames {
 			if f == nil || slot >= len(f.index) {
 				continue
@@ -863,21 +899,22 @@ func (e *Encoder) touch(fast uint64, wi int) {
 // owner-only fields, when no view has deferred entries: classify's common
 // case without its searches.
 func (e *Encoder) deltaCand(f *Frame, slot, B uint32) {
-	k := &e.pc.keys[0]
+	ki := 0
 	if e.pc.members.Has(slot) {
-		k = &e.pc.keys[1]
+		ki = 1
 		if e.pc.B3 != 0 && e.pc.members3.Has(slot) {
-			k = &e.pc.keys[2]
+			ki = 2
 		}
 	}
+	tag := e.pc.tags[ki]
 	cs := &e.cache[slot]
 	var ce *cacheEntry
 	var way uint8
-	if w := cs.find(f.Tick, k); w >= 0 {
+	if w := cs.find(tag); w >= 0 {
 		ce, way = &cs.e[w], uint8(w)
 		e.CacheHits++
 	} else {
-		ce = e.encode(f, slot, -1, *k)
+		ce = e.encode(f, slot, -1, e.pc.keys[ki], tag)
 		way = e.wayOf(slot, ce)
 	}
 	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, way: way, bits: int32(memberBits(ce)), mem: true})
