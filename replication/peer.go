@@ -129,10 +129,15 @@ func (p *peer) burst(mtu int) int { return max(mtu*2, int(p.budget.rate)/8) }
 // serverTick is the newest tick the server built; an ack of a later one is
 // a protocol error.
 func (p *peer) onDatagram(d []byte, now time.Time, serverTick uint32) (newest uint32, input []byte, err error) {
-	p.acks = append(p.acks, heardAck{at: now})
+	if n := len(p.acks); n < cap(p.acks) {
+		p.acks = p.acks[:n+1] // (parsed into in place: an Ack is 300 bytes)
+	} else {
+		p.acks = append(p.acks, heardAck{})
+	}
 	h := &p.acks[len(p.acks)-1]
+	h.at = now
 	ack := &h.ack
-	if *ack, input, err = parseClientHeader(d); err != nil {
+	if input, err = parseClientHeaderInto(ack, d); err != nil {
 		p.acks = p.acks[:len(p.acks)-1]
 		return 0, nil, err
 	}

@@ -104,14 +104,22 @@ func appendClientHeader(b []byte, a *snapshot.Ack) []byte {
 // parseClientHeader splits a client datagram into its ack and the input
 // section that follows.
 func parseClientHeader(b []byte) (snapshot.Ack, []byte, error) {
+	var a snapshot.Ack
+	rest, err := parseClientHeaderInto(&a, b)
+	return a, rest, err
+}
+
+// parseClientHeaderInto is parseClientHeader into *a.
+func parseClientHeaderInto(a *snapshot.Ack, b []byte) ([]byte, error) {
 	if len(b) < 1 || b[0] != kindClientDatagram {
-		return snapshot.Ack{}, nil, fmt.Errorf("%w: client datagram of %d bytes", ErrMalformed, len(b))
+		*a = snapshot.Ack{}
+		return nil, fmt.Errorf("%w: client datagram of %d bytes", ErrMalformed, len(b))
 	}
-	a, n, err := snapshot.ParseAck(b[1:])
+	n, err := snapshot.ParseAckInto(a, b[1:])
 	if err != nil {
-		return a, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	return a, b[1+n:], nil
+	return b[1+n:], nil
 }
 
 // spawnEntry is one entity of a spawn batch: a spawn (or a component set

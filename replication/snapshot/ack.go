@@ -90,8 +90,16 @@ func (a *Ack) Append(b []byte) []byte {
 // of bytes it took. It never panics; every loop is bounded by the window.
 func ParseAck(b []byte) (Ack, int, error) {
 	var a Ack
+	n, err := ParseAckInto(&a, b)
+	return a, n, err
+}
+
+// ParseAckInto is [ParseAck] into *a (which it overwrites, also on error),
+// without copying the Ack.
+func ParseAckInto(a *Ack, b []byte) (int, error) {
+	*a = Ack{}
 	if len(b) < ackFixedLen+1 {
-		return a, 0, fmt.Errorf("%w: ack of %d bytes", ErrCorrupt, len(b))
+		return 0, fmt.Errorf("%w: ack of %d bytes", ErrCorrupt, len(b))
 	}
 	a.Newest = binary.LittleEndian.Uint32(b)
 	a.Mask = binary.LittleEndian.Uint32(b[4:])
@@ -113,7 +121,8 @@ func ParseAck(b []byte) (Ack, int, error) {
 		}
 	}
 	if err := r.Err(); err != nil {
-		return Ack{}, 0, fmt.Errorf("%w: ack: %v", ErrCorrupt, err)
+		*a = Ack{}
+		return 0, fmt.Errorf("%w: ack: %v", ErrCorrupt, err)
 	}
-	return a, ackFixedLen + (r.BitPos()+7)/8, nil
+	return ackFixedLen + (r.BitPos()+7)/8, nil
 }
