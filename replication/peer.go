@@ -30,6 +30,8 @@ type peer struct {
 	spawnedGen   []uint32
 	spawnedSet   []uint64
 	ready        bool // the ready message went out
+	// synced: spawned equalled relevant after the last spawnDiff
+	synced bool
 
 	sent   []sentRecord // ring by tick
 	judged uint32       // next sent tick to judge for loss
@@ -236,8 +238,8 @@ func (p *peer) tick(s *Server, w *worker, now time.Time) {
 	p.takeAcks()
 	p.prepare(s.tick, now, s.cfg.NetRate)
 	p.out.encoder = w.enc
-	p.updateRelevance(s)
-	p.spawnDiff(s, w)
+	changed := p.updateRelevance(s)
+	p.spawnDiff(s, w, changed)
 	if !p.ready {
 		p.ready, p.out.readyMsg = true, true
 	}
@@ -247,16 +249,21 @@ func (p *peer) tick(s *Server, w *worker, now time.Time) {
 	p.sent[s.tick%uint32(len(p.sent))] = sentRecord{tick: s.tick, at: now, bytes: p.out.info.Bytes, parts: p.out.pkts.Len()}
 }
 
-// updateRelevance sets p.relevant for this tick.
-func (p *peer) updateRelevance(s *Server) {
+// updateRelevance sets p.relevant for this tick and reports whether it
+// may differ from the last tick's: it was recomputed, or an entity was
+// spawned, despawned or changed its components (s.relayout: the only
+// changes of the alive set).
+func (p *peer) updateRelevance(s *Server) (changed bool) {
 	switch {
 	case s.interest == nil:
 		p.relevant = append(p.relevant[:0], s.alive...)
 	case s.interest.due(s.tick) || p.relevant == nil:
 		s.interest.relevantFor(s, p)
+		return true
 	default:
 		s.interest.effective(s, p)
 	}
+	return len(s.relayout) > 0
 }
 
 // spawnDiff writes the spawn/despawn batch that brings the client's mirrors
@@ -264,8 +271,14 @@ func (p *peer) updateRelevance(s *Server) {
 // spawns of component-set changes first (in the order the slots changed),
 // then entries leaving interest, then entries entering it, each in slot
 // order (so a client at its entity bound makes room before it is asked to
-// take more).
-func (p *peer) spawnDiff(s *Server, w *worker) {
+// take more). When the interest set did not change (changed is false) and
+// the last diff left the spawned set equal to it, there is nothing to do.
+func (p *peer) spawnDiff(s *Server, w *worker, changed bool) {
+	p.out.spawns, p.out.despawns = 0, 0
+	p.out.spawnMsg = nil
+	if !changed && p.synced && len(s.relayout) == 0 {
+		return
+	}
 	f := s.snap.Current()
 	sw := &w.spawns
 	sw.reset()
@@ -273,7 +286,7 @@ func (p *peer) spawnDiff(s *Server, w *worker) {
 		p.spawnedGen = append(p.spawnedGen, 0)
 		p.spawnedSet = append(p.spawnedSet, 0)
 	}
-	p.out.spawns, p.out.despawns = 0, 0
+	synced := true
 	despawn := func(slot uint32) {
 		sw.add(s.plans, spawnEntry{Despawn: true, Slot: slot, Meta: snapshot.Meta{Gen: p.spawnedGen[slot]}}, false)
 		p.spawned.Clear(slot)
@@ -282,6 +295,7 @@ func (p *peer) spawnDiff(s *Server, w *worker) {
 	spawn := func(slot uint32) {
 		i := f.Lookup(slot)
 		if i < 0 {
+			synced = false // (retried next tick)
 			return
 		}
 		m := f.Metas[i]
@@ -316,7 +330,7 @@ func (p *peer) spawnDiff(s *Server, w *worker) {
 			spawn(uint32(wi*64 + tz64(add)))
 		}
 	}
-	p.out.spawnMsg = nil
+	p.synced = synced
 	if msg := sw.bytes(s.tick, p.msgBuf); msg != nil {
 		p.msgBuf, p.out.spawnMsg = msg, msg
 	}

@@ -153,6 +153,47 @@ func TestPeerSpawnOrdering(t *testing.T) {
 	require.Nil(t, r.batch(p))
 }
 
+// TestPeerSpawnsBetweenRelevanceUpdates: between interest updates (every
+// 3rd tick here) a quiet tick sends no batch (the diff is skipped), an
+// entity removed is despawned at once, a slot reused waits for the next
+// update to be spawned, and an entity moving into range waits for it too.
+func TestPeerSpawnsBetweenRelevanceUpdates(t *testing.T) {
+	r := newPeerRig(t, func(c *ServerConfig) { c.Interest = &Interest{Radius: 50, Every: 3} })
+	p := r.addPeer(1)
+	avatar := r.spawn(components.Vec3{}) // slot 0: client 1's focus
+	r.w.Add(avatar, ecs.ComponentID[components.Owner](r.w))
+	(*components.Owner)(r.w.Get(avatar, ecs.ComponentID[components.Owner](r.w))).Client = 1
+	var ents []ecs.Entity // slots 1..3
+	for i := range 3 {
+		ents = append(ents, r.spawn(components.Vec3{X: float64(i + 1)}))
+	}
+	far := r.spawn(components.Vec3{X: 500}) // slot 4
+	for r.s.tick%3 != 2 {                   // (the next tick is due)
+		r.step(33 * time.Millisecond)
+	}
+	r.step(33 * time.Millisecond) // due: everything near comes in
+	require.Equal(t, []spawnOp{{false, 0, 0}, {false, 1, 0}, {false, 2, 0}, {false, 3, 0}}, ops(r.batch(p)))
+	require.True(t, p.synced)
+
+	r.step(33 * time.Millisecond) // not due, nothing happened
+	require.Nil(t, r.batch(p))
+	require.True(t, p.synced)
+
+	// Not due: a removal goes out at once; its slot, reused, and an entity
+	// that moved into range wait for the update.
+	r.w.RemoveEntity(ents[1])
+	ents[1] = r.spawn(components.Vec3{X: 2})
+	r.pos(far).X = 10
+	r.step(33 * time.Millisecond)
+	require.NotZero(t, r.s.tick%3)
+	require.Equal(t, []spawnOp{{true, 2, 0}}, ops(r.batch(p)))
+	r.step(33 * time.Millisecond) // due
+	require.Zero(t, r.s.tick%3)
+	require.Equal(t, []spawnOp{{false, 2, 1}, {false, 4, 0}}, ops(r.batch(p)))
+	r.step(33 * time.Millisecond)
+	require.Nil(t, r.batch(p))
+}
+
 // clientSim plays a client: it decodes a peer's datagrams and answers with
 // acks.
 type clientSim struct {

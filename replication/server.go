@@ -59,7 +59,7 @@ type Server struct {
 	active  []*peer // the clients of this tick's Send
 	byFocus []*peer // active, ordered by interest focus for the workers
 	failed  []failedSend
-	gang    gang    // the workers' goroutines (gang.go)
+	gang    gang // the workers' goroutines (gang.go)
 	// frameShares: the chunks of a frame built on the workers
 	frameShares []*snapshot.AlignedPut
 	interest    *interestGrid
