@@ -373,3 +373,45 @@ func TestTruncate(t *testing.T) {
 	w.WriteBits(1, 3)
 	require.Panics(t, func() { w.Truncate(4) })
 }
+
+// TestTail: the bits since a byte-aligned position come back as written,
+// wherever they lie (bytes flushed, the accumulator, or both), and more
+// than 56 are refused.
+func TestTail(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 3000 {
+		var w Writer
+		for w.BitLen() < rng.IntN(200) {
+			k := uint(1 + rng.IntN(64))
+			w.WriteBits(rng.Uint64(), k)
+		}
+		w.Align()
+		start := w.BitLen()
+		var fields []uint64
+		var widths []uint
+		for w.BitLen()-start < rng.IntN(70) {
+			k := uint(1 + rng.IntN(20))
+			v := rng.Uint64() & (1<<k - 1)
+			w.WriteBits(v, k)
+			fields, widths = append(fields, v), append(widths, k)
+		}
+		n := w.BitLen() - start
+		got, ok := w.Tail(start)
+		if n > 56 {
+			require.False(t, ok, "%d bits", n)
+			continue
+		}
+		require.True(t, ok)
+		var want uint64
+		shift := uint(0)
+		for i, v := range fields {
+			want |= v << shift
+			shift += widths[i]
+		}
+		require.Equal(t, want, got, "%d bits from %d", n, start)
+	}
+	var w Writer
+	w.WriteBits(1, 3)
+	_, ok := w.Tail(1)
+	require.False(t, ok, "an unaligned start")
+}

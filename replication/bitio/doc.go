@@ -28,5 +28,6 @@
 //   - Pack a quantized value of known width: [Writer.WriteBits] / [Reader.ReadBits].
 //   - Pack a small signed residual: [Writer.WriteExpGolomb] of [ZigZag].
 //   - Splice a pre-encoded record into a packet: [Writer.AppendBits].
-//   - Take back what was written since a position: [Writer.Truncate].
+//   - Take back what was written since a position: [Writer.Truncate]; read
+//     it back as one field (up to 56 bits): [Writer.Tail].
 package bitio

@@ -153,6 +153,28 @@ func ExpGolombCode(v uint64, k uint) (code uint64, n uint) {
 	return 1<<(z&63) | (x&^(1<<((l-1)&63)))<<((z+1)&63), n
 }
 
+// Tail returns the bits written since bit position start, a multiple of
+// 8, as one field (least significant first), when there are at most 56 of
+// them; ok is false otherwise.
+func (w *Writer) Tail(start int) (v uint64, ok bool) {
+	n := w.BitLen() - start
+	if start < 0 || start%8 != 0 || n < 0 || n > 56 {
+		return 0, false
+	}
+	if done := len(w.buf) * 8; start >= done {
+		// All in the accumulator (which holds no bits beyond w.n < 64).
+		return w.acc >> (uint(start-done) & 63) & (1<<uint(n) - 1), true
+	}
+	k := uint(0)
+	for _, b := range w.buf[start/8:] {
+		v |= uint64(b) << k
+		k += 8
+	}
+	// k ≤ n ≤ 56: the shift is in range.
+	v |= w.acc << (k & 63)
+	return v & (1<<uint(n) - 1), true
+}
+
 // Truncate drops every bit written after the first n (n ≤ BitLen()): the
 // writer continues at bit n.
 func (w *Writer) Truncate(n int) {

@@ -108,6 +108,10 @@ type cacheEntry struct {
 	maskOff  uint32 // arena offset of the mask when maskBits > 64
 	bodyOff  uint32 // arena byte offset of the body
 	bodyBits uint32
+	// short holds the body itself when hasShort (at most 56 bits): the
+	// datagram writer takes it from here, not from the arena
+	short    uint64
+	hasShort bool
 }
 
 type cacheSlot struct {
@@ -382,6 +386,7 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) *ca
 	ce.maskBits = 0
 	ce.bodyOff = uint32(start / 8)
 	ce.bodyBits = uint32(e.arena.BitLen() - start)
+	ce.short, ce.hasShort = e.arena.Tail(start)
 	if e.acct != nil {
 		e.acct.noteFull(e, slot, ce, m, cur, owner)
 	}
@@ -453,6 +458,7 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 	ce.kind = kindDelta
 	ce.bodyOff = uint32(bodyStart / 8)
 	ce.bodyBits = uint32(bodyBits)
+	ce.short, ce.hasShort = e.arena.Tail(bodyStart)
 	if prev != nil {
 		ce.usePred = true
 		ce.saved = int32(r.plain - bodyBits)

@@ -356,6 +356,8 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 		switch {
 		case ce == nil:
 			w.PutBits(v, n)
+		case ce.hasShort && n+uint(ce.bodyBits) < 64:
+			w.PutBits(v|ce.short<<n, n+uint(ce.bodyBits))
 		case n+uint(ce.bodyBits) < 64 && int(ce.bodyOff)+8 <= len(arena):
 			body := binary.LittleEndian.Uint64(arena[ce.bodyOff:]) & (1<<ce.bodyBits - 1)
 			w.PutBits(v|body<<n, n+uint(ce.bodyBits))
