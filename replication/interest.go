@@ -69,21 +69,22 @@ type interestGrid struct {
 	cellOf       []int32  // per slot: its cell (−1: none)
 	pos          []components.Vec3
 	global       snapshot.Bitset // alive without Transform
-	owned        map[ClientID]components.Vec3
-	ownedOK      map[ClientID]bool
-	ownedBy      map[ClientID][]uint32 // slots owned by each client
-	scratch      []int32
-	cx, cz       []int32         // per slot: cell coordinates (while rebuilding)
-	posOK        snapshot.Bitset // slots notePos recorded this tick
-	inv          float64         // 1 / cell
+	// per client id: the position of its first owned entity with a
+	// Transform (ownedOK), and the slots it owns
+	owned   [256]components.Vec3
+	ownedOK [256]bool
+	ownedBy [256][]uint32
+	scratch []int32
+	cx, cz  []int32         // per slot: cell coordinates (while rebuilding)
+	posOK   snapshot.Bitset // slots notePos recorded this tick
+	inv     float64         // 1 / cell
 }
 
 // maxGridSide bounds the grid's cells per side (memory and rebuild time).
 const maxGridSide = 1024
 
 func newInterestGrid(cfg *Interest) *interestGrid {
-	g := &interestGrid{cfg: *cfg, owned: map[ClientID]components.Vec3{}, ownedOK: map[ClientID]bool{},
-		ownedBy: map[ClientID][]uint32{}}
+	g := &interestGrid{cfg: *cfg}
 	h := cfg.Hysteresis
 	if h == 0 {
 		h = 0.15
@@ -142,9 +143,9 @@ func (g *interestGrid) index(cx, cz int32) int32 {
 
 func (g *interestGrid) rebuild(s *Server) {
 	g.global.Reset()
-	clear(g.ownedOK)
-	for k, v := range g.ownedBy {
-		g.ownedBy[k] = v[:0]
+	clear(g.ownedOK[:])
+	for k := range g.ownedBy {
+		g.ownedBy[k] = g.ownedBy[k][:0]
 	}
 	n := len(s.slots)
 	if len(g.pos) < n {
@@ -300,8 +301,14 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 			c := row + x
 			slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
 			if !edge && x >= ia && x <= ib && !g.cellOdd[c] {
+				if accept == nil {
+					for _, slot := range slots {
+						next[slot>>6] |= 1 << (slot & 63) // (next holds every slot)
+					}
+					continue
+				}
 				for _, slot := range slots {
-					if accept == nil || accept(slot) {
+					if accept(slot) {
 						next.Set(slot)
 					}
 				}

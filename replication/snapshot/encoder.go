@@ -733,11 +733,17 @@ func (e *Encoder) relevant(interest Bitset) Bitset {
 		return e.present
 	}
 	n := len(e.present)
-	e.members = append(e.members[:0], make(Bitset, n)...)
-	for i := 0; i < n; i++ {
-		e.members[i] = e.present[i] & interest.word(i)
+	if cap(e.members) < n {
+		e.members = make(Bitset, n)
 	}
-	return e.members
+	m, p := e.members[:n], e.present[:n]
+	k := min(n, len(interest))
+	for i := range k {
+		m[i] = p[i] & interest[i]
+	}
+	clear(m[k:])
+	e.members = m
+	return m
 }
 
 // collect gathers the candidates (collectAll; collectSimple when no view
