@@ -94,7 +94,7 @@ type recNote struct {
 func (a *bitAccount) begin() { a.vals = a.vals[:0] }
 
 func (a *bitAccount) note(e *Encoder, slot uint32, ce *cacheEntry, set uint64) *recNote {
-	i := int(slot)*2 + int(e.wayOf(slot, ce))
+	i := int(e.indexOf(slot, ce))
 	for len(a.notes) <= i {
 		a.notes = append(a.notes, recNote{})
 	}
@@ -151,7 +151,7 @@ func (a *bitAccount) sent(e *Encoder, cd *cand, recBits int, maskSent bool) {
 		return
 	}
 	ce := e.entry(cd)
-	i := int(cd.slot)*2 + int(cd.way)
+	i := int(cd.ent)
 	if i >= len(a.notes) || a.notes[i].tick != ce.entryTick() || ce.entryTick() == 0 {
 		a.Unattributed += uint64(recBits)
 		return

@@ -199,9 +199,7 @@ func BenchmarkAccounting(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				enc.tick = 0 // a fresh record cache, as on a new tick
-				for i := range enc.cache {
-					enc.cache[i] = cacheSlot{}
-				}
+				clear(enc.entries)
 				b.StartTimer()
 				enc.Build(c, BuildOptions{}, &pk)
 			}

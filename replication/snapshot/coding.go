@@ -177,7 +177,7 @@ func (s *recStats) add(cl, ctx int, z uint64) {
 // the next choice.
 type codeShard struct {
 	enc      *Encoder
-	pending  []uint32 // slot<<1 | way of cache entries with sends
+	pending  []uint32 // indexes in enc.entries (slot·2 + way) of entries with sends
 	hist     codeHist
 	quadGain int
 	quadN    int
@@ -196,7 +196,7 @@ func (s *codeShard) countN(st *recStats, n uint32) {
 // flush counts the sends of the pending cache entries.
 func (s *codeShard) flush() {
 	for _, k := range s.pending {
-		ce := &s.enc.cache[k>>1].e[k&1]
+		ce := &s.enc.entries[k]
 		if ce.sends != 0 {
 			s.countN(&ce.stats, ce.sends)
 			ce.sends = 0

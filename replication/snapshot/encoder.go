@@ -36,8 +36,11 @@ type Encoder struct {
 	lastKeys [3]recKey
 	lastTags [3]uint64
 	arena    bitio.Writer
-	cache    []cacheSlot
-	present  Bitset // slots present in the current frame
+	// entries holds two cache ways per slot (entries[2·slot+way]); evict
+	// says which way of a slot the next encode replaces
+	entries []cacheEntry
+	evict   []uint8
+	present Bitset // slots present in the current frame
 	// owned: slots of the current frame with an owner and owner-only
 	// groups (their records depend on the client: see ownerView)
 	owned Bitset
@@ -114,16 +117,11 @@ type cacheEntry struct {
 	hasShort bool
 }
 
-type cacheSlot struct {
-	e    [2]cacheEntry
-	next uint8
-}
-
 type cand struct {
 	slot uint32
 	src  uint32 // baseline tick of the client's value (0 = none)
 	kind uint8  // kindDelta, kindFull, kindRemoval
-	way  uint8  // cache way of the record (in e.cache[slot])
+	ent  uint32 // its record's index in e.entries (none for removals)
 	mem  bool   // member of the baseline view
 	// bits: its estimated size in a datagram; pri: its priority (set by
 	// selectRecords when not all fit)
@@ -168,8 +166,9 @@ func (e *Encoder) begin() {
 		e.acct.begin()
 	}
 	e.coding, e.quad = e.w.codes.coding, e.w.codes.quad
-	if n := len(e.w.changedAt); len(e.cache) < n {
-		e.cache = append(e.cache, make([]cacheSlot, n-len(e.cache))...)
+	if n := len(e.w.changedAt); len(e.evict) < n {
+		e.entries = append(e.entries, make([]cacheEntry, 2*n-len(e.entries))...)
+		e.evict = append(e.evict, make([]uint8, n-len(e.evict))...)
 	}
 	e.present.Reset()
 	e.owned.Reset()
@@ -191,15 +190,28 @@ func (e *Encoder) ownerView(c *Client, f *Frame, slot uint32) bool {
 	return m.Owner == c.ID && m.Set&e.ownerComps != 0
 }
 
-// entry returns the cache entry of a candidate. Candidates hold a way index,
+// entry returns the cache entry of a candidate. Candidates hold an index,
 // not a pointer, so appending them needs no GC write barrier.
-func (e *Encoder) entry(cd *cand) *cacheEntry { return &e.cache[cd.slot].e[cd.way] }
+func (e *Encoder) entry(cd *cand) *cacheEntry { return &e.entries[cd.ent] }
 
-func (e *Encoder) wayOf(slot uint32, ce *cacheEntry) uint8 {
-	if ce == &e.cache[slot].e[0] {
-		return 0
+// indexOf returns the index in e.entries of ce, one of slot's entries.
+func (e *Encoder) indexOf(slot uint32, ce *cacheEntry) uint32 {
+	if ce == &e.entries[2*slot] {
+		return 2 * slot
 	}
-	return 1
+	return 2*slot + 1
+}
+
+// find returns the index in e.entries of slot's record of tag, or −1.
+func (e *Encoder) find(slot uint32, tag uint64) int {
+	i := 2 * int(slot)
+	switch tag {
+	case e.entries[i].tag:
+		return i
+	case e.entries[i+1].tag:
+		return i + 1
+	}
+	return -1
 }
 
 // predCtx is a packet's prediction context: the baseline view B and its
@@ -292,12 +304,11 @@ func (pc *predCtx) setKeys(B uint32) {
 
 // record returns the cached record of slot (entry i of frame f, −1 to look
 // it up) for key k.
-func (e *Encoder) record(f *Frame, slot uint32, i int, k recKey) *cacheEntry {
-	cs := &e.cache[slot]
+func (e *Encoder) record(f *Frame, slot uint32, i int, k recKey) (*cacheEntry, uint32) {
 	tag := e.keyTag(k)
-	if way := cs.find(tag); way >= 0 {
+	if x := e.find(slot, tag); x >= 0 {
 		e.CacheHits++
-		return &cs.e[way]
+		return &e.entries[x], uint32(x)
 	}
 	return e.encode(f, slot, i, k, tag)
 }
@@ -324,17 +335,6 @@ func (e *Encoder) setTags() {
 	}
 }
 
-// find returns the way holding the record of tag, or −1.
-func (cs *cacheSlot) find(tag uint64) int {
-	switch tag {
-	case cs.e[0].tag:
-		return 0
-	case cs.e[1].tag:
-		return 1
-	}
-	return -1
-}
-
 // entryTick returns the frame tick of a cache entry (0: none).
 func (ce *cacheEntry) entryTick() uint32 { return uint32(ce.tag >> 32) }
 
@@ -350,12 +350,13 @@ func memberBits(ce *cacheEntry) int {
 	return b
 }
 
-// encode encodes the record of slot for key k into a cache entry.
-func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) *cacheEntry {
-	cs := &e.cache[slot]
+// encode encodes the record of slot for key k (cache tag tag) into a cache
+// entry, which it returns with its index.
+func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) (*cacheEntry, uint32) {
 	e.CacheMisses++
-	ce := &cs.e[cs.next]
-	cs.next ^= 1
+	x := 2*slot + uint32(e.evict[slot])
+	e.evict[slot] ^= 1
+	ce := &e.entries[x]
 	if ce.sends != 0 {
 		e.shard.countN(&ce.stats, ce.sends)
 	}
@@ -374,7 +375,7 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) *ca
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
 			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, k.pb, k.pb2, k.src2, k.src3, k.quad, f.Tick, slot) {
-				return ce
+				return ce, x
 			}
 		}
 	}
@@ -390,7 +391,7 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) *ca
 	if e.acct != nil {
 		e.acct.noteFull(e, slot, ce, m, cur, owner)
 	}
-	return ce
+	return ce, x
 }
 
 // deltaRecord encodes the delta of an entity from base (its value at the
@@ -890,8 +891,7 @@ func (e *Encoder) touch(fast uint64, wi int) {
 	var sum uint64
 	for w := fast; w != 0; w &= w - 1 {
 		slot := wi<<6 | bits.TrailingZeros64(w)
-		cs := &e.cache[slot]
-		sum += cs.e[0].tag ^ cs.e[1].tag
+		sum += e.entries[2*slot].tag ^ e.entries[2*slot+1].tag
 		for _, f := range e.touchFrames {
 			if f == nil || slot >= len(f.index) {
 				continue
@@ -919,17 +919,15 @@ func (e *Encoder) deltaCand(f *Frame, slot, B uint32) {
 		}
 	}
 	tag := e.pc.tags[ki]
-	cs := &e.cache[slot]
 	var ce *cacheEntry
-	var way uint8
-	if w := cs.find(tag); w >= 0 {
-		ce, way = &cs.e[w], uint8(w)
+	var x uint32
+	if i := e.find(slot, tag); i >= 0 {
+		ce, x = &e.entries[i], uint32(i)
 		e.CacheHits++
 	} else {
-		ce = e.encode(f, slot, -1, e.pc.keys[ki], tag)
-		way = e.wayOf(slot, ce)
+		ce, x = e.encode(f, slot, -1, e.pc.keys[ki], tag)
 	}
-	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, way: way, bits: int32(memberBits(ce)), mem: true})
+	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, ent: x, bits: int32(memberBits(ce)), mem: true})
 }
 
 // header returns the fields every datagram of the tick shares.
@@ -977,8 +975,8 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool)
 	case inB && !inS:
 		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, bits: 4, mem: true})
 	case !inB && inS:
-		ce := e.record(f, slot, -1, recKey{owner: e.ownerView(c, f, slot)})
-		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, way: e.wayOf(slot, ce), bits: int32(ce.bodyBits)})
+		ce, x := e.record(f, slot, -1, recKey{owner: e.ownerView(c, f, slot)})
+		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, ent: x, bits: int32(ce.bodyBits)})
 	case inB && inS:
 		if e.w.changedAt[slot] <= src { // (a layout change is a change)
 			return // unchanged since the client's value
@@ -987,8 +985,8 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool)
 		if e.w.layoutAt[slot] > src {
 			s = 0 // new incarnation or layout: full
 		}
-		ce := e.record(f, slot, -1, e.pc.key(slot, s, e.ownerView(c, f, slot)))
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, way: e.wayOf(slot, ce), bits: int32(memberBits(ce)), mem: true})
+		ce, x := e.record(f, slot, -1, e.pc.key(slot, s, e.ownerView(c, f, slot)))
+		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, ent: x, bits: int32(memberBits(ce)), mem: true})
 	}
 }
 
@@ -1067,7 +1065,7 @@ func (e *Encoder) tally(cd *cand, info *BuildInfo) {
 		info.Deltas++
 		ce := e.entry(cd)
 		if ce.sends == 0 {
-			e.shard.pending = append(e.shard.pending, cd.slot<<1|uint32(cd.way))
+			e.shard.pending = append(e.shard.pending, cd.ent)
 		}
 		ce.sends++
 		if ce.usePred {
