@@ -10,9 +10,10 @@ import (
 // caller's and helpers that live as long as the server. Waking a parked
 // goroutine's thread takes long on virtual machines (0.1-0.2 ms measured
 // on this project's 2-core test machines, a tenth of a tick's work), so
-// the server wakes the helpers when Send starts ([gang.wake]); they spin
-// (yielding the processor) until the tick's jobs come, then park again
-// ([gang.rest]).
+// the server wakes the helpers ahead of its parallel phases ([gang.wake]:
+// when Send starts, or when Receive starts if the step between them is
+// short); they spin (yielding the processor now and then) until the tick's
+// jobs come, then park again ([gang.rest]).
 //
 // A job ([gang.run]) runs on the caller at once and on every helper that
 // joins it while it is open, so it must hand its work out dynamically (an

@@ -23,8 +23,11 @@
 // logic and the clients' work, which run in the same process, are outside
 // it. The snapshot build (one pass over the entities) and the per-client
 // work (interest, spawn messages, delta datagrams) are split with
-// replication.ServerStats. With -cpuprofile the server's work carries the
-// pprof label side=server:
+// replication.ServerStats. Server CPU time is that wall time (the caller's
+// goroutine never blocks in them) plus the worker helpers' awake time
+// (ServerStats.HelperTime): process CPU clocks lag for a thread that is
+// running on another core when they are read. With -cpuprofile the
+// server's work carries the pprof label side=server:
 //
 //	go run ./examples/loadtest -clients 128 -cpuprofile cpu.out
 //	go tool pprof -tagfocus side=server -top cpu.out
