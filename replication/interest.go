@@ -287,45 +287,69 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 				ia, ib = g.relX(g.cellCoord(focus.X-h))+1, g.relX(g.cellCoord(focus.X+h))-1
 			}
 		}
+		// Cells of a row are contiguous in cellSlots: each span of them
+		// is checked or taken in one go.
 		row := z * g.width
-		for x := x0; x <= x1; x++ {
-			edge := x == 0 || x == g.width-1
-			if !edge && x < xa {
-				x = xa - 1 // (the loop steps to xa)
-				continue
-			}
-			if !edge && x > xb {
-				x = max(x, x1-1) // straight to the edge column, if any
-				continue
-			}
-			c := row + x
-			slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
-			if !edge && x >= ia && x <= ib && !g.cellOdd[c] {
-				if accept == nil {
-					for _, slot := range slots {
-						next[slot>>6] |= 1 << (slot & 63) // (next holds every slot)
-					}
-					continue
+		check := func(a, b int32) { g.check(row+a, row+b, focus, enter2, leave2, prev, next, accept) }
+		if x0 == 0 {
+			check(0, 0) // (the edge columns hold the entities beyond the sides)
+		}
+		if a, b := max(xa, x0, 1), min(xb, x1, g.width-2); a <= b {
+			wa, wb := max(ia, a), min(ib, b) // wholly inside the enter circle
+			if wa > wb {
+				check(a, b)
+			} else {
+				if a < wa {
+					check(a, wa-1)
 				}
-				for _, slot := range slots {
-					if accept(slot) {
-						next.Set(slot)
+				for x := wa; x <= wb; x++ {
+					if g.cellOdd[row+x] {
+						check(x, x)
+					} else {
+						g.take(row+x, next, accept)
 					}
 				}
-				continue
-			}
-			if accept == nil {
-				near(slots, g.pos, focus.X, focus.Z, enter2, leave2, prev, next)
-				continue
-			}
-			for _, slot := range slots {
-				p := g.pos[slot]
-				dx, dz := p.X-focus.X, p.Z-focus.Z
-				d2 := dx*dx + dz*dz
-				if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
-					next.Set(slot)
+				if wb < b {
+					check(wb+1, b)
 				}
 			}
+		}
+		if x1 == g.width-1 && g.width > 1 {
+			check(x1, x1)
+		}
+	}
+}
+
+// check sets in next the entities of cells c0..c1 (contiguous in
+// cellSlots) near focus (see scan).
+func (g *interestGrid) check(c0, c1 int32, focus components.Vec3, enter2, leave2 float64, prev, next snapshot.Bitset, accept func(uint32) bool) {
+	slots := g.cellSlots[g.cellStart[c0]:g.cellStart[c1+1]]
+	if accept == nil {
+		near(slots, g.pos, focus.X, focus.Z, enter2, leave2, prev, next)
+		return
+	}
+	for _, slot := range slots {
+		p := g.pos[slot]
+		dx, dz := p.X-focus.X, p.Z-focus.Z
+		d2 := dx*dx + dz*dz
+		if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
+			next.Set(slot)
+		}
+	}
+}
+
+// take sets in next every (accepted) entity of cell c.
+func (g *interestGrid) take(c int32, next snapshot.Bitset, accept func(uint32) bool) {
+	slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
+	if accept == nil {
+		for _, slot := range slots {
+			next[slot>>6] |= 1 << (slot & 63) // (next holds every slot)
+		}
+		return
+	}
+	for _, slot := range slots {
+		if accept(slot) {
+			next.Set(slot)
 		}
 	}
 }
