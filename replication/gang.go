@@ -96,13 +96,17 @@ func (g *gang) run(fn func(i int)) {
 	}
 	g.job = fn
 	g.gen.Add(1) // open
+	defer func() {
+		// Closed (also when fn panics, so that open stays odd): no helper
+		// joins any more; wait for those in it.
+		g.gen.Add(1)
+		for g.joined.Load() != 0 {
+			runtime.Gosched()
+		}
+		g.job = nil
+	}()
 	g.rouse()
 	fn(0)
-	g.gen.Add(1) // closed: no helper joins any more
-	for g.joined.Load() != 0 {
-		runtime.Gosched()
-	}
-	g.job = nil
 }
 
 // loop is helper i's goroutine, until quit closes; last is the job
@@ -114,19 +118,29 @@ func (g *gang) loop(i int, h *gangHelper, quit <-chan struct{}, last uint32) {
 		case <-quit:
 			return
 		}
-		t0 := time.Now()
-		last = g.spin(i, last)
-		g.awake.Add(int64(time.Since(t0)))
-		h.asleep.Store(true)
+		for {
+			t0 := time.Now()
+			var idle bool
+			last, idle = g.spin(i, last)
+			g.awake.Add(int64(time.Since(t0)))
+			h.asleep.Store(true)
+			// A wake between spin's last look at want and the store above
+			// found the helper awake and sent no token: look again (unless
+			// it stopped for lack of work; the next job rouses it).
+			if idle || !g.want.Load() || !h.asleep.CompareAndSwap(true, false) {
+				break
+			}
+		}
 	}
 }
 
 // spin takes the jobs that open (last: the newest it has seen) until the
 // tick's jobs are done or none came for gangSpin; it returns the newest
-// job generation it saw. Between checks of the clock it polls the job
-// generation in a tight loop and yields the processor (other goroutines
-// may need it), a few times per 0.1 ms.
-func (g *gang) spin(i int, last uint32) uint32 {
+// job generation it saw, and idle if it stopped for lack of work. Between
+// checks of the clock it polls the job generation in a tight loop and
+// yields the processor (other goroutines may need it), a few times per
+// 0.1 ms.
+func (g *gang) spin(i int, last uint32) (uint32, bool) {
 	since := time.Now()
 	for {
 		for range gangPolls {
@@ -139,8 +153,11 @@ func (g *gang) spin(i int, last uint32) uint32 {
 				since = time.Now()
 			}
 		}
-		if !g.want.Load() || time.Since(since) > gangSpin {
-			return last
+		if !g.want.Load() {
+			return last, false
+		}
+		if time.Since(since) > gangSpin {
+			return last, true
 		}
 		runtime.Gosched()
 	}
