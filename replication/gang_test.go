@@ -63,20 +63,28 @@ func TestGangHelperJoins(t *testing.T) {
 	defer g.stop()
 	for round := range 20 {
 		g.wake()
-		var helped atomic.Bool
-		g.run(func(i int) {
-			if i == 1 {
-				helped.Store(true)
-				return
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for !helped.Load() && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Microsecond)
-			}
-		})
+		helped := runUntilHelped(&g)
 		g.rest()
-		require.True(t, helped.Load(), "round %d: the helper never joined", round)
+		require.True(t, helped, "round %d: the helper never joined", round)
 	}
+}
+
+// runUntilHelped runs a job whose caller part waits for helper 1 to join
+// it (a generous 5 s: a wake takes well under a millisecond) and reports
+// whether it did.
+func runUntilHelped(g *gang) bool {
+	var helped atomic.Bool
+	g.run(func(i int) {
+		if i == 1 {
+			helped.Store(true)
+			return
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !helped.Load() && time.Now().Before(deadline) {
+			spinFor(time.Microsecond)
+		}
+	})
+	return helped.Load()
 }
 
 // TestGangStop: stopped helpers end, and a stopped gang still runs jobs on
@@ -149,18 +157,7 @@ func TestGangWakeRightAfterRest(t *testing.T) {
 		g.rest()
 		spinFor(time.Duration(r%40) * time.Microsecond)
 		g.wake()
-		var helped atomic.Bool
-		g.run(func(i int) {
-			if i == 1 {
-				helped.Store(true)
-				return
-			}
-			deadline := time.Now().Add(5 * time.Second) // (a wake takes well under a millisecond)
-			for !helped.Load() && time.Now().Before(deadline) {
-				spinFor(time.Microsecond)
-			}
-		})
-		require.True(t, helped.Load(), "round %d: the woken helper parked through the job", r)
+		require.True(t, runUntilHelped(&g), "round %d: the woken helper parked through the job", r)
 	}
 }
 

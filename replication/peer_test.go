@@ -69,6 +69,16 @@ func (r *peerRig) spawn(pos components.Vec3) ecs.Entity {
 	return e
 }
 
+// avatar spawns an entity at the origin owned by client id (its interest
+// focus).
+func (r *peerRig) avatar(id ClientID) ecs.Entity {
+	e := r.spawn(components.Vec3{})
+	owner := ecs.ComponentID[components.Owner](r.w)
+	r.w.Add(e, owner)
+	(*components.Owner)(r.w.Get(e, owner)).Client = id
+	return e
+}
+
 func (r *peerRig) pos(e ecs.Entity) *components.Vec3 {
 	return &(*components.Transform)(r.w.Get(e, ecs.ComponentID[components.Transform](r.w))).Pos
 }
@@ -109,9 +119,7 @@ func ops(b []spawnEntry) []spawnOp {
 func TestPeerSpawnOrdering(t *testing.T) {
 	r := newPeerRig(t, func(c *ServerConfig) { c.Interest = &Interest{Radius: 50, Every: 1} })
 	p := r.addPeer(1)
-	avatar := r.spawn(components.Vec3{}) // slot 0: client 1's focus
-	r.w.Add(avatar, ecs.ComponentID[components.Owner](r.w))
-	(*components.Owner)(r.w.Get(avatar, ecs.ComponentID[components.Owner](r.w))).Client = 1
+	r.avatar(1)           // slot 0: client 1's focus
 	var ents []ecs.Entity // slots 1..5
 	for i := range 5 {
 		ents = append(ents, r.spawn(components.Vec3{X: float64(i)}))
@@ -160,9 +168,7 @@ func TestPeerSpawnOrdering(t *testing.T) {
 func TestPeerSpawnsBetweenRelevanceUpdates(t *testing.T) {
 	r := newPeerRig(t, func(c *ServerConfig) { c.Interest = &Interest{Radius: 50, Every: 3} })
 	p := r.addPeer(1)
-	avatar := r.spawn(components.Vec3{}) // slot 0: client 1's focus
-	r.w.Add(avatar, ecs.ComponentID[components.Owner](r.w))
-	(*components.Owner)(r.w.Get(avatar, ecs.ComponentID[components.Owner](r.w))).Client = 1
+	r.avatar(1)           // slot 0: client 1's focus
 	var ents []ecs.Entity // slots 1..3
 	for i := range 3 {
 		ents = append(ents, r.spawn(components.Vec3{X: float64(i + 1)}))
