@@ -41,6 +41,9 @@ type planOps struct {
 	groups    []groupOp
 	visible   uint64 // groups every client sees (not owner-only)
 	allGroups uint64
+	// laneMasks is each group's lanes as a bit set, when the plan has at
+	// most 64 lanes in groups that follow each other (nil otherwise).
+	laneMasks []uint64
 }
 
 func newPlanOps(p *schema.Plan) planOps {
@@ -69,10 +72,22 @@ func newPlanOps(p *schema.Plan) planOps {
 			}
 		}
 		po.groups = append(po.groups, gop)
+		po.laneMasks = append(po.laneMasks, (1<<g.Count-1)<<g.First)
 		po.allGroups |= 1 << gi
 		if !g.OwnerOnly {
 			po.visible |= 1 << gi
 		}
+	}
+	next := 0
+	for _, g := range po.groups {
+		if int(g.first) != next || g.end > 64 {
+			po.laneMasks = nil
+			break
+		}
+		next = int(g.end)
+	}
+	if next != po.n {
+		po.laneMasks = nil
 	}
 	return po
 }
@@ -97,33 +112,37 @@ func (e *Encoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (
 	off, nbits := 0, 0
 	for s := set; s != 0; s &= s - 1 {
 		po := &e.ops[bits.TrailingZeros64(s)]
-		b, c := base[off:off+po.n], cur[off:off+po.n]
+		n := po.n
+		b, c := base[off:off+n:off+n], cur[off:off+n:off+n]
 		var v2 []uint64
 		if prev != nil {
-			v2 = prev[off : off+po.n]
+			v2 = prev[off : off+n : off+n]
 		}
-		off += po.n
+		off += n
 		vis := po.visible
 		if owner {
 			vis = po.allGroups
 		}
-		// The mask: "0", or "1" and one bit per visible group (up to 64).
-		var gm, v uint64
-		k := uint(0)
-		for gi := range po.groups {
-			g := &po.groups[gi]
-			if vis>>gi&1 == 0 {
-				continue
-			}
-			same := sameLanes(b, c, g)
+		var gm uint64
+		if po.laneMasks != nil {
+			gm = po.groupsOf(laneDiff(b, c)) & vis
 			if maskPred {
-				maskPred = same == sameLanes(v2, b, g)
+				maskPred = po.groupsOf(laneDiff(v2, b))&vis == gm
 			}
-			if !same {
-				gm |= 1 << gi
-				v |= 1 << k
+		} else {
+			for gi := range po.groups {
+				g := &po.groups[gi]
+				if vis>>gi&1 == 0 {
+					continue
+				}
+				same := sameLanes(b, c, g)
+				if maskPred {
+					maskPred = same == sameLanes(v2, b, g)
+				}
+				if !same {
+					gm |= 1 << gi
+				}
 			}
-			k++
 		}
 		e.gmasks = append(e.gmasks, gm)
 		if gm == 0 {
@@ -131,14 +150,51 @@ func (e *Encoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (
 			nbits++
 			continue
 		}
-		e.arena.PutBits(1, 1)
-		e.arena.WriteBits(v, k)
+		// The mask: "0", or "1" and one bit per visible group (up to 64).
+		v, k := gm, uint(bits.OnesCount64(vis))
+		if vis&(vis+1) != 0 { // (not the low k groups: compact)
+			v = 0
+			i := uint(0)
+			for r := vis; r != 0; r &= r - 1 {
+				v |= gm >> bits.TrailingZeros64(r) & 1 << i
+				i++
+			}
+		}
+		if k < 63 {
+			e.arena.PutBits(1|v<<1, k+1)
+		} else {
+			e.arena.PutBits(1, 1)
+			e.arena.WriteBits(v, k)
+		}
 		if nbits < 64 {
 			mask |= (1 | v<<1) << nbits
 		}
 		nbits += 1 + int(k)
 	}
 	return mask, maskPred
+}
+
+// laneDiff returns the lanes (up to 64) in which a and b differ.
+func laneDiff(a, b []uint64) uint64 {
+	var d uint64
+	b = b[:len(a)]
+	for l := range a {
+		if a[l] != b[l] {
+			d |= 1 << (l & 63)
+		}
+	}
+	return d
+}
+
+// groupsOf returns the groups that hold a lane of lanes (po.laneMasks set).
+func (po *planOps) groupsOf(lanes uint64) uint64 {
+	var gm uint64
+	for gi, m := range po.laneMasks {
+		if lanes&m != 0 {
+			gm |= 1 << (gi & 63)
+		}
+	}
+	return gm
 }
 
 // linear is the linear extrapolation of a lane num/den ticks past b
