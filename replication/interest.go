@@ -75,8 +75,9 @@ type interestGrid struct {
 	ownedOK [256]bool
 	ownedBy [256][]uint32
 	scratch []int32
-	cx, cz  []int32         // per slot: cell coordinates (while rebuilding)
+	cx, cz  []int32         // per slot: cell coordinates
 	posOK   snapshot.Bitset // slots notePos recorded this tick
+	odd     snapshot.Bitset // slots whose x or z is not finite
 	inv     float64         // 1 / cell
 }
 
@@ -104,32 +105,50 @@ func newInterestGrid(cfg *Interest) *interestGrid {
 
 // cellCoord is the cell coordinate of x (clamped to ±2^30; NaN: 0).
 func (g *interestGrid) cellCoord(x float64) int32 {
-	c := math.Floor(x * g.inv)
-	if c >= -(1<<30) && c <= 1<<30 {
-		return int32(c)
+	v := x * g.inv
+	if v >= -(1<<30) && v < 1<<30 {
+		// floor(v) without math.Floor, whose fallback call makes the
+		// callers spill: truncate, then step down below zero.
+		c := int32(v)
+		if float64(c) > v {
+			c--
+		}
+		return c
 	}
 	switch {
-	case c < 0:
+	case v < 0:
 		return -(1 << 30)
-	case c > 0:
+	case v > 0:
 		return 1 << 30
 	}
 	return 0
 }
 
-// notePos records slot's position for the next rebuild (the frame build
-// reads every entity's Transform anyway).
+// notePos records slot's position and cell coordinates for the next
+// rebuild (the frame build reads every entity's Transform anyway, on every
+// worker).
 func (g *interestGrid) notePos(slot uint32, p components.Vec3) {
+	// (The bit sets are sized by beginPositions.)
 	g.pos[slot] = p
-	g.posOK.Set(slot)
+	g.posOK[slot>>6] |= 1 << (slot & 63)
+	g.cx[slot], g.cz[slot] = g.cellCoord(p.X), g.cellCoord(p.Z)
+	if !finite(p.X) || !finite(p.Z) {
+		g.odd[slot>>6] |= 1 << (slot & 63)
+	}
 }
 
 // beginPositions readies notePos for n slots.
 func (g *interestGrid) beginPositions(n int) {
 	g.pos = slices.Grow(g.pos[:0], n)[:n]
+	g.cx = slices.Grow(g.cx[:0], n)[:n]
+	g.cz = slices.Grow(g.cz[:0], n)[:n]
 	g.posOK.Reset()
+	g.odd.Reset()
 	for len(g.posOK) < (n+63)/64 {
 		g.posOK = append(g.posOK, 0) // sized now: workers set bits of their own words
+	}
+	for len(g.odd) < len(g.posOK) {
+		g.odd = append(g.odd, 0)
 	}
 }
 
@@ -152,9 +171,11 @@ func (g *interestGrid) rebuild(s *Server) {
 		g.pos = slices.Grow(g.pos, n-len(g.pos))[:n]
 	}
 	g.cellOf = slices.Grow(g.cellOf[:0], n)[:n]
-	g.cx = slices.Grow(g.cx[:0], n)[:n]
-	g.cz = slices.Grow(g.cz[:0], n)[:n]
-	// Pass 1: positions, owners, the bounding box.
+	if len(g.cx) < n { // (beginPositions sized them, unless no frame was built)
+		g.beginPositions(n)
+	}
+	// Pass 1: positions (cell coordinates: noted by the frame build), owners,
+	// the bounding box.
 	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
 	for slot := range s.slots {
 		si := &s.slots[slot]
@@ -165,23 +186,19 @@ func (g *interestGrid) rebuild(s *Server) {
 		if o := si.meta.Owner; o != 0 {
 			g.ownedBy[o] = append(g.ownedBy[o], uint32(slot))
 		}
-		var p components.Vec3
 		switch {
 		case g.posOK.Has(uint32(slot)):
-			p = g.pos[slot]
 		case si.meta.Set&(1<<s.transPl.ID) == 0:
 			g.global.Set(uint32(slot))
 			continue
 		default: // not read by this tick's frame build (dormant)
-			p = (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos
-			g.pos[slot] = p
+			g.notePos(uint32(slot), (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos)
 		}
-		cx, cz := g.cellCoord(p.X), g.cellCoord(p.Z)
-		g.cx[slot], g.cz[slot] = cx, cz
+		cx, cz := g.cx[slot], g.cz[slot]
 		minX, maxX, minZ, maxZ = min(minX, cx), max(maxX, cx), min(minZ, cz), max(maxZ, cz)
 		g.cellOf[slot] = 0 // has a position; the cell follows
 		if o := si.meta.Owner; o != 0 && !g.ownedOK[o] {
-			g.owned[o], g.ownedOK[o] = p, true
+			g.owned[o], g.ownedOK[o] = g.pos[slot], true
 		}
 	}
 	if minX > maxX {
@@ -211,7 +228,7 @@ func (g *interestGrid) place(cells int) {
 		g.cellOf[slot] = c
 		g.cellStart[c+1]++
 		total++
-		if p := g.pos[slot]; !finite(p.X) || !finite(p.Z) {
+		if g.odd.Has(uint32(slot)) {
 			g.cellOdd[c] = true
 		}
 	}

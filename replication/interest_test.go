@@ -199,3 +199,39 @@ func TestInterestCellsMatchBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestCellCoordIsFloor: cellCoord is floor(x / cell), clamped to ±2^30,
+// and 0 for NaN, at and around the edges where truncation and floor part.
+func TestCellCoordIsFloor(t *testing.T) {
+	g := newInterestGrid(&Interest{Radius: 2})
+	want := func(x float64) int32 {
+		c := math.Floor(x * g.inv)
+		switch {
+		case math.IsNaN(c):
+			return 0
+		case c < -(1 << 30):
+			return -(1 << 30)
+		case c > 1<<30:
+			return 1 << 30
+		}
+		return int32(c)
+	}
+	xs := []float64{0, math.Copysign(0, -1), 0.5, -0.5, 1, -1, 0.999999, -0.999999, 1e-300, -1e-300,
+		1 << 30, -(1 << 30), 1<<30 - 0.5, -(1 << 30) - 0.5, 1 << 31, -(1 << 31), 1<<31 + 1, -(1 << 31) - 1,
+		1e300, -1e300, math.Inf(1), math.Inf(-1), math.NaN(), 123.456, -123.456}
+	for _, x := range xs {
+		for _, d := range []float64{-1, 0, 1} {
+			x := math.Nextafter(x, x+d)
+			if got := g.cellCoord(x); got != want(x) {
+				t.Errorf("cellCoord(%v) = %d, want %d", x, got, want(x))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		x := (rng.Float64() - 0.5) * math.Pow(2, float64(rng.IntN(70)))
+		if got := g.cellCoord(x); got != want(x) {
+			t.Fatalf("cellCoord(%v) = %d, want %d", x, got, want(x))
+		}
+	}
+}
