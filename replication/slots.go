@@ -182,6 +182,12 @@ func (s *Server) sameEntities(n int) bool {
 	if alive != n {
 		return false
 	}
+	if len(s.relayout) == 0 {
+		// No slot was allocated, freed or changed its Meta since the
+		// last frame (applyStructure notes each in relayout), and that
+		// frame holds every live slot with its Meta then.
+		return true
+	}
 	for j := range n {
 		slot, m := s.snap.Entry(j)
 		if si := &s.slots[slot]; !si.alive || si.meta != m {
@@ -204,7 +210,9 @@ func (s *Server) putAll(notePos bool) {
 		if s.keeps(si, uint32(slot)) && s.snap.Keep(uint32(slot), si.meta) {
 			continue
 		}
-		si.dirty = false
+		if si.dirty {
+			si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
+		}
 		s.snap.Put(uint32(slot), si.meta, s.components(si, uint32(slot), notePos, &ptrs))
 	}
 }
@@ -272,7 +280,9 @@ func (s *Server) putShares(n int, notePos bool) {
 				if s.keeps(si, slot) {
 					continue // (the entry keeps the previous frame's value)
 				}
-				si.dirty = false
+				if si.dirty {
+					si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
+				}
 				a.PutAt(j, s.components(si, slot, notePos, &ptrs))
 			}
 		}
