@@ -217,14 +217,10 @@ func (w *Writer) WriteBytesAligned(p []byte) {
 // another Writer) at the current bit position. Cost: O(nbits/64), one
 // 64-bit write per word.
 func (w *Writer) AppendBits(src []byte, nbits int) {
-	if nbits < 64 && len(src) >= 8 {
-		if nbits > 0 {
-			w.PutBits(binary.LittleEndian.Uint64(src)&(1<<uint(nbits)-1), uint(nbits))
-		}
-		return
-	}
 	for nbits >= 64 {
-		w.WriteBits(binary.LittleEndian.Uint64(src), 64)
+		x := binary.LittleEndian.Uint64(src)
+		w.PutBits(x&(1<<32-1), 32) // (PutBits inlines; WriteBits of 64 bits does not)
+		w.PutBits(x>>32, 32)
 		src = src[8:]
 		nbits -= 64
 	}
@@ -239,7 +235,7 @@ func (w *Writer) AppendBits(src []byte, nbits int) {
 			v |= uint64(src[i]) << (8 * i)
 		}
 	}
-	w.WriteBits(v, uint(nbits))
+	w.PutBits(v&(1<<uint(nbits)-1), uint(nbits))
 }
 
 // Bytes flushes pending bits (padding the last byte with zeros) and returns
