@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"cmp"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,8 @@ type gang struct {
 	joined  atomic.Int32  // helpers inside the open job
 	job     func(i int)
 	quit    chan struct{}
-	awake   atomic.Int64 // nanoseconds the helpers spent awake, summed
+	awake   atomic.Int64  // nanoseconds the helpers spent awake, summed
+	idle    time.Duration // how long a helper spins without a job; 0: gangSpin
 }
 
 type gangHelper struct {
@@ -124,10 +126,14 @@ func (g *gang) loop(i int, h *gangHelper, quit <-chan struct{}, last uint32) {
 			last, idle = g.spin(i, last)
 			g.awake.Add(int64(time.Since(t0)))
 			h.asleep.Store(true)
-			// A wake between spin's last look at want and the store above
-			// found the helper awake and sent no token: look again (unless
-			// it stopped for lack of work; the next job rouses it).
-			if idle || !g.want.Load() || !h.asleep.CompareAndSwap(true, false) {
+			// A wake or a job that came between spin's last look and the
+			// store above found the helper awake and sent no token: look
+			// again. It stays up for a job that opened meanwhile, and for
+			// a wake unless it stopped for lack of work (the next job
+			// rouses it); unless a rouse took it meanwhile (then a token
+			// is on its way).
+			newJob := g.gen.Load() != last
+			if !newJob && (idle || !g.want.Load()) || !h.asleep.CompareAndSwap(true, false) {
 				break
 			}
 		}
@@ -156,7 +162,7 @@ func (g *gang) spin(i int, last uint32) (uint32, bool) {
 		if !g.want.Load() {
 			return last, false
 		}
-		if time.Since(since) > gangSpin {
+		if time.Since(since) > cmp.Or(g.idle, gangSpin) {
 			return last, true
 		}
 		runtime.Gosched()

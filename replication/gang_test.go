@@ -161,6 +161,25 @@ func TestGangWakeRightAfterRest(t *testing.T) {
 	}
 }
 
+// TestGangJobRightAfterIdle: a job that opens while a helper is on its way
+// to park for lack of work (it spun its idle time without one) still gets
+// the helper. The idle time is cut to microseconds here so that the race
+// comes often; with the server's 0.5 ms it took a descheduled helper.
+func TestGangJobRightAfterIdle(t *testing.T) {
+	g := gang{idle: 2 * time.Microsecond}
+	g.start(1)
+	defer g.stop()
+	rounds := 3000
+	if testing.Short() {
+		rounds = 300
+	}
+	g.wake()
+	for r := range rounds {
+		spinFor(time.Duration(r%40) * time.Microsecond)
+		require.True(t, runUntilHelped(&g), "round %d: the helper parked through the job", r)
+	}
+}
+
 // TestGangSurvivesAPanic: a job whose caller part panics (a user hook, say)
 // and is recovered leaves the gang working: later jobs close, helpers run
 // each at most once and never after run returned.
