@@ -179,9 +179,8 @@ func laneDiff(a, b []uint64) uint64 {
 	var d uint64
 	b = b[:len(a)]
 	for l := range a {
-		if a[l] != b[l] {
-			d |= 1 << (l & 63)
-		}
+		x := a[l] ^ b[l]
+		d |= (x | -x) >> 63 << (l & 63) // (branch-free: lanes change at random)
 	}
 	return d
 }
@@ -190,9 +189,8 @@ func laneDiff(a, b []uint64) uint64 {
 func (po *planOps) groupsOf(lanes uint64) uint64 {
 	var gm uint64
 	for gi, m := range po.laneMasks {
-		if lanes&m != 0 {
-			gm |= 1 << (gi & 63)
-		}
+		x := lanes & m
+		gm |= (x | -x) >> 63 << (gi & 63)
 	}
 	return gm
 }
