@@ -78,6 +78,7 @@ type interestGrid struct {
 	cx, cz  []int32         // per slot: cell coordinates
 	posOK   snapshot.Bitset // slots notePos recorded this tick
 	odd     snapshot.Bitset // slots whose x or z is not finite
+	noted   bool            // beginPositions ran since the last rebuild
 	inv     float64         // 1 / cell
 }
 
@@ -150,6 +151,7 @@ func (g *interestGrid) beginPositions(n int) {
 	for len(g.odd) < len(g.posOK) {
 		g.odd = append(g.odd, 0)
 	}
+	g.noted = true
 }
 
 // index returns the grid cell of cell coordinates (cx, cz), clamped into the
@@ -171,9 +173,12 @@ func (g *interestGrid) rebuild(s *Server) {
 		g.pos = slices.Grow(g.pos, n-len(g.pos))[:n]
 	}
 	g.cellOf = slices.Grow(g.cellOf[:0], n)[:n]
-	if len(g.cx) < n { // (beginPositions sized them, unless no frame was built)
+	if !g.noted || len(g.cx) < n {
+		// No frame build noted positions since the last rebuild: every
+		// position is read from the world below.
 		g.beginPositions(n)
 	}
+	g.noted = false
 	// Pass 1: positions (cell coordinates: noted by the frame build), owners,
 	// the bounding box.
 	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)

@@ -235,3 +235,18 @@ func TestCellCoordIsFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestInterestRebuildWithoutFrame: a rebuild that no frame build noted
+// positions for reads them from the world, not from an earlier rebuild.
+// (Found by review: the rebuild of an entity the frame build skipped kept
+// its position as if noted this tick.)
+func TestInterestRebuildWithoutFrame(t *testing.T) {
+	is := newInterestServer(t, Interest{Radius: 100})
+	is.at("me", 0, 0, 1, false)
+	e := is.at("other", 10, 0, 0, false)
+	p := newPeer(1, nil, &is.s.cfg)
+	require.True(t, is.relevant(p)["other"])
+	tr := (*components.Transform)(is.w.Get(e, ecs.ComponentID[components.Transform](is.w)))
+	tr.Pos.X = 5000
+	require.False(t, is.relevant(p)["other"], "rebuild used the previous rebuild's position")
+}
