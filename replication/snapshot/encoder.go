@@ -44,6 +44,9 @@ type Encoder struct {
 	// owned: slots of the current frame with an owner and owner-only
 	// groups (their records depend on the client: see ownerView)
 	owned Bitset
+	// presentLayout is the frame layout present and owned were made for
+	// (frames of one layout share their entries and Metas)
+	presentLayout uint32
 
 	// scratch, reused by Build
 	scratch3 bitio.Writer
@@ -170,6 +173,10 @@ func (e *Encoder) begin() {
 		e.entries = append(e.entries, make([]cacheEntry, 2*n-len(e.entries))...)
 		e.evict = append(e.evict, make([]uint8, n-len(e.evict))...)
 	}
+	if f.layout == e.presentLayout {
+		return // (same entries and Metas as when present and owned were made)
+	}
+	e.presentLayout = f.layout
 	e.present.Reset()
 	e.owned.Reset()
 	for i, s := range f.Slots {
@@ -837,6 +844,9 @@ func (e *Encoder) collectAll(c *Client, f *Frame, rel, baseMembers Bitset, behin
 	bi := 0
 	for wi := 0; wi < words || bi < len(behind); wi++ {
 		r, m := rel.word(wi), baseMembers.word(wi)
+		if r|m == 0 && (bi == len(behind) || int(behind[bi].slot>>6) != wi) {
+			continue // (most words of a big world: nothing the client sees or holds)
+		}
 		cw := changed.word(wi)&(r|m) | (r ^ m)
 		// fast: changed since the baseline, held and relevant, not
 		// deferred: the common delta, whose key setupPrediction made.
