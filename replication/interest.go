@@ -74,7 +74,7 @@ type interestGrid struct {
 	owned   [256]components.Vec3
 	ownedOK [256]bool
 	ownedBy [256][]uint32
-	scratch []int32
+	chunks  []gridChunk     // the rebuild's shares of the slots (grid_rebuild.go)
 	cx, cz  []int32         // per slot: cell coordinates
 	posOK   snapshot.Bitset // slots notePos recorded this tick
 	odd     snapshot.Bitset // slots whose x or z is not finite
@@ -160,97 +160,6 @@ func (g *interestGrid) index(cx, cz int32) int32 {
 	x := min(max(cx-g.minX, 0), g.width-1)
 	z := min(max(cz-g.minZ, 0), g.depth-1)
 	return z*g.width + x
-}
-
-func (g *interestGrid) rebuild(s *Server) {
-	g.global.Reset()
-	clear(g.ownedOK[:])
-	for k := range g.ownedBy {
-		g.ownedBy[k] = g.ownedBy[k][:0]
-	}
-	n := len(s.slots)
-	if len(g.pos) < n {
-		g.pos = slices.Grow(g.pos, n-len(g.pos))[:n]
-	}
-	g.cellOf = slices.Grow(g.cellOf[:0], n)[:n]
-	if !g.noted || len(g.cx) < n {
-		// No frame build noted positions since the last rebuild: every
-		// position is read from the world below.
-		g.beginPositions(n)
-	}
-	g.noted = false
-	// Pass 1: positions (cell coordinates: noted by the frame build), owners,
-	// the bounding box.
-	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
-	for slot := range s.slots {
-		si := &s.slots[slot]
-		g.cellOf[slot] = -1
-		if !si.alive {
-			continue
-		}
-		if o := si.meta.Owner; o != 0 {
-			g.ownedBy[o] = append(g.ownedBy[o], uint32(slot))
-		}
-		switch {
-		case g.posOK.Has(uint32(slot)):
-		case si.meta.Set&(1<<s.transPl.ID) == 0:
-			g.global.Set(uint32(slot))
-			continue
-		default: // not read by this tick's frame build (dormant)
-			g.notePos(uint32(slot), (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos)
-		}
-		cx, cz := g.cx[slot], g.cz[slot]
-		minX, maxX, minZ, maxZ = min(minX, cx), max(maxX, cx), min(minZ, cz), max(maxZ, cz)
-		g.cellOf[slot] = 0 // has a position; the cell follows
-		if o := si.meta.Owner; o != 0 && !g.ownedOK[o] {
-			g.owned[o], g.ownedOK[o] = g.pos[slot], true
-		}
-	}
-	if minX > maxX {
-		minX, maxX, minZ, maxZ = 0, 0, 0, 0
-	}
-	g.minX, g.minZ = minX, minZ
-	g.width = int32(min(int64(maxX)-int64(minX)+1, maxGridSide))
-	g.depth = int32(min(int64(maxZ)-int64(minZ)+1, maxGridSide))
-	cells := int(g.width * g.depth)
-	g.place(cells)
-}
-
-// place sorts the slots with a position into their cells (a counting sort:
-// count per cell, then place), noting cells with non-finite positions.
-func (g *interestGrid) place(cells int) {
-	g.cellStart = slices.Grow(g.cellStart[:0], cells+1)[:cells+1]
-	clear(g.cellStart)
-	// Pass 2: count per cell, then place (a counting sort).
-	g.cellOdd = slices.Grow(g.cellOdd[:0], cells)[:cells]
-	clear(g.cellOdd)
-	total := 0
-	for slot, c := range g.cellOf {
-		if c < 0 {
-			continue
-		}
-		c = g.index(g.cx[slot], g.cz[slot])
-		g.cellOf[slot] = c
-		g.cellStart[c+1]++
-		total++
-		if g.odd.Has(uint32(slot)) {
-			g.cellOdd[c] = true
-		}
-	}
-	for i := 1; i <= cells; i++ {
-		g.cellStart[i] += g.cellStart[i-1]
-	}
-	g.cellSlots = slices.Grow(g.cellSlots[:0], total)[:total]
-	fill := g.cellStart[:cells] // the next free index per cell, advanced below
-	next := slices.Grow(g.scratch[:0], cells)[:cells]
-	copy(next, fill)
-	for slot, c := range g.cellOf {
-		if c >= 0 {
-			g.cellSlots[next[c]] = uint32(slot)
-			next[c]++
-		}
-	}
-	g.scratch = next
 }
 
 // due reports whether relevance is recomputed this net tick.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/archenet/archenet/components"
@@ -249,4 +251,55 @@ func TestInterestRebuildWithoutFrame(t *testing.T) {
 	tr := (*components.Transform)(is.w.Get(e, ecs.ComponentID[components.Transform](is.w)))
 	tr.Pos.X = 5000
 	require.False(t, is.relevant(p)["other"], "rebuild used the previous rebuild's position")
+}
+
+// TestGridRebuildChunksMatchOneChunk: the grid rebuilt in chunks on the
+// workers is the one a single pass builds, cell lists, odd cells, owners
+// and global slots alike, with owned, global, freed and non-finite entities
+// spread over the chunks.
+func TestGridRebuildChunksMatchOneChunk(t *testing.T) {
+	is := newInterestServer(t, Interest{Radius: 50})
+	is.s.cfg.ParallelFrame = 1
+	is.s.workers = append(is.s.workers, &worker{}) // (two workers: the rebuild cuts chunks)
+	rng := rand.New(rand.NewPCG(5, 8))
+	var es []ecs.Entity
+	for i := range 20000 {
+		x, z := rng.Float64()*2000-1000, rng.Float64()*2000-1000
+		switch i % 997 {
+		case 1:
+			x = math.NaN()
+		case 2:
+			z = math.Inf(-1)
+		}
+		es = append(es, is.at(fmt.Sprint(i), x, z, uint8(i%7*(i%3)), i%501 == 0))
+	}
+	for i := 0; i < len(es); i += 1500 {
+		is.w.RemoveEntity(es[i])
+	}
+	is.s.applyStructure()
+	g := is.s.interest
+	snap := func() []any {
+		var owners [][]uint32
+		for o := range g.ownedBy {
+			owners = append(owners, slices.Clone(g.ownedBy[o]))
+		}
+		var owned [len(g.owned)][3]uint64 // (as bits: some are NaN)
+		for o, p := range g.owned {
+			owned[o] = [3]uint64{math.Float64bits(p.X), math.Float64bits(p.Y), math.Float64bits(p.Z)}
+		}
+		return []any{slices.Clone(g.cellStart), slices.Clone(g.cellSlots), slices.Clone(g.cellOf), slices.Clone(g.cellOdd),
+			g.minX, g.minZ, g.width, g.depth, owners, owned, g.ownedOK, slices.Clone(g.global)}
+	}
+	g.rebuild(is.s)
+	require.Greater(t, len(g.chunks), 1, "cut into chunks")
+	chunked := snap()
+	is.s.cfg.ParallelFrame = 1 << 30 // one chunk
+	g.rebuild(is.s)
+	single := snap()
+	names := []string{"cellStart", "cellSlots", "cellOf", "cellOdd", "minX", "minZ", "width", "depth", "ownedBy", "owned", "ownedOK", "global"}
+	for i := range single {
+		if !reflect.DeepEqual(single[i], chunked[i]) {
+			t.Errorf("%s differs between chunks and one pass", names[i])
+		}
+	}
 }
