@@ -23,12 +23,23 @@ type interestServer struct {
 }
 
 func newInterestServer(t *testing.T, in Interest) *interestServer {
+	return newInterestServerWith(t, in, nil)
+}
+
+// newInterestServerWith is newInterestServer with tweak applied to the
+// server's configuration.
+func newInterestServerWith(t *testing.T, in Interest, tweak func(*ServerConfig)) *interestServer {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
 	schema.MustRegister[tagComponent](reg)
 	w := ecs.NewWorld()
-	s, err := NewServer(&w, nil, ServerConfig{Registry: reg, Interest: &in, Logger: quietLogger})
+	cfg := ServerConfig{Registry: reg, Interest: &in, Logger: quietLogger}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	s, err := NewServer(&w, nil, cfg)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
 	return &interestServer{s: s, w: &w, slots: map[string]uint32{}}
 }
 
@@ -253,53 +264,138 @@ func TestInterestRebuildWithoutFrame(t *testing.T) {
 	require.False(t, is.relevant(p)["other"], "rebuild used the previous rebuild's position")
 }
 
-// TestGridRebuildChunksMatchOneChunk: the grid rebuilt in chunks on the
-// workers is the one a single pass builds, cell lists, odd cells, owners
-// and global slots alike, with owned, global, freed and non-finite entities
-// spread over the chunks.
-func TestGridRebuildChunksMatchOneChunk(t *testing.T) {
-	is := newInterestServer(t, Interest{Radius: 50})
-	is.s.cfg.ParallelFrame = 1
-	is.s.workers = append(is.s.workers, &worker{}) // (two workers: the rebuild cuts chunks)
-	rng := rand.New(rand.NewPCG(5, 8))
-	var es []ecs.Entity
-	for i := range 20000 {
-		x, z := rng.Float64()*2000-1000, rng.Float64()*2000-1000
-		switch i % 997 {
-		case 1:
-			x = math.NaN()
-		case 2:
-			z = math.Inf(-1)
-		}
-		es = append(es, is.at(fmt.Sprint(i), x, z, uint8(i%7*(i%3)), i%501 == 0))
+// TestGridRebuildMatchesReference: the grid rebuilt in chunks on two
+// workers (or in one, below the chunked sizes or past the counts bound) has
+// the tables a plain reading of the world gives: every slot's cell, each
+// cell's slots in slot order, odd cells, the bounding box, owners (in slot
+// order, the first with a position) and global slots. The worlds mix owned,
+// global (some owned), freed and non-finite entities, a run of dead slots a
+// chunk long, and a slot count that is not a multiple of 64; the wide one
+// passes the per-chunk counts bound.
+func TestGridRebuildMatchesReference(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		spread float64
+	}{{20033, 2000}, {20033, 1e7}, {65, 2000}, {0, 2000}} {
+		t.Run(fmt.Sprint(tc.n, "/", tc.spread), func(t *testing.T) {
+			is := newInterestServerWith(t, Interest{Radius: 50}, func(c *ServerConfig) { c.Workers, c.ParallelFrame = 2, 1 })
+			rng := rand.New(rand.NewPCG(uint64(tc.n), 8))
+			var es []ecs.Entity
+			for i := range tc.n {
+				x, z := (rng.Float64()-0.5)*tc.spread, (rng.Float64()-0.5)*tc.spread
+				switch i % 97 {
+				case 1:
+					x = math.NaN()
+				case 2:
+					z = math.Inf(1)
+				}
+				es = append(es, is.at(fmt.Sprint(i), x, z, uint8(rng.IntN(4)), i%50 == 3))
+			}
+			for i, e := range es {
+				if i%150 == 0 || (i >= 4096 && i < 8300) {
+					is.w.RemoveEntity(e)
+				}
+			}
+			is.s.applyStructure()
+			g := is.s.interest
+			is.s.gang.wake()
+			g.rebuild(is.s)
+			is.s.gang.rest()
+			if tc.n > 8192 {
+				require.Greater(t, len(g.chunks), 1, "cut into chunks")
+			}
+			want := referenceGrid(is.s)
+			got := gridTables(g)
+			for name, w := range want {
+				if !reflect.DeepEqual(got[name], w) {
+					t.Errorf("%s differs from the reference", name)
+				}
+			}
+		})
 	}
-	for i := 0; i < len(es); i += 1500 {
-		is.w.RemoveEntity(es[i])
-	}
-	is.s.applyStructure()
-	g := is.s.interest
-	snap := func() []any {
-		var owners [][]uint32
-		for o := range g.ownedBy {
-			owners = append(owners, slices.Clone(g.ownedBy[o]))
+}
+
+// gridTables returns the grid's tables by name (positions as bits: some
+// are NaN).
+func gridTables(g *interestGrid) map[string]any {
+	owned := map[uint8][3]uint64{}
+	for o, ok := range g.ownedOK {
+		if p := g.owned[o]; ok {
+			owned[uint8(o)] = [3]uint64{math.Float64bits(p.X), math.Float64bits(p.Y), math.Float64bits(p.Z)}
 		}
-		var owned [len(g.owned)][3]uint64 // (as bits: some are NaN)
-		for o, p := range g.owned {
+	}
+	ownedBy := map[uint8][]uint32{}
+	for o, slots := range g.ownedBy {
+		if len(slots) > 0 {
+			ownedBy[uint8(o)] = slices.Clone(slots)
+		}
+	}
+	var global []uint32
+	for wi, w := range g.global {
+		for ; w != 0; w &= w - 1 {
+			global = append(global, uint32(wi*64+tz64(w)))
+		}
+	}
+	// (copies, never nil: an empty world has empty tables)
+	return map[string]any{"cellStart": append([]int32{}, g.cellStart...), "cellSlots": append([]uint32{}, g.cellSlots...),
+		"cellOf": append([]int32{}, g.cellOf...), "cellOdd": append([]bool{}, g.cellOdd...), "box": [4]int32{g.minX, g.minZ, g.width, g.depth},
+		"owned": owned, "ownedBy": ownedBy, "global": global}
+}
+
+// referenceGrid computes the grid's tables from the world, slot by slot.
+func referenceGrid(s *Server) map[string]any {
+	g, n := s.interest, len(s.slots)
+	cx, cz, cellOf := make([]int32, n), make([]int32, n), make([]int32, n)
+	pos := make([]components.Vec3, n)
+	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
+	r := gridTables(&interestGrid{})
+	owned, ownedBy := r["owned"].(map[uint8][3]uint64), r["ownedBy"].(map[uint8][]uint32)
+	var global []uint32
+	for slot := range n {
+		si := &s.slots[slot]
+		cellOf[slot] = -1
+		if !si.alive {
+			continue
+		}
+		o := si.meta.Owner
+		if o != 0 {
+			ownedBy[o] = append(ownedBy[o], uint32(slot))
+		}
+		if !s.world.Has(si.entity, s.idTrans) {
+			global = append(global, uint32(slot))
+			continue
+		}
+		pos[slot] = (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos
+		cx[slot], cz[slot] = g.cellCoord(pos[slot].X), g.cellCoord(pos[slot].Z)
+		minX, maxX, minZ, maxZ = min(minX, cx[slot]), max(maxX, cx[slot]), min(minZ, cz[slot]), max(maxZ, cz[slot])
+		cellOf[slot] = 0
+		if _, ok := owned[o]; o != 0 && !ok {
+			p := pos[slot]
 			owned[o] = [3]uint64{math.Float64bits(p.X), math.Float64bits(p.Y), math.Float64bits(p.Z)}
 		}
-		return []any{slices.Clone(g.cellStart), slices.Clone(g.cellSlots), slices.Clone(g.cellOf), slices.Clone(g.cellOdd),
-			g.minX, g.minZ, g.width, g.depth, owners, owned, g.ownedOK, slices.Clone(g.global)}
 	}
-	g.rebuild(is.s)
-	require.Greater(t, len(g.chunks), 1, "cut into chunks")
-	chunked := snap()
-	is.s.cfg.ParallelFrame = 1 << 30 // one chunk
-	g.rebuild(is.s)
-	single := snap()
-	names := []string{"cellStart", "cellSlots", "cellOf", "cellOdd", "minX", "minZ", "width", "depth", "ownedBy", "owned", "ownedOK", "global"}
-	for i := range single {
-		if !reflect.DeepEqual(single[i], chunked[i]) {
-			t.Errorf("%s differs between chunks and one pass", names[i])
+	if minX > maxX {
+		minX, maxX, minZ, maxZ = 0, 0, 0, 0
+	}
+	width, depth := int32(min(int64(maxX)-int64(minX)+1, maxGridSide)), int32(min(int64(maxZ)-int64(minZ)+1, maxGridSide))
+	cells := int(width * depth)
+	lists := make([][]uint32, cells)
+	odd := make([]bool, cells)
+	for slot := range n {
+		if cellOf[slot] < 0 {
+			continue
 		}
+		x, z := min(max(cx[slot]-minX, 0), width-1), min(max(cz[slot]-minZ, 0), depth-1)
+		c := z*width + x
+		cellOf[slot] = c
+		lists[c] = append(lists[c], uint32(slot))
+		odd[c] = odd[c] || !finite(pos[slot].X) || !finite(pos[slot].Z)
 	}
+	start, slots := []int32{0}, []uint32{}
+	for _, l := range lists {
+		slots = append(slots, l...)
+		start = append(start, int32(len(slots)))
+	}
+	return map[string]any{"cellStart": start, "cellSlots": slots, "cellOf": cellOf, "cellOdd": odd,
+		"box": [4]int32{minX, minZ, width, depth}, "owned": owned, "ownedBy": ownedBy, "global": global}
 }
