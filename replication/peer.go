@@ -3,6 +3,7 @@ package replication
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -282,9 +283,11 @@ func (p *peer) spawnDiff(s *Server, w *worker, changed bool) {
 	f := s.snap.Current()
 	sw := &w.spawns
 	sw.reset()
-	for len(p.spawnedGen) < len(s.slots) {
-		p.spawnedGen = append(p.spawnedGen, 0)
-		p.spawnedSet = append(p.spawnedSet, 0)
+	if n, old := len(s.slots), len(p.spawnedGen); old < n { // (one growth, not one append per slot)
+		p.spawnedGen = slices.Grow(p.spawnedGen, n-old)[:n]
+		p.spawnedSet = slices.Grow(p.spawnedSet, n-old)[:n]
+		clear(p.spawnedGen[old:])
+		clear(p.spawnedSet[old:])
 	}
 	synced := true
 	despawn := func(slot uint32) {
