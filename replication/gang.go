@@ -111,6 +111,25 @@ func (g *gang) run(fn func(i int)) {
 	fn(0)
 }
 
+// each runs fn(i) for i in [0, n), the items handed out one at a time to
+// the caller and the helpers that join (one item runs on the caller alone).
+func (g *gang) each(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var next atomic.Int32
+	g.run(func(int) {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return
+			}
+			fn(i)
+		}
+	})
+}
+
 // loop is helper i's goroutine, until quit closes; last is the job
 // generation when it started.
 func (g *gang) loop(i int, h *gangHelper, quit <-chan struct{}, last uint32) {

@@ -3,7 +3,6 @@ package replication
 import (
 	"math"
 	"slices"
-	"sync/atomic"
 
 	"github.com/archenet/archenet/components"
 )
@@ -58,7 +57,7 @@ func (g *interestGrid) rebuild(s *Server) {
 		k = min(gridChunks, max(1, n/gridChunkMin))
 	}
 	chunks := g.cut(n, k)
-	g.onChunks(s, chunks, func(c *gridChunk) { g.scanChunk(s, c) })
+	s.gang.each(len(chunks), func(i int) { g.scanChunk(s, &chunks[i]) })
 	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
 	for i := range chunks {
 		c := &chunks[i]
@@ -98,24 +97,6 @@ func (g *interestGrid) cut(n, k int) []gridChunk {
 	return chunks
 }
 
-// onChunks runs fn for every chunk, on the gang when there is more than one.
-func (g *interestGrid) onChunks(s *Server, chunks []gridChunk, fn func(c *gridChunk)) {
-	if len(chunks) == 1 {
-		fn(&chunks[0])
-		return
-	}
-	var next atomic.Int32
-	s.gang.run(func(int) {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(chunks) {
-				return
-			}
-			fn(&chunks[i])
-		}
-	})
-}
-
 // scanChunk is the rebuild's first pass over a chunk's slots: positions
 // (cell coordinates: noted by the frame build), owners, the bounding box.
 func (g *interestGrid) scanChunk(s *Server, c *gridChunk) {
@@ -150,7 +131,8 @@ func (g *interestGrid) scanChunk(s *Server, c *gridChunk) {
 // cell (chunks in slot order), and each chunk places its slots; then the
 // cells holding a non-finite position are noted.
 func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
-	g.onChunks(s, chunks, func(c *gridChunk) {
+	s.gang.each(len(chunks), func(i int) {
+		c := &chunks[i]
 		c.counts = slices.Grow(c.counts[:0], cells)[:cells]
 		clear(c.counts)
 		for slot := c.lo; slot < c.hi; slot++ {
@@ -173,7 +155,8 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 	}
 	g.cellStart[cells] = total
 	g.cellSlots = slices.Grow(g.cellSlots[:0], int(total))[:total]
-	g.onChunks(s, chunks, func(c *gridChunk) {
+	s.gang.each(len(chunks), func(i int) {
+		c := &chunks[i]
 		for slot := c.lo; slot < c.hi; slot++ {
 			if cell := g.cellOf[slot]; cell >= 0 {
 				g.cellSlots[c.counts[cell]] = uint32(slot)

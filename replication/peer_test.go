@@ -79,6 +79,15 @@ func (r *peerRig) avatar(id ClientID) ecs.Entity {
 	return e
 }
 
+// row spawns n entities at x = x0, x0+1, ... (consecutive slots).
+func (r *peerRig) row(n int, x0 float64) []ecs.Entity {
+	var ents []ecs.Entity
+	for i := range n {
+		ents = append(ents, r.spawn(components.Vec3{X: x0 + float64(i)}))
+	}
+	return ents
+}
+
 func (r *peerRig) pos(e ecs.Entity) *components.Vec3 {
 	return &(*components.Transform)(r.w.Get(e, ecs.ComponentID[components.Transform](r.w))).Pos
 }
@@ -119,11 +128,8 @@ func ops(b []spawnEntry) []spawnOp {
 func TestPeerSpawnOrdering(t *testing.T) {
 	r := newPeerRig(t, func(c *ServerConfig) { c.Interest = &Interest{Radius: 50, Every: 1} })
 	p := r.addPeer(1)
-	r.avatar(1)           // slot 0: client 1's focus
-	var ents []ecs.Entity // slots 1..5
-	for i := range 5 {
-		ents = append(ents, r.spawn(components.Vec3{X: float64(i)}))
-	}
+	r.avatar(1)                             // slot 0: client 1's focus
+	ents := r.row(5, 0)                     // slots 1..5
 	far := r.spawn(components.Vec3{X: 500}) // slot 6, out of interest
 	r.step(33 * time.Millisecond)
 	require.True(t, p.out.readyMsg)
@@ -168,11 +174,8 @@ func TestPeerSpawnOrdering(t *testing.T) {
 func TestPeerSpawnsBetweenRelevanceUpdates(t *testing.T) {
 	r := newPeerRig(t, func(c *ServerConfig) { c.Interest = &Interest{Radius: 50, Every: 3} })
 	p := r.addPeer(1)
-	r.avatar(1)           // slot 0: client 1's focus
-	var ents []ecs.Entity // slots 1..3
-	for i := range 3 {
-		ents = append(ents, r.spawn(components.Vec3{X: float64(i + 1)}))
-	}
+	r.avatar(1)                             // slot 0: client 1's focus
+	ents := r.row(3, 1)                     // slots 1..3
 	far := r.spawn(components.Vec3{X: 500}) // slot 4
 	for r.s.tick%3 != 2 {                   // (the next tick is due)
 		r.step(33 * time.Millisecond)

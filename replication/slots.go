@@ -2,7 +2,6 @@ package replication
 
 import (
 	"math/bits"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/archenet/archenet/components"
@@ -264,27 +263,20 @@ func (s *Server) putShares(n int, notePos bool) {
 	}
 	shares := s.frameShares[:k]
 	s.snap.StartAligned()
-	var next atomic.Int32
-	s.gang.run(func(int) {
+	s.gang.each(k, func(c int) {
 		var ptrs [64]unsafe.Pointer
-		for {
-			c := int(next.Add(1)) - 1
-			if c >= k {
-				return
+		a := shares[c]
+		a.Range(bounds[c], bounds[c+1])
+		for j := bounds[c]; j < bounds[c+1]; j++ {
+			slot, _ := s.snap.Entry(j)
+			si := &s.slots[slot]
+			if s.keeps(si, slot) {
+				continue // (the entry keeps the previous frame's value)
 			}
-			a := shares[c]
-			a.Range(bounds[c], bounds[c+1])
-			for j := bounds[c]; j < bounds[c+1]; j++ {
-				slot, _ := s.snap.Entry(j)
-				si := &s.slots[slot]
-				if s.keeps(si, slot) {
-					continue // (the entry keeps the previous frame's value)
-				}
-				if si.dirty {
-					si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
-				}
-				a.PutAt(j, s.components(si, slot, notePos, &ptrs))
+			if si.dirty {
+				si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
 			}
+			a.PutAt(j, s.components(si, slot, notePos, &ptrs))
 		}
 	})
 	s.snap.EndAligned(shares)
