@@ -44,6 +44,8 @@ type planOps struct {
 	// laneMasks is each group's lanes as a bit set, when the plan has at
 	// most 64 lanes in groups that follow each other (nil otherwise).
 	laneMasks []uint64
+	// pose: the plan is a pose (see isPose), whose body poseBody writes.
+	pose bool
 }
 
 func newPlanOps(p *schema.Plan) planOps {
@@ -89,7 +91,29 @@ func newPlanOps(p *schema.Plan) planOps {
 	if next != po.n {
 		po.laneMasks = nil
 	}
+	po.pose = po.isPose()
 	return po
+}
+
+// isPose reports whether the plan is a pose as schema compiles one (e.g.
+// components.Transform): three world lanes, each its own group, then one
+// group of a quaternion index and three numeric lanes.
+func (po *planOps) isPose() bool {
+	want := [poseLanes]uint8{opWorld, opWorld, opWorld, opQuatIdx, opNum, opNum, opNum}
+	if po.n != poseLanes || len(po.groups) != 4 {
+		return false
+	}
+	for l, op := range po.lanes {
+		if op.kind != want[l] {
+			return false
+		}
+	}
+	for gi, g := range po.groups[:3] {
+		if g != (groupOp{first: uint16(gi), end: uint16(gi + 1), qi: -1}) {
+			return false
+		}
+	}
+	return po.groups[3] == groupOp{first: 3, end: poseLanes, qi: 3}
 }
 
 // delta returns the lane's delta from a to b (modulo 2^bits for angles).
@@ -124,7 +148,12 @@ func (e *Encoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (
 			vis = po.allGroups
 		}
 		var gm uint64
-		if po.laneMasks != nil {
+		if po.pose {
+			gm = poseGroups(b, c) & vis
+			if maskPred {
+				maskPred = poseGroups(v2, b)&vis == gm
+			}
+		} else if po.laneMasks != nil {
 			gm = po.groupsOf(laneDiff(b, c)) & vis
 			if maskPred {
 				maskPred = po.groupsOf(laneDiff(v2, b))&vis == gm
@@ -275,6 +304,12 @@ func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool,
 		}
 		off += n
 		start := w.BitLen()
+		if po.pose {
+			if !e.poseBody(e.gmasks[ci], b, c, v2, w3, quad, num, den, plainK, &r, st) {
+				return r, false
+			}
+			goto next
+		}
 		for gm := e.gmasks[ci]; gm != 0; gm &= gm - 1 {
 			g := &po.groups[bits.TrailingZeros64(gm)]
 			// A quaternion whose largest component changed is not
@@ -326,6 +361,7 @@ func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool,
 				}
 			}
 		}
+	next:
 		if e.acct != nil {
 			e.compBody = append(e.compBody, uint32(w.BitLen()-start))
 		}

@@ -240,8 +240,25 @@ func predict(plans []*schema.Plan, set uint64, masks []uint64, v1, v2, v3 []uint
 	}
 }
 
-// divRound returns a/b rounded to nearest, ties away from zero (b > 0).
+// halfRound returns x/2 rounded to nearest, ties away from zero.
+func halfRound(x int64) int64 {
+	if x >= 0 {
+		return (x + 1) >> 1
+	}
+	return -((-x + 1) >> 1)
+}
+
+// divRound returns a/b rounded to nearest, ties away from zero (b > 0,
+// |a| < 2^62). The views a prediction spans are usually 2 or 4 ticks apart:
+// a power of two is a shift, which takes a cycle where a division takes tens.
 func divRound(a, b int64) int64 {
+	if b&(b-1) == 0 {
+		s := uint(bits.TrailingZeros64(uint64(b)))
+		if a >= 0 {
+			return (a + b>>1) >> s
+		}
+		return -((-a + b>>1) >> s)
+	}
 	if a >= 0 {
 		return (a + b/2) / b
 	}
@@ -285,11 +302,7 @@ func quadFrom(db, dc, num, den, lin int64) int64 {
 		return lin // (and no overflow below: |terms| < 2^59)
 	}
 	if den == 1 { // consecutive views, the common case: no division
-		x := (3*db-dc)*num + (db-dc)*num*num
-		if x >= 0 {
-			return (x + 1) >> 1
-		}
-		return -((-x + 1) >> 1)
+		return halfRound((3*db-dc)*num + (db-dc)*num*num)
 	}
 	return divRound((3*db-dc)*num*den+(db-dc)*num*num, 2*den*den)
 }

@@ -1,0 +1,105 @@
+package snapshot
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The pose kernel finds the same changed groups and writes the same body bits and measures the same things
+// as the general lane loop, on random poses near and past every bound: the
+// linear and quadratic extrapolation limits (2^40 steps, 256 ticks), the
+// residual limit (2^62), a changed quaternion index, every number of views
+// and both quad settings, under random codings.
+func TestPoseBodyMatchesGeneral(t *testing.T) {
+	s := newBenchScene(1)
+	e := NewEncoder(s.w)
+	require.True(t, e.ops[0].pose, "the bench transform is a pose")
+	rng := rand.New(rand.NewPCG(7, 8))
+	lane := func(base uint64) uint64 {
+		switch rng.IntN(10) {
+		case 0:
+			return rng.Uint64() // anything: past every limit
+		case 1:
+			return base + uint64(int64(1<<40)-2+rng.Int64N(5)) // at the extrapolation bound
+		case 2:
+			return base - uint64(int64(1<<40)-2+rng.Int64N(5))
+		case 3:
+			return base + uint64(int64(1<<61)-2+rng.Int64N(5)) // at the residual bound
+		case 4, 5, 6:
+			return base // unchanged
+		default:
+			return base + uint64(rng.Int64N(2001)-1000)
+		}
+	}
+	vals := func(base *[poseLanes]uint64) []uint64 {
+		v := make([]uint64, poseLanes)
+		for l := range v {
+			v[l] = lane(base[l])
+		}
+		v[3] = base[3] // the quaternion index: mostly kept
+		if rng.IntN(4) == 0 {
+			v[3] = rng.Uint64N(4)
+		}
+		return v
+	}
+	run := func(pose bool, gm uint64, b, c, v2, v3 []uint64, quad bool, num, den int64) (string, bodyResult, recStats, bool) {
+		e.ops[0].pose = pose
+		e.gmasks = append(e.gmasks[:0], gm)
+		e.arena.Reset(nil)
+		var st recStats
+		r, ok := e.deltaBody(1, b, v2, v3, c, quad, num, den, &st)
+		n := e.arena.BitLen()
+		return string(e.arena.Bytes()) + string(rune(n)), r, st, ok
+	}
+	fails := 0
+	for i := range 200000 {
+		e.coding = Coding{
+			Off:   [numClasses]int8{int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1)), int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1))},
+			Cap:   [numClasses]uint8{uint8(rng.IntN(maxCodeCap + 1)), uint8(rng.IntN(maxCodeCap + 1))},
+			Plain: [numClasses]uint8{uint8(rng.IntN(maxCodeCap + 1)), uint8(rng.IntN(maxCodeCap + 1))},
+		}
+		var origin [poseLanes]uint64
+		for l := range origin {
+			origin[l] = rng.Uint64() >> rng.UintN(64)
+		}
+		origin[3] = rng.Uint64N(4)
+		w3 := vals(&origin)
+		v2 := vals((*[poseLanes]uint64)(w3))
+		b := vals((*[poseLanes]uint64)(v2))
+		c := vals((*[poseLanes]uint64)(b))
+		switch rng.IntN(3) {
+		case 0:
+			v2, w3 = nil, nil
+		case 1:
+			w3 = nil
+		}
+		gm := rng.Uint64N(16)
+		quad := rng.IntN(2) == 0
+		num, den := 1+rng.Int64N(8), 1+rng.Int64N(6)
+		if rng.IntN(20) == 0 { // around the quadratic extrapolation's bound
+			num = 250 + rng.Int64N(10)
+		}
+		if rng.IntN(20) == 0 {
+			den = 250 + rng.Int64N(10)
+		}
+		for _, pair := range [][2][]uint64{{b, c}, {w3, v2}} {
+			if pair[0] != nil {
+				require.Equal(t, e.ops[0].groupsOf(laneDiff(pair[0], pair[1])), poseGroups(pair[0], pair[1]), "case %d", i)
+			}
+		}
+		wantBits, wantR, wantSt, wantOK := run(false, gm, b, c, v2, w3, quad, num, den)
+		gotBits, gotR, gotSt, gotOK := run(true, gm, b, c, v2, w3, quad, num, den)
+		require.Equal(t, wantOK, gotOK, "case %d", i)
+		if !wantOK {
+			fails++
+			continue // (a partial body: truncated by the caller)
+		}
+		require.Equal(t, wantBits, gotBits, "case %d", i)
+		require.Equal(t, wantR, gotR, "case %d", i)
+		require.Equal(t, wantSt, gotSt, "case %d", i)
+	}
+	require.Greater(t, fails, 1000, "residuals past the limit were tried")
+	require.Less(t, fails, 150000, "most cases were coded")
+}
