@@ -83,11 +83,13 @@ func (e *Encoder) poseLane(cl int, b, c uint64, pv, qv *[poseLanes]uint64, l int
 		k = e.coding.orderCtx(cl, ctx)
 		if qv != nil {
 			dc := int64(v2 - qv[l])
-			var qs int64
-			if den == 1 && num <= 256 && d <= 1<<40 && d >= -(1<<40) && dc <= 1<<40 && dc >= -(1<<40) {
-				qs = halfRound((3*d-dc)*num + (d-dc)*num*num) // (quadFrom's common case)
-			} else {
-				qs = quadFrom(d, dc, num, den, step)
+			qs := step // (quadFrom, written out)
+			if d <= 1<<40 && d >= -(1<<40) && dc <= 1<<40 && dc >= -(1<<40) && num <= 256 && den <= 256 {
+				if den == 1 {
+					qs = halfRound((3*d-dc)*num + (d-dc)*num*num)
+				} else {
+					qs = divRound((3*d-dc)*num*den+(d-dc)*num*num, 2*den*den)
+				}
 			}
 			zq := bitio.ZigZag(int64(c - (b + uint64(qs))))
 			cq := stepCtx(qs)
