@@ -131,6 +131,9 @@ func (op laneOp) delta(a, b uint64) int64 {
 // (maskPred: the receiver, which predicts them so, gets one bit). mask is
 // the masks' first 64 bits as a number.
 func (e *Encoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (mask uint64, maskPred bool) {
+	if po := &e.ops[bits.TrailingZeros64(set)]; set&(set-1) == 0 && po.pose && po.visible == po.allGroups {
+		return e.poseMasks(base, prev, cur)
+	}
 	e.gmasks = e.gmasks[:0]
 	maskPred = prev != nil
 	off, nbits := 0, 0
@@ -290,6 +293,16 @@ func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool,
 	plainK := [numClasses]uint{uint(cod.Plain[classWorld]), uint(cod.Plain[classOther])}
 	*st = recStats{}
 	e.compBody = e.compBody[:0]
+	if set&(set-1) == 0 && e.ops[bits.TrailingZeros64(set)].pose { // (one pose: no loop)
+		start := w.BitLen()
+		if !e.poseBody(e.gmasks[0], base, cur, prev, v3, quad, num, den, plainK, &r, st) {
+			return r, false
+		}
+		if e.acct != nil {
+			e.compBody = append(e.compBody, uint32(w.BitLen()-start))
+		}
+		return r, true
+	}
 	off, ci := 0, 0
 	for s := set; s != 0; s &= s - 1 {
 		po := &e.ops[bits.TrailingZeros64(s)]

@@ -15,6 +15,21 @@ func poseGroups(a, b []uint64) uint64 {
 	return nz(x[0]^y[0]) | nz(x[1]^y[1])<<1 | nz(x[2]^y[2])<<2 | nz(rot)<<3
 }
 
+// poseMasks is deltaMasks for a record of one pose component that every
+// client sees whole: its four group bits, never compacted.
+func (e *Encoder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred bool) {
+	gm := poseGroups(base, cur)
+	maskPred = prev != nil && poseGroups(prev, base) == gm
+	e.gmasks = append(e.gmasks[:0], gm)
+	if gm == 0 {
+		e.arena.PutBits(0, 1)
+		return 0, maskPred
+	}
+	mask = 1 | gm<<1
+	e.arena.PutBits(mask, 5)
+	return mask, maskPred
+}
+
 // poseBody is deltaBody for one pose component (po.pose), with its layout
 // fixed: the same residuals, orders, bits and measurements (r, st) as the
 // general loop, without its per-lane dispatch. gm is the component's

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -53,6 +54,13 @@ func TestPoseBodyMatchesGeneral(t *testing.T) {
 		n := e.arena.BitLen()
 		return string(e.arena.Bytes()) + string(rune(n)), r, st, ok
 	}
+	masks := func(pose, owner bool, b, c, v2 []uint64) string {
+		e.ops[0].pose = pose
+		e.arena.Reset(nil)
+		mask, pred := e.deltaMasks(1, b, v2, c, owner)
+		n := e.arena.BitLen()
+		return fmt.Sprint(mask, pred, e.gmasks, n, e.arena.Bytes())
+	}
 	fails := 0
 	for i := range 200000 {
 		e.coding = Coding{
@@ -89,6 +97,8 @@ func TestPoseBodyMatchesGeneral(t *testing.T) {
 				require.Equal(t, e.ops[0].groupsOf(laneDiff(pair[0], pair[1])), poseGroups(pair[0], pair[1]), "case %d", i)
 			}
 		}
+		owner := rng.IntN(2) == 0
+		require.Equal(t, masks(false, owner, b, c, v2), masks(true, owner, b, c, v2), "case %d", i)
 		wantBits, wantR, wantSt, wantOK := run(false, gm, b, c, v2, w3, quad, num, den)
 		gotBits, gotR, gotSt, gotOK := run(true, gm, b, c, v2, w3, quad, num, den)
 		require.Equal(t, wantOK, gotOK, "case %d", i)
