@@ -131,8 +131,10 @@ func (op laneOp) delta(a, b uint64) int64 {
 // (maskPred: the receiver, which predicts them so, gets one bit). mask is
 // the masks' first 64 bits as a number.
 func (e *Encoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (mask uint64, maskPred bool) {
-	if po := &e.ops[bits.TrailingZeros64(set)]; set&(set-1) == 0 && po.pose && po.visible == po.allGroups {
-		return e.poseMasks(base, prev, cur)
+	if set != 0 && set&(set-1) == 0 {
+		if po := &e.ops[bits.TrailingZeros64(set)]; po.pose && po.visible == po.allGroups {
+			return e.poseMasks(base, prev, cur)
+		}
 	}
 	e.gmasks = e.gmasks[:0]
 	maskPred = prev != nil
@@ -293,7 +295,7 @@ func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool,
 	plainK := [numClasses]uint{uint(cod.Plain[classWorld]), uint(cod.Plain[classOther])}
 	*st = recStats{}
 	e.compBody = e.compBody[:0]
-	if set&(set-1) == 0 && e.ops[bits.TrailingZeros64(set)].pose { // (one pose: no loop)
+	if set != 0 && set&(set-1) == 0 && e.ops[bits.TrailingZeros64(set)].pose { // (one pose: no loop)
 		start := w.BitLen()
 		if !e.poseBody(e.gmasks[0], base, cur, prev, v3, quad, num, den, plainK, &r, st) {
 			return r, false

@@ -136,3 +136,16 @@ func checkPoseKernel(t *testing.T, withVel bool) {
 	require.Greater(t, fails, 1000, "residuals past the limit were tried")
 	require.Less(t, fails, 75000, "most cases were coded")
 }
+
+// A record without components (which no decoder takes, but a world may
+// hold) encodes empty masks and body rather than panicking.
+func TestDeltaOfNoComponents(t *testing.T) {
+	e := NewEncoder(newBenchScene(1).w)
+	var st recStats
+	mask, pred := e.deltaMasks(0, nil, nil, nil, false)
+	require.Zero(t, mask)
+	require.False(t, pred)
+	_, ok := e.deltaBody(0, nil, nil, nil, nil, false, 1, 1, &st)
+	require.True(t, ok)
+	require.Zero(t, e.arena.BitLen())
+}
