@@ -291,11 +291,10 @@ type bodyResult struct {
 // body written, when a residual is too large to code.
 func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool, num, den int64, st *recStats) (r bodyResult, ok bool) {
 	w := &e.arena
-	cod := &e.coding
-	plainK := [numClasses]uint{uint(cod.Plain[classWorld]), uint(cod.Plain[classOther])}
+	plainK := [numClasses]uint{uint(e.coding.Plain[classWorld]), uint(e.coding.Plain[classOther])}
 	*st = recStats{}
 	e.compBody = e.compBody[:0]
-	if set != 0 && set&(set-1) == 0 && e.ops[bits.TrailingZeros64(set)].pose { // (one pose: no loop)
+	if set != 0 && set&(set-1) == 0 && e.ops[bits.TrailingZeros64(set)].pose { // (one pose: no slicing)
 		start := w.BitLen()
 		if !e.poseBody(e.gmasks[0], base, cur, prev, v3, quad, num, den, plainK, &r, st) {
 			return r, false
@@ -320,67 +319,72 @@ func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool,
 		off += n
 		start := w.BitLen()
 		if po.pose {
-			if !e.poseBody(e.gmasks[ci], b, c, v2, w3, quad, num, den, plainK, &r, st) {
-				return r, false
-			}
-			goto next
+			ok = e.poseBody(e.gmasks[ci], b, c, v2, w3, quad, num, den, plainK, &r, st)
+		} else {
+			ok = e.groupsBody(po, e.gmasks[ci], b, c, v2, w3, quad, num, den, plainK, &r, st)
 		}
-		for gm := e.gmasks[ci]; gm != 0; gm &= gm - 1 {
-			g := &po.groups[bits.TrailingZeros64(gm)]
-			// A quaternion whose largest component changed is not
-			// extrapolated.
-			predG := v2 != nil && (g.qi < 0 || v2[g.qi] == b[g.qi])
-			for l := int(g.first); l < int(g.end); l++ {
-				op := po.lanes[l]
-				if op.kind >= opBit {
-					w.PutBits(c[l]&1, 1)
-					r.plain++
-					if op.kind == opRest && c[l] != 0 {
-						break // axes implied zero
-					}
-					continue
-				}
-				z1 := bitio.ZigZag(op.delta(b[l], c[l]))
-				if z1 >= 1<<62 {
-					return r, false
-				}
-				cl, k1 := numClasses, uint(0) // quaternion indexes: order 0, not counted
-				if op.kind != opQuatIdx {
-					cl = classOther
-					if op.kind == opWorld {
-						cl = classWorld
-					}
-					k1 = plainK[cl]
-				}
-				r.plain += bitio.RiceLen(z1, k1)
-				z, k, ctx := z1, k1, -1
-				if predG && op.kind != opQuatIdx {
-					var step int64
-					z, step = op.linear(v2[l], b[l], c[l], num, den, z1)
-					ctx = stepCtx(step)
-					k = cod.orderCtx(cl, ctx)
-					if w3 != nil && op.kind == opWorld {
-						z, k, ctx = r.quadLane(cod, w3[l], v2[l], b[l], c[l], num, den, step, z, k, ctx, quad)
-					}
-					if z >= 1<<62 {
-						return r, false
-					}
-				}
-				if code, nb, short := bitio.RiceCode(z, k); short {
-					w.PutBits(code, nb)
-				} else {
-					w.WriteRice(z, k)
-				}
-				if cl < numClasses {
-					st.add(cl, ctx, z)
-				}
-			}
+		if !ok {
+			return r, false
 		}
-	next:
 		if e.acct != nil {
 			e.compBody = append(e.compBody, uint32(w.BitLen()-start))
 		}
 		ci++
 	}
 	return r, true
+}
+
+// groupsBody is deltaBody for the changed groups gm of one component of
+// plan po (b, c, v2 and w3 its lanes), lane by lane.
+func (e *Encoder) groupsBody(po *planOps, gm uint64, b, c, v2, w3 []uint64, quad bool, num, den int64, plainK [numClasses]uint, r *bodyResult, st *recStats) bool {
+	w := &e.arena
+	cod := &e.coding
+	for ; gm != 0; gm &= gm - 1 {
+		g := &po.groups[bits.TrailingZeros64(gm)]
+		// A quaternion whose largest component changed is not
+		// extrapolated.
+		predG := v2 != nil && (g.qi < 0 || v2[g.qi] == b[g.qi])
+		for l := int(g.first); l < int(g.end); l++ {
+			op := po.lanes[l]
+			if op.kind >= opBit {
+				w.PutBits(c[l]&1, 1)
+				r.plain++
+				if op.kind == opRest && c[l] != 0 {
+					break // axes implied zero
+				}
+				continue
+			}
+			z1 := bitio.ZigZag(op.delta(b[l], c[l]))
+			if z1 >= 1<<62 {
+				return false
+			}
+			cl, k1 := numClasses, uint(0) // quaternion indexes: order 0, not counted
+			if op.kind != opQuatIdx {
+				cl = classOther
+				if op.kind == opWorld {
+					cl = classWorld
+				}
+				k1 = plainK[cl]
+			}
+			r.plain += bitio.RiceLen(z1, k1)
+			z, k, ctx := z1, k1, -1
+			if predG && op.kind != opQuatIdx {
+				var step int64
+				z, step = op.linear(v2[l], b[l], c[l], num, den, z1)
+				ctx = stepCtx(step)
+				k = cod.orderCtx(cl, ctx)
+				if w3 != nil && op.kind == opWorld {
+					z, k, ctx = r.quadLane(cod, w3[l], v2[l], b[l], c[l], num, den, step, z, k, ctx, quad)
+				}
+				if z >= 1<<62 {
+					return false
+				}
+			}
+			e.putRice(z, k)
+			if cl < numClasses {
+				st.add(cl, ctx, z)
+			}
+		}
+	}
+	return true
 }

@@ -30,10 +30,10 @@ func (e *Encoder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred boo
 	return mask, maskPred
 }
 
-// poseBody is deltaBody for one pose component (po.pose), with its layout
-// fixed: the same residuals, orders, bits and measurements (r, st) as the
-// general loop, without its per-lane dispatch. gm is the component's
-// changed groups: bits 0–2 the coordinates, bit 3 the rotation.
+// poseBody is groupsBody for a pose component (planOps.pose), with its
+// layout fixed: the same residuals, orders, bits and measurements (r, st),
+// without the per-lane dispatch. gm is the component's changed groups:
+// bits 0–2 the coordinates, bit 3 the rotation.
 func (e *Encoder) poseBody(gm uint64, b, c, v2, w3 []uint64, quad bool, num, den int64, plainK [numClasses]uint, r *bodyResult, st *recStats) bool {
 	bv, cv := (*[poseLanes]uint64)(b), (*[poseLanes]uint64)(c)
 	var pv, qv *[poseLanes]uint64

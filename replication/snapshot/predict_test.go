@@ -101,6 +101,15 @@ func TestDivRound(t *testing.T) {
 		return -((-a + b/2) / b)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
+	for b := int64(1); b <= 600; b++ { // every divisor a prediction can take, powers of two or not
+		for range 200 {
+			a := rng.Int64N(1<<62) >> rng.UintN(62)
+			if rng.IntN(2) == 0 {
+				a = -a
+			}
+			require.Equal(t, ref(a, b), divRound(a, b), "%d/%d", a, b)
+		}
+	}
 	for s := range 40 {
 		b := int64(1) << s
 		for _, a := range []int64{0, 1, -1, b / 2, -b / 2, b/2 - 1, -(b/2 - 1), b/2 + 1, -(b/2 + 1), 3 * b / 2, -3 * b / 2, 1<<62 - 1, -(1<<62 - 1)} {
