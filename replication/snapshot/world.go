@@ -254,6 +254,10 @@ func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
 		return false
 	}
 	raw := w.raw[slot]
+	if len(comps) == 1 { // (most entities: no loop)
+		n := int(w.plans[bits.TrailingZeros64(set)].Size)
+		return n <= len(raw) && string(raw[:n]) == string(unsafe.Slice((*byte)(comps[0]), n))
+	}
 	off := 0
 	for _, c := range comps {
 		n := int(w.plans[bits.TrailingZeros64(set)].Size)
@@ -276,21 +280,6 @@ func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
 func (w *World) Put(slot uint32, m Meta, comps []unsafe.Pointer) {
 	// The common case (the entity has the index, identity and layout it had
 	// last tick) is kept small; the rest is put.
-	if w.aligned && len(comps) == 1 && m.Set != 0 && m.Set&(m.Set-1) == 0 && !w.lanesPending {
-		// One component, the most common case of all: alignedEntry and
-		// rawSame with their loops unrolled.
-		prev, j := w.prev, w.pj
-		if j < len(prev.Slots) && prev.Slots[j] == slot && prev.Metas[j] == m && slot >= w.last {
-			w.last, w.pj = slot+1, j+1
-			n := int(w.plans[bits.TrailingZeros64(m.Set)].Size)
-			if raw := w.raw[slot]; w.rawSet[slot] == m.Set && len(raw) == n && string(raw) == string(unsafe.Slice((*byte)(comps[0]), n)) {
-				w.Reused++
-				return
-			}
-			w.putAligned(slot, m, comps, j)
-			return
-		}
-	}
 	if w.aligned && len(comps) == bits.OnesCount64(m.Set) {
 		if j := w.alignedEntry(slot, m); j >= 0 {
 			if w.rawSame(slot, m.Set, comps) {
