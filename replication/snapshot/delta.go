@@ -380,7 +380,11 @@ func (e *Encoder) groupsBody(po *planOps, gm uint64, b, c, v2, w3 []uint64, quad
 					return false
 				}
 			}
-			e.putRice(z, k)
+			if code, nb, short := bitio.RiceCode(z, k); short { // (putRice, which does not inline)
+				w.PutBits(code, nb)
+			} else {
+				w.WriteRice(z, k)
+			}
 			if cl < numClasses {
 				st.add(cl, ctx, z)
 			}

@@ -121,7 +121,7 @@ func (e *Encoder) poseLane(cl int, b, c uint64, pv, qv *[poseLanes]uint64, l int
 			return false
 		}
 	}
-	if code, nb, short := bitio.RiceCode(z, k); short {
+	if code, nb, short := bitio.RiceCode(z, k); short { // (putRice, which does not inline)
 		e.arena.PutBits(code, nb)
 	} else {
 		e.arena.WriteRice(z, k)
@@ -130,7 +130,8 @@ func (e *Encoder) poseLane(cl int, b, c uint64, pv, qv *[poseLanes]uint64, l int
 	return true
 }
 
-// putRice writes z's Rice code of order k to the arena.
+// putRice writes z's Rice code of order k to the arena. It does not inline
+// (cost 204): the per-lane loops write it out.
 func (e *Encoder) putRice(z uint64, k uint) {
 	if code, nb, short := bitio.RiceCode(z, k); short {
 		e.arena.PutBits(code, nb)
