@@ -3,13 +3,15 @@ module github.com/archenet/archenet
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.4
 	github.com/mlange-42/arche v0.15.3
-	github.com/quic-go/quic-go v0.65.0
+	// quic-go stays at v0.64.1: github.com/quic-go/webtransport-go v0.13.0 (the browser
+	// transport) does not build on v0.65.0, whose http3.HTTPStreamer changed.
+	github.com/quic-go/quic-go v0.64.1
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
-	github.com/klauspost/compress v1.20.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
