@@ -30,6 +30,10 @@ type Conn struct {
 	qc     *quicgo.Conn
 	stream *quicgo.Stream
 	cfg    Config
+	// adm is the connection's place in its listener's pre-handshake budget
+	// (nil for a dialed connection), released when it sends a Welcome or
+	// closes.
+	adm *pendingConn
 
 	datagrams *queue.Queue[[]byte]
 	messages  *queue.Queue[[]byte]
@@ -52,9 +56,9 @@ type Conn struct {
 	// that whoever decides to close never waits for quic-go's run loop.
 	closeReq chan closeRequest
 	done     chan struct{}
-	errMu   sync.Mutex
-	err     error
-	onClose func(*Conn) // called once the connection has ended, before Done is closed
+	errMu    sync.Mutex
+	err      error
+	onClose  func(*Conn) // called once the connection has ended, before Done is closed
 }
 
 var (
@@ -75,6 +79,7 @@ func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Confi
 		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
 		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
 		closeReq:  make(chan closeRequest, 1),
+		adm:       pendingOf(qc),
 		done:      make(chan struct{}),
 		onClose:   onClose,
 	}
@@ -155,6 +160,10 @@ func (c *Conn) readDatagrams() {
 			c.logClose(transport.CodeFlood, reason)
 			c.closeNoWait(transport.CodeFlood, reason)
 			return
+		}
+		if c.adm != nil && !c.adm.released.Load() && c.datagrams.Len() >= preHandshakeDatagrams {
+			c.datagramsDropped.Add(1) // not read before the Welcome: keep a few
+			continue
 		}
 		if c.datagrams.TryPush(b) {
 			c.datagramsReceived.Add(1)
@@ -335,6 +344,9 @@ func (c *Conn) SendMessage(b []byte) error {
 	}
 	if err := c.out.SendMessage(b); err != nil {
 		return c.sendErr(err)
+	}
+	if c.adm != nil && transport.TypeOf(b) == transport.MessageWelcome {
+		c.adm.release() // welcomed: the windows may grow (a Reject's connection closes)
 	}
 	c.messagesSent.Add(1)
 	c.messageBytesSent.Add(uint64(len(b)))
