@@ -108,6 +108,9 @@ func TestMaxPendingPerAddress(t *testing.T) {
 	var te *quicgo.TransportError
 	require.ErrorAs(t, err, &te, "a fourth connection from the same address is refused")
 	require.Equal(t, quicgo.ConnectionRefused, te.ErrorCode)
+	// Our Dial says why it may be.
+	_, err = quic.Dial(ctx, e.l.Addr().String(), &quic.Config{TLS: e.cert.ClientTLS()})
+	require.ErrorContains(t, err, "QUIC handshake refused by the server (too many connections from this address are in the handshake there, see quic.Config.MaxPendingPerAddress")
 	require.GreaterOrEqual(t, e.l.Admission().RefusedPerAddress, uint64(1)) // (each Initial packet of the refused dial)
 
 	// Another address is not affected.

@@ -291,6 +291,11 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 			return nil, &dialError{addr: addr, timeout: true, err: err,
 				phase: fmt.Sprintf("no handshake response within %v (is a server listening there?)", roundLimit(limit))}
 		}
+		var te *quicgo.TransportError
+		if errors.As(err, &te) && te.Remote && te.ErrorCode == quicgo.ConnectionRefused {
+			return nil, &dialError{addr: addr, err: err, phase: "QUIC handshake refused by the server (too many connections " +
+				"from this address are in the handshake there, see quic.Config.MaxPendingPerAddress, or it is closing)"}
+		}
 		return nil, &dialError{addr: addr, phase: "QUIC handshake", err: err}
 	}
 	fail := func(phase string, err error) (*Conn, error) {
