@@ -50,8 +50,9 @@ type peer struct {
 	built  atomic.Bool // out is this tick's (sendPeers)
 	msgBuf []byte      // the spawn batch's buffer
 
-	heard    time.Time // the last datagram from the client (or the Welcome)
-	welcomed time.Time
+	heard     time.Time // the last datagram from the client (or the Welcome)
+	welcomed  time.Time
+	firstSent time.Time // the first tick built for the client (JoinTimeout)
 
 	snapBytes, spawnBytes uint64
 	datagrams             uint64
@@ -112,8 +113,16 @@ func newPeer(id ClientID, conn transport.Conn, cfg *ServerConfig) *peer {
 }
 
 // silent reports why the client is to be dropped for silence: no datagram
-// for longer than timeout (> 0) before now; "" if it is alive.
-func (p *peer) silent(now time.Time, timeout time.Duration) string {
+// for longer than timeout (> 0) before now, or no acknowledged snapshot
+// joinTimeout (> 0) after the first was sent (a server whose Send does not
+// run is not the client's fault); "" if it is alive.
+func (p *peer) silent(now time.Time, timeout, joinTimeout time.Duration) string {
+	if joinTimeout > 0 && p.snap.NewestAck == 0 && !p.firstSent.IsZero() && now.Sub(p.firstSent) > joinTimeout {
+		if p.heard.Equal(p.welcomed) {
+			return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and Client.Send?); ServerConfig.JoinTimeout", joinTimeout)
+		}
+		return fmt.Sprintf("the client acknowledged no snapshot in the %v since its Welcome (is it running Client.Receive?); ServerConfig.JoinTimeout", joinTimeout)
+	}
 	if timeout <= 0 || now.Sub(p.heard) <= timeout {
 		return ""
 	}
@@ -247,6 +256,9 @@ func (p *peer) tick(s *Server, w *worker, now time.Time) {
 	opt := p.plan.opt
 	opt.Budget, opt.Relevant, opt.Weights = p.plan.mtu, p.spawned, s.weights
 	p.out.info = w.enc.Build(p.snap, opt, &p.out.pkts)
+	if p.firstSent.IsZero() {
+		p.firstSent = now
+	}
 	p.sent[s.tick%uint32(len(p.sent))] = sentRecord{tick: s.tick, at: now, bytes: p.out.info.Bytes, parts: p.out.pkts.Len()}
 }
 

@@ -427,7 +427,7 @@ func (s *Server) Receive() {
 	for _, c := range s.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
-		} else if why := c.silent(now, s.cfg.ClientTimeout); why != "" {
+		} else if why := c.silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout); why != "" {
 			s.drop(c, transport.CodeTimeout, why)
 		}
 	}

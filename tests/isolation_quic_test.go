@@ -61,7 +61,8 @@ func newQUICRig(t *testing.T, lcfg quic.Config, tweak func(*replication.ServerCo
 	r := &quicRig{harness: &harness{t: t, reg: newRegistry()}, cert: cert, l: l, lagMax: map[int]int{}, active: map[int]bool{}}
 	sw := ecs.NewWorld()
 	r.sw = &sw
-	cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, Logger: quiet,
+	// (Every client of these tests connects from 127.0.0.1.)
+	cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, Logger: quiet, MaxClientsPerAddress: -1,
 		OnDisconnect: func(_ replication.ClientID, err error) {
 			r.mu.Lock()
 			r.events = append(r.events, err)

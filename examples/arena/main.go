@@ -172,15 +172,17 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 
 	if o.mode != "client" {
 		lc := &quic.Config{TLS: cert.ServerTLS()}
+		so := game.ServerOptions{NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger}
 		if o.mode != "server" {
-			// The bots connect from this machine, all at once: no bound on
-			// pending connections per address (it guards a public server).
-			lc.MaxPendingPerAddress = -1
+			// The bots connect from this machine, all at once: no bounds per
+			// address (they guard a public server).
+			lc.MaxPendingPerAddress, so.MaxClientsPerAddress = -1, -1
 		}
 		if ln, err = quic.Listen(o.addr, lc); err != nil {
 			return nil, nil, err
 		}
-		srv, err := game.NewServerGame(game.ServerOptions{Listener: ln, NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger})
+		so.Listener = ln
+		srv, err := game.NewServerGame(so)
 		if err != nil {
 			_ = ln.Close()
 			return nil, nil, err

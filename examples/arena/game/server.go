@@ -32,6 +32,9 @@ type ServerOptions struct {
 	// NoLagCompensation judges player shots against where avatars are on
 	// the server, not where the shooter saw them (for comparison).
 	NoLagCompensation bool
+	// MaxClientsPerAddress is replication.ServerConfig.MaxClientsPerAddress:
+	// negative when the bots connect from this machine. 0: its default.
+	MaxClientsPerAddress int
 	// Now is the clock of the replication layer (RTT, timeouts). Nil: time.Now.
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
@@ -144,10 +147,11 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		// below, before the first Send).
 		Tick: func() uint32 { return g.sched.Info().NetTick },
 		// Joins and leaves are queued: avatars change between systems.
-		OnConnect:    func(c replication.ClientID) { g.joined = append(g.joined, c) },
-		OnDisconnect: func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
-		Now:          opts.Now,
-		Logger:       opts.Logger,
+		OnConnect:            func(c replication.ClientID) { g.joined = append(g.joined, c) },
+		OnDisconnect:         func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
+		MaxClientsPerAddress: opts.MaxClientsPerAddress,
+		Now:                  opts.Now,
+		Logger:               opts.Logger,
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
