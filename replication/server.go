@@ -396,7 +396,7 @@ func (s *Server) Receive() {
 			if len(s.pending) >= s.cfg.MaxHandshakes {
 				s.Stats.Busy++
 				s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.pending))
-				s.closeConn(c, transport.CodeRejected, "server busy: too many handshakes in progress")
+				s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", len(s.pending)))
 				continue
 			}
 			s.AddConn(c)

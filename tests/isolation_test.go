@@ -333,7 +333,7 @@ func TestHandshakeFlood(t *testing.T) {
 			closed++
 			var ce *transport.CloseError
 			require.ErrorAs(t, c.Err(), &ce)
-			require.Contains(t, []string{"no hello in time", "server busy: too many handshakes in progress"}, ce.Reason)
+			require.Contains(t, []string{"no hello in time", "server busy: 8 handshakes in progress (ServerConfig.MaxHandshakes)"}, ce.Reason)
 		default:
 		}
 	}
