@@ -263,6 +263,23 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 		NewestAck: c.snap.NewestAck, Transport: ts}, true
 }
 
+// RTT returns the round-trip time the server measured for client id: the
+// transport's smoothed RTT where it has one, else the time from sending a
+// snapshot to its ack (ClientInfo.AckDelay, which includes up to a net tick
+// of waiting on each side); 0 if unknown or id is not connected. Bound what
+// a client may claim with it (replication/lagcomp.Rewinds), never with what
+// the client reports.
+func (s *Server) RTT(id ClientID) time.Duration {
+	c := s.clients[id]
+	if c == nil {
+		return 0
+	}
+	if rtt := c.conn.Stats().RTT; rtt > 0 {
+		return rtt
+	}
+	return c.rtt.srtt
+}
+
 // Kick disconnects a client with a reason.
 func (s *Server) Kick(id ClientID, reason string) {
 	if c := s.clients[id]; c != nil {

@@ -16,12 +16,16 @@
 // # Use
 //
 //	hist, _ := lagcomp.New[components.Transform](world, registry, lagcomp.Config{Depth: 32})
-//	sched.AddNetSystem(hist.System(server))   // after Server.Send: records the frame clients get
+//	rewinds, _ := lagcomp.NewRewinds(lagcomp.Limits{NetRate: 30})
+//	sched.AddNetSystem(hist.System(server.Tick))  // after Server.Send: records the frame clients get
 //	...
-//	// on a shot: view is the render tick the shooter reported (interp.Clock.RenderTick)
-//	view = hist.Clamp(view)                   // anti-abuse: at most MaxRewind back
-//	if tr, ok := hist.At(target, view); ok { ... hit test against tr ... }
-//	hist.Each(view, func(e arche.Entity, tr *components.Transform) bool { ... })
+//	// On a shot: at is the net tick the shooter's input applies at, view the
+//	// render tick it reported (input.Player.ViewLag, interp.Clock.RenderTick).
+//	view = rewinds.Judge(shooter, at, view, server.RTT(shooter)) // bounded by the measured RTT
+//	view = hist.Clamp(view)                                     // and by the history
+//	var tr components.Transform
+//	if hist.At(target, view, &tr) { /* hit test against tr */ }
+//	hist.Each(view, func(e arche.Entity, tr *components.Transform) bool { return true })
 //
 // # Costs
 //
@@ -35,8 +39,14 @@
 //
 // # Anti-abuse
 //
-// A client reports its own render tick, so it may lie. [History.Clamp]
+// A client reports its own render tick, so it may lie. [Rewinds.Judge]
+// bounds the rewind by what the server measured of that client: its
+// round-trip time (at most [Limits].MaxLatency, 250 ms by default, as
+// Overwatch limits it), plus the render delay an honest client may have
+// ([Limits].InterpDelay) and a margin ([Limits].Margin): a client at 20 ms
+// RTT that claims to have seen the world a second ago is judged 220 ms
+// back. Each client's claims, how many were clamped, the newest claim and
+// bound and the longest claim are in [Rewinds.Stats]. [History.Clamp] then
 // bounds the rewind to MaxRewind net ticks behind the newest recorded tick
-// (and never ahead of it): a cheater can shoot at the past only as far as an
-// honest client on a slow link could see it.
+// (and never ahead of it).
 package lagcomp
