@@ -7,7 +7,7 @@
 //	go run ./examples/arena -duration 10s            the same, stopping after 10 s
 //	go run ./examples/arena -mode server -addr 127.0.0.1:4433
 //	go run ./examples/arena -mode client -addr 127.0.0.1:4433 -clients 8
-//	go run ./examples/arena -http :8080                live network debugger page at http://localhost:8080/
+//	go run ./examples/arena -http 127.0.0.1:8080       live network debugger page at http://127.0.0.1:8080/
 //
 // It prints a status line every second and a summary on exit (Ctrl-C,
 // SIGTERM or -duration); it exits non-zero on a fatal error, such as a
@@ -66,7 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "connect-timeout", 5*time.Second, "a client that is not connected and ready in this time is a fatal error")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the NPCs and bots")
 	fs.BoolVar(&o.verbose, "v", false, "log connection events")
-	fs.StringVar(&o.http, "http", "", "serve the live network debugger page on this TCP address, e.g. :8080 (-mode server|both)")
+	fs.StringVar(&o.http, "http", "", "serve the live network debugger page (no authentication) on this TCP address, e.g. 127.0.0.1:8080; a port alone (:8080) binds 127.0.0.1 (-mode server|both)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -242,7 +242,7 @@ func attachDebugger(a *Arena, opts debugview.Options) *debugview.Recorder {
 // serveDebugger serves the debugger page of the arena's server on addr.
 func serveDebugger(a *Arena, addr string, stdout io.Writer) (*http.Server, error) {
 	rec := attachDebugger(a, debugview.Options{})
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", debuggerAddr(addr))
 	if err != nil {
 		return nil, fmt.Errorf("-http: %w", err)
 	}
@@ -250,6 +250,16 @@ func serveDebugger(a *Arena, addr string, stdout io.Writer) (*http.Server, error
 	go func() { _ = web.Serve(l) }()
 	fmt.Fprintf(stdout, "network debugger on http://%s/\n", l.Addr())
 	return web, nil
+}
+
+// debuggerAddr is where the debugger page listens for -http addr: the page
+// has no authentication, so a port alone (":8080") binds the loopback
+// interface; another interface must be named (e.g. 0.0.0.0:8080).
+func debuggerAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // serverCert loads the development certificate from dir, or creates it
