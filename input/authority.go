@@ -33,6 +33,12 @@ type AuthorityConfig[S, I any] struct {
 	// and after and the input applied (fire a shot, play a sound). It runs
 	// inside a query: queue structural changes (new entities) for later.
 	OnStep func(e arche.Entity, before, after *S, in *I)
+	// Outage returns the input applied while a client's inputs have been
+	// missing for more than Input.Hold ticks, given the last input applied
+	// (e.g. movement keys released, aim kept). It must be the clients'
+	// (PlayerConfig.Outage): they predict their entity with it during the
+	// outage. Nil: the zero input.
+	Outage func(last I) I
 }
 
 // AuthorityStats are an [Authority]'s counters, summed over every client
@@ -186,7 +192,9 @@ func (a *Authority[S, I]) Step() {
 		if l == nil {
 			continue // not connected: no input, no step
 		}
-		l.Consume(tick, &a.in)
+		if l.Consume(tick, &a.in) == StatusOutage {
+			a.in = outageInput(a.cfg.Outage, a.in)
+		}
 		s := (*S)(q.Get(a.idState))
 		if a.cfg.OnStep != nil {
 			a.before = *s
@@ -241,4 +249,15 @@ func (s *AuthorityStats) add(l Stats) {
 	s.Consumed += l.Consumed
 	s.Received += l.Received
 	s.Missing += l.Missing
+	s.Outage += l.Outage
+}
+
+// outageInput is the input applied during an outage: fn(last), or the zero
+// input.
+func outageInput[I any](fn func(I) I, last I) I {
+	if fn == nil {
+		var zero I
+		return zero
+	}
+	return fn(last)
 }

@@ -41,6 +41,12 @@ const (
 	// input is repeated (predicted-missing). The client predicted with its
 	// real input, so expect a correction if the two differ.
 	StatusMissing
+	// StatusOutage: no frame arrived for more than [Config].Hold ticks
+	// since the last applied one: the client's inputs are cut off. Consume
+	// returns the last applied input; the caller applies the outage input
+	// made from it ([AuthorityConfig].Outage), which the client predicts
+	// too.
+	StatusOutage
 )
 
 // String names the status.
@@ -52,6 +58,8 @@ func (s Status) String() string {
 		return "received"
 	case StatusMissing:
 		return "missing"
+	case StatusOutage:
+		return "outage"
 	}
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
@@ -68,7 +76,8 @@ type Stats struct {
 	Ahead      uint64 // frames rejected for being MaxLead or more ahead
 	Consumed   uint64 // ticks consumed
 	Received   uint64 // ticks consumed with the client's frame
-	Missing    uint64 // ticks consumed without it (last input repeated)
+	Missing    uint64 // ticks consumed without it (last input repeated, or the outage input)
+	Outage     uint64 // of those, ticks past Config.Hold (StatusOutage)
 }
 
 // Feedback is what the server tells a client about its inputs, in each
@@ -244,6 +253,10 @@ func (l *Log[I]) Consume(tick uint32, dst *I) Status {
 	if l.hasLast {
 		l.c.Dequantize(l.last, dst)
 		l.stats.Missing++
+		if h := l.c.hold; h >= 0 && int32(tick-l.lastTick) > int32(h) {
+			l.stats.Outage++
+			return StatusOutage
+		}
 		return StatusMissing
 	}
 	var zero I

@@ -49,6 +49,14 @@ type PlayerConfig[S, I any] struct {
 	// effects of the step, such as a shot's projectile
 	// (replication.Client.SpawnPredicted keyed by tick).
 	OnPredict func(tick uint32, before, after *S, in *I)
+	// Outage returns the input the server applies while this client's
+	// inputs are cut off (more than Input.Hold ticks missing), given the
+	// last input: the server's AuthorityConfig.Outage. While the Player
+	// sees its inputs cut off ([Player.Stalled]: snapshots stopped, or the
+	// server's input acks say it applies the outage input) it predicts and
+	// sends this instead of calling Sample, so the entity goes where the
+	// server takes it. Nil: the zero input.
+	Outage func(last I) I
 	// Now is the clock. Nil: time.Now. It must be the replication client's
 	// clock (ClientConfig.Now).
 	Now func() time.Time
@@ -61,6 +69,10 @@ type PlayerStats struct {
 	Corrections uint64 // reconciliations that rewound and replayed
 	Resets      uint64 // restarts from the server's state
 	MaxError    uint64 // largest correction, in quantized steps of a field
+	// OutageTicks counts input ticks predicted and sent with the outage
+	// input (PlayerConfig.Outage) because the inputs were cut off, and
+	// Outages the spells of them.
+	OutageTicks, Outages uint64
 }
 
 // Player is the client side of a predicted entity the client owns (an
@@ -103,6 +115,8 @@ type Player[S, I any] struct {
 	lastFrame                  time.Time
 	drawn                      components.Visual
 	before                     S // the state before a predicted step, for OnPredict (a field: no allocation)
+	last                       I // the last input sampled (the outage input's basis)
+	watch                      stallWatch
 
 	stats PlayerStats
 }
@@ -163,6 +177,8 @@ func (p *Player[S, I]) start() error {
 	}
 	p.sync = s
 	p.pred.dt = 1 / float64(rate) // exactly the server's ecs.TickInfo.Dt
+	p.watch = stallWatch{hold: p.codec.Hold(), tick: time.Second / time.Duration(rate),
+		net: time.Second / time.Duration(p.cl.NetRate())}
 	p.started = true
 	return nil
 }
@@ -185,14 +201,19 @@ func (p *Player[S, I]) Update() error {
 	fresh := false
 	if st := p.cl.ServerTick(); st != 0 && st != p.lastNet {
 		p.lastNet, fresh = st, true
+		r, ok := p.cl.InputReport(st)
+		p.watch.snapshot(now, uint32(p.cl.SimTick(st)), r.Applied, ok)
 	}
 	p.sync.ObserveRTT(p.cl.RTT())
 	p.reconcile()
 	first, n := p.sync.Advance(now)
+	if stalled := p.watch.stalled; p.watch.check(now, p.cl.RTT()) && !stalled {
+		p.stats.Outages++
+	}
 	if p.has && p.stateTick != 0 { // predict from the server's first state
 		for i := range n {
 			t := first + uint32(i)
-			in := p.cfg.Sample(t, &p.pred.state)
+			in := p.sample(t)
 			p.sender.Push(t, &in) // rounds in to what the server decodes
 			if p.cfg.OnPredict != nil {
 				p.before = p.pred.state
@@ -213,6 +234,24 @@ func (p *Player[S, I]) Update() error {
 	p.draw(now)
 	return nil
 }
+
+// sample returns the input of tick t: the game's, or the outage input while
+// the inputs are cut off.
+func (p *Player[S, I]) sample(t uint32) I {
+	if p.watch.stalled {
+		p.stats.OutageTicks++
+		return outageInput(p.cfg.Outage, p.last)
+	}
+	p.last = p.cfg.Sample(t, &p.pred.state)
+	return p.last
+}
+
+// Stalled reports whether the Player sees its inputs cut off from the
+// server (no fresh snapshot for about Input.Hold ticks, or the server says
+// it applies the outage input): it then predicts and sends the outage input
+// instead of sampling the game's (PlayerConfig.Outage). A game may show
+// "connection interrupted".
+func (p *Player[S, I]) Stalled() bool { return p.watch.stalled }
 
 // System returns an ecs.System running [Player.Update] (errors are the
 // client's logger's business: a bad SyncConfig is reported once there).
@@ -246,7 +285,9 @@ func (p *Player[S, I]) appendInput(dst []byte) []byte {
 func (p *Player[S, I]) onSnapshot(tick uint32, _ time.Time) {
 	if r, ok := p.cl.InputReport(tick); ok && r.HasFeedback {
 		p.sender.Ack(r.Held)
-		if p.sync != nil {
+		if p.sync != nil && !p.watch.stalled {
+			// (During an outage the depth measures the outage, not the
+			// upstream delay the lead is built on.)
 			p.sync.ObserveFeedback(r.Depth)
 		}
 	}

@@ -46,6 +46,11 @@ type BotStats struct {
 	// MaxCorrection is the largest position change a correction made to
 	// the predicted avatar, in metres (the smoother hides it).
 	MaxCorrection float64
+	// InputCorrections counts the corrections of states the server stepped
+	// without this bot's input for their tick (it was late or lost, or the
+	// bot's inputs were cut off): the input path's share of Corrections
+	// (the rest are the game's: pushes, collisions).
+	InputCorrections uint64
 	Snapshots     uint64 // new snapshot ticks seen
 	Projectiles   int    // projectile mirrors right now
 	// Interpolating counts remote entities drawn from two snapshots in the
@@ -106,10 +111,14 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	b.player, err = input.NewPlayer(b.cl, input.PlayerConfig[Avatar, ShooterInput]{
 		Step:      stepAvatar,
 		Sample:    b.nextInput,
+		Outage:    outageInput,
 		OnPredict: b.onPredict,
 		Visual:    avatarVisual,
 		OnCorrection: func(c input.Correction[Avatar]) {
 			if c.Status == input.ReconcileCorrected {
+				if c.InputMissing {
+					b.stats.InputCorrections++
+				}
 				b.maxCorr = max(b.maxCorr, math.Hypot(c.New.X-c.Old.X, c.New.Z-c.Old.Z))
 				b.shift = b.shift.Add(components.Vec3{X: c.New.X - c.Old.X, Z: c.New.Z - c.Old.Z})
 			}

@@ -52,6 +52,13 @@ type ShooterInput struct {
 	ViewLag uint16 `net:"range=0:1023"`
 }
 
+// outageInput is the input the server applies while a player's inputs are
+// cut off, and the player predicts then (input.AuthorityConfig.Outage,
+// input.PlayerConfig.Outage): keys released, no fire, aim kept.
+func outageInput(last ShooterInput) ShooterInput {
+	return ShooterInput{Yaw: last.Yaw, ViewLag: last.ViewLag}
+}
+
 // Avatar is the predicted state of a player's avatar: what the server and
 // the owning client both step with [stepAvatar]. Every field is owner-only:
 // other clients draw the avatar from its interpolated Transform.

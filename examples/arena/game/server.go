@@ -67,6 +67,9 @@ type ServerStats struct {
 	// frames that came after their tick, summed over every player that has
 	// left or is connected.
 	InputReceived, InputMissing, InputLate uint64
+	// InputOutage counts the missing input ticks past input.Config.Hold,
+	// stepped with the outage input (keys released).
+	InputOutage uint64
 	// InputRejected counts input sections refused (malformed, flooding, or
 	// coded against a frame the server no longer holds).
 	InputRejected uint64
@@ -135,7 +138,7 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	// The authority steps every avatar with its owner's input, the step the
 	// owner predicts with, and fires when the step says so.
 	g.auth, err = input.NewAuthority(g.world, input.AuthorityConfig[Avatar, ShooterInput]{
-		Registry: reg, Step: stepAvatar, OnStep: g.onAvatarStep,
+		Registry: reg, Step: stepAvatar, OnStep: g.onAvatarStep, Outage: outageInput,
 	})
 	if err != nil {
 		return nil, err
@@ -230,7 +233,7 @@ func (g *ServerGame) Replication() *replication.Server { return g.srv }
 func (g *ServerGame) Stats() ServerStats {
 	s := g.stats
 	st := g.auth.Stats()
-	s.InputReceived, s.InputMissing, s.InputLate = st.Received, st.Missing, st.Late
+	s.InputReceived, s.InputMissing, s.InputLate, s.InputOutage = st.Received, st.Missing, st.Late, st.Outage
 	s.InputRejected = st.Malformed + st.NoBaseline + st.Flooded
 	return s
 }
