@@ -51,8 +51,8 @@ type BotStats struct {
 	// bot's inputs were cut off): the input path's share of Corrections
 	// (the rest are the game's: pushes, collisions).
 	InputCorrections uint64
-	Snapshots     uint64 // new snapshot ticks seen
-	Projectiles   int    // projectile mirrors right now
+	Snapshots        uint64 // new snapshot ticks seen
+	Projectiles      int    // projectile mirrors right now
 	// Interpolating counts remote entities drawn from two snapshots in the
 	// last frame (the rest extrapolate or hold).
 	Interpolating, Extrapolating, Holding int
