@@ -13,6 +13,8 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/netem"
+	"github.com/archenet/archenet/transport/quic"
 	"github.com/archenet/archenet/transport/sim"
 	"github.com/mlange-42/arche/ecs"
 )
@@ -363,4 +365,69 @@ func TestBudgetOnJitteryLossyLinks(t *testing.T) {
 		worst = max(worst, spells[0], spells[1])
 	}
 	require.LessOrEqual(t, worst, 2*time.Second, "a budget stayed below the scene's need")
+}
+
+// Over QUIC: 100 clients whose path has gone dead (their peers will never
+// answer a close) are kicked in one tick — the game's own call, on the
+// tick goroutine — and the kicks take next to no time: the closes run on
+// the connections' goroutines (quic-go's close waits for the connection's
+// run loop; on the tick, 100 of them took milliseconds, and under a flood
+// of connections up to a second). The playing client keeps up.
+func TestQUICKickUnansweringPeers(t *testing.T) {
+	r := newQUICRig(t, quic.Config{MaxPendingPerAddress: -1}, func(c *replication.ServerConfig) { c.ClientTimeout, c.MaxClients = time.Minute, 128 })
+	r.movers(100, 9)
+	r.game = func(int) {}
+	r.good = append(r.good, r.dial(r.l.Addr().String(), ""))
+	dead, err := netem.Listen(r.l.Addr().String(), 1)
+	require.NoError(t, err)
+	defer dead.Close()
+	var doomed []int
+	for range 100 {
+		doomed = append(doomed, r.dial(dead.Addr().String(), ""))
+		r.step()
+	}
+	r.until("clients ready", 20*time.Second, func() bool {
+		for _, c := range r.clients {
+			if !c.c.Ready() {
+				return false
+			}
+		}
+		return true
+	})
+	dead.SetDown(true) // no close frame, no answer, ever
+	for _, i := range doomed {
+		r.active[i] = false
+	}
+	r.runFor(time.Second, nil)
+	from := len(r.ticks)
+	r.lagMax = map[int]int{}
+	var kicks time.Duration
+	r.game = func(int) {
+		if kicks != 0 {
+			return
+		}
+		start := time.Now()
+		for _, id := range r.srv.Clients() {
+			if id != r.clients[0].c.ID() {
+				r.srv.Kick(id, "kicked by the test")
+			}
+		}
+		kicks = time.Since(start)
+	}
+	r.runFor(time.Second, nil)
+	var kickTick, others time.Duration
+	for i, d := range r.ticks[from:] {
+		if i == 0 {
+			kickTick = d
+		} else {
+			others = max(others, d)
+		}
+	}
+	t.Logf("100 kicks of unanswering peers took %v, their tick %v (the worst other tick %v); the playing client's worst probe lag %d ticks",
+		kicks.Round(time.Microsecond), kickTick.Round(10*time.Microsecond), others.Round(10*time.Microsecond), r.lagMax[0])
+	require.Len(t, r.srv.Clients(), 1)
+	require.LessOrEqual(t, r.lagMax[0], maxLag)
+	if !raceEnabled {
+		require.Less(t, kicks, 2*time.Millisecond, "the kicks waited for quic-go")
+	}
 }
