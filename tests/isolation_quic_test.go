@@ -224,7 +224,9 @@ func newRawTransport(t *testing.T) *quicgo.Transport {
 // the other clients keep up, and the reader-less client is dropped within a
 // bounded time with a reason that names the backlog.
 func TestQUICNonReadingClient(t *testing.T) {
-	r := newQUICRig(t, quic.Config{SendBacklogTimeout: 2 * time.Second}, nil)
+	// (The non-reader sends no datagram either: the JoinTimeout would drop
+	// it first.)
+	r := newQUICRig(t, quic.Config{SendBacklogTimeout: 2 * time.Second}, func(c *replication.ServerConfig) { c.JoinTimeout = -1 })
 	ents := r.movers(200, 1)
 	for range 2 {
 		r.good = append(r.good, r.dial(r.l.Addr().String(), ""))
