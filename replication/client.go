@@ -2,10 +2,12 @@ package replication
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/bits"
 	"reflect"
 	"time"
+	"unicode/utf8"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
@@ -23,8 +25,15 @@ type ClientConfig struct {
 	// Registry holds the replicated component types; it must match the
 	// server's (the protocol hash is checked at connect). Required.
 	Registry *schema.Registry
-	// Token is passed to the server's Authenticator. Nil: none.
+	// Token is passed to the server's Authenticator; on a host of many
+	// matches with connect tokens, the token the matchmaker minted
+	// (package replication/host/token). Nil: none.
 	Token []byte
+	// Match names the match to join on a host of many matches without
+	// connect tokens (package replication/host; a connect token names its
+	// match itself). At most transport.MaxMatchLen bytes. Empty: none (a
+	// server of one match; a host's default match).
+	Match string
 	// Interpolation gives every mirror with a Transform an interp.Buffer and
 	// a components.Visual, fed from snapshots: the Visual is drawn at the
 	// render clock's time by [Client.InterpolationSystem]. False: no Visual.
@@ -174,6 +183,12 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 	if cfg.Registry == nil {
 		return nil, errors.New("replication: ClientConfig.Registry is required")
 	}
+	if len(cfg.Match) > transport.MaxMatchLen || !utf8.ValidString(cfg.Match) {
+		return nil, fmt.Errorf("replication: ClientConfig.Match of %d bytes: want at most %d bytes of UTF-8", len(cfg.Match), transport.MaxMatchLen)
+	}
+	if len(cfg.Token) > transport.MaxTokenLen {
+		return nil, fmt.Errorf("replication: ClientConfig.Token of %d bytes exceeds %d", len(cfg.Token), transport.MaxTokenLen)
+	}
 	if cfg.MaxEntities <= 0 {
 		cfg.MaxEntities = snapshot.DefaultMaxEntities
 	}
@@ -238,8 +253,21 @@ func (c *Client) removeAllMirrors() {
 // State returns the connection state.
 func (c *Client) State() ClientState { return c.state }
 
-// Err returns why the client is closed (nil while connected).
+// Err returns why the client is closed (nil while connected). A server
+// that refused or ended the client while draining says so with
+// transport.CodeDraining: errors.As(err, &ce) finds a *transport.CloseError
+// with that code, whose Reason is the server's.
 func (c *Client) Err() error { return c.err }
+
+// Draining reports whether the server said it is draining (shutting down
+// or being replaced; [Server.Drain]): why, and by when it ends the match.
+// The game can tell its player, and find a new match.
+func (c *Client) Draining() (DrainNotice, bool) {
+	if c.drain == nil {
+		return DrainNotice{}, false
+	}
+	return *c.drain, true
+}
 
 // ID returns the client id the server assigned (0 before the Welcome).
 func (c *Client) ID() ClientID { return c.id }

@@ -31,6 +31,7 @@ type link struct {
 	rcv      *snapshot.Receiver
 	arrivals timing.Arrivals
 	touched  []uint32 // ticks that gained datagrams since the last fresh
+	drain    *DrainNotice
 	dgBuf    []byte
 
 	// Liveness: when the current state began (as of the first expired
@@ -48,17 +49,18 @@ const (
 	eventRejected           // the server refused the client: state closed, err says why
 	eventSpawns             // a valid spawn batch: apply it with link.spawns
 	eventReady              // the initial world has arrived
+	eventDrain              // the server is draining: drain is set
 )
 
 // start begins a connection: the link forgets the last one and returns the
 // Hello to send.
 func (l *link) start() []byte {
-	l.state, l.err, l.id, l.info = StateConnecting, nil, 0, welcomeInfo{}
+	l.state, l.err, l.id, l.info, l.drain = StateConnecting, nil, 0, welcomeInfo{}, nil
 	l.rcv = snapshot.NewReceiver(l.cfg.Registry, 0, 0)
 	l.rcv.MaxEntities = l.cfg.MaxEntities
 	l.touched = l.touched[:0]
 	l.phase, l.since, l.heard = StateClosed, time.Time{}, time.Time{}
-	h := transport.Hello{Version: ProtocolVersion, ProtocolHash: l.cfg.Registry.Hash(), Token: l.cfg.Token}
+	h := transport.Hello{Version: ProtocolVersion, ProtocolHash: l.cfg.Registry.Hash(), Token: l.cfg.Token, Match: l.cfg.Match}
 	return h.Append(nil)
 }
 
@@ -147,6 +149,16 @@ func (l *link) onMessage(m []byte) (linkEvent, error) {
 		}
 		l.state = StateReady
 		return eventReady, nil
+	case kindDrain:
+		d, err := parseDrain(m)
+		if err != nil {
+			return eventNone, err
+		}
+		if d.Left > 0 {
+			d.Deadline = l.heard.Add(d.Left)
+		}
+		l.drain = &d
+		return eventDrain, nil
 	}
 	return eventNone, fmt.Errorf("%w: unknown message type 0x%02x", ErrMalformed, m[0])
 }

@@ -123,6 +123,26 @@ func TestLinkSpawnsAndReady(t *testing.T) {
 		_, err = l.onMessage(m)
 		require.ErrorIs(t, err, ErrMalformed, "%x", m)
 	}
+
+	// A drain notice: its deadline is on the client's clock, from when it
+	// was heard; every prefix and a reason that is not UTF-8 are refused.
+	at := time.Unix(500, 0)
+	l.hear(at)
+	drain := appendDrain(nil, 30*time.Second, "maintenance")
+	ev, err = l.onMessage(drain)
+	require.NoError(t, err)
+	require.Equal(t, eventDrain, ev)
+	require.Equal(t, DrainNotice{Reason: "maintenance", Left: 30 * time.Second, Deadline: at.Add(30 * time.Second)}, *l.drain)
+	for i := range len(drain) {
+		_, err = l.onMessage(drain[:i])
+		require.ErrorIs(t, err, ErrMalformed, "prefix %d", i)
+	}
+	_, err = l.onMessage(append(appendDrain(nil, time.Second, ""), 0))
+	require.ErrorIs(t, err, ErrMalformed, "trailing byte")
+	bad := appendDrain(nil, time.Second, "ab")
+	bad[len(bad)-1] = 0xff
+	_, err = l.onMessage(bad)
+	require.ErrorIs(t, err, ErrMalformed, "not UTF-8")
 }
 
 // TestLinkDatagramsAndAcks: snapshot datagrams decode into views, the

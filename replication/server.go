@@ -54,6 +54,8 @@ type Server struct {
 	pending []*pendingConn
 	closing []closingConn
 	authing int // pending connections whose Authenticator runs
+	// draining: Drain was called; new clients are refused with it.
+	draining *transport.CloseError
 	nextID  int
 	workers []*worker
 	active  []*peer // the clients of this tick's Send
@@ -215,6 +217,24 @@ func (s *Server) AddConn(c transport.Conn) {
 	s.pending = append(s.pending, &pendingConn{conn: c, since: s.cfg.Now()})
 }
 
+// AddConnHello adds a connection whose first message, hello, the caller has
+// already read from it (a host that routes connections by their Hello,
+// package replication/host): the handshake judges hello as if it had just
+// arrived. hello must not be modified afterwards. See also
+// [transport.HelloListener], which hands connections over this way.
+func (s *Server) AddConnHello(c transport.Conn, hello []byte) {
+	s.pending = append(s.pending, &pendingConn{conn: c, since: s.cfg.Now(), first: hello, routed: true})
+}
+
+// Conn returns the connection of client id (nil if id is not connected):
+// e.g. to find what a host learnt about it when it routed it.
+func (s *Server) Conn(id ClientID) transport.Conn {
+	if c := s.clients[id]; c != nil {
+		return c.conn
+	}
+	return nil
+}
+
 // Clients returns the ids of connected clients (after the handshake).
 func (s *Server) Clients() []ClientID {
 	var ids []ClientID
@@ -287,17 +307,24 @@ func (s *Server) Kick(id ClientID, reason string) {
 	}
 }
 
-// Close disconnects every client and closes the listener.
-func (s *Server) Close() error {
+// Close disconnects every client and closes the listener:
+// CloseWithReason(transport.CodeNormal, "server closing").
+func (s *Server) Close() error { return s.CloseWithReason(transport.CodeNormal, "server closing") }
+
+// CloseWithReason disconnects every client with code and reason (clients
+// see them in Client.Err), closes the connections in the handshake with
+// them too, and closes the listener. It waits for closes queued for a
+// transport that may block (not for a transport.CloseStarter's).
+func (s *Server) CloseWithReason(code transport.CloseCode, reason string) error {
 	defer s.gang.stop()
 	for _, c := range s.clients {
 		if c != nil {
-			s.drop(c, transport.CodeNormal, "server closing")
+			s.drop(c, code, reason)
 		}
 	}
 	for _, p := range s.pending {
 		p.stopAuth()
-		s.closeConn(p.conn, transport.CodeNormal, "server closing")
+		s.closeConn(p.conn, code, reason)
 	}
 	s.pending = nil
 	s.authing = 0
@@ -310,6 +337,47 @@ func (s *Server) Close() error {
 		return s.listener.Close()
 	}
 	return nil
+}
+
+// Drain stops admitting clients and tells the connected ones: each is sent
+// a drain notice with reason and what is left until deadline (the zero
+// time: none), which [Client.Draining] reports; new connections, and those
+// still in the handshake when they would be admitted, are refused with
+// transport.CodeDraining and "server draining: " + reason. The match goes
+// on: the caller ends it when the game is over or at the deadline
+// (CloseWithReason with transport.CodeDraining; a host of many matches
+// does both, package replication/host). A second Drain notifies again
+// with the new reason and deadline.
+func (s *Server) Drain(reason string, deadline time.Time) {
+	s.draining = &transport.CloseError{Code: transport.CodeDraining, Reason: transport.TruncateReason("server draining: "+reason, transport.MaxReasonLen)}
+	var left time.Duration
+	if !deadline.IsZero() {
+		left = max(deadline.Sub(s.cfg.Now()), time.Millisecond)
+	}
+	msg := appendDrain(nil, left, reason)
+	for _, c := range s.clients {
+		if c == nil {
+			continue
+		}
+		if err := c.conn.SendMessage(msg); err != nil {
+			s.sendFailed(c, err)
+		}
+	}
+	s.cfg.Logger.Info("archenet: draining", "reason", reason, "left", left, "clients", s.connected())
+}
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool { return s.draining != nil }
+
+// connected counts the connected clients.
+func (s *Server) connected() int {
+	n := 0
+	for _, c := range s.clients {
+		if c != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // closeConn closes c without waiting for the transport, so that no close,
@@ -404,21 +472,7 @@ func (s *Server) Receive() {
 	if s.earlyWake {
 		s.gang.wake() // for Send: their threads take a while to wake
 	}
-	if s.listener != nil {
-		for {
-			c, ok := s.listener.PollAccept()
-			if !ok {
-				break
-			}
-			if len(s.pending) >= s.cfg.MaxHandshakes {
-				s.Stats.Busy++
-				s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.pending))
-				s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", len(s.pending)))
-				continue
-			}
-			s.AddConn(c)
-		}
-	}
+	s.accept()
 	s.handshakes()
 	now := s.cfg.Now()
 	s.watchClamps(now)
@@ -450,6 +504,40 @@ func (s *Server) Receive() {
 	}
 	s.lastReceive = now
 	s.received = time.Now()
+}
+
+// accept takes the listener's new connections into the handshake (with
+// their Hello if the listener read it: transport.HelloListener); beyond
+// MaxHandshakes they are refused at once.
+func (s *Server) accept() {
+	if s.listener == nil {
+		return
+	}
+	hl, _ := s.listener.(transport.HelloListener)
+	for {
+		var c transport.Conn
+		var hello []byte
+		var ok bool
+		if hl != nil {
+			c, hello, ok = hl.PollAcceptHello()
+		} else {
+			c, ok = s.listener.PollAccept()
+		}
+		if !ok {
+			return
+		}
+		if len(s.pending) >= s.cfg.MaxHandshakes {
+			s.Stats.Busy++
+			s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.pending))
+			s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", len(s.pending)))
+			continue
+		}
+		if hl != nil {
+			s.AddConnHello(c, hello)
+		} else {
+			s.AddConn(c)
+		}
+	}
 }
 
 // wakeEarly is the longest step between Receive and Send for which

@@ -18,6 +18,9 @@ type pendingConn struct {
 	since time.Time
 	hello transport.Hello
 	first []byte // the Hello's bytes (hello aliases them)
+	// routed: first was read by whoever handed the connection over
+	// (Server.AddConnHello) and is judged on the first advance.
+	routed bool
 	// auth receives the Authenticator's verdict; non-nil while it runs.
 	auth   chan error
 	cancel context.CancelFunc
@@ -90,7 +93,12 @@ func (s *Server) advanceHandshake(p *pendingConn, now time.Time) bool {
 	if p.auth != nil {
 		return s.awaitAuth(p, now, hash)
 	}
-	m, ok := p.conn.PollMessage()
+	m, ok := p.first, p.routed
+	if p.routed {
+		p.routed = false
+	} else {
+		m, ok = p.conn.PollMessage()
+	}
 	if !ok {
 		if now.Sub(p.since) > s.cfg.HandshakeTimeout {
 			s.Stats.Rejected++
@@ -119,15 +127,13 @@ func (s *Server) advanceHandshake(p *pendingConn, now time.Time) bool {
 }
 
 // slotLimit returns why a client from addr cannot have a slot now, or nil:
-// every slot is taken or promised to a client whose authentication runs
+// the server is draining (Server.Drain), every slot is taken or promised to a client whose authentication runs
 // (MaxClients), or MaxClientsPerAddress of them are from addr's source.
 func (s *Server) slotLimit(addr net.Addr) error {
-	n := s.authing
-	for _, c := range s.clients {
-		if c != nil {
-			n++
-		}
+	if s.draining != nil {
+		return s.draining
 	}
+	n := s.authing + s.connected()
 	if n >= s.cfg.MaxClients {
 		return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, n, s.cfg.MaxClients)
 	}
@@ -247,6 +253,10 @@ func (s *Server) refuse(p *pendingConn, hash uint64, why error) {
 
 // admit welcomes p as a client, unless the server filled up meanwhile.
 func (s *Server) admit(p *pendingConn, hash uint64) {
+	if s.draining != nil {
+		s.refuse(p, hash, s.draining)
+		return
+	}
 	id, full := s.allocClientID()
 	if full {
 		s.refuse(p, hash, fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, s.cfg.MaxClients, s.cfg.MaxClients))

@@ -5,17 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/bits"
+	"time"
+	"unicode/utf8"
 
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
 )
 
 // ProtocolVersion is the replication wire version checked at connect.
 // 4: a Reject for a protocol hash mismatch carries the server's component
-// list (transport.Reject.Components).
-const ProtocolVersion uint16 = 5
+// list (transport.Reject.Components). 6: the Hello may name a match
+// (transport.Hello.Match, for a host of many matches) and the server may
+// send a drain notice (Server.Drain, Client.Draining).
+const ProtocolVersion uint16 = 6
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.
@@ -23,6 +29,7 @@ const (
 	kindClientDatagram byte = 0x02 // client → server: ack (+ input section)
 	kindSpawns         byte = 0x10 // server → client, reliable: spawn/despawn batch
 	kindReady          byte = 0x11 // server → client, reliable: initial world sent
+	kindDrain          byte = 0x12 // server → client, reliable: drain notice
 )
 
 // ErrMalformed wraps decode errors of replication messages.
@@ -258,4 +265,54 @@ func parseSpawns(b []byte, plans []*schema.Plan, me uint8, maxLanes int, fn func
 func appendReady(b []byte, tick uint32) []byte {
 	b = append(b, kindReady)
 	return binary.LittleEndian.AppendUint32(b, tick)
+}
+
+// DrainNotice is what a draining server told its client (Client.Draining):
+// why, and when it ends the match at the latest.
+type DrainNotice struct {
+	// Reason is the server's, e.g. "maintenance" (at most
+	// transport.MaxReasonLen bytes).
+	Reason string
+	// Deadline is when the server ends the match at the latest, on the
+	// client's clock (the time the notice arrived plus what the server said
+	// was left); the zero time if the server named no deadline.
+	Deadline time.Time
+	// Left is what the server said was left when it sent the notice (0: no
+	// deadline).
+	Left time.Duration
+}
+
+// appendDrain appends a drain notice:
+//
+//	0x12 | milliseconds left u32 (0: no deadline) | reason length uvarint | reason
+//
+// (little-endian; the reason at most transport.MaxReasonLen bytes of UTF-8).
+func appendDrain(b []byte, left time.Duration, reason string) []byte {
+	b = append(b, kindDrain)
+	ms := uint32(min(max(left.Milliseconds(), 0), math.MaxUint32))
+	if left > 0 && ms == 0 {
+		ms = 1
+	}
+	b = binary.LittleEndian.AppendUint32(b, ms)
+	reason = transport.TruncateReason(reason, transport.MaxReasonLen)
+	b = binary.AppendUvarint(b, uint64(len(reason)))
+	return append(b, reason...)
+}
+
+// parseDrain decodes a drain notice (Deadline is left zero: the caller
+// knows when it arrived).
+func parseDrain(b []byte) (DrainNotice, error) {
+	if len(b) < 6 || b[0] != kindDrain {
+		return DrainNotice{}, fmt.Errorf("%w: drain notice of %d bytes", ErrMalformed, len(b))
+	}
+	ms := binary.LittleEndian.Uint32(b[1:])
+	n, k := binary.Uvarint(b[5:])
+	if k <= 0 || n > transport.MaxReasonLen || uint64(len(b)-5-k) != n {
+		return DrainNotice{}, fmt.Errorf("%w: drain notice reason of %d bytes in %d", ErrMalformed, n, len(b))
+	}
+	reason := b[5+k:]
+	if !utf8.Valid(reason) {
+		return DrainNotice{}, fmt.Errorf("%w: drain notice reason is not UTF-8", ErrMalformed)
+	}
+	return DrainNotice{Reason: string(reason), Left: time.Duration(ms) * time.Millisecond}, nil
 }

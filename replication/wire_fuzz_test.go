@@ -2,10 +2,12 @@ package replication
 
 import (
 	"testing"
+	"time"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/transport"
 )
 
 type fuzzHP struct {
@@ -45,7 +47,17 @@ func FuzzClientMessages(f *testing.F) {
 	partial.Parts[1] = 0b101
 	f.Add(append(appendClientHeader(nil, &partial), 0xAA, 0xBB))
 	f.Add(appendReady(nil, 3))
+	f.Add(appendDrain(nil, 30*time.Second, "maintenance"))
+	f.Add(appendDrain(nil, 0, ""))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if d, err := parseDrain(b); err == nil {
+			if len(d.Reason) > transport.MaxReasonLen {
+				t.Fatalf("drain reason of %d bytes accepted", len(d.Reason))
+			}
+			if again, err := parseDrain(appendDrain(nil, d.Left, d.Reason)); err != nil || again != d {
+				t.Fatalf("drain notice does not round-trip: %+v vs %+v (%v)", d, again, err)
+			}
+		}
 		n := 0
 		_ = parseSpawns(b, plans, 1, schema.MaxLanes, func(tick uint32, e spawnEntry) {
 			n++

@@ -129,3 +129,15 @@ type Listener interface {
 	// Addr is the address the listener accepts connections on.
 	Addr() net.Addr
 }
+
+// HelloListener is a [Listener] whose connections come with their first message (the
+// client's Hello) already read: a host of many matches reads it to route each connection
+// to its match (package replication/host) and hands both on. The replication server
+// takes connections from PollAcceptHello instead of PollAccept when its listener has it,
+// and judges the Hello it was given.
+type HelloListener interface {
+	Listener
+	// PollAcceptHello returns the next ready connection and the first message it
+	// received (owned by the caller), or ok=false if none is ready.
+	PollAcceptHello() (c Conn, hello []byte, ok bool)
+}

@@ -36,6 +36,10 @@ const (
 	// them waited for its flow control, or waited longer, than the sender allows
 	// (a stalled, overloaded or hostile peer).
 	CodeSendBacklog CloseCode = 8
+	// CodeDraining: the server is draining (shutting down or being replaced): it admits
+	// no new client, and it ends the matches still running at its drain deadline. The
+	// reason says more, e.g. "server draining: maintenance".
+	CodeDraining CloseCode = 9
 	// CodeApplication is the first code free for application use.
 	CodeApplication CloseCode = 0x100
 )
@@ -61,6 +65,8 @@ func (c CloseCode) String() string {
 		return "internal error"
 	case CodeSendBacklog:
 		return "send backlog"
+	case CodeDraining:
+		return "draining"
 	}
 	if c >= CodeApplication {
 		return "application+" + strconv.Itoa(int(c-CodeApplication))

@@ -14,12 +14,17 @@ import (
 // with a one-byte [MessageType]; integers are big-endian, variable-length fields are
 // prefixed with their length as an unsigned LEB128 varint (encoding/binary.AppendUvarint):
 //
-//	Hello:   0x01 | version u16 | protocol hash u64 | token length uvarint | token
+//	Hello:   0x01 | version u16 | protocol hash u64 | token length uvarint | token |
+//	         [match length uvarint (1..64) | match (UTF-8)]
 //	Welcome: 0x02 | client ID u8 | payload length uvarint | payload
 //	Reject:  0x03 | close code u16 | server version u16 | server protocol hash u64 |
 //	         reason length uvarint | reason (UTF-8) |
 //	         [component count u8 (1..64) | per component: name length uvarint | name |
 //	          hash u64 | fields length uvarint | fields]
+//
+// The bracketed match of a Hello is optional: a client names the match it joins on a host
+// of many matches (package replication/host) there; without it a Hello is encoded as
+// before the match existed, so that a server of another version still reads its version.
 //
 // The bracketed component list of a Reject is optional: a server sends it (its
 // registered components, see [ComponentHash]) when the protocol hashes differ, so that
@@ -31,6 +36,7 @@ import (
 // truncated message, and trailing bytes.
 const (
 	MaxTokenLen          = 1024     // bound of Hello.Token
+	MaxMatchLen          = 64       // bound of Hello.Match
 	MaxWelcomePayloadLen = 16 << 10 // bound of Welcome.Payload
 	MaxReasonLen         = 512      // bound of Reject.Reason
 
@@ -68,10 +74,20 @@ type Hello struct {
 	Version      uint16 // wire protocol version of the client build
 	ProtocolHash uint64 // hash of the client's component registry / schema
 	Token        []byte // credentials for the server's Authenticator; at most MaxTokenLen bytes
+	// Match names the match the client joins on a host of many matches (a plain
+	// name, for LAN play without connect tokens; a connect token names its match
+	// itself); at most MaxMatchLen bytes. Empty: none (a server of one match).
+	Match string
 }
 
 // Len is the encoded length of h.
-func (h Hello) Len() int { return 1 + 2 + 8 + uvarintLen(len(h.Token)) + len(h.Token) }
+func (h Hello) Len() int {
+	n := 1 + 2 + 8 + uvarintLen(len(h.Token)) + len(h.Token)
+	if h.Match != "" {
+		n += uvarintLen(len(h.Match)) + len(h.Match)
+	}
+	return n
+}
 
 // Append appends the encoding of h to b. It does not check the bound of Token (ParseHello
 // does; ClientHandshake checks before sending).
@@ -80,15 +96,28 @@ func (h Hello) Append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint16(b, h.Version)
 	b = binary.BigEndian.AppendUint64(b, h.ProtocolHash)
 	b = binary.AppendUvarint(b, uint64(len(h.Token)))
-	return append(b, h.Token...)
+	b = append(b, h.Token...)
+	if h.Match != "" {
+		b = binary.AppendUvarint(b, uint64(len(h.Match)))
+		b = append(b, h.Match...)
+	}
+	return b
 }
 
 // ParseHello decodes a Hello. The returned Token aliases b (nil if empty). Errors match ErrMalformed.
+// A match that is present must be 1..MaxMatchLen bytes of valid UTF-8.
 func ParseHello(b []byte) (Hello, error) {
 	r := reader{b: b, msg: "hello"}
 	r.expectType(MessageHello)
 	h := Hello{Version: r.u16(), ProtocolHash: r.u64()}
 	h.Token = r.bytes("token", MaxTokenLen)
+	if r.err == nil && len(r.b) > 0 {
+		m := r.bytes("match", MaxMatchLen)
+		if r.err == nil && (len(m) == 0 || !utf8.Valid(m)) {
+			r.fail("match of %d bytes is empty or not UTF-8", len(m))
+		}
+		h.Match = string(m)
+	}
 	if err := r.finish(); err != nil {
 		return Hello{}, err
 	}
@@ -204,7 +233,9 @@ func ParseReject(b []byte) (Reject, error) {
 }
 
 // Err returns the error a client with the given version and hash reports for r:
-// a version mismatch, else a hash mismatch, else a rejection with r's reason.
+// a version mismatch, else a hash mismatch, else a rejection with r's reason. A Reject
+// whose code is neither CodeRejected nor CodeHandshakeFailed (CodeDraining) also wraps a
+// *CloseError with that code and reason (the error's Err), for errors.As.
 func (r Reject) Err(clientVersion uint16, clientHash uint64) *HandshakeError {
 	e := &HandshakeError{
 		Kind:          HandshakeRejected,
@@ -212,6 +243,10 @@ func (r Reject) Err(clientVersion uint16, clientHash uint64) *HandshakeError {
 		ServerHash: r.ProtocolHash, ClientHash: clientHash,
 		Reason:           r.Reason,
 		ServerComponents: r.Components,
+	}
+	if r.Code != CodeRejected && r.Code != CodeHandshakeFailed {
+		// A refusal with a code of its own (CodeDraining): errors.As finds it.
+		e.Err = &CloseError{Code: r.Code, Reason: r.Reason, Remote: true}
 	}
 	switch {
 	case r.Version != clientVersion:
@@ -289,9 +324,15 @@ func (e *HandshakeError) Error() string {
 func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // CloseCode is the code a connection closes with because of e:
-// CodeRejected for a rejection, CodeHandshakeFailed otherwise.
+// CodeRejected for a rejection, CodeHandshakeFailed otherwise. A rejection
+// whose cause (Err) is a *CloseError with a code other than CodeNormal (a
+// draining server refuses with CodeDraining) closes with that code.
 func (e *HandshakeError) CloseCode() CloseCode {
 	if e.Kind == HandshakeRejected {
+		var ce *CloseError
+		if errors.As(e.Err, &ce) && ce.Code != CodeNormal {
+			return ce.Code
+		}
 		return CodeRejected
 	}
 	return CodeHandshakeFailed
@@ -337,7 +378,7 @@ func ClientHandshake(ctx context.Context, c Conn, h Hello) (Welcome, error) {
 	b, err := c.ReceiveMessage(ctx)
 	if err != nil {
 		var ce *CloseError
-		if errors.As(err, &ce) && ce.Remote && (ce.Code == CodeRejected || ce.Code == CodeHandshakeFailed) {
+		if errors.As(err, &ce) && ce.Remote && (ce.Code == CodeRejected || ce.Code == CodeHandshakeFailed || ce.Code == CodeDraining) {
 			return Welcome{}, &HandshakeError{Kind: HandshakeRejected, Reason: ce.Reason, Err: err,
 				ClientVersion: h.Version, ClientHash: h.ProtocolHash}
 		}
@@ -357,7 +398,7 @@ func ClientHandshake(ctx context.Context, c Conn, h Hello) (Welcome, error) {
 		}
 		he := r.Err(h.Version, h.ProtocolHash)
 		code := r.Code
-		if code != CodeRejected {
+		if code != CodeRejected && code != CodeDraining {
 			code = CodeHandshakeFailed
 		}
 		c.CloseWithReason(code, TruncateReason(he.Error(), MaxReasonLen))
@@ -379,7 +420,9 @@ func failMalformed(c Conn, err error) *HandshakeError {
 // Hello (it is full, the Authenticator said no; nil: none) — it returns the
 // Hello and nil to accept the client, or the *HandshakeError that refuses
 // it: malformed, version mismatch, hash mismatch (checked in that order),
-// else rejected with refuse's text as the reason. [HandshakeError.Reject] is
+// else rejected with refuse's text as the reason (a refuse that is a
+// *CloseError gives its Reason, and its Code is the close code: a draining
+// server refuses with CodeDraining). [HandshakeError.Reject] is
 // the answer to send and [HandshakeError.CloseCode] the close code. Pure: no
 // I/O, no clock.
 func JudgeHello(m []byte, version uint16, hash uint64, refuse error) (Hello, *HandshakeError) {
@@ -391,7 +434,11 @@ func JudgeHello(m []byte, version uint16, hash uint64, refuse error) (Hello, *Ha
 		return h, err.(*HandshakeError)
 	}
 	if refuse != nil {
-		return h, &HandshakeError{Kind: HandshakeRejected, Reason: refuse.Error(), Err: refuse,
+		reason := refuse.Error()
+		if ce, ok := refuse.(*CloseError); ok {
+			reason = ce.Reason // a refusal with a code of its own: its reason alone
+		}
+		return h, &HandshakeError{Kind: HandshakeRejected, Reason: reason, Err: refuse,
 			ServerVersion: version, ClientVersion: h.Version, ServerHash: hash, ClientHash: h.ProtocolHash}
 	}
 	return h, nil

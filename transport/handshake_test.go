@@ -24,6 +24,24 @@ func TestHelloEncoding(t *testing.T) {
 	require.Equal(t, h, got)
 	requireTruncationsFail(t, want, func(b []byte) error { _, err := transport.ParseHello(b); return err })
 
+	// The match is an optional trailing field: a prefix that ends where it
+	// begins is a valid Hello without one; every other prefix fails.
+	hm := transport.Hello{Version: 0x0102, ProtocolHash: 0x1122334455667788, Token: []byte("tok"), Match: "duel-7"}
+	wantM := append(append([]byte{}, want...), 6, 'd', 'u', 'e', 'l', '-', '7')
+	require.Equal(t, wantM, hm.Append(nil))
+	require.Equal(t, len(wantM), hm.Len())
+	got, err = transport.ParseHello(wantM)
+	require.NoError(t, err)
+	require.Equal(t, hm, got)
+	requireTruncationsFail(t, wantM[len(want)+1:], func(b []byte) error {
+		_, err := transport.ParseHello(append(append([]byte{}, wantM[:len(want)+1]...), b...))
+		return err
+	})
+	for _, bad := range [][]byte{{0}, {65}, {2, 0xff, 0xfe}} {
+		_, err := transport.ParseHello(append(append([]byte{}, want...), bad...))
+		require.ErrorIs(t, err, transport.ErrMalformed, "match % x", bad)
+	}
+
 	empty := transport.Hello{Version: 1}
 	got, err = transport.ParseHello(empty.Append(nil))
 	require.NoError(t, err)
@@ -276,8 +294,9 @@ func TestJudgeHello(t *testing.T) {
 		client string // the client's error
 	}{
 		{"accept", good, nil, 0, 0, ""},
-		{"malformed", append(append([]byte{}, good...), 0), nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed,
+		{"malformed", append(append([]byte{}, good...), 1, 'm', 0), nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed,
 			"rejected by server: handshake failed: transport: malformed message: hello: 1 trailing bytes"},
+		{"empty match", append(append([]byte{}, good...), 0), nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed, ""},
 		{"not a hello", []byte{byte(transport.MessageWelcome), 1, 0}, nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed, ""},
 		{"version first", transport.Hello{Version: 4, ProtocolHash: 1}.Append(nil), errors.New("full"), transport.HandshakeVersionMismatch,
 			transport.CodeHandshakeFailed, "protocol version mismatch: server 3, client 4"},
@@ -285,6 +304,8 @@ func TestJudgeHello(t *testing.T) {
 			transport.CodeHandshakeFailed, "protocol hash mismatch: server 0xabc, client 0x1"},
 		{"refused", good, errors.New("server full"), transport.HandshakeRejected, transport.CodeRejected, "rejected by server: server full"},
 		{"long reason", good, errors.New(strings.Repeat("é", transport.MaxReasonLen)), transport.HandshakeRejected, transport.CodeRejected, ""},
+		{"draining", good, &transport.CloseError{Code: transport.CodeDraining, Reason: "server draining: update"}, transport.HandshakeRejected,
+			transport.CodeDraining, "rejected by server: server draining: update"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -316,7 +337,14 @@ func TestJudgeHello(t *testing.T) {
 				require.EqualError(t, cerr, tc.client)
 			}
 			said := 0
-			if tc.code == transport.CodeRejected || tc.kind == transport.HandshakeMalformed {
+			if tc.code == transport.CodeDraining {
+				// The client finds the code (Client.Err, errors.As).
+				var ce *transport.CloseError
+				require.ErrorAs(t, cerr, &ce)
+				require.Equal(t, transport.CodeDraining, ce.Code)
+				require.True(t, ce.Remote)
+			}
+			if tc.code == transport.CodeRejected || tc.code == transport.CodeDraining || tc.kind == transport.HandshakeMalformed {
 				said = 1
 			}
 			require.Equal(t, said, strings.Count(cerr.Error(), "rejected by server"), cerr.Error())
