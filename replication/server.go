@@ -56,12 +56,12 @@ type Server struct {
 	authing int // pending connections whose Authenticator runs
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
-	nextID  int
-	workers []*worker
-	active  []*peer // the clients of this tick's Send
-	byFocus []*peer // active, ordered by interest focus for the workers
-	failed  []failedSend
-	gang    gang // the workers' goroutines (gang.go)
+	nextID   int
+	workers  []*worker
+	active   []*peer // the clients of this tick's Send
+	byFocus  []*peer // active, ordered by interest focus for the workers
+	failed   []failedSend
+	gang     gang // the workers' goroutines (gang.go)
 	// frameShares: the chunks of a frame built on the workers
 	frameShares []*snapshot.AlignedPut
 	interest    *interestGrid
