@@ -11,9 +11,10 @@ require (
 	github.com/stretchr/testify v1.12.1
 )
 
+require golang.org/x/crypto v0.54.0
+
 require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )
