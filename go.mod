@@ -9,9 +9,8 @@ require (
 	// transport) does not build on v0.65.0, whose http3.HTTPStreamer changed.
 	github.com/quic-go/quic-go v0.64.1
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/crypto v0.54.0
 )
-
-require golang.org/x/crypto v0.54.0
 
 require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
