@@ -1,0 +1,55 @@
+// Package host runs many matches in one process behind one listener:
+// routing by handshake, connect tokens, isolation, drain and probes.
+//
+// # Outline
+//
+// A [Host] accepts on one transport.Listener (QUIC on one UDP port; a
+// listener merged from several, e.g. QUIC and WebTransport, works the
+// same). For each new connection it reads the client's Hello off every
+// match's tick (at most [Config].MaxHandshakes at once, each within
+// HandshakeTimeout) and routes the connection by it:
+//
+//   - with connect tokens ([Config].Tokens, package token) the token names
+//     the match; the host admits only valid, unexpired, unreplayed tokens for
+//     this server and a match it hosts, and refuses the rest saying why;
+//   - without them, the Hello's match name (replication.ClientConfig.Match),
+//     or [Config].DefaultMatch.
+//
+// A routed connection goes to its match's replication.Server with its Hello
+// (the match's [Match.Listener] is a transport.HelloListener), which runs
+// the rest of the handshake as usual: protocol hash, slots, Authenticator.
+//
+// Each match ([Host.Open], [MatchConfig]) is a [Game] — its own arche world,
+// its own Server, made with the match's listener and [Match.Configure] — run
+// on its own goroutine at its FrameRate. A slow frame delays only its own
+// match; a frame that panics ends only its own match (its clients are told
+// "match crashed: ..."; [Stats].Crashed); a hostile client costs only its own
+// match's server. Matches are opened and closed ([Match.Close]) at run
+// time.
+//
+// The worker pool is the host's goroutines: [Match.Configure] gives each
+// match's server one worker (ServerConfig.Workers = 1) and Go's scheduler
+// spreads the matches' goroutines over GOMAXPROCS threads, rather than every
+// match's Send waking GOMAXPROCS helpers of its own (with 32 matches on two
+// cores those would spin against each other). See the README's "Deploying"
+// section and BENCHMARKS.md for the figures this choice rests on.
+//
+// [Host.Drain] stops admitting (new clients are refused with
+// transport.CodeDraining), tells connected clients (a drain notice:
+// replication.Client.Draining), ends each match when its game closes it, its
+// last client leaves or the deadline comes, and closes [Host.Done] when no
+// match is left. [Host.Handler] serves /healthz (every match's frame
+// advancing: [Host.Live]), /readyz (admitting) and /stats for Kubernetes
+// probes; package agones drives the Agones sidecar from the same state.
+//
+// # Tasks
+//
+//   - Host matches: [New], [Host.Open] with a [MatchConfig] whose Start builds the [Game].
+//   - Build a match's server: replication.NewServer(world, m.Listener(), cfg) after [Match.Configure].
+//   - Admit only placed players: [Config].Tokens = token.NewVerifier(...); see package token.
+//   - Know who a client is: [Match.Player]; follow joins and leaves: [Config].OnPlayer.
+//   - End a match: [Match.Close]; see it end: [Match.Ended].
+//   - Shut down gracefully: [Host.Drain], then wait for [Host.Done].
+//   - Probes and figures: [Host.Handler], [Host.Live], [Host.Admitting], [Host.Stats].
+//   - Deterministic tests: [Config].Manual and [Host.Step] over transport/sim.
+package host

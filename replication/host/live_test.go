@@ -1,0 +1,76 @@
+package host
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/archenet/archenet/transport/sim"
+)
+
+// eventually polls cond every 5 ms until it holds or 10 s pass.
+func eventually(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	b, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(b)
+}
+
+// TestLiveness: with matches on their own goroutines, a match whose frame
+// is stuck makes the host not live (/healthz 503 naming it) after
+// StallAfter while the others go on; once it moves again the host is live.
+// /readyz follows admission.
+func TestLiveness(t *testing.T) {
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+	h, err := New(net.Listen("host"), Config{StallAfter: 100 * time.Millisecond, Logger: quiet})
+	require.NoError(t, err)
+	defer h.Close()
+	reg := testRegistry()
+	games := map[string]*testGame{}
+	for _, name := range []string{"stuck", "fine"} {
+		_, err := h.Open(name, MatchConfig{Start: startGame(reg, 1, games), FrameRate: 100})
+		require.NoError(t, err)
+	}
+	web := h.Handler()
+	code, body := get(t, web, "/healthz")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = get(t, web, "/readyz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "admitting\n", body)
+
+	unblock := make(chan struct{})
+	fine, _ := h.Match("fine")
+	games["stuck"].block.Store(&unblock) // the next frame waits (a deadlock in the game)
+	eventually(t, func() bool { return h.Live() != nil }, "stalled")
+	code, body = get(t, web, "/healthz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "stalled: stuck (no frame done for")
+	require.NotContains(t, body, "fine")
+	before := fine.Stats().Frames
+	eventually(t, func() bool { return fine.Stats().Frames > before+5 }, "the other match goes on")
+	games["stuck"].block.Store(nil)
+	close(unblock)
+	eventually(t, func() bool { return h.Live() == nil }, "live again")
+
+	h.Drain("bye", time.Time{})
+	code, body = get(t, web, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "draining\n", body)
+	<-h.Done() // (both matches are empty: they end)
+}

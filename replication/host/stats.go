@@ -1,0 +1,132 @@
+package host
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// refusal is a kind of routing refusal.
+type refusal uint8
+
+const (
+	refuseMalformed refusal = iota
+	refuseVersion
+	refuseDraining
+	refuseUnknownMatch
+	refuseMatchBusy
+	refuseBusy
+	refuseHelloTimeout
+	refuseTokenMalformed
+	refuseTokenWrongKey
+	refuseTokenExpired
+	refuseTokenWrongServer
+	refuseTokenReplayed
+	refuseTokenBusy
+	numRefusals
+)
+
+var refusalNames = [numRefusals]string{"malformed hello", "protocol version", "draining", "unknown match", "match busy",
+	"host busy", "no hello in time", "token malformed", "token wrong key", "token expired", "token wrong server",
+	"token replayed", "token cache full"}
+
+func (r refusal) String() string { return refusalNames[r] }
+
+// counters are the host's cumulative counts, updated from any goroutine.
+type counters struct {
+	accepted, routed, opened atomic.Uint64
+	ended, crashed           atomic.Uint64
+	closesDropped            atomic.Uint64
+	refused                  [numRefusals]atomic.Uint64
+}
+
+// Stats are the host's counts since New, and its matches now.
+type Stats struct {
+	// Accepted counts connections the listener produced; Routed those
+	// handed to a match (whose server may still refuse them).
+	Accepted, Routed uint64
+	// Refused counts the connections the host refused, by reason: "malformed
+	// hello", "protocol version", "draining", "unknown match", "match busy",
+	// "host busy", "no hello in time", "token malformed", "token wrong key",
+	// "token expired", "token wrong server", "token replayed", "token cache
+	// full" (only those that happened).
+	Refused map[string]uint64
+	// Opened, Ended and Crashed count matches opened, ended (any way), and
+	// ended by a panic in their frame.
+	Opened, Ended, Crashed uint64
+	// ClosesDropped counts refused connections whose close was not run
+	// (hundreds of closes hanging on a transport): they end by its idle
+	// timeout.
+	ClosesDropped uint64
+	// Matches are the open matches' stats, by name.
+	Matches []MatchStats
+	// Clients is the sum of the matches' clients.
+	Clients int
+}
+
+// Stats returns the host's counts and its open matches' stats.
+func (h *Host) Stats() Stats {
+	s := Stats{Accepted: h.stats.accepted.Load(), Routed: h.stats.routed.Load(), Opened: h.stats.opened.Load(),
+		Ended: h.stats.ended.Load(), Crashed: h.stats.crashed.Load(), ClosesDropped: h.stats.closesDropped.Load(),
+		Refused: map[string]uint64{}}
+	for i := range numRefusals {
+		if n := h.stats.refused[i].Load(); n > 0 {
+			s.Refused[refusal(i).String()] = n
+		}
+	}
+	for _, m := range h.Matches() {
+		ms := m.Stats()
+		s.Clients += ms.Clients
+		s.Matches = append(s.Matches, ms)
+	}
+	return s
+}
+
+// MatchStats are one match's figures.
+type MatchStats struct {
+	Name string
+	// Clients is the number of clients connected to the match's server.
+	Clients int
+	// Frames counts the frames run; Late those that started more than a
+	// frame period after they were due (the match, or the machine, was
+	// behind).
+	Frames, Late uint64
+	// FrameMean, FrameP99 and FrameWorst are the wall time of Game.Frame
+	// over the last FrameWindow frames (0 before the first).
+	FrameMean, FrameP99, FrameWorst time.Duration
+	// Routed counts connections the host handed to the match.
+	Routed uint64
+	// Ending is why the match is ending, once it is ("" before).
+	Ending string
+}
+
+// FrameWindow is how many of a match's latest frames its frame-time
+// figures cover.
+const FrameWindow = 1024
+
+// frameWindow is a ring of a match's latest frame times.
+type frameWindow struct {
+	d    [FrameWindow]time.Duration
+	n    int // frames recorded (capped at FrameWindow)
+	next int
+}
+
+func (w *frameWindow) add(d time.Duration) {
+	w.d[w.next] = d
+	w.next = (w.next + 1) % FrameWindow
+	w.n = min(w.n+1, FrameWindow)
+}
+
+// figures returns the window's mean, 99th percentile and worst.
+func (w *frameWindow) figures() (mean, p99, worst time.Duration) {
+	if w.n == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(w.d[:w.n])
+	slices.Sort(s)
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return sum / time.Duration(len(s)), s[(len(s)*99+99)/100-1], s[len(s)-1]
+}
