@@ -2,8 +2,8 @@ package host
 
 import (
 	"io"
-	"sync/atomic"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 

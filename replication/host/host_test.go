@@ -124,7 +124,10 @@ func TestTokens(t *testing.T) {
 		text string
 	}{
 		{r.dial(withToken(mint(func(c *token.Claims) { c.Expires = r.net.Now().Add(-time.Second) }))), "connect token expired"},
-		{r.dial(withToken(func() []byte { tok, _ := token.NewMinter(1, token.NewKey()).Mint(token.Claims{Match: "duel", Expires: r.net.Now().Add(time.Minute), Servers: []string{"game.example:7777"}}); return tok }())), "not sealed with this server's key"},
+		{r.dial(withToken(func() []byte {
+			tok, _ := token.NewMinter(1, token.NewKey()).Mint(token.Claims{Match: "duel", Expires: r.net.Now().Add(time.Minute), Servers: []string{"game.example:7777"}})
+			return tok
+		}())), "not sealed with this server's key"},
 		{r.dial(withToken(mint(func(c *token.Claims) { c.Match = "other" }))), `unknown match "other"`},
 		{r.dial(withToken(mint(func(c *token.Claims) { c.Servers = []string{"elsewhere:1"} }))), "connect token is for another server"},
 		{r.dial(withToken(good[:len(good)-5])), "connect token malformed"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -230,7 +231,18 @@ func TestVerifyCheap(t *testing.T) {
 	forged[len(forged)-1] ^= 1
 	for name, tok := range map[string][]byte{"short": good[:3], "long junk": junk, "forged": forged} {
 		allocs := testing.AllocsPerRun(100, func() { _, _ = v.Verify(tok, nil) })
-		require.LessOrEqual(t, allocs, 4.0, name)
+		require.LessOrEqual(t, allocs, 8.0, name)
+		if raceEnabled {
+			continue // (sync.Pool drops buffers at random under the race detector)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 100 {
+			_, _ = v.Verify(tok, nil)
+		}
+		runtime.ReadMemStats(&after)
+		// The refusal's message, not the token's size.
+		require.Less(t, (after.TotalAlloc-before.TotalAlloc)/100, uint64(400), name)
 	}
 }
 

@@ -104,6 +104,9 @@ func (v *Verifier) Verify(tok []byte, hosted func(match string) bool) (Claims, e
 	return c, nil
 }
 
+// plainBufs hold the opened sealed parts (parsePlain copies what it keeps).
+var plainBufs = sync.Pool{New: func() any { return new([maxPlain]byte) }}
+
 // open checks everything but the match and replay.
 func (v *Verifier) open(tok []byte) (Claims, [NonceSize]byte, error) {
 	h, sealed, err := parseHeader(tok)
@@ -119,7 +122,8 @@ func (v *Verifier) open(tok []byte) (Claims, [NonceSize]byte, error) {
 	if !now.Before(expires) {
 		return Claims{}, h.nonce, fmt.Errorf("%w %v ago", ErrExpired, now.Sub(expires).Round(time.Millisecond))
 	}
-	var buf [maxPlain]byte
+	buf := plainBufs.Get().(*[maxPlain]byte)
+	defer plainBufs.Put(buf)
 	plain, err := aead.Open(buf[:0], h.nonce[:], sealed, tok[:headerLen])
 	if err != nil {
 		return Claims{}, h.nonce, fmt.Errorf("%w: it does not open (wrong key, or altered)", ErrWrongKey)
