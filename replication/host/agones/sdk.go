@@ -86,9 +86,15 @@ func (s *sdk) call(ctx context.Context, method, path string, body, out any) erro
 	return nil
 }
 
-func (s *sdk) ready(ctx context.Context) error    { return s.call(ctx, http.MethodPost, "/ready", nil, nil) }
-func (s *sdk) health(ctx context.Context) error   { return s.call(ctx, http.MethodPost, "/health", nil, nil) }
-func (s *sdk) shutdown(ctx context.Context) error { return s.call(ctx, http.MethodPost, "/shutdown", nil, nil) }
+func (s *sdk) ready(ctx context.Context) error {
+	return s.call(ctx, http.MethodPost, "/ready", nil, nil)
+}
+func (s *sdk) health(ctx context.Context) error {
+	return s.call(ctx, http.MethodPost, "/health", nil, nil)
+}
+func (s *sdk) shutdown(ctx context.Context) error {
+	return s.call(ctx, http.MethodPost, "/shutdown", nil, nil)
+}
 
 func (s *sdk) gameServer(ctx context.Context) (GameServer, error) {
 	var gs GameServer
