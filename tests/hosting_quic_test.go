@@ -1,0 +1,424 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/host"
+	"github.com/archenet/archenet/replication/host/token"
+	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/transport/quic"
+)
+
+// sceneGame is a hosted match: movers wandering, one net tick per frame;
+// its frame times are recorded while measuring is set. slow burns that
+// much CPU in every frame (a slow game tick).
+type sceneGame struct {
+	world     *ecs.World
+	srv       *replication.Server
+	ents      []ecs.Entity
+	rng       *rand.Rand
+	slow      time.Duration
+	measuring *atomic.Bool
+
+	mu     sync.Mutex
+	frames []time.Duration
+}
+
+func (g *sceneGame) Frame(time.Time) {
+	t0 := time.Now()
+	g.srv.Receive()
+	id := ecs.ComponentID[components.Transform](g.world)
+	for i, e := range g.ents {
+		if i%4 == 0 {
+			tr := (*components.Transform)(g.world.Get(e, id))
+			tr.Pos.X += g.rng.Float64() - 0.5
+			tr.Pos.Z += g.rng.Float64() - 0.5
+		}
+	}
+	for time.Since(t0) < g.slow {
+	}
+	g.srv.Send()
+	if g.measuring.Load() {
+		g.mu.Lock()
+		g.frames = append(g.frames, time.Since(t0))
+		g.mu.Unlock()
+	}
+}
+
+func (g *sceneGame) Replication() *replication.Server { return g.srv }
+func (g *sceneGame) Close()                           {}
+
+// hostRig is a host on QUIC loopback whose matches' clients are stepped at
+// the net rate on a goroutine of their own.
+type hostRig struct {
+	t         *testing.T
+	reg       *schema.Registry
+	cert      *quic.DevCert
+	h         *host.Host
+	addr      string
+	measuring atomic.Bool
+	games     map[string]*sceneGame
+
+	mu      sync.Mutex
+	clients []*replication.Client
+	ready   atomic.Int32
+	closed  atomic.Int32
+	stop    chan struct{}
+	stepped sync.WaitGroup
+}
+
+func newHostRig(t *testing.T, cfg host.Config) *hostRig {
+	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
+	cert, err := quic.GenerateDevCert(time.Hour)
+	require.NoError(t, err)
+	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), MaxPendingPerAddress: -1, Logger: quiet})
+	require.NoError(t, err)
+	cfg.Logger = quiet
+	h, err := host.New(l, cfg)
+	require.NoError(t, err)
+	r := &hostRig{t: t, reg: newRegistry(), cert: cert, h: h, addr: l.Addr().String(), games: map[string]*sceneGame{}, stop: make(chan struct{})}
+	r.stepped.Add(1)
+	go r.stepClients()
+	t.Cleanup(func() {
+		close(r.stop)
+		r.stepped.Wait()
+		_ = h.Close()
+	})
+	return r
+}
+
+func (r *hostRig) open(name string, movers int, slow time.Duration, seed uint64) {
+	_, err := r.h.Open(name, host.MatchConfig{FrameRate: netRate, Start: func(m *host.Match) (host.Game, error) {
+		w := ecs.NewWorld()
+		cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, MaxClientsPerAddress: -1, Logger: quiet}
+		m.Configure(&cfg)
+		srv, err := replication.NewServer(&w, m.Listener(), cfg)
+		if err != nil {
+			return nil, err
+		}
+		g := &sceneGame{world: &w, srv: srv, rng: rand.New(rand.NewPCG(seed, 1)), slow: slow, measuring: &r.measuring}
+		idR, idT := ecs.ComponentID[components.Replicated](&w), ecs.ComponentID[components.Transform](&w)
+		for range movers {
+			e := w.NewEntity(idR, idT)
+			tr := (*components.Transform)(w.Get(e, idT))
+			tr.Pos = components.Vec3{X: g.rng.Float64() * 100, Z: g.rng.Float64() * 100}
+			tr.Rot = components.QuatIdentity()
+			g.ents = append(g.ents, e)
+		}
+		r.games[m.Name()] = g
+		return g, nil
+	}})
+	require.NoError(r.t, err)
+}
+
+// join dials a client into match (or with a connect token).
+func (r *hostRig) join(match string, tok []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := quic.Dial(ctx, r.addr, &quic.Config{TLS: r.cert.ClientTLS(), Logger: quiet})
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { _ = conn.Close() })
+	w := ecs.NewWorld()
+	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Match: match, Token: tok, Logger: quiet})
+	require.NoError(r.t, err)
+	r.mu.Lock()
+	r.clients = append(r.clients, c)
+	r.mu.Unlock()
+}
+
+// stepClients runs every client at the net rate and counts the ready and
+// the closed ones.
+func (r *hostRig) stepClients() {
+	defer r.stepped.Done()
+	t := time.NewTicker(tickDt)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		ready, closed := 0, 0
+		for _, c := range r.clients {
+			c.Receive()
+			c.Send()
+			if c.Ready() {
+				ready++
+			}
+			if c.State() == replication.StateClosed {
+				closed++
+			}
+		}
+		r.mu.Unlock()
+		r.ready.Store(int32(ready))
+		r.closed.Store(int32(closed))
+	}
+}
+
+func (r *hostRig) until(what string, limit time.Duration, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("not within %v: %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// measure records every match's frames for d and returns the frame times
+// of the named matches, pooled, with each one's p99.
+func (r *hostRig) measure(d time.Duration, names []string) (all []time.Duration, p99s []time.Duration) {
+	for _, g := range r.games {
+		g.mu.Lock()
+		g.frames = g.frames[:0]
+		g.mu.Unlock()
+	}
+	r.measuring.Store(true)
+	time.Sleep(d) // (a measurement window, not a wait for an event)
+	r.measuring.Store(false)
+	for _, n := range names {
+		g := r.games[n]
+		g.mu.Lock()
+		all = append(all, g.frames...)
+		p99s = append(p99s, pct(g.frames, 99))
+		g.mu.Unlock()
+	}
+	return all, p99s
+}
+
+// pct returns the p-th percentile (nearest rank) of ds.
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)*p+99)/100-1]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// isolationRun runs 16 matches of 2 clients and 300 movers on one host over
+// QUIC; with bad, one of them burns 50 ms of CPU in every frame (a slow
+// game tick, at 30 Hz more than its whole period) and has a hostile client
+// that reconnects and sends junk datagrams 10 times a second. It returns
+// the 15 other matches' frame times.
+func isolationRun(t *testing.T, bad bool) (pooled, p99s []time.Duration, badFrames int, hostileJoins uint64) {
+	r := newHostRig(t, host.Config{})
+	// Under the race detector (everything 5-20 times slower) a smaller
+	// scene: one client per match, 50 movers.
+	perMatch, movers, window := 2, 300, 5*time.Second
+	if raceEnabled {
+		perMatch, movers, window = 1, 50, 3*time.Second
+	}
+	var good []string
+	for i := range 16 {
+		name := fmt.Sprintf("m%02d", i)
+		slow := time.Duration(0)
+		if i == 0 && bad {
+			slow = 50 * time.Millisecond
+		}
+		r.open(name, movers, slow, uint64(i))
+		if i > 0 {
+			good = append(good, name)
+		}
+		for range perMatch {
+			r.join(name, nil)
+		}
+	}
+	r.until("every client ready", 60*time.Second, func() bool { return int(r.ready.Load()) == 16*perMatch })
+	stopHostile := make(chan struct{})
+	var hostile sync.WaitGroup
+	if bad {
+		hostile.Add(1)
+		go func() {
+			defer hostile.Done()
+			hostileClient(r, "m00", stopHostile)
+		}()
+	}
+	time.Sleep(time.Second) // (settle: every client past its initial world)
+	pooled, p99s = r.measure(window, good)
+	close(stopHostile)
+	hostile.Wait()
+	require.Zero(t, r.closed.Load(), "a good client was disconnected")
+	r.games["m00"].mu.Lock()
+	badFrames = len(r.games["m00"].frames)
+	r.games["m00"].mu.Unlock()
+	m, _ := r.h.Match("m00")
+	return pooled, p99s, badFrames, m.Stats().Routed - 2
+}
+
+// hostileClient connects to match over and over, sending junk datagrams
+// (each connection is dropped for them), until stop closes.
+func hostileClient(r *hostRig, match string, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	junk := make([]byte, 1000)
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, err := quic.Dial(ctx, r.addr, &quic.Config{TLS: r.cert.ClientTLS(), Logger: quiet})
+		cancel()
+		if err != nil {
+			continue
+		}
+		w := ecs.NewWorld()
+		c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Match: match, Logger: quiet})
+		if err == nil {
+			for range 10 {
+				c.Receive()
+				for range 20 {
+					for i := range junk {
+						junk[i] = byte(rng.Uint32())
+					}
+					_ = conn.SendDatagram(junk)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		_ = conn.Close()
+	}
+}
+
+// TestHostIsolation: one process, 16 matches over QUIC. One match with a
+// 50 ms game tick and a hostile client does not move the other 15
+// matches' frame-time p99 (against a run without the bad match). Under the
+// race detector the figures are reported, not bounded.
+func TestHostIsolation(t *testing.T) {
+	basePooled, baseP99s, _, _ := isolationRun(t, false)
+	badPooled, badP99s, badFrames, hostile := isolationRun(t, true)
+	base, withBad := pct(basePooled, 99), pct(badPooled, 99)
+	t.Logf("15 good matches' frame time p99: %s alone, %s beside a match with a 50 ms tick and a hostile client (mean %s / %s; worst match p99 %s / %s; %d frames measured / %d); the bad match ran %d frames in the window and took %d hostile connections",
+		ms(base), ms(withBad), ms(mean(basePooled)), ms(mean(badPooled)), ms(slices.Max(baseP99s)), ms(slices.Max(badP99s)),
+		len(basePooled), len(badPooled), badFrames, hostile)
+	require.Positive(t, hostile, "the hostile client never reached the bad match")
+	if raceEnabled {
+		return
+	}
+	require.Greater(t, len(badPooled), 15*5*netRate*8/10, "the good matches did not keep their frame rate beside the bad one")
+	require.LessOrEqual(t, withBad, max(2*base, base+2*time.Millisecond), "the bad match moved the others' p99")
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s / time.Duration(len(ds))
+}
+
+// TestHostTokenFlood: four matches admit their players with connect tokens;
+// then 8 attackers open connections as fast as they can with expired,
+// wrong-key, replayed and junk tokens for 4 s. Every bad token is refused
+// with its reason; the good clients stay, and their matches' frame-time
+// p99 does not move.
+func TestHostTokenFlood(t *testing.T) {
+	key := token.NewKey()
+	const addr = "game.example:7777"
+	v, err := token.NewVerifier(token.VerifierConfig{Keys: map[uint32]token.Key{1: key}, Addresses: []string{addr}})
+	require.NoError(t, err)
+	r := newHostRig(t, host.Config{Tokens: v})
+	minter := token.NewMinter(1, key)
+	mint := func(m *token.Minter, match string, exp time.Duration) []byte {
+		tok, err := m.Mint(token.Claims{Match: match, ClientID: rand.Uint64(), Expires: time.Now().Add(exp), Servers: []string{addr}})
+		require.NoError(t, err)
+		return tok
+	}
+	var names []string
+	for i := range 4 {
+		name := fmt.Sprintf("t%d", i)
+		names = append(names, name)
+		r.open(name, 300, 0, uint64(i))
+		r.join(name, mint(minter, name, time.Minute))
+		r.join(name, mint(minter, name, time.Minute))
+	}
+	r.until("8 clients ready", 20*time.Second, func() bool { return r.ready.Load() == 8 })
+	time.Sleep(time.Second) // (settle)
+	basePooled, _ := r.measure(3*time.Second, names)
+
+	used := mint(minter, "t0", time.Minute)
+	_, err = v.Verify(used, nil) // spent
+	require.NoError(t, err)
+	bad := [][]byte{
+		mint(minter, "t0", -time.Second),                            // expired
+		mint(token.NewMinter(1, token.NewKey()), "t0", time.Minute), // wrong key
+		used,                           // replayed
+		make([]byte, 1000),             // junk
+		mint(minter, "x", time.Minute), // unknown match
+	}
+	stop := make(chan struct{})
+	var attackers sync.WaitGroup
+	var attempts atomic.Int64
+	for i := range 8 {
+		attackers.Add(1)
+		go func() {
+			defer attackers.Done()
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				attempts.Add(1)
+				badClient(r, bad[(i+j)%len(bad)])
+			}
+		}()
+	}
+	floodPooled, _ := r.measure(4*time.Second, names)
+	close(stop)
+	attackers.Wait()
+	base, flood := pct(basePooled, 99), pct(floodPooled, 99)
+	st := r.h.Stats()
+	t.Logf("4 matches' frame time p99 %s before, %s during a flood of %d connections with bad tokens (mean %s / %s); refused %v",
+		ms(base), ms(flood), attempts.Load(), ms(mean(basePooled)), ms(mean(floodPooled)), st.Refused)
+	require.Zero(t, r.closed.Load(), "a good client was disconnected")
+	require.Equal(t, int32(8), r.ready.Load())
+	for _, why := range []string{"token expired", "token wrong key", "token replayed", "token malformed", "unknown match"} {
+		require.Positive(t, st.Refused[why], why)
+	}
+	require.Equal(t, uint64(8), st.Routed, "only the good clients were routed")
+	if raceEnabled {
+		return
+	}
+	require.LessOrEqual(t, flood, max(2*base, base+2*time.Millisecond), "the flood moved the good matches' p99")
+}
+
+// badClient connects with tok and waits for the host's refusal.
+func badClient(r *hostRig, tok []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := quic.Dial(ctx, r.addr, &quic.Config{TLS: r.cert.ClientTLS(), Logger: quiet})
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	w := ecs.NewWorld()
+	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Token: tok, Logger: quiet})
+	if err != nil {
+		return
+	}
+	for c.State() != replication.StateClosed && ctx.Err() == nil {
+		time.Sleep(2 * time.Millisecond)
+		c.Receive()
+	}
+}
