@@ -18,6 +18,7 @@ import (
 	"github.com/archenet/archenet/replication/host"
 	"github.com/archenet/archenet/replication/host/token"
 	"github.com/archenet/archenet/replication/schema"
+	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/quic"
 )
 
@@ -29,7 +30,7 @@ type sceneGame struct {
 	srv       *replication.Server
 	ents      []ecs.Entity
 	rng       *rand.Rand
-	slow      time.Duration
+	slow      atomic.Int64 // nanoseconds
 	measuring *atomic.Bool
 
 	mu     sync.Mutex
@@ -47,7 +48,7 @@ func (g *sceneGame) Frame(time.Time) {
 			tr.Pos.Z += g.rng.Float64() - 0.5
 		}
 	}
-	for time.Since(t0) < g.slow {
+	for slow := time.Duration(g.slow.Load()); time.Since(t0) < slow; {
 	}
 	g.srv.Send()
 	if g.measuring.Load() {
@@ -99,7 +100,7 @@ func newHostRig(t *testing.T, cfg host.Config) *hostRig {
 	return r
 }
 
-func (r *hostRig) open(name string, movers int, slow time.Duration, seed uint64) {
+func (r *hostRig) open(name string, movers int, seed uint64) {
 	_, err := r.h.Open(name, host.MatchConfig{FrameRate: netRate, Start: func(m *host.Match) (host.Game, error) {
 		w := ecs.NewWorld()
 		cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, MaxClientsPerAddress: -1, Logger: quiet}
@@ -108,7 +109,7 @@ func (r *hostRig) open(name string, movers int, slow time.Duration, seed uint64)
 		if err != nil {
 			return nil, err
 		}
-		g := &sceneGame{world: &w, srv: srv, rng: rand.New(rand.NewPCG(seed, 1)), slow: slow, measuring: &r.measuring}
+		g := &sceneGame{world: &w, srv: srv, rng: rand.New(rand.NewPCG(seed, 1)), measuring: &r.measuring}
 		idR, idT := ecs.ComponentID[components.Replicated](&w), ecs.ComponentID[components.Transform](&w)
 		for range movers {
 			e := w.NewEntity(idR, idT)
@@ -212,27 +213,39 @@ func pct(ds []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
-// isolationRun runs 16 matches of 2 clients and 300 movers on one host over
-// QUIC; with bad, one of them burns 50 ms of CPU in every frame (a slow
-// game tick, at 30 Hz more than its whole period) and has a hostile client
-// that reconnects and sends junk datagrams 10 times a second. It returns
-// the 15 other matches' frame times.
-func isolationRun(t *testing.T, bad bool) (pooled, p99s []time.Duration, badFrames int, hostileJoins uint64) {
+// phases measures the named matches' frames in rounds of two windows of
+// d, quiet then troubled (trouble(true) before the second, trouble(false)
+// after it): interleaved, so that the machine's other load falls on both.
+func (r *hostRig) phases(rounds int, d time.Duration, names []string, trouble func(on bool)) (quiet, troubled []time.Duration) {
+	for range rounds {
+		q, _ := r.measure(d, names)
+		trouble(true)
+		b, _ := r.measure(d, names)
+		trouble(false)
+		quiet, troubled = append(quiet, q...), append(troubled, b...)
+	}
+	return quiet, troubled
+}
+
+// TestHostIsolation: one process, 16 matches over QUIC (2 clients and 300
+// movers each). In troubled windows one of them burns 50 ms of CPU in
+// every frame (a slow game tick: at 30 Hz more than its whole period) and a
+// hostile client reconnects to it and sends junk datagrams; in quiet
+// windows, interleaved with them, it is a match like the others. The other
+// 15 matches' frame time p99 does not move. Under the race detector the
+// figures are reported, not bounded.
+func TestHostIsolation(t *testing.T) {
 	r := newHostRig(t, host.Config{})
 	// Under the race detector (everything 5-20 times slower) a smaller
 	// scene: one client per match, 50 movers.
-	perMatch, movers, window := 2, 300, 5*time.Second
+	perMatch, movers, window := 2, 300, 1250*time.Millisecond
 	if raceEnabled {
-		perMatch, movers, window = 1, 50, 3*time.Second
+		perMatch, movers, window = 1, 50, time.Second
 	}
 	var good []string
 	for i := range 16 {
 		name := fmt.Sprintf("m%02d", i)
-		slow := time.Duration(0)
-		if i == 0 && bad {
-			slow = 50 * time.Millisecond
-		}
-		r.open(name, movers, slow, uint64(i))
+		r.open(name, movers, uint64(i))
 		if i > 0 {
 			good = append(good, name)
 		}
@@ -241,37 +254,56 @@ func isolationRun(t *testing.T, bad bool) (pooled, p99s []time.Duration, badFram
 		}
 	}
 	r.until("every client ready", 60*time.Second, func() bool { return int(r.ready.Load()) == 16*perMatch })
-	stopHostile := make(chan struct{})
+	var hostileOn atomic.Bool
+	stop := make(chan struct{})
 	var hostile sync.WaitGroup
-	if bad {
-		hostile.Add(1)
-		go func() {
-			defer hostile.Done()
-			hostileClient(r, "m00", stopHostile)
-		}()
-	}
+	hostile.Add(1)
+	go func() {
+		defer hostile.Done()
+		hostileClient(r, "m00", &hostileOn, stop)
+	}()
+	defer func() { close(stop); hostile.Wait() }()
 	time.Sleep(time.Second) // (settle: every client past its initial world)
-	pooled, p99s = r.measure(window, good)
-	close(stopHostile)
-	hostile.Wait()
-	require.Zero(t, r.closed.Load(), "a good client was disconnected")
-	r.games["m00"].mu.Lock()
-	badFrames = len(r.games["m00"].frames)
-	r.games["m00"].mu.Unlock()
+	bad := r.games["m00"]
+	badFrames := 0
+	quiet, troubled := r.phases(4, window, good, func(on bool) {
+		if on {
+			bad.slow.Store(int64(50 * time.Millisecond))
+		} else {
+			bad.slow.Store(0)
+			bad.mu.Lock()
+			badFrames += len(bad.frames)
+			bad.mu.Unlock()
+		}
+		hostileOn.Store(on)
+	})
 	m, _ := r.h.Match("m00")
-	return pooled, p99s, badFrames, m.Stats().Routed - 2
+	hostileJoins := m.Stats().Routed - uint64(perMatch)
+	base, withBad := pct(quiet, 99), pct(troubled, 99)
+	t.Logf("15 good matches' frame time p99 %s in quiet windows, %s while one match had a 50 ms tick and a hostile client (mean %s / %s; %d / %d frames); the bad match ran %d frames in %v of trouble and took %d hostile connections",
+		ms(base), ms(withBad), ms(mean(quiet)), ms(mean(troubled)), len(quiet), len(troubled), badFrames, 4*window, hostileJoins)
+	require.Zero(t, r.closed.Load(), "a good client was disconnected")
+	require.Positive(t, hostileJoins, "the hostile client never reached the bad match")
+	if raceEnabled {
+		return
+	}
+	require.Greater(t, len(troubled), len(quiet)*9/10, "the good matches did not keep their frame rate beside the bad one")
+	require.LessOrEqual(t, withBad, max(2*base, base+2*time.Millisecond), "the bad match moved the others' p99")
 }
 
-// hostileClient connects to match over and over, sending junk datagrams
-// (each connection is dropped for them), until stop closes.
-func hostileClient(r *hostRig, match string, stop <-chan struct{}) {
+// hostileClient, while on, connects to match over and over, sending junk
+// datagrams (each connection is dropped for them), until stop closes.
+func hostileClient(r *hostRig, match string, on *atomic.Bool, stop <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	junk := make([]byte, 1000)
 	for {
 		select {
 		case <-stop:
 			return
-		default:
+		case <-time.After(10 * time.Millisecond):
+		}
+		if !on.Load() {
+			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		conn, err := quic.Dial(ctx, r.addr, &quic.Config{TLS: r.cert.ClientTLS(), Logger: quiet})
@@ -297,25 +329,6 @@ func hostileClient(r *hostRig, match string, stop <-chan struct{}) {
 	}
 }
 
-// TestHostIsolation: one process, 16 matches over QUIC. One match with a
-// 50 ms game tick and a hostile client does not move the other 15
-// matches' frame-time p99 (against a run without the bad match). Under the
-// race detector the figures are reported, not bounded.
-func TestHostIsolation(t *testing.T) {
-	basePooled, baseP99s, _, _ := isolationRun(t, false)
-	badPooled, badP99s, badFrames, hostile := isolationRun(t, true)
-	base, withBad := pct(basePooled, 99), pct(badPooled, 99)
-	t.Logf("15 good matches' frame time p99: %s alone, %s beside a match with a 50 ms tick and a hostile client (mean %s / %s; worst match p99 %s / %s; %d frames measured / %d); the bad match ran %d frames in the window and took %d hostile connections",
-		ms(base), ms(withBad), ms(mean(basePooled)), ms(mean(badPooled)), ms(slices.Max(baseP99s)), ms(slices.Max(badP99s)),
-		len(basePooled), len(badPooled), badFrames, hostile)
-	require.Positive(t, hostile, "the hostile client never reached the bad match")
-	if raceEnabled {
-		return
-	}
-	require.Greater(t, len(badPooled), 15*5*netRate*8/10, "the good matches did not keep their frame rate beside the bad one")
-	require.LessOrEqual(t, withBad, max(2*base, base+2*time.Millisecond), "the bad match moved the others' p99")
-}
-
 func mean(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -328,8 +341,8 @@ func mean(ds []time.Duration) time.Duration {
 }
 
 // TestHostTokenFlood: four matches admit their players with connect tokens;
-// then 8 attackers open connections as fast as they can with expired,
-// wrong-key, replayed and junk tokens for 4 s. Every bad token is refused
+// then attackers open 250 connections a second with expired, wrong-key,
+// replayed, junk and unknown-match tokens for 4 s. Every bad token is refused
 // with its reason; the good clients stay, and their matches' frame-time
 // p99 does not move.
 func TestHostTokenFlood(t *testing.T) {
@@ -348,13 +361,12 @@ func TestHostTokenFlood(t *testing.T) {
 	for i := range 4 {
 		name := fmt.Sprintf("t%d", i)
 		names = append(names, name)
-		r.open(name, 300, 0, uint64(i))
+		r.open(name, 300, uint64(i))
 		r.join(name, mint(minter, name, time.Minute))
 		r.join(name, mint(minter, name, time.Minute))
 	}
 	r.until("8 clients ready", 20*time.Second, func() bool { return r.ready.Load() == 8 })
 	time.Sleep(time.Second) // (settle)
-	basePooled, _ := r.measure(3*time.Second, names)
 
 	used := mint(minter, "t0", time.Minute)
 	_, err = v.Verify(used, nil) // spent
@@ -366,6 +378,12 @@ func TestHostTokenFlood(t *testing.T) {
 		make([]byte, 1000),             // junk
 		mint(minter, "x", time.Minute), // unknown match
 	}
+	// The attackers run in this process too, on the same two cores: paced
+	// at 250 connections a second in all (each costs a QUIC handshake on
+	// both ends), so that what is measured is the host, not the attackers'
+	// own CPU. They attack in the troubled windows, interleaved with quiet
+	// ones.
+	var on atomic.Bool
 	stop := make(chan struct{})
 	var attackers sync.WaitGroup
 	var attempts atomic.Int64
@@ -373,37 +391,50 @@ func TestHostTokenFlood(t *testing.T) {
 		attackers.Add(1)
 		go func() {
 			defer attackers.Done()
+			pace := time.NewTicker(time.Second * 8 / 250)
+			defer pace.Stop()
 			for j := 0; ; j++ {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-pace.C:
 				}
-				attempts.Add(1)
-				badClient(r, bad[(i+j)%len(bad)])
+				if on.Load() {
+					attempts.Add(1)
+					attackers.Add(1)
+					go func() {
+						defer attackers.Done()
+						badClient(r, bad[(i+j)%len(bad)])
+					}()
+				}
 			}
 		}()
 	}
-	floodPooled, _ := r.measure(4*time.Second, names)
+	quiet, flood := r.phases(4, time.Second, names, on.Store)
 	close(stop)
 	attackers.Wait()
-	base, flood := pct(basePooled, 99), pct(floodPooled, 99)
+	base, during := pct(quiet, 99), pct(flood, 99)
 	st := r.h.Stats()
-	t.Logf("4 matches' frame time p99 %s before, %s during a flood of %d connections with bad tokens (mean %s / %s); refused %v",
-		ms(base), ms(flood), attempts.Load(), ms(mean(basePooled)), ms(mean(floodPooled)), st.Refused)
+	t.Logf("4 matches' frame time p99 %s in quiet windows, %s during a flood of %d connections with bad tokens (mean %s / %s); refused %v",
+		ms(base), ms(during), attempts.Load(), ms(mean(quiet)), ms(mean(flood)), st.Refused)
 	require.Zero(t, r.closed.Load(), "a good client was disconnected")
 	require.Equal(t, int32(8), r.ready.Load())
 	for _, why := range []string{"token expired", "token wrong key", "token replayed", "token malformed", "unknown match"} {
 		require.Positive(t, st.Refused[why], why)
 	}
 	require.Equal(t, uint64(8), st.Routed, "only the good clients were routed")
+	require.GreaterOrEqual(t, int64(refused(st)), attempts.Load()*9/10, "bad tokens not refused")
 	if raceEnabled {
 		return
 	}
-	require.LessOrEqual(t, flood, max(2*base, base+2*time.Millisecond), "the flood moved the good matches' p99")
+	// (5 ms, not 2: the attackers' own QUIC handshakes, both ends of them,
+	// share the two cores with the matches and preempt a frame now and
+	// then; the token checks are microseconds. Far below the 33 ms frame.)
+	require.LessOrEqual(t, during, max(2*base, base+5*time.Millisecond), "the flood moved the good matches' p99")
 }
 
-// badClient connects with tok and waits for the host's refusal.
+// badClient presents tok and waits for the host's refusal (blocking, not
+// polling: the attackers must not load the machine by themselves).
 func badClient(r *hostRig, tok []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -412,13 +443,13 @@ func badClient(r *hostRig, tok []byte) {
 		return
 	}
 	defer conn.Close()
-	w := ecs.NewWorld()
-	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Token: tok, Logger: quiet})
-	if err != nil {
-		return
+	_, _ = transport.ClientHandshake(ctx, conn, transport.Hello{Version: replication.ProtocolVersion, ProtocolHash: r.reg.Hash(), Token: tok})
+}
+
+func refused(st host.Stats) uint64 {
+	var n uint64
+	for _, v := range st.Refused {
+		n += v
 	}
-	for c.State() != replication.StateClosed && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
-		c.Receive()
-	}
+	return n
 }
