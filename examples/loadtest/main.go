@@ -54,6 +54,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	compare := fs.String("workers-compare", "", "run twice with A and B workers (e.g. 1,2) and print both server times and their ratio")
 	fs.IntVar(&cfg.MaxBytesPerSecond, "max-rate", 0, "cap of every client's snapshot budget in bytes per second (0: the server's default, 512 KiB/s)")
 	fs.IntVar(&cfg.FidelityClients, "fidelity-clients", 0, "clients whose mirrors are checked against the server every tick (0: up to 8)")
+	var (
+		hc           HostingConfig
+		hostingChild = fs.String("hosting-clients", "", "internal: run the clients of a -matches run against this address")
+		certDir      = fs.String("cert-dir", "", "internal: the -hosting-clients' certificate directory")
+		markdown     = fs.Bool("md", false, "-matches: print the report as a markdown table row")
+	)
+	fs.IntVar(&hc.Matches, "matches", 0, "run a hosting load test: this many matches on one host (replication/host) over QUIC, -clients clients (in a child process) and -entities entities each, at -rate, for -duration")
+	fs.DurationVar(&hc.Duration, "duration", 10*time.Second, "-matches: the measured time")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: loadtest [flags]\n\nRuns an archenet server and many clients in one process and reports bandwidth, server time and convergence.\n\n")
 		fs.PrintDefaults()
@@ -67,6 +75,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *hostingChild != "" {
+		return runHostingClients(*hostingChild, *certDir, hc.Matches, cfg.Clients, cfg.Rate, stderr)
+	}
+	if hc.Matches > 0 {
+		hc.Clients, hc.Entities, hc.Moving, hc.Rate, hc.Workers = cfg.Clients, cfg.Entities, cfg.Moving, cfg.Rate, cfg.Workers
+		if !set["clients"] {
+			hc.Clients = 8
+		}
+		if !set["entities"] {
+			hc.Entities = 500
+		}
+		hc.Settle = 2 * time.Second
+		return runHosting(hc, *markdown, stdout, stderr)
+	}
 
 	if *genPath != "" {
 		name := *sceneN

@@ -226,6 +226,7 @@ func (m *Match) record(d time.Duration, clients int, late bool) {
 	}
 	m.stats.Clients = clients
 	m.stats.Routed = m.ln.routed.Load()
+	m.stats.BytesDown = m.srv.Stats.SnapshotBytes + m.srv.Stats.SpawnBytes
 	m.mu.Unlock()
 }
 

@@ -96,6 +96,9 @@ type MatchStats struct {
 	FrameMean, FrameP99, FrameWorst time.Duration
 	// Routed counts connections the host handed to the match.
 	Routed uint64
+	// BytesDown counts the snapshot and spawn bytes the match's server sent
+	// (replication.ServerStats.SnapshotBytes + SpawnBytes).
+	BytesDown uint64
 	// Ending is why the match is ending, once it is ("" before).
 	Ending string
 }
