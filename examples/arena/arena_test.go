@@ -283,4 +283,7 @@ func TestRunBadFlags(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 2, run([]string{"-mode", "peer"}, &out, &errb))
 	require.Contains(t, errb.String(), "-mode")
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"-agones", "-mode", "both"}, &out, &errb))
+	require.Contains(t, errb.String(), "-agones runs a server")
 }

@@ -8,6 +8,16 @@
 //	go run ./examples/arena -mode server -addr 127.0.0.1:4433
 //	go run ./examples/arena -mode client -addr 127.0.0.1:4433 -clients 8
 //	go run ./examples/arena -http 127.0.0.1:8080       live network debugger page at http://127.0.0.1:8080/
+//	go run ./examples/arena -agones                    a game server under the Agones sidecar (see below)
+//	go run ./examples/arena -mode client -match duel   bots joining match "duel" of a host
+//
+// With -agones the server is a host of matches (package replication/host)
+// driven by the Agones sidecar at $AGONES_SDK_HTTP_PORT (or -agones-url):
+// Ready at start, Health while every match ticks, an arena match opened
+// when the GameServer is allocated (named by its label or annotation
+// "match", else -match), players tracked, and on SIGTERM or -duration a
+// drain of up to -drain, then Shutdown. -http serves /healthz, /readyz and
+// /stats there.
 //
 // It prints a status line every second and a summary on exit (Ctrl-C,
 // SIGTERM or -duration); it exits non-zero on a fatal error, such as a
@@ -49,6 +59,9 @@ type options struct {
 	seed              uint64
 	insecure, verbose bool
 	addrSet           bool
+	agones            bool
+	agonesURL, match  string
+	drain             time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -67,10 +80,27 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the NPCs and bots")
 	fs.BoolVar(&o.verbose, "v", false, "log connection events")
 	fs.StringVar(&o.http, "http", "", "serve the live network debugger page (no authentication) on this TCP address, e.g. 127.0.0.1:8080; a port alone (:8080) binds 127.0.0.1 (-mode server|both)")
+	fs.BoolVar(&o.agones, "agones", false, "run as a game server under the Agones sidecar: a host of matches, opened on allocation (implies -mode server)")
+	fs.StringVar(&o.agonesURL, "agones-url", "", "the sidecar's REST address (default: http://127.0.0.1:$AGONES_SDK_HTTP_PORT, else port 9358)")
+	fs.StringVar(&o.match, "match", "", "client: the match to join on a host; -agones: the match an allocation opens when it names none (default arena)")
+	fs.DurationVar(&o.drain, "drain", 30*time.Second, "-agones: how long a drain lets matches finish before ending them")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	fs.Visit(func(f *flag.Flag) { o.addrSet = o.addrSet || f.Name == "addr" })
+	modeSet := false
+	fs.Visit(func(f *flag.Flag) {
+		o.addrSet = o.addrSet || f.Name == "addr"
+		modeSet = modeSet || f.Name == "mode"
+	})
+	if o.agones {
+		if modeSet && o.mode != "server" {
+			return o, fmt.Errorf("-agones runs a server: -mode %s cannot go with it", o.mode)
+		}
+		o.mode = "server"
+		if o.match == "" {
+			o.match = "arena"
+		}
+	}
 	switch o.mode {
 	case "server", "client", "both":
 	default:
@@ -114,6 +144,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 
+	if o.agones {
+		if err := runAgones(ctx, o, stdout, logger); err != nil {
+			fmt.Fprintln(stderr, "arena:", err)
+			return 1
+		}
+		return 0
+	}
 	a, cleanup, err := setup(ctx, o, stdout, logger)
 	if err != nil {
 		fmt.Fprintln(stderr, "arena:", err)
@@ -219,7 +256,7 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 				cleanup()
 				return nil, nil, fmt.Errorf("bot %d: connecting to %s: %w", i+1, o.addr, err)
 			}
-			b, err := game.NewBot(game.BotOptions{Conn: conn, Seed: o.seed*1000 + uint64(i), Logger: logger})
+			b, err := game.NewBot(game.BotOptions{Conn: conn, Match: o.match, Seed: o.seed*1000 + uint64(i), Logger: logger})
 			if err != nil {
 				_ = conn.Close()
 				cleanup()

@@ -19,6 +19,9 @@ import (
 type BotOptions struct {
 	// Conn is the connection to the server. Required.
 	Conn transport.Conn
+	// Match names the match to join on a host of many matches
+	// (replication.ClientConfig.Match). Empty: none.
+	Match string
 	// Seed seeds the scripted input.
 	Seed uint64
 	// Now is the clock of the replication client (interpolation). Nil:
@@ -100,6 +103,7 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	var err error
 	b.cl, err = replication.NewClient(b.world, opts.Conn, replication.ClientConfig{
 		Registry:      newRegistry(),
+		Match:         opts.Match,
 		Interpolation: true, // remote avatars, NPCs, projectiles
 		Now:           opts.Now,
 		Logger:        opts.Logger,

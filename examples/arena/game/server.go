@@ -32,6 +32,9 @@ type ServerOptions struct {
 	// NoLagCompensation judges player shots against where avatars are on
 	// the server, not where the shooter saw them (for comparison).
 	NoLagCompensation bool
+	// Workers is replication.ServerConfig.Workers (a host of many matches
+	// runs each on one). 0: its default.
+	Workers int
 	// MaxClientsPerAddress is replication.ServerConfig.MaxClientsPerAddress:
 	// negative when the bots connect from this machine. 0: its default.
 	MaxClientsPerAddress int
@@ -154,6 +157,7 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		OnConnect:            func(c replication.ClientID) { g.joined = append(g.joined, c) },
 		OnDisconnect:         func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
 		MaxClientsPerAddress: opts.MaxClientsPerAddress,
+		Workers:              opts.Workers,
 		Now:                  opts.Now,
 		Logger:               opts.Logger,
 	}

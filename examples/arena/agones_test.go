@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/archenet/archenet/replication/host/agones/agonestest"
+)
+
+// TestRunAgones: `arena -agones` under the real sidecar (local mode): the
+// GameServer goes Ready, an allocation naming match "duel" opens it, two
+// bots (`arena -mode client -match duel`) play in it, and when -duration
+// ends the server drains and the GameServer is shut down.
+func TestRunAgones(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	sc := agonestest.Start(t, "")
+	dir := t.TempDir()
+	var out, errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"-agones", "-agones-url", sc.URL, "-addr", "127.0.0.1:0", "-cert", dir, "-npcs", "4",
+			"-duration", "5s", "-drain", "2s"}, &out, &errb)
+	}()
+	addr := waitFor(t, &out, regexp.MustCompile(`arena game server on (\S+) \(QUIC\)`))
+	waitFor(t, &out, regexp.MustCompile(`agones Ready`))
+	post := func(method, path, body string) {
+		req, _ := http.NewRequest(method, sc.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	post(http.MethodPut, "/metadata/label", `{"key":"match","value":"duel"}`)
+	post(http.MethodPost, "/allocate", `{}`)
+	waitFor(t, &out, regexp.MustCompile(`match "duel" open`))
+
+	var bots bytes.Buffer
+	require.Equal(t, 0, run([]string{"-mode", "client", "-addr", addr, "-cert", dir, "-match", "duel", "-clients", "2", "-duration", "1500ms"}, &bots, &bots), bots.String())
+	require.Contains(t, bots.String(), "2 bot clients connected")
+	select {
+	case c := <-code:
+		t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+		require.Equal(t, 0, c)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the server did not end; stdout:\n%s", out.String())
+	}
+	require.Contains(t, out.String(), "summary: 1 matches opened, 2 clients routed, game server Shutdown")
+	require.Contains(t, out.String(), "agones Allocated matches 1 clients 2")
+	require.Positive(t, sc.Count("Health Ping Received!"))
+}
+
+// waitFor polls out until re matches (15 s at most) and returns its first
+// group, if any.
+func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return ""
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within 15 s; stdout:\n%s", re, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
