@@ -10,6 +10,9 @@
 //	replication/quant      bounded scalars, angles, smallest-three quaternions, grid-origin positions
 //	replication/schema     `net` struct tags → compiled field plans, registry, protocol hash
 //	replication/snapshot   shared frame ring, per-client delta datagrams, acks, budgets, zstd
+//	replication/host       many matches behind one listener: routing by Hello, isolation, drain, probes
+//	replication/host/token connect tokens: minted by a matchmaker, checked by servers (AEAD, expiry, replay)
+//	replication/host/agones the Agones sidecar over REST: Ready, Health, allocation, players, Shutdown
 //	transport              Conn/Listener interfaces, handshake messages, close codes
 //	transport/quic         QUIC (quic-go) datagrams + one reliable stream, dev certificates
 //	transport/sim          deterministic in-memory network: latency, jitter, loss, bandwidth, outages

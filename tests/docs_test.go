@@ -29,6 +29,10 @@ var DocumentedPackages = []string{
 	"replication/schema",
 	"replication/lagcomp",
 	"replication/debugview",
+	"replication/host",
+	"replication/host/token",
+	"replication/host/agones",
+	"replication/host/agones/agonestest",
 	"input",
 	"interp",
 }
