@@ -106,7 +106,7 @@ func (h *Host) Open(name string, cfg MatchConfig) (*Match, error) {
 	game, err := m.start()
 	if err != nil {
 		h.unreserve(name)
-		return nil, fmt.Errorf("host: starting match %q: %w", name, err)
+		return nil, fmt.Errorf("starting match %q: %w", name, err)
 	}
 	m.game, m.srv = game, game.Replication()
 	h.mu.Lock()
@@ -115,8 +115,7 @@ func (h *Host) Open(name string, cfg MatchConfig) (*Match, error) {
 	h.stats.opened.Add(1)
 	h.cfg.Logger.Info("archenet/host: match open", "match", name)
 	if !h.cfg.Manual {
-		h.wg.Add(1)
-		go m.run()
+		go m.run() // (not in h.wg: Close waits for a match's end, not for a stalled frame)
 	}
 	return m, nil
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -86,12 +87,12 @@ func newMatch(h *Host, name string, cfg MatchConfig) *Match {
 func (m *Match) start() (g Game, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("Start panicked: %v", r)
+			err = fmt.Errorf("host: MatchConfig.Start panicked: %v", r)
 		}
 	}()
 	g, err = m.cfg.Start(m)
 	if err == nil && (g == nil || g.Replication() == nil) {
-		err = fmt.Errorf("Start returned no game or no replication server")
+		err = errors.New("host: MatchConfig.Start returned no game or no replication server")
 	}
 	return g, err
 }
@@ -161,7 +162,6 @@ func (m *Match) Stats() MatchStats {
 // A frame that runs late is not made up for: the next is due a period
 // after it started.
 func (m *Match) run() {
-	defer m.h.wg.Done()
 	t := time.NewTicker(m.period)
 	defer t.Stop()
 	for m.frame(time.Now()) {
@@ -366,7 +366,8 @@ func (l *matchListener) PollAccept() (transport.Conn, bool) {
 	return c, ok
 }
 
-// Accept implements transport.Listener, like PollAccept.
+// Accept implements transport.Listener, like PollAccept. Like
+// PollAcceptHello it belongs to the match's goroutine.
 func (l *matchListener) Accept(ctx context.Context) (transport.Conn, error) {
 	select {
 	case c := <-l.queue:
