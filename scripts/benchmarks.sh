@@ -44,6 +44,7 @@ load 50k-entities-2-workers -clients 64 -entities 50000 -world 4096 -ticks 300 -
 # Hosting: 32 matches on one host, one worker per match (host.Match.Configure)
 # and, for comparison, two; the clients run in a child process.
 echo "benchmarks: loadtest hosting -matches 32" >&2
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 hosting=(-matches 32 -clients 8 -entities 500 -rate 30 -duration 10s -md)
 "$tmp/loadtest" "${hosting[@]}" >"$tmp/hosting.md" 2>"$tmp/hosting.err" || cat "$tmp/hosting.err" >>"$tmp/hosting.md"
 "$tmp/loadtest" "${hosting[@]}" -workers 2 2>>"$tmp/hosting.err" | tail -n 1 >>"$tmp/hosting.md" || true
@@ -70,7 +71,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo
 	"$tmp/benchmd" "${loads[@]}"
 	echo "## Hosting (examples/loadtest -matches)"
 	echo
-	echo "One process runs 32 matches on one host (\`replication/host\`) over QUIC on 127.0.0.1, each a world of 500 entities (a quarter moving) sent whole to its 8 clients at 30 Hz; the 256 clients run in a child process on the same cores. Server ms/tick is one match's Receive + Send (pooled over every match's ticks; the worst match's own p99 beside it); frame is the whole Game.Frame the host times. Process CPU is the server process's user + system time over the wall time. Goal: every match fits, p99 ≤ 5 ms per tick. Load average when measured: ${load_avg}."
+	echo "One process runs 32 matches on one host (\`replication/host\`) over QUIC on 127.0.0.1, each a world of 500 entities (a quarter moving) sent whole to its 8 clients at 30 Hz; the 256 clients run in a child process on the same cores. Server ms/tick is one match's Receive + Send (pooled over every match's ticks; the worst match's own p99 beside it); frame is the whole Game.Frame the host times. Process CPU is the server process's user + system time over the wall time. Goal: every match fits, p99 ≤ 5 ms per tick. Load average (1, 5, 15 min) before: ${load_before}, after: ${load_avg}."
 	echo
 	echo "- \`go run ./examples/loadtest ${hosting[*]}\` (and \`-workers 2\`)"
 	echo

@@ -185,7 +185,10 @@ func hosting(c HostingConfig, stderr io.Writer) (*hostingReport, error) {
 func openHosted(h *host.Host, reg *schema.Registry, c HostingConfig, i int, meas *measure, log *slog.Logger) error {
 	_, err := h.Open(fmt.Sprintf("m%03d", i), host.MatchConfig{FrameRate: c.Rate, Start: func(m *host.Match) (host.Game, error) {
 		w := ecs.NewWorld()
-		cfg := replication.ServerConfig{Registry: reg, NetRate: c.Rate, MaxClientsPerAddress: -1, Workers: c.Workers, Logger: log}
+		// (JoinTimeout 10 s: 256 clients joining at once on a loaded 2-core
+		// machine may take longer than 2 s to ack their first snapshot.)
+		cfg := replication.ServerConfig{Registry: reg, NetRate: c.Rate, MaxClientsPerAddress: -1, Workers: c.Workers, Logger: log,
+			JoinTimeout: 10 * time.Second}
 		m.Configure(&cfg)
 		srv, err := replication.NewServer(&w, m.Listener(), cfg)
 		if err != nil {

@@ -74,3 +74,26 @@ func TestLiveness(t *testing.T) {
 	require.Equal(t, "draining\n", body)
 	<-h.Done() // (both matches are empty: they end)
 }
+
+// TestCloseStalledMatch: Close returns, after StallAfter, even when a
+// match is stuck in its frame for good.
+func TestCloseStalledMatch(t *testing.T) {
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+	h, err := New(net.Listen("host"), Config{StallAfter: 100 * time.Millisecond, Logger: quiet})
+	require.NoError(t, err)
+	games := map[string]*testGame{}
+	_, err = h.Open("stuck", MatchConfig{Start: startGame(testRegistry(), 1, games), FrameRate: 100})
+	require.NoError(t, err)
+	forever := make(chan struct{})
+	defer close(forever)
+	games["stuck"].block.Store(&forever)
+	eventually(t, func() bool { return h.Live() != nil }, "stalled")
+	closed := make(chan struct{})
+	go func() { _ = h.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits for a stalled match")
+	}
+	<-h.Done()
+}
