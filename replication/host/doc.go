@@ -31,8 +31,9 @@
 // match's server one worker (ServerConfig.Workers = 1) and Go's scheduler
 // spreads the matches' goroutines over GOMAXPROCS threads, rather than every
 // match's Send waking GOMAXPROCS helpers of its own (with 32 matches on two
-// cores those would spin against each other). See the README's "Deploying"
-// section and BENCHMARKS.md for the figures this choice rests on.
+// cores those would spin against each other). Measured with 32 matches of 8
+// clients and 500 entities on two cores (BENCHMARKS.md, "Hosting"): equal
+// to two workers per match on a quiet machine, better on a loaded one.
 //
 // [Host.Drain] stops admitting (new clients are refused with
 // transport.CodeDraining), tells connected clients (a drain notice:
