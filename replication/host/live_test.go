@@ -97,3 +97,28 @@ func TestCloseStalledMatch(t *testing.T) {
 	}
 	<-h.Done()
 }
+
+// TestDrainDeadlineWithStalledMatch: a drain whose deadline passes with a
+// match stuck in its frame still ends: Done closes StallAfter past the
+// deadline (the process can exit and be replaced).
+func TestDrainDeadlineWithStalledMatch(t *testing.T) {
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+	h, err := New(net.Listen("host"), Config{StallAfter: 100 * time.Millisecond, Logger: quiet})
+	require.NoError(t, err)
+	games := map[string]*testGame{}
+	_, err = h.Open("stuck", MatchConfig{Start: startGame(testRegistry(), 1, games), FrameRate: 100})
+	require.NoError(t, err)
+	forever := make(chan struct{})
+	defer close(forever)
+	games["stuck"].block.Store(&forever)
+	start := time.Now()
+	h.Drain("bye", start.Add(100*time.Millisecond))
+	select {
+	case <-h.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not done after the drain deadline with a stalled match")
+	}
+	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "done before deadline + StallAfter")
+	require.Len(t, h.Matches(), 1, "the stalled match is left behind")
+	require.NoError(t, h.Close())
+}
