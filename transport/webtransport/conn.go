@@ -1,0 +1,419 @@
+//go:build !js
+
+package webtransport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	wt "github.com/quic-go/webtransport-go"
+
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/frame"
+	"github.com/archenet/archenet/transport/internal/queue"
+)
+
+// Conn is an archenet connection over a WebTransport session: datagrams are the
+// session's HTTP datagrams, messages are length-prefixed frames on the one
+// bidirectional stream the client opens. It implements [transport.Conn].
+//
+// Each Conn runs six goroutines: one drains the session's datagrams into a bounded
+// queue (enforcing the flood limit), one reads the stream into a bounded message queue,
+// two write (through a [transport.Outbox], so sends never block the caller), one
+// refuses any further stream the peer opens and learns why the session ended, and one
+// waits for the end. All have exited when [Conn.Done] is closed.
+type Conn struct {
+	sess   *wt.Session
+	stream *wt.Stream
+	qc     *quicgo.Conn // the session's QUIC connection, for RTT and the final close
+	cfg    Config
+
+	datagrams *queue.Queue[[]byte]
+	messages  *queue.Queue[[]byte]
+	out       *transport.Outbox
+	wbuf      []byte // framing buffer of WriteMessage (the message writer goroutine)
+
+	datagramsSent, datagramBytesSent         atomic.Uint64
+	datagramsReceived, datagramBytesReceived atomic.Uint64
+	messagesSent, messageBytesSent           atomic.Uint64
+	messagesReceived, messageBytesReceived   atomic.Uint64
+	datagramsDropped                         atomic.Uint64
+
+	causeMu sync.Mutex
+	cause   error // why the session ended, as webtransport-go reported it
+	local   *transport.CloseError
+
+	readers sync.WaitGroup
+	done    chan struct{}
+	errMu   sync.Mutex
+	err     error
+	onClose func(*Conn)
+}
+
+var _ transport.Conn = (*Conn)(nil)
+
+func newConn(sess *wt.Session, stream *wt.Stream, qc *quicgo.Conn, cfg Config, onClose func(*Conn)) *Conn {
+	c := &Conn{
+		sess: sess, stream: stream, qc: qc, cfg: cfg,
+		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
+		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
+		done:      make(chan struct{}),
+		onClose:   onClose,
+	}
+	c.out = transport.NewOutbox(connWriter{c}, transport.OutboxConfig{
+		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
+	}, func(code transport.CloseCode, reason string) {
+		c.logClose(code, reason)
+		c.closeNoWait(code, reason)
+	})
+	c.readers.Add(4)
+	go c.readDatagrams()
+	go c.readMessages(bufio.NewReaderSize(stream, 4<<10))
+	go c.refuseStreams()
+	go c.refuseUniStreams()
+	go c.watch()
+	return c
+}
+
+func (c *Conn) logClose(code transport.CloseCode, reason string) {
+	c.cfg.Logger.Warn("archenet/webtransport: closing session", "remote", c.sess.RemoteAddr(), "code", code, "reason", reason)
+}
+
+// connWriter is the blocking send side the Outbox drains.
+type connWriter struct{ c *Conn }
+
+func (w connWriter) WriteDatagram(b []byte) error {
+	err := w.c.sess.SendDatagram(b) // waits while the queue of 32 is full
+	var tl *quicgo.DatagramTooLargeError
+	if errors.As(err, &tl) {
+		return &transport.DatagramTooLargeError{Size: len(b), Max: int(tl.MaxDatagramPayloadSize)}
+	}
+	return err
+}
+
+func (w connWriter) WriteMessage(b []byte, deadline time.Time) error {
+	c := w.c
+	c.wbuf = frame.Append(c.wbuf[:0], b)
+	_ = c.stream.SetWriteDeadline(deadline)
+	_, err := c.stream.Write(c.wbuf)
+	if cap(c.wbuf) > 64<<10 {
+		c.wbuf = nil // don't pin a large buffer
+	}
+	return err
+}
+
+func (c *Conn) readDatagrams() {
+	defer c.readers.Done()
+	ctx := c.sess.Context()
+	limit := newTokenBucket(c.cfg.DatagramRateLimit, c.cfg.DatagramBurst, time.Now())
+	for {
+		b, err := c.sess.ReceiveDatagram(ctx)
+		if err != nil {
+			return
+		}
+		if !limit.allow(time.Now()) {
+			reason := fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.cfg.DatagramRateLimit, c.cfg.DatagramBurst)
+			c.logClose(transport.CodeFlood, reason)
+			c.closeNoWait(transport.CodeFlood, reason)
+			return
+		}
+		if len(b) > MaxDatagramPayload {
+			c.datagramsDropped.Add(1) // a browser would not have sent it
+			continue
+		}
+		if c.datagrams.TryPush(b) {
+			c.datagramsReceived.Add(1)
+			c.datagramBytesReceived.Add(uint64(len(b)))
+		} else {
+			c.datagramsDropped.Add(1)
+		}
+	}
+}
+
+// readMessages reads the stream into the message queue. The first message is the
+// handshake: at most transport.MaxHandshakeMessageSize, and the next one is not read
+// before the application has taken it (as in transport/quic).
+func (c *Conn) readMessages(br *bufio.Reader) {
+	defer c.readers.Done()
+	ctx := c.sess.Context()
+	for first := true; ; first = false {
+		limit := c.cfg.MaxMessageSize
+		if first {
+			limit = min(limit, transport.MaxHandshakeMessageSize)
+		}
+		b, err := frame.Read(br, limit)
+		if err != nil {
+			var fe *frame.Error
+			switch {
+			case errors.As(err, &fe):
+				reason := fe.Reason
+				if first && fe.Code == transport.CodeMessageTooLarge {
+					reason = "handshake " + reason
+				}
+				c.logClose(fe.Code, reason)
+				c.closeNoWait(fe.Code, reason)
+			case ctx.Err() == nil:
+				c.closeNoWait(transport.CodeProtocolError, "message stream closed: "+err.Error())
+			}
+			return
+		}
+		if !c.messages.PushWait(ctx, nil, b) {
+			return
+		}
+		c.messagesReceived.Add(1)
+		c.messageBytesReceived.Add(uint64(len(b)))
+		if first && !c.messages.WaitEmpty(ctx, nil) {
+			return
+		}
+	}
+}
+
+// refuseStreams closes the session if the peer opens a second bidirectional stream
+// (archenet uses exactly one); when the session ends, it records why.
+func (c *Conn) refuseStreams() {
+	defer c.readers.Done()
+	_, err := c.sess.AcceptStream(context.Background())
+	if err == nil {
+		c.logClose(transport.CodeProtocolError, "unexpected second stream")
+		c.closeNoWait(transport.CodeProtocolError, "unexpected second stream")
+		<-c.sess.Context().Done()
+		_, err = c.sess.AcceptStream(context.Background())
+	}
+	c.causeMu.Lock()
+	c.cause = err
+	c.causeMu.Unlock()
+}
+
+// refuseUniStreams closes the session if the peer opens a unidirectional stream.
+func (c *Conn) refuseUniStreams() {
+	defer c.readers.Done()
+	if _, err := c.sess.AcceptUniStream(c.sess.Context()); err == nil {
+		c.logClose(transport.CodeProtocolError, "unexpected unidirectional stream")
+		c.closeNoWait(transport.CodeProtocolError, "unexpected unidirectional stream")
+	}
+}
+
+func (c *Conn) watch() {
+	<-c.sess.Context().Done()
+	c.out.Close()
+	c.readers.Wait()
+	c.out.Wait()
+	c.causeMu.Lock()
+	err := c.closeError()
+	c.causeMu.Unlock()
+	// Give the close capsule a moment to leave before the QUIC connection goes (a
+	// browser shows the session's close code and reason only if it arrives).
+	qc := c.qc
+	time.AfterFunc(closeLinger, func() { qc.CloseWithError(0, "") })
+	if c.onClose != nil {
+		c.onClose(c)
+	}
+	c.errMu.Lock()
+	c.err = err
+	c.errMu.Unlock()
+	close(c.done)
+}
+
+// closeLinger is how long a QUIC connection outlives its closed session.
+const closeLinger = 250 * time.Millisecond
+
+// closeError maps why the session ended to a CloseError. Called with causeMu held.
+func (c *Conn) closeError() *transport.CloseError {
+	if c.local != nil {
+		return c.local
+	}
+	if qerr := context.Cause(c.qc.Context()); qerr != nil && c.cause == nil {
+		return closeErrorOf(qerr)
+	}
+	return closeErrorOf(c.cause)
+}
+
+// closeErrorOf maps the reason webtransport-go or quic-go gives for an ended session.
+func closeErrorOf(err error) *transport.CloseError {
+	var se *wt.SessionError
+	var app *quicgo.ApplicationError
+	var idle *quicgo.IdleTimeoutError
+	var hs *quicgo.HandshakeTimeoutError
+	var h3 *http3.Error
+	switch {
+	case errors.As(err, &se):
+		code := transport.CloseCode(se.ErrorCode)
+		if se.ErrorCode > 0xffff {
+			code = transport.CodeProtocolError
+		}
+		return &transport.CloseError{Code: code, Reason: se.Message, Remote: se.Remote}
+	case errors.As(err, &idle), errors.As(err, &hs):
+		return &transport.CloseError{Code: transport.CodeTimeout, Reason: err.Error()}
+	case errors.As(err, &app) && app.ErrorCode == quicgo.ApplicationErrorCode(http3.ErrCodeNoError):
+		return &transport.CloseError{Code: transport.CodeNormal, Reason: app.ErrorMessage, Remote: app.Remote}
+	case errors.As(err, &app):
+		return &transport.CloseError{Code: transport.CodeProtocolError, Reason: "quic: " + app.Error(), Remote: app.Remote}
+	case errors.As(err, &h3):
+		return &transport.CloseError{Code: transport.CodeProtocolError, Reason: "http3: " + h3.Error(), Remote: h3.Remote}
+	case err == nil:
+		return &transport.CloseError{Code: transport.CodeNormal}
+	default:
+		return &transport.CloseError{Code: transport.CodeInternal, Reason: "webtransport: " + err.Error()}
+	}
+}
+
+// closedErr returns the close error if the session has ended, else nil.
+func (c *Conn) closedErr() error {
+	if c.sess.Context().Err() == nil {
+		return nil
+	}
+	select {
+	case <-c.done:
+		return c.Err()
+	default:
+		return fmt.Errorf("webtransport: session closing: %w", transport.ErrClosed)
+	}
+}
+
+// SendDatagram implements [transport.Conn]. It never blocks: the datagram waits in a
+// queue of Config.DatagramSendQueueLen, the oldest dropped when it is full.
+func (c *Conn) SendDatagram(b []byte) error {
+	if err := c.closedErr(); err != nil {
+		return err
+	}
+	if len(b) > MaxDatagramPayload {
+		return &transport.DatagramTooLargeError{Size: len(b), Max: MaxDatagramPayload}
+	}
+	if err := c.out.SendDatagram(b); err != nil {
+		return c.sendErr(err)
+	}
+	c.datagramsSent.Add(1)
+	c.datagramBytesSent.Add(uint64(len(b)))
+	return nil
+}
+
+func (c *Conn) sendErr(err error) error {
+	var ce *transport.CloseError
+	if errors.As(err, &ce) {
+		return err
+	}
+	if cerr := c.closedErr(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// ReceiveDatagram implements [transport.Conn].
+func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.datagrams) }
+
+// PollDatagram implements [transport.Conn].
+func (c *Conn) PollDatagram() ([]byte, bool) { return c.datagrams.Pop() }
+
+// MaxDatagramSize implements [transport.Conn]: [MaxDatagramPayload], what a browser
+// accepts, whatever the path would carry.
+func (c *Conn) MaxDatagramSize() int { return MaxDatagramPayload }
+
+// SendMessage implements [transport.Conn]. It never blocks: messages wait in a backlog
+// bounded by Config.MaxSendBacklog and Config.SendBacklogTimeout, past either of which
+// the session closes with transport.CodeSendBacklog.
+func (c *Conn) SendMessage(b []byte) error {
+	if len(b) > c.cfg.MaxMessageSize {
+		return &transport.MessageTooLargeError{Size: len(b), Max: c.cfg.MaxMessageSize}
+	}
+	if err := c.closedErr(); err != nil {
+		return err
+	}
+	if err := c.out.SendMessage(b); err != nil {
+		return c.sendErr(err)
+	}
+	c.messagesSent.Add(1)
+	c.messageBytesSent.Add(uint64(len(b)))
+	return nil
+}
+
+// ReceiveMessage implements [transport.Conn].
+func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.messages) }
+
+// PollMessage implements [transport.Conn].
+func (c *Conn) PollMessage() ([]byte, bool) { return c.messages.Pop() }
+
+// MaxMessageSize implements [transport.Conn].
+func (c *Conn) MaxMessageSize() int { return c.cfg.MaxMessageSize }
+
+func (c *Conn) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error) {
+	b, ok, err := q.Wait(ctx, c.done)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, c.Err()
+	}
+	return b, nil
+}
+
+// closeNoWait closes the session without waiting for the goroutines (it is called from
+// them): the peer gets code and reason in WebTransport's close capsule.
+func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
+	reason = transport.TruncateReason(reason, transport.MaxReasonLen)
+	c.causeMu.Lock()
+	if c.local == nil && c.sess.Context().Err() == nil {
+		c.local = &transport.CloseError{Code: code, Reason: reason}
+	}
+	c.causeMu.Unlock()
+	go c.sess.CloseWithError(wt.SessionErrorCode(code), reason) // waits up to 10 ms for the capsule
+}
+
+// CloseWithReason implements [transport.Conn]. The reason is truncated to
+// transport.MaxReasonLen bytes. It returns once the connection's goroutines have exited.
+func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
+	c.closeNoWait(code, reason)
+	<-c.done
+	return nil
+}
+
+// Close implements [transport.Conn].
+func (c *Conn) Close() error { return c.CloseWithReason(transport.CodeNormal, "") }
+
+// Done implements [transport.Conn].
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err implements [transport.Conn].
+func (c *Conn) Err() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	if c.err == nil {
+		return nil
+	}
+	return c.err
+}
+
+// RemoteAddr implements [transport.Conn].
+func (c *Conn) RemoteAddr() net.Addr { return c.sess.RemoteAddr() }
+
+// LocalAddr implements [transport.Conn].
+func (c *Conn) LocalAddr() net.Addr { return c.sess.LocalAddr() }
+
+// Stats implements [transport.Conn]. RTT is quic-go's smoothed RTT of the session's
+// QUIC connection.
+func (c *Conn) Stats() transport.Stats {
+	return transport.Stats{
+		DatagramsSent:         c.datagramsSent.Load(),
+		DatagramsReceived:     c.datagramsReceived.Load(),
+		DatagramBytesSent:     c.datagramBytesSent.Load(),
+		DatagramBytesReceived: c.datagramBytesReceived.Load(),
+		MessagesSent:          c.messagesSent.Load(),
+		MessagesReceived:      c.messagesReceived.Load(),
+		MessageBytesSent:      c.messageBytesSent.Load(),
+		MessageBytesReceived:  c.messageBytesReceived.Load(),
+		DatagramsDropped:      c.datagramsDropped.Load(),
+		DatagramsSendDropped:  c.out.SendDropped(),
+		MessageBacklog:        c.out.Backlog(),
+		RTT:                   c.qc.ConnectionStats().SmoothedRTT,
+	}
+}
+
+// Session returns the underlying WebTransport session, for diagnostics.
+func (c *Conn) Session() *wt.Session { return c.sess }
