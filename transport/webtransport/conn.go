@@ -160,7 +160,8 @@ func (c *Conn) readMessages(br *bufio.Reader) {
 				}
 				c.logClose(fe.Code, reason)
 				c.closeNoWait(fe.Code, reason)
-			case ctx.Err() == nil:
+			case c.sessionEnding(err):
+			default:
 				c.closeNoWait(transport.CodeProtocolError, "message stream closed: "+err.Error())
 			}
 			return
@@ -173,6 +174,24 @@ func (c *Conn) readMessages(br *bufio.Reader) {
 		if first && !c.messages.WaitEmpty(ctx, nil) {
 			return
 		}
+	}
+}
+
+// sessionEnding reports whether a stream error err comes from the session's end
+// (its close capsule may arrive just after the peer reset the stream): it waits a
+// moment for the session to end before it concludes that the stream alone died.
+func (c *Conn) sessionEnding(err error) bool {
+	var se *wt.SessionError
+	if errors.As(err, &se) {
+		return true
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-c.sess.Context().Done():
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

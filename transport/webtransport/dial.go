@@ -63,30 +63,36 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 		return fail("binding a local UDP socket", err)
 	}
 	tr := &quicgo.Transport{Conn: udp}
-	var qc *quicgo.Conn
-	d := &wt.Transport{
-		TLSClientConfig: r.clientTLS(u.Hostname()),
-		QUICConfig:      r.quicConfig(false),
-		DialAddr: func(ctx context.Context, _ string, tlsConf *tls.Config, qcfg *quicgo.Config) (*quicgo.Conn, error) {
-			c, err := tr.DialEarly(ctx, raddr, tlsConf, qcfg)
-			qc = c
-			return c, err
-		},
-	}
+	d := &wt.Transport{}
 	release := func() {
-		_ = d.Close()
 		_ = tr.Close()
 		_ = udp.Close()
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.HandshakeTimeout)
 	defer cancel()
-	rsp, sess, err := d.Dial(ctx, rawURL, header)
+	// The QUIC connection is ours (not the wt.Transport's, which would close it the
+	// moment the session ends, before the close capsule is out): Conn closes it after
+	// closeLinger.
+	qc, err := tr.DialEarly(ctx, raddr, r.clientTLS(u.Hostname()), r.quicConfig(false))
 	if err != nil {
 		release()
+		return fail("QUIC handshake", err)
+	}
+	abort := func(phase string, err error) (*Conn, error) {
+		qc.CloseWithError(0, "")
+		release()
+		return fail(phase, err)
+	}
+	cc, err := d.NewClientConn(qc)
+	if err != nil {
+		return abort("HTTP/3 setup", err)
+	}
+	rsp, sess, err := cc.Dial(ctx, rawURL, header)
+	if err != nil {
 		if rsp != nil {
-			return fail("session request", fmt.Errorf("%s: %w", rsp.Status, err))
+			return abort("session request", fmt.Errorf("%s: %w", rsp.Status, err))
 		}
-		return fail("QUIC handshake and session request", err)
+		return abort("session request", err)
 	}
 	stream, err := sess.OpenStreamSync(ctx)
 	if err == nil {
@@ -94,8 +100,7 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 	}
 	if err != nil {
 		_ = sess.CloseWithError(wt.SessionErrorCode(transport.CodeProtocolError), "opening the message stream: "+err.Error())
-		release()
-		return fail("opening the message stream", err)
+		return abort("opening the message stream", err)
 	}
 	return newConn(sess, stream, qc, r, func(*Conn) {
 		time.AfterFunc(closeLinger+50*time.Millisecond, release)
