@@ -1,3 +1,5 @@
+//go:build !js
+
 package webtransport
 
 import (
@@ -9,15 +11,6 @@ import (
 
 	"github.com/archenet/archenet/transport"
 )
-
-// MaxDatagramPayload is the largest datagram payload a connection sends or accepts in
-// either direction. Browsers cap WebTransport datagrams at 1215 bytes
-// (transport.datagrams.maxDatagramSize) and drop larger ones silently; 1200 is what
-// every QUIC path carries, and what transport.Conn promises until MTU discovery.
-const MaxDatagramPayload = 1200
-
-// DefaultPath is the URL path of the WebTransport endpoint when [Config].Path is empty.
-const DefaultPath = "/archenet"
 
 // Config configures [Listen], [NewListener] and [Dial]. A nil *Config is the zero value,
 // and every field says what its zero value means. Fields marked "server" are ignored by

@@ -24,10 +24,6 @@ import (
 	"github.com/archenet/archenet/transport/internal/queue"
 )
 
-// streamPreamble is the first byte the client writes on the message stream, as on
-// transport/quic; frames (package transport/internal/frame) follow in both directions.
-const streamPreamble = 0xA1
-
 // Listener accepts archenet connections from WebTransport sessions. It implements
 // [transport.Listener] and [http.Handler]: [Listen] makes one that owns its UDP socket
 // and HTTP/3 server, [NewListener] one to mount on an HTTP/3 server of the caller's.
