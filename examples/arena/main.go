@@ -8,6 +8,7 @@
 //	go run ./examples/arena -mode server -addr 127.0.0.1:4433
 //	go run ./examples/arena -mode client -addr 127.0.0.1:4433 -clients 8
 //	go run ./examples/arena -http :8080                live network debugger page at http://localhost:8080/
+//	go run ./examples/arena -web 127.0.0.1:8080        + browser players: open http://127.0.0.1:8080/ in Chromium
 //
 // It prints a status line every second and a summary on exit (Ctrl-C,
 // SIGTERM or -duration); it exits non-zero on a fatal error, such as a
@@ -35,6 +36,7 @@ import (
 
 	"github.com/archenet/archenet/examples/arena/game"
 	"github.com/archenet/archenet/replication/debugview"
+	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/quic"
 )
 
@@ -42,7 +44,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
 	mode, addr, cert  string
-	http              string
+	http, web, wasm   string
 	clients, npcs     int
 	duration, timeout time.Duration
 	interest          float64
@@ -67,6 +69,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the NPCs and bots")
 	fs.BoolVar(&o.verbose, "v", false, "log connection events")
 	fs.StringVar(&o.http, "http", "", "serve the live network debugger page on this TCP address, e.g. :8080 (-mode server|both)")
+	fs.StringVar(&o.web, "web", "", "serve browser players on this address, e.g. 127.0.0.1:8080: the page on TCP, WebTransport on UDP, same port (-mode server|both)")
+	fs.StringVar(&o.wasm, "wasm", "", "-web: the browser build of examples/arenaview (empty: build it with the go command)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -81,6 +85,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.npcs < 0 {
 		return o, fmt.Errorf("-npcs %d is negative", o.npcs)
+	}
+	if o.web != "" && o.mode == "client" {
+		return o, errors.New("-web serves browser players: use -mode server or both")
 	}
 	if o.http != "" && o.mode == "client" {
 		return o, errors.New("-http serves the server's debugger: use -mode server or both")
@@ -135,9 +142,13 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 	a := &Arena{ReadyTimeout: o.timeout}
 	var ln *quic.Listener
 	var web *http.Server
+	var browsers *webServer
 	cleanup := func() {
 		if web != nil {
 			_ = web.Close()
+		}
+		if browsers != nil {
+			browsers.close()
 		}
 		for _, b := range a.Bots {
 			b.Close()
@@ -174,9 +185,18 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 		if ln, err = quic.Listen(o.addr, &quic.Config{TLS: cert.ServerTLS()}); err != nil {
 			return nil, nil, err
 		}
-		srv, err := game.NewServerGame(game.ServerOptions{Listener: ln, NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger})
+		var players transport.Listener = ln
+		if o.web != "" {
+			if browsers, err = startWeb(o.web, o.wasm, stdout); err != nil {
+				_ = ln.Close()
+				return nil, nil, err
+			}
+			// Native and browser players join the same match through one listener.
+			players = transport.MergeListeners(ln, browsers.l)
+		}
+		srv, err := game.NewServerGame(game.ServerOptions{Listener: players, NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger})
 		if err != nil {
-			_ = ln.Close()
+			_ = players.Close()
 			return nil, nil, err
 		}
 		a.Server = srv

@@ -27,7 +27,8 @@ import (
 // It publishes its state for people and tests in window.archenet: state
 // ("connecting", "playing", "error"), error, firstSnapshotMs (performance.now() when
 // the first snapshot was decoded: milliseconds since the page started loading), frames,
-// cpuMsPerFrame (mean Update+Draw time), and the connection's counters.
+// updateMs and drawMs (mean CPU time of an Update, one 60 Hz tick of the client, and of a
+// Draw), and the connection's counters.
 func main() {
 	o, _ := parseFlags(nil, io.Discard)
 	q, _ := url.ParseQuery(js.Global().Get("location").Get("search").String()[min(1, len(js.Global().Get("location").Get("search").String())):])
@@ -74,33 +75,39 @@ func main() {
 // browserGame is the view with its CPU time per frame measured and published.
 type browserGame struct {
 	*view
-	page   page
-	conn   *webtransport.Conn
-	frames int
-	cpu    time.Duration
+	page               page
+	conn               *webtransport.Conn
+	frames, updates    int
+	drawCPU, updateCPU time.Duration
 }
 
 func (g *browserGame) Update() error {
 	t0 := time.Now()
 	err := g.view.Update()
-	g.cpu += time.Since(t0)
+	g.updateCPU += time.Since(t0)
+	g.updates++
 	return err
 }
 
 func (g *browserGame) Draw(screen *ebiten.Image) {
 	t0 := time.Now()
 	g.view.Draw(screen)
-	g.cpu += time.Since(t0)
+	g.drawCPU += time.Since(t0)
 	g.frames++
 	if g.frames%30 == 0 {
 		st := g.conn.Stats()
 		g.page.set("frames", g.frames)
-		g.page.set("cpuMsPerFrame", float64(g.cpu)/float64(time.Millisecond)/float64(g.frames))
+		ms := func(d time.Duration, n int) float64 {
+			return float64(d) / float64(time.Millisecond) / float64(max(n, 1))
+		}
+		g.page.set("updateMs", ms(g.updateCPU, g.updates)) // per 60 Hz tick: input, client, prediction
+		g.page.set("drawMs", ms(g.drawCPU, g.frames))      // per drawn frame
 		g.page.set("datagramsReceived", st.DatagramsReceived)
 		g.page.set("datagramsDropped", st.DatagramsDropped)
 		g.page.set("bytesIn", st.DatagramBytesReceived+st.MessageBytesReceived)
 		g.page.set("mirrors", g.s.player.Client().Mirrors())
 		g.page.set("avatarFrames", g.view.frame)
+		g.page.set("secondsPlaying", time.Since(g.view.start).Seconds())
 	}
 }
 
