@@ -47,7 +47,7 @@ func main() {
 		p.fail(err)
 		return
 	}
-	s := &session{input: &controls{}}
+	s := &session{input: &controls{}, addr: conn.RemoteAddr().String()}
 	if s.player, err = game.NewBot(game.BotOptions{Conn: conn, Logger: logger, Control: s.input.control}); err != nil {
 		_ = conn.Close()
 		p.fail(err)
@@ -61,11 +61,13 @@ func main() {
 		}
 	})
 	p.set("state", "playing")
+	p.set("server", s.addr)
 	g := &browserGame{view: newView(o, s), page: p, conn: conn}
 	err = ebiten.RunGame(g)
 	if err == nil {
 		err = g.view.err
 	}
+	_, _ = consoleWriter{}.Write([]byte(g.view.summary()))
 	s.close()
 	if err != nil {
 		p.fail(err)

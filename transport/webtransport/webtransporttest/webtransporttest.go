@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package webtransporttest runs Go/WebAssembly pages in headless Chromium for tests:
 // it builds a js/wasm command, serves it with Go's wasm_exec.js, and drives the
 // browser with chromedp.
