@@ -64,6 +64,7 @@ type Server struct {
 	frameShares []*snapshot.AlignedPut
 	interest    *interestGrid
 	clampW      clampWatch // clamps.go
+	closer      closer     // closes off the tick (closer.go)
 
 	spawnKeys spawnKeys // predicted_spawn.go
 
@@ -89,7 +90,11 @@ type ServerStats struct {
 	Busy int
 	// BacklogDrops counts clients disconnected because they did not take
 	// reliable messages (transport.CodeSendBacklog; also in Disconnected).
-	BacklogDrops              int
+	BacklogDrops int
+	// ClosesDropped counts connection closes not run because thousands
+	// were already waiting for the transport (whose closes then hang): those
+	// connections end by the transport's idle timeout instead.
+	ClosesDropped             int
 	SnapshotBytes, SpawnBytes uint64
 	// SnapshotDatagrams counts snapshot datagrams sent (a tick may take
 	// several per client).
@@ -275,18 +280,34 @@ func (s *Server) Close() error {
 	}
 	for _, p := range s.pending {
 		p.stopAuth()
-		_ = p.conn.CloseWithReason(transport.CodeNormal, "server closing")
+		s.closeConn(p.conn, transport.CodeNormal, "server closing")
 	}
 	s.pending = nil
 	s.authing = 0
 	for _, cc := range s.closing {
-		_ = cc.conn.CloseWithReason(cc.code, cc.reason)
+		s.closeConn(cc.conn, cc.code, cc.reason)
 	}
 	s.closing = nil
+	s.closer.wait()
 	if s.listener != nil {
 		return s.listener.Close()
 	}
 	return nil
+}
+
+// closeConn closes c without waiting for the transport, so that no close,
+// kick, reject or drop holds up a tick: a transport.CloseStarter starts its
+// close at once; any other connection's close runs on one of the closer's
+// goroutines.
+func (s *Server) closeConn(c transport.Conn, code transport.CloseCode, reason string) {
+	if cs, ok := c.(transport.CloseStarter); ok {
+		cs.StartClose(code, reason)
+		return
+	}
+	if !s.closer.close(c, code, reason) {
+		s.Stats.ClosesDropped++
+		s.cfg.Logger.Warn("archenet: close not run: too many closes waiting for the transport", "remote", c.RemoteAddr(), "code", code)
+	}
 }
 
 func (s *Server) drop(c *peer, code transport.CloseCode, reason string) {
@@ -295,7 +316,7 @@ func (s *Server) drop(c *peer, code transport.CloseCode, reason string) {
 		level = slog.LevelInfo
 	}
 	s.cfg.Logger.Log(context.Background(), level, "archenet: client dropped", "client", c.id, "code", code, "reason", reason)
-	_ = c.conn.CloseWithReason(code, reason)
+	s.closeConn(c.conn, code, reason)
 	s.gone(c, &transport.CloseError{Code: code, Reason: reason})
 }
 
@@ -375,7 +396,7 @@ func (s *Server) Receive() {
 			if len(s.pending) >= s.cfg.MaxHandshakes {
 				s.Stats.Busy++
 				s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.pending))
-				_ = c.CloseWithReason(transport.CodeRejected, "server busy: too many handshakes in progress")
+				s.closeConn(c, transport.CodeRejected, "server busy: too many handshakes in progress")
 				continue
 			}
 			s.AddConn(c)

@@ -65,7 +65,7 @@ func (s *Server) lingerRejected(now time.Time) {
 		default:
 		}
 		if now.After(cc.at) {
-			_ = cc.conn.CloseWithReason(cc.code, cc.reason)
+			s.closeConn(cc.conn, cc.code, cc.reason)
 			continue
 		}
 		keep = append(keep, cc)
@@ -94,7 +94,7 @@ func (s *Server) advanceHandshake(p *pendingConn, now time.Time) bool {
 			s.Stats.Rejected++
 			s.Stats.HandshakeTimeouts++
 			s.cfg.Logger.Warn("archenet: connection dropped: no hello in time", "remote", p.conn.RemoteAddr(), "timeout", s.cfg.HandshakeTimeout)
-			_ = p.conn.CloseWithReason(transport.CodeHandshakeFailed, "no hello in time")
+			s.closeConn(p.conn, transport.CodeHandshakeFailed, "no hello in time")
 			return false
 		}
 		return true
@@ -209,7 +209,7 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 	w := transport.Welcome{ClientID: id, Payload: info.append(nil)}
 	if err := p.conn.SendMessage(w.Append(nil)); err != nil {
 		s.cfg.Logger.Warn("archenet: connection dropped: welcome failed", "remote", p.conn.RemoteAddr(), "err", err)
-		_ = p.conn.CloseWithReason(transport.CodeInternal, "welcome failed")
+		s.closeConn(p.conn, transport.CodeInternal, "welcome failed")
 		return
 	}
 	c := newPeer(id, p.conn, &s.cfg)

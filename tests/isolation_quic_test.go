@@ -277,7 +277,8 @@ func TestQUICDeadAndSilentPeers(t *testing.T) {
 	// Timeouts beyond the 16 s this test runs: the silent link must come
 	// back to a client and a server that kept waiting (liveness tests cover
 	// dropping dead peers).
-	r := newQUICRig(t, quic.Config{}, func(c *replication.ServerConfig) { c.ClientTimeout = 20 * time.Second })
+	// 33 clients from one address join at once.
+	r := newQUICRig(t, quic.Config{MaxPendingPerAddress: -1}, func(c *replication.ServerConfig) { c.ClientTimeout = 20 * time.Second })
 	r.clientTimeout = 20 * time.Second
 	ents := r.movers(200, 3)
 	for range 2 {
@@ -347,21 +348,51 @@ func TestQUICDeadAndSilentPeers(t *testing.T) {
 	})
 }
 
-// Connections that announce large messages and send a trickle of them
-// before any Hello hold little memory: the first message is bounded by the
-// largest handshake message, and reads allocate as bytes arrive. The 500
-// hostile connections come from a child process (this test binary run as
+// A flood of connections that never finish the handshake, from one address
+// with no per-address bound (LAN settings, the worst case): 500 QUIC
+// connections, a third of them silent after the stream preamble, a third
+// sending part of a Hello, a third sending 1 MiB on the one stream they may
+// open (a first message of the largest handshake size, which the server
+// rejects, and more behind it). Three rounds. The server's tick keeps its rate (no close waits on
+// quic-go, closes run on the connections' own goroutines), the playing
+// client's newest snapshot stays at most 250 ms old, and the server's heap
+// grows by at most 64 MB (each connection's flow-control window is the
+// handshake's 32 KiB until the Welcome, and it queues at most 16 datagrams).
+// The attackers run in a child process (this test binary as
 // TestQUICHandshakeAttacker), so the heap measured here is the server's.
-func TestQUICHandshakeMemory(t *testing.T) {
-	r := newQUICRig(t, quic.Config{AcceptBacklog: 1000}, func(cfg *replication.ServerConfig) {
+// Under the race detector the tick and lag figures are reported, not bounded
+// (instrumented quic-go handshakes take several times as long); .ci/run
+// runs this test without it too.
+func TestQUICHandshakeFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 QUIC handshakes per round")
+	}
+	r := newQUICRig(t, quic.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, func(cfg *replication.ServerConfig) {
 		cfg.MaxHandshakes = 1000
 		cfg.HandshakeTimeout = time.Minute
 	})
+	r.movers(200, 5)
 	r.good = append(r.good, r.dial(r.l.Addr().String(), ""))
 	r.until("client ready", 10*time.Second, func() bool { return r.clients[0].c.Ready() })
+	r.game = func(int) {}
+	rounds := 3
+	if raceEnabled {
+		rounds = 1
+	}
+	for round := range rounds {
+		r.floodRound(t, round)
+	}
+}
+
+// floodRound runs one round of TestQUICHandshakeFlood.
+func (r *quicRig) floodRound(t *testing.T, round int) {
+	t.Helper()
+	r.runFor(300*time.Millisecond, nil) // (the last round's connections are gone)
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
+	from := len(r.ticks)
+	r.lagMax = map[int]int{}
 
 	// The server's loop keeps running while the attackers connect.
 	stop := make(chan struct{})
@@ -377,14 +408,15 @@ func TestQUICHandshakeMemory(t *testing.T) {
 			}
 		})
 	}()
-	defer func() {
+	stopLoop := func() {
 		select {
 		case <-stop:
 		default:
 			close(stop)
 		}
 		<-loopDone
-	}()
+	}
+	defer stopLoop()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestQUICHandshakeAttacker$", "-test.v")
 	cmd.Env = append(os.Environ(), "ARCHENET_ATTACK_ADDR="+r.l.Addr().String())
 	stdin, err := cmd.StdinPipe()
@@ -409,34 +441,38 @@ func TestQUICHandshakeMemory(t *testing.T) {
 		_ = cmd.Wait()
 		t.Fatalf("the attacker did not report:\n%s", childOut.String())
 	}
-	t.Log(summary)
-	// Give the server's connection goroutines time to read what was sent.
+	// Let the server's connection goroutines take what was sent.
 	time.Sleep(time.Second)
 	runtime.GC()
 	var peak runtime.MemStats
 	runtime.ReadMemStats(&peak)
-	close(stop)
-	<-loopDone
+	pending := r.l.Admission().Pending
+	stopLoop()
 	growth := int64(peak.HeapInuse) - int64(base.HeapInuse)
-	t.Logf("server heap in use %.1f MB above the baseline with the attackers' connections open", float64(growth)/(1<<20))
-	require.Less(t, growth, int64(64<<20), "heap growth")
-	// 500 TLS handshakes on two cores compete with the tick for CPU; the
-	// figure is reported, not bounded.
 	var worst time.Duration
-	for _, d := range r.ticks {
+	for _, d := range r.ticks[from:] {
 		worst = max(worst, d)
 	}
-	t.Logf("worst server tick during the flood: %v", worst.Round(10*time.Microsecond))
+	lag := time.Duration(r.lagMax[0]) * tickDt
+	t.Logf("round %d: %s; %d pending at the transport; server heap +%.1f MB (%.1f KB per connection); worst tick %v over %d ticks; the client's newest snapshot at most %v old",
+		round+1, summary[len("attack: "):], pending, float64(growth)/(1<<20), float64(growth)/1024/500, worst.Round(10*time.Microsecond), len(r.ticks)-from, lag)
+	require.Less(t, growth, int64(64<<20), "heap growth")
+	require.GreaterOrEqual(t, pending, 300, "the silent and partial connections were held (pending) while measured")
+	if !raceEnabled {
+		require.LessOrEqual(t, worst, 67*time.Millisecond, "worst server tick")
+		require.LessOrEqual(t, lag, 250*time.Millisecond, "the playing client's newest snapshot")
+	}
 }
 
-// TestQUICHandshakeAttacker is the child process of TestQUICHandshakeMemory:
-// 500 connections, half announcing 1 MiB and half the largest handshake
-// message, each sending 1000 bytes of it and then nothing, until stdin
-// closes.
+// TestQUICHandshakeAttacker is the child process of TestQUICHandshakeFlood:
+// 500 connections that open the stream and write its preamble, and then a
+// third write nothing, a third part of a Hello (the first 1000 bytes of one
+// announcing the largest handshake message) and a third 1 MiB (a message of
+// the largest handshake size, and more), until stdin closes.
 func TestQUICHandshakeAttacker(t *testing.T) {
 	addr := os.Getenv("ARCHENET_ATTACK_ADDR")
 	if addr == "" {
-		t.Skip("run by TestQUICHandshakeMemory")
+		t.Skip("run by TestQUICHandshakeFlood")
 	}
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	require.NoError(t, err)
@@ -446,6 +482,7 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
+	var bulk sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -458,11 +495,19 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 				return
 			}
 			conns[i] = qc
-			size := uint64(1 << 20)
-			if i%2 == 1 {
-				size = transport.MaxHandshakeMessageSize
+			switch i % 3 {
+			case 1:
+				_, _ = st.Write(append(binary.AppendUvarint(nil, transport.MaxHandshakeMessageSize), make([]byte, 1000)...))
+			case 2:
+				// Flow control stops it; it writes on after the round's
+				// figures, until its connection closes.
+				bulk.Add(1)
+				go func() {
+					defer bulk.Done()
+					_, _ = st.Write(append(binary.AppendUvarint(nil, transport.MaxHandshakeMessageSize), make([]byte, 1<<20)...))
+				}()
+				_, _ = qc.OpenUniStream() // none allowed
 			}
-			_, _ = st.Write(append(binary.AppendUvarint(nil, size), make([]byte, 1000)...))
 		}()
 	}
 	wg.Wait()
@@ -471,17 +516,10 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 	for err := range errs {
 		failed = append(failed, err)
 	}
-	time.Sleep(500 * time.Millisecond) // the server's verdicts on the oversize ones
-	open, want := 0, 0
-	for i, qc := range conns {
-		if qc == nil {
-			continue
-		}
-		if qc.Context().Err() == nil {
+	open := 0
+	for _, qc := range conns {
+		if qc != nil && qc.Context().Err() == nil {
 			open++
-		}
-		if i%2 == 1 {
-			want++
 		}
 	}
 	// (A dial can fail on a loaded machine; a few do not change the test.)
@@ -489,10 +527,15 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 	if len(failed) > 0 {
 		why = fmt.Sprintf(" (%d failed to connect, e.g. %v)", len(failed), failed[0])
 	}
-	fmt.Printf("attack: %d connections%s, %d still open (those announcing 1 MiB are refused at once)\n", n-len(failed), why, open)
+	fmt.Printf("attack: %d connections%s, %d still open (those sending 1 MiB are rejected)\n", n-len(failed), why, open)
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, qc := range conns {
+		if qc != nil {
+			qc.CloseWithError(0, "")
+		}
+	}
+	bulk.Wait()
 	require.LessOrEqual(t, len(failed), n/10)
-	require.Equal(t, want, open)
 }
 
 func rawHostile(tr *quicgo.Transport, addr net.Addr) (*quicgo.Conn, *quicgo.Stream, error) {

@@ -78,6 +78,17 @@ type Conn interface {
 	Stats() Stats
 }
 
+// CloseStarter is implemented by a [Conn] that can begin its close without waiting for
+// anything (its network stack, its goroutines, the peer). The replication server closes
+// such connections on its tick; any other Conn's CloseWithReason runs on a goroutine of
+// the server's, because it may wait.
+type CloseStarter interface {
+	// StartClose begins closing the connection with code and reason, as CloseWithReason
+	// does, and returns at once; Done is closed once the close is complete. Only the
+	// first close of a connection counts.
+	StartClose(code CloseCode, reason string)
+}
+
 // Stats is a snapshot of a connection's counters. Counts are of payloads as the
 // application sees them, without transport overhead.
 type Stats struct {

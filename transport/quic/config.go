@@ -2,6 +2,7 @@ package quic
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -81,6 +82,23 @@ type Config struct {
 	// accepted; more are closed with transport.CodeRejected. Listen only. Zero: 64.
 	AcceptBacklog int
 
+	// HandshakeWindow is a connection's QUIC flow-control window (per stream and per
+	// connection) until this end sends a transport.Welcome: what a peer that has not been
+	// welcomed can make this end buffer. The windows then grow with QUIC's auto-tuning.
+	// At least transport.MaxHandshakeMessageSize+16. Listen only. Zero: 32 KiB.
+	HandshakeWindow int
+	// MaxPendingPerAddress bounds the connections from one source address (an IPv4
+	// address, or an IPv6 /64) that are open and not welcomed (this end has not sent a
+	// transport.Welcome); more are refused at the QUIC handshake's first packet, before
+	// any TLS work. Listen only. Zero: 16. Negative: no bound (LAN play behind one
+	// address).
+	MaxPendingPerAddress int
+	// RetryAbove is the number of pending connections (as for MaxPendingPerAddress, from
+	// every source) above which new connections must first prove their source address
+	// with a QUIC Retry (one round trip more), so that spoofed sources cannot hold
+	// handshake state. Listen only. Zero: 64. Negative: never.
+	RetryAbove int
+
 	// Logger receives every close this end decides on (flood, oversize or malformed
 	// frames, send backlog, failed connection setup), rate-limited per kind. Nil:
 	// slog.Default().
@@ -100,6 +118,12 @@ const (
 	defaultDatagramQueueLen = 1024
 	defaultDatagramRate     = 2000
 	defaultAcceptBacklog    = 64
+	defaultHandshakeWindow  = 32 << 10
+	defaultPendingPerAddr   = 16
+	defaultRetryAbove       = 64
+	// preHandshakeDatagrams bounds the datagrams a connection queues before this end's
+	// Welcome (the server reads none before it); later ones are dropped.
+	preHandshakeDatagrams = 16
 )
 
 // resolved returns a copy with every zero field replaced by its default.
@@ -127,6 +151,15 @@ func (c *Config) resolved() Config {
 	def(&r.MessageQueueBytes, defaultMessageQueueSize)
 	def(&r.DatagramQueueLen, defaultDatagramQueueLen)
 	def(&r.AcceptBacklog, defaultAcceptBacklog)
+	if r.HandshakeWindow == 0 {
+		r.HandshakeWindow = defaultHandshakeWindow
+	}
+	if r.MaxPendingPerAddress == 0 {
+		r.MaxPendingPerAddress = defaultPendingPerAddr
+	}
+	if r.RetryAbove == 0 {
+		r.RetryAbove = defaultRetryAbove
+	}
 	if r.DatagramRateLimit == 0 {
 		r.DatagramRateLimit = defaultDatagramRate
 	}
@@ -145,6 +178,15 @@ func (c *Config) resolved() Config {
 	return r
 }
 
+// checkListen reports a Listen setting no listener can work with.
+func (c *Config) checkListen() error {
+	if c.HandshakeWindow < transport.MaxHandshakeMessageSize+16 {
+		return fmt.Errorf("quic: Config.HandshakeWindow %d cannot hold a handshake message (%d bytes and its length prefix)",
+			c.HandshakeWindow, transport.MaxHandshakeMessageSize)
+	}
+	return nil
+}
+
 func (c *Config) quicConfig(server bool) *quicgo.Config {
 	qc := &quicgo.Config{
 		EnableDatagrams:      true,
@@ -156,6 +198,10 @@ func (c *Config) quicConfig(server bool) *quicgo.Config {
 	}
 	if server {
 		qc.MaxIncomingStreams = 1
+		// Handshake-sized windows until this end's first message (admission.go).
+		qc.InitialStreamReceiveWindow = uint64(c.HandshakeWindow)
+		qc.InitialConnectionReceiveWindow = uint64(c.HandshakeWindow)
+		qc.AllowConnectionWindowIncrease = allowWindowIncrease
 	}
 	if c.KeepAlivePeriod > 0 {
 		qc.KeepAlivePeriod = c.KeepAlivePeriod

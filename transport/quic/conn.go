@@ -30,6 +30,10 @@ type Conn struct {
 	qc     *quicgo.Conn
 	stream *quicgo.Stream
 	cfg    Config
+	// adm is the connection's place in its listener's pre-handshake budget
+	// (nil for a dialed connection), released when it sends a Welcome or
+	// closes.
+	adm *pendingConn
 
 	datagrams *queue.Queue[[]byte]
 	messages  *queue.Queue[[]byte]
@@ -48,13 +52,19 @@ type Conn struct {
 	datagramsDropped                         atomic.Uint64
 
 	readers sync.WaitGroup
-	done    chan struct{}
-	errMu   sync.Mutex
-	err     error
-	onClose func(*Conn) // called once the connection has ended, before Done is closed
+	// closeReq hands a close to the watch goroutine (the first one wins), so
+	// that whoever decides to close never waits for quic-go's run loop.
+	closeReq chan closeRequest
+	done     chan struct{}
+	errMu    sync.Mutex
+	err      error
+	onClose  func(*Conn) // called once the connection has ended, before Done is closed
 }
 
-var _ transport.Conn = (*Conn)(nil)
+var (
+	_ transport.Conn         = (*Conn)(nil)
+	_ transport.CloseStarter = (*Conn)(nil)
+)
 
 // probe exceeds any QUIC datagram payload (quic-go packets are at most 1452 bytes), so
 // SendDatagram(probe) never sends and always reports the current maximum. It is never
@@ -68,6 +78,8 @@ func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Confi
 		cfg:       cfg,
 		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
 		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
+		closeReq:  make(chan closeRequest, 1),
+		adm:       pendingOf(qc),
 		done:      make(chan struct{}),
 		onClose:   onClose,
 	}
@@ -149,6 +161,10 @@ func (c *Conn) readDatagrams() {
 			c.closeNoWait(transport.CodeFlood, reason)
 			return
 		}
+		if c.adm != nil && !c.adm.released.Load() && c.datagrams.Len() >= preHandshakeDatagrams {
+			c.datagramsDropped.Add(1) // not read before the Welcome: keep a few
+			continue
+		}
 		if c.datagrams.TryPush(b) {
 			c.datagramsReceived.Add(1)
 			c.datagramBytesReceived.Add(uint64(len(b)))
@@ -198,9 +214,21 @@ func (c *Conn) readMessages(br *bufio.Reader) {
 	}
 }
 
+// closeRequest is a close the watch goroutine is to carry out.
+type closeRequest struct {
+	code   transport.CloseCode
+	reason string
+}
+
 func (c *Conn) watch() {
 	ctx := c.qc.Context()
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case r := <-c.closeReq:
+		// Waits for quic-go's run loop to end the connection: here, not on
+		// the goroutine that decided to close.
+		c.qc.CloseWithError(quicgo.ApplicationErrorCode(r.code), transport.TruncateReason(r.reason, transport.MaxReasonLen))
+	}
 	err := closeErrorOf(context.Cause(ctx))
 	c.out.Close()
 	c.readers.Wait()
@@ -317,6 +345,9 @@ func (c *Conn) SendMessage(b []byte) error {
 	if err := c.out.SendMessage(b); err != nil {
 		return c.sendErr(err)
 	}
+	if c.adm != nil && transport.TypeOf(b) == transport.MessageWelcome {
+		c.adm.release() // welcomed: the windows may grow (a Reject's connection closes)
+	}
 	c.messagesSent.Add(1)
 	c.messageBytesSent.Add(uint64(len(b)))
 	return nil
@@ -344,16 +375,24 @@ func (c *Conn) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error)
 	return b, nil
 }
 
-// closeNoWait closes the QUIC connection without waiting for the goroutines (it is
-// called from them).
+// closeNoWait starts closing the connection and returns at once: the watch goroutine
+// closes it (quic-go's close waits for the connection's run loop, which a flood of
+// connections can keep busy for a long time). Only the first close counts.
 func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
-	c.qc.CloseWithError(quicgo.ApplicationErrorCode(code), transport.TruncateReason(reason, transport.MaxReasonLen))
+	select {
+	case c.closeReq <- closeRequest{code: code, reason: reason}:
+	default: // a close is under way
+	}
 }
 
+// StartClose implements [transport.CloseStarter]: the connection's own goroutine
+// carries the close out, and Done is closed when it is complete.
+func (c *Conn) StartClose(code transport.CloseCode, reason string) { c.closeNoWait(code, reason) }
+
 // CloseWithReason implements [transport.Conn]. The reason is truncated to
-// transport.MaxReasonLen bytes. It returns once the connection's goroutines have exited.
-// Messages not yet transmitted when it is called may be lost (QUIC closes immediately),
-// as may datagrams still in the send queue.
+// transport.MaxReasonLen bytes. It returns once the connection's goroutines have exited
+// (the replication server calls [Conn.StartClose] instead). Messages not yet transmitted when it is called may be lost (QUIC closes
+// immediately), as may datagrams still in the send queue.
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 	c.closeNoWait(code, reason)
 	<-c.done

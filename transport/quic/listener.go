@@ -21,6 +21,7 @@ type Listener struct {
 	tr      *quicgo.Transport
 	ql      *quicgo.Listener
 	cfg     Config
+	adm     *admission
 	pending *queue.Queue[*Conn]
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -41,6 +42,9 @@ var _ transport.Listener = (*Listener)(nil)
 // (transport.ServerHandshake) is up to the caller.
 func Listen(addr string, cfg *Config) (*Listener, error) {
 	r := cfg.resolved()
+	if err := r.checkListen(); err != nil {
+		return nil, err
+	}
 	tlsConf, err := serverTLS(&r)
 	if err != nil {
 		return nil, err
@@ -53,7 +57,8 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := &quicgo.Transport{Conn: udp}
+	adm := newAdmission(&r)
+	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.connContext, VerifySourceAddress: adm.verifySource}
 	ql, err := tr.Listen(tlsConf, r.quicConfig(true))
 	if err != nil {
 		tr.Close()
@@ -62,7 +67,7 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
-		udp: udp, tr: tr, ql: ql, cfg: r,
+		udp: udp, tr: tr, ql: ql, cfg: r, adm: adm,
 		pending: queue.New[*Conn](r.AcceptBacklog, 0, nil),
 		ctx:     ctx, cancel: cancel,
 		closed: make(chan struct{}),
@@ -202,6 +207,24 @@ func (l *Listener) Close() error {
 	return err
 }
 
+// AdmissionStats are a listener's counts of connections before their handshake ends.
+type AdmissionStats struct {
+	// Pending is the number of connections whose handshake has not ended (this end has
+	// not sent its first message yet).
+	Pending int
+	// RefusedPerAddress counts connections refused at their first packet because their
+	// source address had Config.MaxPendingPerAddress connections pending.
+	RefusedPerAddress uint64
+	// Retries counts connection attempts asked to validate their source address with a
+	// QUIC Retry because more than Config.RetryAbove connections were pending.
+	Retries uint64
+}
+
+// Admission returns the listener's pre-handshake counts.
+func (l *Listener) Admission() AdmissionStats {
+	return AdmissionStats{Pending: int(l.adm.pending.Load()), RefusedPerAddress: l.adm.refused.Load(), Retries: l.adm.retries.Load()}
+}
+
 // Addr implements [transport.Listener]: the bound UDP address.
 func (l *Listener) Addr() net.Addr { return l.udp.LocalAddr() }
 
@@ -267,6 +290,11 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		if isTimeout(err) {
 			return nil, &dialError{addr: addr, timeout: true, err: err,
 				phase: fmt.Sprintf("no handshake response within %v (is a server listening there?)", roundLimit(limit))}
+		}
+		var te *quicgo.TransportError
+		if errors.As(err, &te) && te.Remote && te.ErrorCode == quicgo.ConnectionRefused {
+			return nil, &dialError{addr: addr, err: err, phase: "QUIC handshake refused by the server (too many connections " +
+				"from this address are in the handshake there, see quic.Config.MaxPendingPerAddress, or it is closing)"}
 		}
 		return nil, &dialError{addr: addr, phase: "QUIC handshake", err: err}
 	}

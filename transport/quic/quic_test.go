@@ -78,6 +78,11 @@ func TestMaxDatagramSize(t *testing.T) {
 func TestPacedDatagrams(t *testing.T) {
 	e := newEnv(t, quic.Config{DatagramRateLimit: -1})
 	c, s := e.dial(t, quic.Config{})
+	// The server's Welcome ends the handshake: before it a connection
+	// queues only a few datagrams.
+	require.NoError(t, s.SendMessage(transport.Welcome{ClientID: 1}.Append(nil)))
+	_, err := c.ReceiveMessage(context.Background())
+	require.NoError(t, err)
 	arrived := make(chan uint32, 64)
 	go func() {
 		defer close(arrived)

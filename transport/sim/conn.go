@@ -132,6 +132,11 @@ func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 	return nil
 }
 
+// StartClose implements [transport.CloseStarter]: CloseWithReason never waits.
+func (c *Conn) StartClose(code transport.CloseCode, reason string) {
+	_ = c.CloseWithReason(code, reason)
+}
+
 // Close implements [transport.Conn].
 func (c *Conn) Close() error { return c.CloseWithReason(transport.CodeNormal, "") }
 
