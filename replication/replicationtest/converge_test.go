@@ -1,6 +1,7 @@
 package replicationtest
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/archenet/archenet/components"
@@ -103,4 +104,44 @@ func TestConvergedFindsEachDifference(t *testing.T) {
 	*(*components.Transform)(p.cw.Get(twin, tr)) = *(*components.Transform)(p.cw.Get(p.mirror[a], tr))
 	*(*secret)(p.cw.Get(twin, sec)) = *(*secret)(p.cw.Get(p.mirror[a], sec))
 	require.ErrorContains(t, p.check(within), "twice")
+}
+
+// A State captured from the server world, sent as JSON and rebuilt, judges
+// the client as the server world does: the exact mirror passes, a
+// difference fails, and a State of another registry is refused.
+func TestStateRoundTrip(t *testing.T) {
+	p := newPair(t)
+	a := p.add(1, 0)
+	p.add(-2.5, 1)
+	p.add(3, 2)
+	netID := func(e ecs.Entity) (components.NetID, bool) { id, ok := p.ids[e]; return id, ok }
+	s, err := Capture(p.reg, p.sw, netID)
+	require.NoError(t, err)
+	require.Len(t, s.Entities, 3)
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	var got State
+	require.NoError(t, json.Unmarshal(b, &got))
+	require.Equal(t, s, got)
+	w, ids, err := got.World(p.reg)
+	require.NoError(t, err)
+	check := func() error {
+		return Converged(Check{Registry: p.reg, Server: w, NetID: ids, Client: p.cw, Me: 1})
+	}
+	require.NoError(t, check())
+	tr := ecs.ComponentID[components.Transform](p.cw)
+	(*components.Transform)(p.cw.Get(p.mirror[a], tr)).Pos.X += 0.1
+	require.ErrorContains(t, check(), "lane 0")
+
+	_, err = Capture(p.reg, p.sw, func(ecs.Entity) (components.NetID, bool) { return components.NetID{}, false })
+	require.ErrorContains(t, err, "has no net id")
+	bad := State{Entities: []EntityState{{ID: s.Entities[0].ID, Set: s.Entities[0].Set, Lanes: s.Entities[0].Lanes[1:]}}}
+	_, _, err = bad.World(p.reg)
+	require.ErrorContains(t, err, "fewer than its components have")
+	bad.Entities[0].Lanes = append(s.Entities[0].Lanes, 1)
+	_, _, err = bad.World(p.reg)
+	require.ErrorContains(t, err, "more than its components have")
+	bad.Entities[0].Set = 1 << 9
+	_, _, err = bad.World(p.reg)
+	require.ErrorContains(t, err, "components the registry lacks")
 }
