@@ -134,7 +134,7 @@ func TestWebTransportHostileBrowsers(t *testing.T) {
 		select {
 		case <-c.Done():
 		case <-time.After(10 * time.Second):
-			t.Fatalf("connection %v still open", c.LocalAddr())
+			t.Fatalf("connection %v still open (flood %v, streams %v, mute %v; server events %v)", c.LocalAddr(), flood.Err(), streams.Err(), mute.Err(), w.events)
 		}
 		var ce *transport.CloseError
 		require.ErrorAs(t, c.Err(), &ce)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,8 +22,8 @@ import (
 	"github.com/archenet/archenet/transport/webtransport/webtransporttest"
 )
 
-// browserEnv is a WebTransport listener, a page server of another origin that is
-// allowed to use it, and headless Chromium running internal/wasmprobe.
+// browserEnv is a WebTransport listener, a page server of its origin (or of another
+// one, refused), and headless Chromium running internal/wasmprobe.
 type browserEnv struct {
 	*env
 	page *httptest.Server
@@ -30,14 +31,23 @@ type browserEnv struct {
 }
 
 func newBrowserEnv(t *testing.T, cfg webtransport.Config) *browserEnv {
+	return newBrowserEnvOrigin(t, cfg, true)
+}
+
+// newBrowserEnvOrigin is newBrowserEnv with the page served from the session's
+// origin (its port on TCP), or from another one the listener does not allow.
+func newBrowserEnvOrigin(t *testing.T, cfg webtransport.Config, sameOrigin bool) *browserEnv {
 	ctx := webtransporttest.Chromium(t)
 	probePath := webtransporttest.BuildWasm(t, "", "./internal/wasmprobe")
 	b := &browserEnv{ctx: ctx}
 	mux := http.NewServeMux()
-	b.page = httptest.NewServer(webtransporttest.WasmHandler(t, probePath, mux))
-	t.Cleanup(b.page.Close)
-	cfg.AllowedOrigins = []string{b.page.URL}
 	b.env = newEnv(t, cfg)
+	if sameOrigin {
+		b.page = webtransporttest.PageServer(t, b.l.Addr().(*net.UDPAddr).Port, webtransporttest.WasmHandler(t, probePath, mux))
+	} else {
+		b.page = httptest.NewServer(webtransporttest.WasmHandler(t, probePath, mux))
+		t.Cleanup(b.page.Close)
+	}
 	mux.Handle("/endpoint.json", webtransport.EndpointHandler(b.l.URL, b.certs.Hashes))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, webtransporttest.RunPage) })
 	return b
@@ -79,13 +89,17 @@ func TestBrowserEcho(t *testing.T) {
 	require.Equal(t, 180, got.received, "browser → server datagrams lost at 60 Hz on loopback")
 	require.EqualValues(t, webtransport.MaxDatagramPayload, res["maxDatagramSize"])
 	require.Contains(t, res["tooLarge"], "exceeds the maximum payload of 1200 bytes")
-	// The page sees the session end, but Chromium 156 reports a session that
-	// webtransport-go v0.13.0 closed as "Connection lost" without the code and
-	// reason (it also sends STOP_SENDING on the CONNECT stream with the close
-	// capsule); reasons a player must see travel as replication messages
-	// (Reject) before the close.
-	require.Contains(t, res["closed"], "transport: connection closed")
-	t.Logf("figures: dial %v ms, RTT %.2f ms, datagram loss 0/180 each way at 60 Hz", res["dialMs"], res["rttMs"])
+	// The server's close code and reason reach the page (the close capsule is
+	// written without webtransport-go's STOP_SENDING, see closeSession).
+	require.EqualValues(t, transport.CodeApplication+5, res["closeCode"], "page: %v", res["closed"])
+	require.Equal(t, "bye", res["closeReason"])
+	require.Equal(t, true, res["closeRemote"])
+	// Chromium 156 has no WebTransport.getStats(): the page cannot know the RTT
+	// (Stats.RTT stays 0, input.TickSync then relies on the server's feedback).
+	if res["hasGetStats"] == true {
+		require.Greater(t, res["rttMs"], 0.0, "the browser has getStats: RTT is known")
+	}
+	t.Logf("figures: dial %v ms, datagram loss 0/180 each way at 60 Hz; getStats: %v, RTT %.2f ms", res["dialMs"], res["hasGetStats"], res["rttMs"])
 }
 
 // serveProbe plays the server's side of the probe's echo script.
@@ -103,6 +117,10 @@ func serveProbe(l *webtransport.Listener) (t struct {
 	defer c.Close()
 	if m, err := c.ReceiveMessage(ctx); err != nil || string(m) != "hello probe" {
 		t.err = fmt.Errorf("hello: %q %v", m, err)
+		return
+	}
+	// A Welcome first: until it, the server queues only a few datagrams.
+	if t.err = c.SendMessage(transport.Welcome{ClientID: 1}.Append(nil)); t.err != nil {
 		return
 	}
 	for i := range 50 {
@@ -165,6 +183,7 @@ func TestBrowserStaleHash(t *testing.T) {
 	require.Contains(t, msg, "opening the session")
 	require.Contains(t, msg, "not one of the 1 pinned hashes")
 	require.Contains(t, msg, "reload the page")
+	require.NotContains(t, msg, "origin", "the page is of the session's origin")
 }
 
 // A page that floods datagrams is closed with CodeFlood, and the page sees the code.
@@ -184,6 +203,48 @@ func TestBrowserFlood(t *testing.T) {
 	var ce *transport.CloseError
 	require.ErrorAs(t, c.Err(), &ce)
 	require.Equal(t, transport.CodeFlood, ce.Code, "server side: %v", c.Err())
-	require.Contains(t, res["closed"], "transport: connection closed")
+	require.EqualValues(t, transport.CodeFlood, res["closeCode"], "the page sees why: %v", res["closed"])
+	require.Equal(t, "datagram flood: more than 300 datagrams/s (burst 100)", res["closeReason"])
 	require.Greater(t, res["sent"], float64(300))
+}
+
+// A page from an origin the server does not allow gets an error that names that
+// cause; the server refused the session with 403 before any session state existed.
+func TestBrowserRefusedOrigin(t *testing.T) {
+	b := newBrowserEnvOrigin(t, webtransport.Config{}, false)
+	res := b.run(t, url.Values{"mode": {"origin"}})
+	msg, _ := res["dialError"].(string)
+	t.Logf("the page shows: %s", msg)
+	require.Contains(t, msg, "opening the session")
+	require.Contains(t, msg, "the server refused this page's origin "+b.page.URL+" (another origin than the session's: the server must list it in its webtransport.Config.AllowedOrigins)")
+	_, ok := b.l.PollAccept()
+	require.False(t, ok)
+}
+
+// A page that closes its session with a code and a reason: the server sees both,
+// from the peer.
+func TestBrowserCloseReachesServer(t *testing.T) {
+	b := newBrowserEnv(t, webtransport.Config{})
+	accepted := make(chan transport.Conn, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		c, err := b.l.Accept(ctx)
+		if err == nil {
+			_, _ = c.ReceiveMessage(ctx)
+			_ = c.SendMessage(transport.Welcome{ClientID: 1}.Append(nil))
+		}
+		accepted <- c
+	}()
+	b.run(t, url.Values{"mode": {"bye"}})
+	c := <-accepted
+	require.NotNil(t, c)
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's connection is still open")
+	}
+	var ce *transport.CloseError
+	require.ErrorAs(t, c.Err(), &ce)
+	require.Equal(t, transport.CloseError{Code: transport.CodeApplication + 7, Reason: "page left", Remote: true}, *ce)
 }

@@ -92,6 +92,23 @@ type Config struct {
 	// any session state exists. Server. Zero: 64.
 	MaxPendingSessions int
 
+	// HandshakeWindow is a connection's QUIC flow-control window (per stream and per
+	// connection) until this end sends a transport.Welcome: what a peer that has not
+	// been welcomed can make this end buffer (HTTP/3's control streams, the session
+	// request and the archenet handshake share it). The windows then grow with QUIC's
+	// auto-tuning. At least transport.MaxHandshakeMessageSize+16. Listen only.
+	// Zero: 32 KiB.
+	HandshakeWindow int
+	// MaxPendingPerAddress bounds the connections from one source address (an IPv4
+	// address, or an IPv6 /64) that are open and not welcomed (this end has not sent a
+	// transport.Welcome); more are refused at the QUIC handshake's first packet, before
+	// any TLS work. Listen only. Zero: 16. Negative: no bound.
+	MaxPendingPerAddress int
+	// RetryAbove is the number of pending connections (as for MaxPendingPerAddress,
+	// from every source) above which new connections must first prove their source
+	// address with a QUIC Retry. Listen only. Zero: 64. Negative: never.
+	RetryAbove int
+
 	// Logger receives every close this end decides on and every refused session,
 	// rate-limited per kind. Nil: slog.Default().
 	Logger *slog.Logger
@@ -107,6 +124,9 @@ const (
 	defaultDatagramRate     = 2000
 	defaultAcceptBacklog    = 64
 	defaultPendingSessions  = 64
+	defaultHandshakeWindow  = 32 << 10
+	defaultPendingPerAddr   = 16
+	defaultRetryAbove       = 64
 )
 
 // resolve returns a copy with every zero field replaced by its default, or an error
@@ -139,6 +159,9 @@ func (c *Config) resolve() (Config, error) {
 	def(&r.DatagramQueueLen, defaultDatagramQueueLen)
 	def(&r.AcceptBacklog, defaultAcceptBacklog)
 	def(&r.MaxPendingSessions, defaultPendingSessions)
+	def(&r.HandshakeWindow, defaultHandshakeWindow)
+	def(&r.MaxPendingPerAddress, defaultPendingPerAddr)
+	def(&r.RetryAbove, defaultRetryAbove)
 	if r.DatagramRateLimit == 0 {
 		r.DatagramRateLimit = defaultDatagramRate
 	}
@@ -160,6 +183,7 @@ func (c *Config) resolve() (Config, error) {
 		{"DatagramBurst", int64(r.DatagramBurst)}, {"DatagramSendQueueLen", int64(r.DatagramSendQueueLen)},
 		{"MaxSendBacklog", int64(r.MaxSendBacklog)}, {"SendBacklogTimeout", int64(r.SendBacklogTimeout)},
 		{"AcceptBacklog", int64(r.AcceptBacklog)}, {"MaxPendingSessions", int64(r.MaxPendingSessions)},
+		{"HandshakeWindow", int64(r.HandshakeWindow)},
 	} {
 		if f.v < 0 {
 			return r, fmt.Errorf("webtransport: Config.%s is negative (%d)", f.name, f.v)
@@ -173,4 +197,13 @@ func (c *Config) resolve() (Config, error) {
 	}
 	r.Logger = slog.New(transport.RateLimit(r.Logger.Handler(), 10, time.Second))
 	return r, nil
+}
+
+// checkListen reports a Listen setting no listener can work with.
+func (c *Config) checkListen() error {
+	if c.HandshakeWindow < transport.MaxHandshakeMessageSize+16 {
+		return fmt.Errorf("webtransport: Config.HandshakeWindow %d cannot hold a handshake message (%d bytes and its length prefix)",
+			c.HandshakeWindow, transport.MaxHandshakeMessageSize)
+	}
+	return nil
 }

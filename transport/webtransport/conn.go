@@ -17,24 +17,37 @@ import (
 	wt "github.com/quic-go/webtransport-go"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/admission"
 	"github.com/archenet/archenet/transport/internal/frame"
 	"github.com/archenet/archenet/transport/internal/queue"
+	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
 // Conn is an archenet connection over a WebTransport session: datagrams are the
 // session's HTTP datagrams, messages are length-prefixed frames on the one
-// bidirectional stream the client opens. It implements [transport.Conn].
+// bidirectional stream the client opens. It implements [transport.Conn] and
+// [transport.CloseStarter].
 //
-// Each Conn runs six goroutines: one drains the session's datagrams into a bounded
+// Each Conn runs seven goroutines: one drains the session's datagrams into a bounded
 // queue (enforcing the flood limit), one reads the stream into a bounded message queue,
-// two write (through a [transport.Outbox], so sends never block the caller), one
-// refuses any further stream the peer opens and learns why the session ended, and one
-// waits for the end. All have exited when [Conn.Done] is closed.
+// two write (through a [transport.Outbox], so sends never block the caller), two refuse
+// any further stream the peer opens (one also learns why the session ended), and one
+// carries out the close and waits for the end. All have exited when [Conn.Done] is
+// closed.
 type Conn struct {
-	sess   *wt.Session
-	stream *wt.Stream
-	qc     *quicgo.Conn // the session's QUIC connection, for RTT and the final close
-	cfg    Config
+	sess    *wt.Session
+	stream  *wt.Stream
+	connect *http3.Stream // the session's CONNECT stream, for the close capsule (nil: see closeSession)
+	qc      *quicgo.Conn  // the session's QUIC connection, for RTT and the final close
+	ownsQC  bool          // the QUIC connection carries only this session: close it at the end
+	cfg     Config
+	// adm is the connection's place in its listener's pre-handshake budget (nil for
+	// a dialed connection or one of NewListener), released when it sends a Welcome.
+	adm *admission.Entry
+	// server: datagrams beyond admission.PendingDatagrams wait for no one until
+	// this end sent its Welcome (welcomed), and are dropped.
+	server   bool
+	welcomed atomic.Bool
 
 	datagrams *queue.Queue[[]byte]
 	messages  *queue.Queue[[]byte]
@@ -48,23 +61,41 @@ type Conn struct {
 	datagramsDropped                         atomic.Uint64
 
 	causeMu sync.Mutex
-	cause   error // why the session ended, as webtransport-go reported it
-	local   *transport.CloseError
+	cause   error                 // why the session ended, as webtransport-go reported it
+	local   *transport.CloseError // the close this end decided on, if it closed first
 
 	readers sync.WaitGroup
-	done    chan struct{}
-	errMu   sync.Mutex
-	err     error
-	onClose func(*Conn)
+	// closeReq hands a close to the watch goroutine (the first one wins), so
+	// that whoever decides to close never waits for the peer or quic-go.
+	closeReq chan closeRequest
+	done     chan struct{}
+	errMu    sync.Mutex
+	err      error
+	onClose  func(*Conn)
 }
 
-var _ transport.Conn = (*Conn)(nil)
+var (
+	_ transport.Conn         = (*Conn)(nil)
+	_ transport.CloseStarter = (*Conn)(nil)
+)
 
-func newConn(sess *wt.Session, stream *wt.Stream, qc *quicgo.Conn, cfg Config, onClose func(*Conn)) *Conn {
+// session is what newConn needs of an established session.
+type session struct {
+	sess    *wt.Session
+	stream  *wt.Stream
+	connect *http3.Stream
+	qc      *quicgo.Conn
+	ownsQC  bool
+	server  bool
+}
+
+func newConn(s session, cfg Config, onClose func(*Conn)) *Conn {
 	c := &Conn{
-		sess: sess, stream: stream, qc: qc, cfg: cfg,
+		sess: s.sess, stream: s.stream, connect: s.connect, qc: s.qc, ownsQC: s.ownsQC, cfg: cfg,
+		adm: admission.Of(s.qc), server: s.server,
 		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
 		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
+		closeReq:  make(chan closeRequest, 1),
 		done:      make(chan struct{}),
 		onClose:   onClose,
 	}
@@ -76,7 +107,7 @@ func newConn(sess *wt.Session, stream *wt.Stream, qc *quicgo.Conn, cfg Config, o
 	})
 	c.readers.Add(4)
 	go c.readDatagrams()
-	go c.readMessages(bufio.NewReaderSize(stream, 4<<10))
+	go c.readMessages(bufio.NewReaderSize(s.stream, 4<<10))
 	go c.refuseStreams()
 	go c.refuseUniStreams()
 	go c.watch()
@@ -113,20 +144,27 @@ func (w connWriter) WriteMessage(b []byte, deadline time.Time) error {
 func (c *Conn) readDatagrams() {
 	defer c.readers.Done()
 	ctx := c.sess.Context()
-	limit := newTokenBucket(c.cfg.DatagramRateLimit, c.cfg.DatagramBurst, time.Now())
+	limit := ratelimit.New(c.cfg.DatagramRateLimit, c.cfg.DatagramBurst, time.Now())
 	for {
 		b, err := c.sess.ReceiveDatagram(ctx)
 		if err != nil {
 			return
 		}
-		if !limit.allow(time.Now()) {
+		if !limit.Allow(time.Now()) {
 			reason := fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.cfg.DatagramRateLimit, c.cfg.DatagramBurst)
 			c.logClose(transport.CodeFlood, reason)
 			c.closeNoWait(transport.CodeFlood, reason)
 			return
 		}
 		if len(b) > MaxDatagramPayload {
-			c.datagramsDropped.Add(1) // a browser would not have sent it
+			// Neither a browser nor Dial sends one.
+			reason := fmt.Sprintf("datagram of %d bytes exceeds the maximum of %d", len(b), MaxDatagramPayload)
+			c.logClose(transport.CodeProtocolError, reason)
+			c.closeNoWait(transport.CodeProtocolError, reason)
+			return
+		}
+		if c.server && !c.welcomed.Load() && c.datagrams.Len() >= admission.PendingDatagrams {
+			c.datagramsDropped.Add(1) // not read before the Welcome: keep a few
 			continue
 		}
 		if c.datagrams.TryPush(b) {
@@ -221,17 +259,22 @@ func (c *Conn) refuseUniStreams() {
 }
 
 func (c *Conn) watch() {
-	<-c.sess.Context().Done()
+	select {
+	case <-c.sess.Context().Done():
+	case r := <-c.closeReq:
+		closeSession(c.sess, c.connect, r.code, r.reason)
+	}
 	c.out.Close()
 	c.readers.Wait()
 	c.out.Wait()
 	c.causeMu.Lock()
 	err := c.closeError()
 	c.causeMu.Unlock()
-	// Give the close capsule a moment to leave before the QUIC connection goes (a
-	// browser shows the session's close code and reason only if it arrives).
-	qc := c.qc
-	time.AfterFunc(closeLinger, func() { qc.CloseWithError(0, "") })
+	if c.ownsQC {
+		// A moment for the close capsule (or its answer) to be acknowledged.
+		qc := c.qc
+		time.AfterFunc(closeLinger, func() { _ = qc.CloseWithError(0, "") })
+	}
 	if c.onClose != nil {
 		c.onClose(c)
 	}
@@ -240,9 +283,6 @@ func (c *Conn) watch() {
 	c.errMu.Unlock()
 	close(c.done)
 }
-
-// closeLinger is how long a QUIC connection outlives its closed session.
-const closeLinger = 250 * time.Millisecond
 
 // closeError maps why the session ended to a CloseError. Called with causeMu held.
 func (c *Conn) closeError() *transport.CloseError {
@@ -284,17 +324,20 @@ func closeErrorOf(err error) *transport.CloseError {
 	}
 }
 
-// closedErr returns the close error if the session has ended, else nil.
+// closedErr returns the close error (a *transport.CloseError) if the connection is
+// closing or closed, else nil.
 func (c *Conn) closedErr() error {
-	if c.sess.Context().Err() == nil {
-		return nil
-	}
 	select {
 	case <-c.done:
 		return c.Err()
 	default:
-		return fmt.Errorf("webtransport: session closing: %w", transport.ErrClosed)
 	}
+	c.causeMu.Lock()
+	defer c.causeMu.Unlock()
+	if c.local == nil && c.sess.Context().Err() == nil {
+		return nil
+	}
+	return c.closeError()
 }
 
 // SendDatagram implements [transport.Conn]. It never blocks: the datagram waits in a
@@ -348,6 +391,12 @@ func (c *Conn) SendMessage(b []byte) error {
 	if err := c.out.SendMessage(b); err != nil {
 		return c.sendErr(err)
 	}
+	if c.server && transport.TypeOf(b) == transport.MessageWelcome {
+		c.welcomed.Store(true)
+		if c.adm != nil {
+			c.adm.Release() // the QUIC windows may grow (a Reject's connection closes)
+		}
+	}
 	c.messagesSent.Add(1)
 	c.messageBytesSent.Add(uint64(len(b)))
 	return nil
@@ -373,8 +422,8 @@ func (c *Conn) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error)
 	return b, nil
 }
 
-// closeNoWait closes the session without waiting for the goroutines (it is called from
-// them): the peer gets code and reason in WebTransport's close capsule.
+// closeNoWait starts closing the connection and returns at once: the watch goroutine
+// carries the close out (closeSession). Only the first close counts.
 func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
 	reason = transport.TruncateReason(reason, transport.MaxReasonLen)
 	c.causeMu.Lock()
@@ -382,11 +431,21 @@ func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
 		c.local = &transport.CloseError{Code: code, Reason: reason}
 	}
 	c.causeMu.Unlock()
-	go c.sess.CloseWithError(wt.SessionErrorCode(code), reason) // waits up to 10 ms for the capsule
+	select {
+	case c.closeReq <- closeRequest{code: code, reason: reason}:
+	default: // a close is under way
+	}
 }
 
+// StartClose implements [transport.CloseStarter]: the connection's own goroutine
+// carries the close out (the peer sees code and reason), and Done is closed when it is
+// complete, within about half a second even if the peer does not answer.
+func (c *Conn) StartClose(code transport.CloseCode, reason string) { c.closeNoWait(code, reason) }
+
 // CloseWithReason implements [transport.Conn]. The reason is truncated to
-// transport.MaxReasonLen bytes. It returns once the connection's goroutines have exited.
+// transport.MaxReasonLen bytes. It returns once the connection's goroutines have
+// exited: after the peer answered the close, or about half a second (the replication
+// server calls [Conn.StartClose] instead).
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 	c.closeNoWait(code, reason)
 	<-c.done

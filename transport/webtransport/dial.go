@@ -76,6 +76,11 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 	qc, err := tr.DialEarly(ctx, raddr, r.clientTLS(u.Hostname()), r.quicConfig(false))
 	if err != nil {
 		release()
+		var te *quicgo.TransportError
+		if errors.As(err, &te) && te.Remote && te.ErrorCode == quicgo.ConnectionRefused {
+			return fail("QUIC handshake refused by the server (too many connections from this address are in the handshake there, "+
+				"see webtransport.Config.MaxPendingPerAddress, or it is closing)", err)
+		}
 		return fail("QUIC handshake", err)
 	}
 	abort := func(phase string, err error) (*Conn, error) {
@@ -102,7 +107,7 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 		_ = sess.CloseWithError(wt.SessionErrorCode(transport.CodeProtocolError), "opening the message stream: "+err.Error())
 		return abort("opening the message stream", err)
 	}
-	return newConn(sess, stream, qc, r, func(*Conn) {
+	return newConn(session{sess: sess, stream: stream, qc: qc, ownsQC: true}, r, func(*Conn) {
 		time.AfterFunc(closeLinger+50*time.Millisecond, release)
 	}), nil
 }

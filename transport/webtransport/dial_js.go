@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"syscall/js"
 )
 
@@ -49,7 +50,7 @@ func Dial(ctx context.Context, rawURL string, cfg *Config) (*Conn, error) {
 		return nil, fmt.Errorf("webtransport: dial %s: %s: %w", rawURL, phase, err)
 	}
 	if _, err := await(ctx, wtv.Get("ready")); err != nil {
-		return fail("opening the session", &SessionRefusedError{URL: rawURL, Hashes: len(r.CertHashes), Err: err})
+		return fail("opening the session", &SessionRefusedError{URL: rawURL, Hashes: len(r.CertHashes), PageOrigin: crossOrigin(u), Err: err})
 	}
 	st, err := await(ctx, wtv.Call("createBidirectionalStream"))
 	if err != nil {
@@ -83,21 +84,41 @@ func newWebTransport(ctor js.Value, rawURL string, hashes []CertHash) (v js.Valu
 	return ctor.New(rawURL, opts), nil
 }
 
+// crossOrigin returns the page's origin if the session URL u has another host or port
+// (a server's default origin policy refuses such a page), else "".
+func crossOrigin(u *url.URL) string {
+	loc := js.Global().Get("location")
+	if loc.Type() != js.TypeObject || str(loc.Get("host")) == u.Host {
+		return ""
+	}
+	return str(loc.Get("origin"))
+}
+
 // SessionRefusedError is the error of a Dial whose session the browser could not open.
+// The browser does not say why (a 403 for the page's origin, a certificate that is not
+// pinned and no server at all look alike to the page); the message lists what it can
+// be, most likely first.
 type SessionRefusedError struct {
 	URL    string
 	Hashes int // how many certificate hashes were pinned
-	Err    error
+	// PageOrigin is the page's origin if the session URL has another host or port
+	// (which the server's origin policy may refuse), else "".
+	PageOrigin string
+	Err        error
 }
 
 func (e *SessionRefusedError) Error() string {
-	why := "no server listening at " + e.URL + ", or the server refused this page's origin"
-	if e.Hashes > 0 {
-		why += fmt.Sprintf(", or its certificate is not one of the %d pinned hashes (a page loaded before the server rotated its certificate: reload the page)", e.Hashes)
-	} else {
-		why += ", or its certificate is not trusted by this browser"
+	var why []string
+	if e.PageOrigin != "" {
+		why = append(why, fmt.Sprintf("the server refused this page's origin %s (another origin than the session's: the server must list it in its webtransport.Config.AllowedOrigins)", e.PageOrigin))
 	}
-	return fmt.Sprintf("%v; the browser does not say which: %s", e.Err, why)
+	if e.Hashes > 0 {
+		why = append(why, fmt.Sprintf("its certificate is not one of the %d pinned hashes (a page loaded before the server rotated its certificate: reload the page)", e.Hashes))
+	} else {
+		why = append(why, "its certificate is not trusted by this browser")
+	}
+	why = append(why, "no server is listening at "+e.URL)
+	return fmt.Sprintf("%v; the browser does not say why: %s", e.Err, strings.Join(why, ", or "))
 }
 
 func (e *SessionRefusedError) Unwrap() error { return e.Err }

@@ -17,9 +17,19 @@
 // (browsers drop datagrams above 1215); messages are uvarint(length) | payload frames
 // on the one bidirectional stream the client opens, after the preamble byte 0xA1. The
 // handshake message is bounded by transport.MaxHandshakeMessageSize and read alone; a
-// second stream, a unidirectional stream or a datagram flood closes the session with
-// transport.CodeProtocolError or CodeFlood. Close codes travel in WebTransport's
-// close capsule.
+// second stream, a unidirectional stream, a datagram above 1200 bytes or a datagram
+// flood closes the session with transport.CodeProtocolError or CodeFlood.
+//
+// # Closes
+//
+// Close codes and reasons travel in WebTransport's close capsule
+// (WT_CLOSE_SESSION), both ways: a page's Conn.Err is a *transport.CloseError with
+// Remote set, as a native client's is. The server writes the capsule and the CONNECT
+// stream's FIN itself and waits (at most 250 ms) for the peer to end the session
+// before the QUIC connection goes: webtransport-go's own close also sends
+// STOP_SENDING, after which Chromium reports "Connection lost" without the code. A
+// Conn's close never blocks its caller's tick: [Conn.StartClose]
+// (transport.CloseStarter) hands it to the connection's own goroutine.
 //
 // # Certificates
 //
@@ -34,13 +44,23 @@
 //
 // # Bounded resources
 //
-// Before a session has completed its setup, a peer holds little: at most
-// Config.MaxPendingSessions sessions are being set up at once (more are answered 503),
-// each within Config.HandshakeTimeout; the QUIC windows start at 64 KiB per stream and
-// 128 KiB per connection and grow only as the application reads; 8 streams of each kind
-// at most. Sends never block: a transport.Outbox queues datagrams (oldest dropped) and
-// bounds the reliable backlog, on the server and in the page, where writer goroutines
+// Before this end has sent a transport.Welcome, a peer holds little, as with
+// transport/quic (the two share the admission logic): its QUIC flow-control windows
+// stay at Config.HandshakeWindow (32 KiB), at most Config.MaxPendingPerAddress (16)
+// such connections come from one address (more are refused at their first packet,
+// before any TLS work), above Config.RetryAbove (64) pending ones new connections must
+// pass a QUIC Retry, and a connection queues at most 16 datagrams
+// ([Listener.Admission] counts them). At most Config.MaxPendingSessions sessions are
+// being set up at once (more are answered 503), each within Config.HandshakeTimeout; 8
+// streams of each kind at most. Sends never block: a transport.Outbox queues datagrams
+// (oldest dropped) and bounds the reliable backlog (past it the session closes with
+// transport.CodeSendBacklog), on the server and in the page, where writer goroutines
 // await the browser's writer promises.
+//
+// # In the page
+//
+// Chromium 156 has no WebTransport.getStats(): a page's Stats.RTT stays 0 (the
+// replication client's input clock then works from the server's feedback alone).
 //
 // # Origins
 //

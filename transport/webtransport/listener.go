@@ -21,6 +21,7 @@ import (
 	wt "github.com/quic-go/webtransport-go"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/admission"
 	"github.com/archenet/archenet/transport/internal/queue"
 )
 
@@ -30,12 +31,21 @@ import (
 type Listener struct {
 	cfg     Config
 	wts     *wt.Server
-	udp     net.PacketConn // nil unless Listen made it
+	udp     net.PacketConn    // nil unless Listen made it
+	tr      *quicgo.Transport // Listen's, nil for NewListener
+	ql      *quicgo.EarlyListener
+	adm     *admission.Budget // Listen's pre-handshake budget, nil for NewListener
 	pending *queue.Queue[*Conn]
 	slots   chan struct{} // one token per session being set up
-	setups  sync.WaitGroup
-	serving sync.WaitGroup
-	closed  chan struct{}
+	// capsuleClose: the server's sessions have no WebTransport flow control, so
+	// one session per QUIC connection and nothing but the close writes to the
+	// CONNECT stream (see closeSession).
+	capsuleClose bool
+	setups       sync.WaitGroup
+	serving      sync.WaitGroup
+	closed       chan struct{}
+	ctx          context.Context // cancelled by Close
+	cancel       context.CancelFunc
 
 	mu       sync.Mutex
 	conns    map[*Conn]struct{}
@@ -58,9 +68,12 @@ type connKey struct{}
 // cfg.HandshakeTimeout; the archenet handshake is up to the caller (replication.Server
 // runs it).
 //
-// The QUIC connection's flow-control windows start small (64 KiB per stream, 128 KiB per
-// connection) and grow only as the application reads, and at most 8 streams of each kind
-// may be open, so a peer that has not completed the handshake holds little memory.
+// Until this end sends a transport.Welcome a connection holds little: its QUIC
+// flow-control windows stay at Config.HandshakeWindow, at most 8 streams of each kind
+// may be open, at most Config.MaxPendingPerAddress such connections come from one
+// address (more are refused at their first packet, before any TLS work), above
+// Config.RetryAbove of them new ones must pass a QUIC Retry, and it queues at most 16
+// datagrams ([Listener.Admission] counts them).
 func Listen(addr string, cfg *Config) (*Listener, error) {
 	r, err := cfg.resolve()
 	if err != nil {
@@ -68,6 +81,9 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	}
 	if r.TLS == nil || (len(r.TLS.Certificates) == 0 && r.TLS.GetCertificate == nil && r.TLS.GetConfigForClient == nil) {
 		return nil, errors.New("webtransport: Listen needs Config.TLS with a server certificate (see NewSelfSigned)")
+	}
+	if err := r.checkListen(); err != nil {
+		return nil, err
 	}
 	tlsConf := r.TLS.Clone()
 	tlsConf.NextProtos = []string{http3.NextProtoH3}
@@ -80,32 +96,56 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	adm := admission.New(r.MaxPendingPerAddress, r.RetryAbove)
+	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.ConnContext, VerifySourceAddress: adm.VerifySource}
+	ql, err := tr.ListenEarly(tlsConf, r.quicConfig(true))
+	if err != nil {
+		_ = tr.Close()
+		_ = udp.Close()
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	h3 := &http3.Server{
 		TLSConfig:      tlsConf,
-		QUICConfig:     r.quicConfig(true),
 		Handler:        mux,
 		MaxHeaderBytes: 8 << 10,
 		IdleTimeout:    r.IdleTimeout,
 	}
 	l := newListener(&wt.Server{H3: h3, ReorderingTimeout: r.HandshakeTimeout}, r)
-	l.udp = udp
+	l.udp, l.tr, l.ql, l.adm = udp, tr, ql, adm
 	mux.Handle(r.Path, l)
 	l.serving.Add(1)
-	go func() {
-		defer l.serving.Done()
-		_ = l.wts.Serve(udp)
-	}()
+	go l.serveQUIC()
 	return l, nil
+}
+
+// serveQUIC hands each QUIC connection of Listen's transport to the HTTP/3 server.
+func (l *Listener) serveQUIC() {
+	defer l.serving.Done()
+	for {
+		qc, err := l.ql.Accept(l.ctx)
+		if err != nil {
+			return
+		}
+		l.serving.Add(1)
+		go func() {
+			defer l.serving.Done()
+			_ = l.wts.ServeQUICConn(qc)
+		}()
+	}
 }
 
 // NewListener returns a Listener to mount as the http.Handler of a path on s's HTTP/3
 // server (s.H3.Handler), for a server that also serves other requests on its UDP port.
 // It must be called before s serves anything: it sets s.CheckOrigin (if nil) to
-// cfg's origin policy and adds a ConnContext hook to s.H3. s.H3.QUICConfig should
-// bound flow-control windows and streams as Listen does ([Config] documents what
-// Listen sets). Closing the Listener closes its connections and makes it refuse new
-// sessions; serving and closing s stays with the caller. cfg.Path is not used.
+// cfg's origin policy and adds a ConnContext hook to s.H3. The QUIC transport is the
+// caller's, so the pre-handshake bounds Listen sets there (HandshakeWindow,
+// MaxPendingPerAddress, RetryAbove) are the caller's to set too; MaxPendingSessions,
+// HandshakeTimeout and the origin policy apply. With WebTransport flow control on
+// (s.Config), several sessions may share a QUIC connection: a session's close then
+// leaves the connection open, and Chromium shows the page "Connection lost" rather
+// than the close code. Closing the Listener closes its connections and makes it refuse
+// new sessions; serving and closing s stays with the caller. cfg.Path is not used.
 func NewListener(s *wt.Server, cfg *Config) (*Listener, error) {
 	r, err := cfg.resolve()
 	if err != nil {
@@ -120,11 +160,13 @@ func NewListener(s *wt.Server, cfg *Config) (*Listener, error) {
 func newListener(s *wt.Server, r Config) *Listener {
 	l := &Listener{
 		cfg: r, wts: s,
-		pending: queue.New[*Conn](r.AcceptBacklog, 0, nil),
-		slots:   make(chan struct{}, r.MaxPendingSessions),
-		closed:  make(chan struct{}),
-		conns:   make(map[*Conn]struct{}),
+		pending:      queue.New[*Conn](r.AcceptBacklog, 0, nil),
+		slots:        make(chan struct{}, r.MaxPendingSessions),
+		capsuleClose: s.Config == nil || s.Config.MaxIncomingStreams <= 0 && s.Config.MaxIncomingUniStreams <= 0 && s.Config.MaxIncomingData <= 0,
+		closed:       make(chan struct{}),
+		conns:        make(map[*Conn]struct{}),
 	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	if s.CheckOrigin == nil {
 		s.CheckOrigin = l.originAllowed
 	}
@@ -139,23 +181,28 @@ func newListener(s *wt.Server, r Config) *Listener {
 }
 
 // quicConfig bounds what a peer can make the server hold before it has proven
-// anything: small initial windows that grow only as the application reads, and few
-// streams (HTTP/3 needs three unidirectional ones and a request stream; archenet one
-// bidirectional stream per session).
+// anything: handshake-sized windows that grow only once this end sent its Welcome, and
+// few streams (HTTP/3 needs three unidirectional ones and a request stream; archenet
+// one bidirectional stream per session).
 func (c *Config) quicConfig(server bool) *quicgo.Config {
 	qc := &quicgo.Config{
 		EnableDatagrams:                  true,
 		EnableStreamResetPartialDelivery: true,
 		HandshakeIdleTimeout:             c.HandshakeTimeout,
 		MaxIdleTimeout:                   c.IdleTimeout,
-		InitialStreamReceiveWindow:       64 << 10,
-		InitialConnectionReceiveWindow:   128 << 10,
 		MaxStreamReceiveWindow:           uint64(max(c.MaxMessageSize+16, 1<<20)),
 		MaxConnectionReceiveWindow:       uint64(max(c.MaxMessageSize+16, 1<<20)) + 1<<20,
 	}
 	if server {
 		qc.MaxIncomingStreams = 8
 		qc.MaxIncomingUniStreams = 8
+		qc.InitialStreamReceiveWindow = uint64(c.HandshakeWindow)
+		qc.InitialConnectionReceiveWindow = uint64(c.HandshakeWindow)
+		qc.AllowConnectionWindowIncrease = admission.AllowWindowIncrease
+	} else {
+		// Small windows that grow as the application reads (quic-go's auto-tuning).
+		qc.InitialStreamReceiveWindow = 64 << 10
+		qc.InitialConnectionReceiveWindow = 128 << 10
 	}
 	if c.KeepAlivePeriod > 0 {
 		qc.KeepAlivePeriod = c.KeepAlivePeriod
@@ -217,28 +264,38 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, "webtransport upgrade: "+err.Error())
 		return
 	}
-	qc, _ := r.Context().Value(connKey{}).(*quicgo.Conn)
-	if qc == nil { // NewListener after the server started serving
+	s := session{sess: sess, server: true, ownsQC: l.capsuleClose}
+	if l.capsuleClose {
+		s.connect = w.(http3.HTTPStreamer).HTTPStream() // (Upgrade took it over already)
+	}
+	s.qc, _ = r.Context().Value(connKey{}).(*quicgo.Conn)
+	if s.qc == nil { // NewListener after the server started serving
 		<-l.slots
-		sess.CloseWithError(wt.SessionErrorCode(transport.CodeInternal), "listener mounted on a server that was already serving")
+		_ = sess.CloseWithError(wt.SessionErrorCode(transport.CodeInternal), "listener mounted on a server that was already serving")
 		return
 	}
 	l.setups.Add(1)
 	go func() {
 		defer l.setups.Done()
 		defer func() { <-l.slots }()
-		l.setup(sess, qc)
+		l.setup(s)
 	}()
 }
 
-// setup waits for the message stream and its preamble, within HandshakeTimeout.
-func (l *Listener) setup(sess *wt.Session, qc *quicgo.Conn) {
-	ctx, cancel := context.WithTimeout(sess.Context(), l.cfg.HandshakeTimeout)
+// setup waits for the message stream and its preamble, within HandshakeTimeout (or
+// until Close).
+func (l *Listener) setup(s session) {
+	sess := s.sess
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
 	defer cancel()
+	defer context.AfterFunc(sess.Context(), cancel)()
 	fail := func(code transport.CloseCode, reason string) {
 		l.cfg.Logger.Warn("archenet/webtransport: session refused before the handshake", "remote", sess.RemoteAddr(), "code", code, "reason", reason)
-		sess.CloseWithError(wt.SessionErrorCode(code), reason)
-		time.AfterFunc(closeLinger, func() { qc.CloseWithError(0, "") })
+		closeSession(sess, s.connect, code, reason)
+		if s.ownsQC {
+			qc := s.qc
+			time.AfterFunc(closeLinger, func() { _ = qc.CloseWithError(0, "") })
+		}
 	}
 	stream, err := sess.AcceptStream(ctx)
 	if err != nil {
@@ -256,6 +313,7 @@ func (l *Listener) setup(sess *wt.Session, qc *quicgo.Conn) {
 		return
 	}
 	_ = stream.SetReadDeadline(time.Time{})
+	s.stream = stream
 
 	l.mu.Lock()
 	if l.isClosed {
@@ -263,7 +321,7 @@ func (l *Listener) setup(sess *wt.Session, qc *quicgo.Conn) {
 		fail(transport.CodeNormal, "listener closed")
 		return
 	}
-	c := newConn(sess, stream, qc, l.cfg, l.forget)
+	c := newConn(s, l.cfg, l.forget)
 	l.conns[c] = struct{}{}
 	l.mu.Unlock()
 	if !l.pending.TryPush(c) {
@@ -300,8 +358,9 @@ func (l *Listener) PollAccept() (transport.Conn, bool) {
 }
 
 // Close implements [transport.Listener]: it stops accepting, closes every connection it
-// produced with CodeNormal and, for a Listener made by Listen, its HTTP/3 server and UDP
-// socket. It returns once the Listener's goroutines have exited.
+// produced with CodeNormal (at once, each waiting at most about half a second for its
+// peer) and, for a Listener made by Listen, its QUIC transport and UDP socket. It
+// returns once the Listener's goroutines have exited.
 func (l *Listener) Close() error {
 	l.mu.Lock()
 	if l.isClosed {
@@ -311,6 +370,7 @@ func (l *Listener) Close() error {
 	l.isClosed = true
 	l.mu.Unlock()
 	close(l.closed)
+	l.cancel()
 	l.setups.Wait()
 
 	l.mu.Lock()
@@ -320,19 +380,49 @@ func (l *Listener) Close() error {
 	}
 	l.mu.Unlock()
 	for _, c := range conns {
-		_ = c.CloseWithReason(transport.CodeNormal, "listener closed")
+		c.StartClose(transport.CodeNormal, "listener closed")
+	}
+	for _, c := range conns {
+		<-c.Done()
 	}
 	l.pending.Drain()
-	var err error
-	if l.udp != nil {
-		time.Sleep(20 * time.Millisecond) // let the close capsules leave before the socket goes
-		err = l.wts.Close()
-		l.serving.Wait()
-		if e := l.udp.Close(); err == nil && !errors.Is(e, net.ErrClosed) {
-			err = e
-		}
+	if l.udp == nil {
+		return nil
+	}
+	err := l.wts.Close()
+	if e := l.ql.Close(); err == nil {
+		err = e
+	}
+	if e := l.tr.Close(); err == nil {
+		err = e
+	}
+	l.serving.Wait()
+	if e := l.udp.Close(); err == nil && !errors.Is(e, net.ErrClosed) {
+		err = e
 	}
 	return err
+}
+
+// AdmissionStats are a Listen listener's counts of connections before their handshake
+// ends.
+type AdmissionStats struct {
+	// Pending is the number of connections this end has not sent a Welcome yet.
+	Pending int
+	// RefusedPerAddress counts connections refused at their first packet because their
+	// source address had Config.MaxPendingPerAddress connections pending.
+	RefusedPerAddress uint64
+	// Retries counts connection attempts asked to validate their source address with a
+	// QUIC Retry because more than Config.RetryAbove connections were pending.
+	Retries uint64
+}
+
+// Admission returns the listener's pre-handshake counts (zero for a Listener made by
+// NewListener, whose QUIC transport is the caller's).
+func (l *Listener) Admission() AdmissionStats {
+	if l.adm == nil {
+		return AdmissionStats{}
+	}
+	return AdmissionStats{Pending: l.adm.Pending(), RefusedPerAddress: l.adm.Refused(), Retries: l.adm.Retries()}
 }
 
 // Addr implements [transport.Listener]: the bound UDP address (nil for a Listener made

@@ -6,15 +6,19 @@
 //
 // [Chromium] starts the browser (a test skips without it, unless CI is set: CI installs
 // it, so there a missing browser fails); [BuildWasm] builds a command for js/wasm;
-// [WasmHandler] serves the binary and wasm_exec.js beside a page of the caller's.
+// [WasmHandler] serves the binary and wasm_exec.js beside a page of the caller's;
+// [PageServer] serves pages of a WebTransport listener's origin.
 package webtransporttest
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +129,23 @@ func WasmHandler(t testing.TB, wasmPath string, page http.Handler) http.Handler 
 	mux.HandleFunc("/wasm_exec.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, execJS) })
 	mux.Handle("/", page)
 	return mux
+}
+
+// PageServer serves h over HTTP on TCP 127.0.0.1:port for the rest of the test. With
+// the port of a WebTransport listener's UDP address, its pages are of the session's
+// origin (same host and port), which the listener's default origin policy admits.
+func PageServer(t testing.TB, port int, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("serving pages on the session's port: %v", err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	_ = s.Listener.Close()
+	s.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
 }
 
 // RunPage is the HTML of a page that runs /main.wasm (with the page's query string

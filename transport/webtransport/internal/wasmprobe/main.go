@@ -9,7 +9,9 @@
 //	echo   messages (50 small, one of 1 MiB) from the server in order; 180 datagrams of
 //	       1200 bytes each way at 60 Hz; the datagram size limits; the server's close
 //	stale  Dial pinned to the hash in the "hash" parameter: the error the page shows
+//	origin DialEndpoint from a page whose origin the server refuses: the error
 //	flood  datagrams as fast as the writer takes them until the server closes the session
+//	bye    the handshake, then a close with code application+7 and reason "page left"
 package main
 
 import (
@@ -36,6 +38,10 @@ func main() {
 		res = stale(q.Get("url"), q.Get("hash"))
 	case "flood":
 		res = flood()
+	case "origin":
+		res = refused()
+	case "bye":
+		res = bye()
 	default:
 		res = map[string]any{"error": "unknown mode " + q.Get("mode")}
 	}
@@ -60,6 +66,9 @@ func echo() map[string]any {
 	res["dialMs"] = time.Since(start).Milliseconds()
 	if err := c.SendMessage([]byte("hello probe")); err != nil {
 		return fail(res, "send hello: %v", err)
+	}
+	if w, err := c.ReceiveMessage(ctx); err != nil || transport.TypeOf(w) != transport.MessageWelcome {
+		return fail(res, "welcome: %q %v", w, err)
 	}
 	for i := range 50 {
 		m, err := c.ReceiveMessage(ctx)
@@ -120,13 +129,9 @@ func echo() map[string]any {
 	res["tooLarge"] = fmt.Sprint(c.SendDatagram(make([]byte, c.MaxDatagramSize()+1)))
 	st := c.Stats()
 	res["rttMs"] = float64(st.RTT) / float64(time.Millisecond)
+	res["hasGetStats"] = js.Global().Get("WebTransport").Get("prototype").Get("getStats").Type() == js.TypeFunction
 	<-c.Done()
-	res["closed"] = c.Err().Error()
-	var ce *transport.CloseError
-	if e, ok := c.Err().(*transport.CloseError); ok {
-		ce = e
-		res["closeCode"], res["closeReason"], res["closeRemote"] = int(ce.Code), ce.Reason, ce.Remote
-	}
+	closed(res, c.Err())
 	return res
 }
 
@@ -170,6 +175,46 @@ func flood() map[string]any {
 	}
 	<-c.Done()
 	res["sent"] = sent
-	res["closed"] = c.Err().Error()
+	closed(res, c.Err())
+	return res
+}
+
+// closed reports the close error err in res.
+func closed(res map[string]any, err error) {
+	res["closed"] = err.Error()
+	if ce, ok := err.(*transport.CloseError); ok {
+		res["closeCode"], res["closeReason"], res["closeRemote"] = int(ce.Code), ce.Reason, ce.Remote
+	}
+}
+
+func refused() map[string]any {
+	res := map[string]any{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := webtransport.DialEndpoint(ctx, "/endpoint.json", nil)
+	if err == nil {
+		c.Close()
+		return fail(res, "dial from a refused origin succeeded")
+	}
+	res["dialError"] = err.Error()
+	return res
+}
+
+func bye() map[string]any {
+	res := map[string]any{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := webtransport.DialEndpoint(ctx, "/endpoint.json", nil)
+	if err != nil {
+		return fail(res, "dial: %v", err)
+	}
+	if err := c.SendMessage([]byte("hello")); err != nil {
+		return fail(res, "hello: %v", err)
+	}
+	if _, err := c.ReceiveMessage(ctx); err != nil {
+		return fail(res, "welcome: %v", err)
+	}
+	_ = c.CloseWithReason(transport.CodeApplication+7, "page left")
+	closed(res, c.Err())
 	return res
 }
