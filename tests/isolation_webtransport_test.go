@@ -2,16 +2,24 @@ package tests
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/mlange-42/arche/ecs"
+	quicgo "github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	wt "github.com/quic-go/webtransport-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/netem"
 	"github.com/archenet/archenet/transport/webtransport"
 )
 
@@ -55,21 +63,56 @@ func newWTRig(t *testing.T, lcfg webtransport.Config, tweak func(*replication.Se
 
 // dialConn opens a session with cfg (the hashes added).
 func (w *wtRig) dialConn(cfg webtransport.Config) *webtransport.Conn {
+	return w.dialConnVia(w.l.URL(""), cfg)
+}
+
+// dialConnVia opens a session to url (the listener's, or a proxy's).
+func (w *wtRig) dialConnVia(url string, cfg webtransport.Config) *webtransport.Conn {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg.CertHashes = w.certs.Hashes()
 	cfg.Logger = quiet
-	c, err := webtransport.Dial(ctx, w.l.URL(""), &cfg)
+	c, err := webtransport.Dial(ctx, url, &cfg)
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
+// rawSession opens a session with webtransport-go directly (qcfg its QUIC settings),
+// bypassing Dial and Conn, so a test can misbehave: the message stream is open and
+// its preamble written.
+func (w *wtRig) rawSession(qcfg *quicgo.Config) (*wt.Session, *wt.Stream) {
+	t := w.t
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	tr := &quicgo.Transport{Conn: udp}
+	t.Cleanup(func() { tr.Close(); udp.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	qcfg.EnableDatagrams, qcfg.EnableStreamResetPartialDelivery = true, true
+	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}} // (a misbehaving peer)
+	qc, err := tr.Dial(ctx, w.l.Addr(), tlsConf, qcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { qc.CloseWithError(0, "") })
+	cc, err := (&wt.Transport{}).NewClientConn(qc)
+	require.NoError(t, err)
+	_, sess, err := cc.Dial(ctx, w.l.URL(""), nil)
+	require.NoError(t, err)
+	st, err := sess.OpenStreamSync(ctx)
+	require.NoError(t, err)
+	_, err = st.Write([]byte{0xA1})
+	require.NoError(t, err)
+	return sess, st
+}
+
 // dial connects a well-behaved replication client.
-func (w *wtRig) dial() int {
-	conn := w.dialConn(webtransport.Config{})
+func (w *wtRig) dial() int { return w.dialVia(w.l.URL("")) }
+
+// dialVia connects a well-behaved replication client to url.
+func (w *wtRig) dialVia(url string) int {
+	conn := w.dialConnVia(url, webtransport.Config{})
 	wd := ecs.NewWorld()
-	c, err := replication.NewClient(&wd, conn, replication.ClientConfig{Registry: w.reg, Logger: quiet})
+	c, err := replication.NewClient(&wd, conn, replication.ClientConfig{Registry: w.reg, Logger: quiet, Timeout: w.clientTimeout})
 	require.NoError(w.t, err)
 	w.clients = append(w.clients, &clientSide{w: &wd, c: c})
 	i := len(w.clients) - 1
@@ -77,11 +120,140 @@ func (w *wtRig) dial() int {
 	return i
 }
 
-// Hostile browsers against a match of 200 moving, churning entities: one sends its
-// Hello and then never reads its stream, one floods datagrams, one opens a second
-// stream. The server keeps its rate (every tick under 2× the interval), the two good
-// players keep up, the non-reader is dropped for its backlog, the flooder with
-// CodeFlood or, for junk, CodeProtocolError, and the stream opener with CodeProtocolError.
+// A browser session that never reads its stream (its Conn takes one message and
+// then stalls the stream) while the server spawns and despawns 20 entities a tick:
+// the server keeps its rate, the other players keep up, and the reader-less session
+// is dropped within a bounded time for its backlog (ServerStats.BacklogDrops), with
+// a reason the peer receives. TestQUICNonReadingClient's counterpart.
+func TestWebTransportNonReadingClient(t *testing.T) {
+	w := newWTRig(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second}, nil)
+	ents := w.movers(200, 1)
+	for range 2 {
+		w.good = append(w.good, w.dial())
+	}
+	w.until("clients ready", 10*time.Second, func() bool { return w.clients[0].c.Ready() && w.clients[1].c.Ready() })
+	// A 1 KiB receive window on its stream, as a page that stopped reading fills.
+	sess, st := w.rawSession(&quicgo.Config{InitialStreamReceiveWindow: 1024, MaxStreamReceiveWindow: 1024})
+	hello := transport.Hello{Version: replication.ProtocolVersion, ProtocolHash: w.reg.Hash()}.Append(nil)
+	_, err := st.Write(append(binary.AppendUvarint(nil, uint64(len(hello))), hello...))
+	require.NoError(t, err)
+
+	rng := rand.New(rand.NewPCG(2, 2))
+	w.game = spawnChurn(w.harness, ents, 20, rng)
+	from := len(w.ticks)
+	start := time.Now()
+	var dropped time.Duration
+	w.runFor(6*time.Second, func() bool {
+		if dropped == 0 && w.srv.Stats.BacklogDrops == 1 {
+			dropped = time.Since(start)
+		}
+		return false
+	})
+	w.requireTicks(from, "non-reading browser session")
+	t.Logf("non-reading session dropped %v after its Hello; good clients' worst probe lag %d and %d ticks",
+		dropped.Round(time.Millisecond), w.lagMax[0], w.lagMax[1])
+	require.NotZero(t, dropped, "the non-reading session was not dropped for its backlog; disconnects: %v", w.events)
+	require.Less(t, dropped, 5*time.Second)
+	select {
+	case <-sess.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the non-reading session is still open")
+	}
+	_, err = sess.AcceptStream(context.Background())
+	var se *wt.SessionError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, wt.SessionErrorCode(transport.CodeSendBacklog), se.ErrorCode)
+	require.True(t, se.Remote)
+	require.Contains(t, se.Message, "peer not reading")
+	for _, i := range w.good {
+		require.LessOrEqual(t, w.lagMax[i], maxLag, "client %d fell behind", i)
+	}
+	w.game = nil
+	w.until("convergence", 10*time.Second, func() bool { return w.converged(0, nil) == nil && w.converged(1, nil) == nil })
+}
+
+// Ten browser sessions whose path goes dead without a close (a tab killed, a
+// laptop lid shut) while two others play: the server keeps its rate, the players
+// see no extra lag, and the dead sessions are dropped by ClientTimeout (3 s), each
+// with CodeTimeout. TestQUICDeadAndSilentPeers' counterpart.
+func TestWebTransportDeadPeers(t *testing.T) {
+	const timeout = 3 * time.Second
+	w := newWTRig(t, webtransport.Config{}, func(c *replication.ServerConfig) { c.ClientTimeout = timeout })
+	ents := w.movers(200, 3)
+	for range 2 {
+		w.good = append(w.good, w.dial())
+	}
+	path, err := netem.Listen(w.l.Addr().String(), 1)
+	require.NoError(t, err)
+	defer path.Close()
+	impaired := netem.Conditions{Latency: 25 * time.Millisecond, Loss: 0.02}
+	path.SetConditions(impaired, impaired)
+	url := "https://" + path.Addr().String() + webtransport.DefaultPath
+	var dead []int
+	for range 10 {
+		dead = append(dead, w.dialVia(url))
+	}
+	w.until("clients ready", 20*time.Second, func() bool {
+		for _, c := range w.clients {
+			if !c.c.Ready() {
+				return false
+			}
+		}
+		return true
+	})
+	w.game = func(int) {
+		for _, e := range ents {
+			w.pos(e).X += 0.1
+		}
+	}
+	w.runFor(time.Second, nil)
+
+	from := len(w.ticks)
+	path.SetDown(true) // for good: no close will ever arrive
+	for _, i := range dead {
+		w.active[i] = false
+	}
+	cut := time.Now()
+	var gone time.Duration
+	timeouts := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n := 0
+		for _, err := range w.events {
+			var ce *transport.CloseError
+			if errors.As(err, &ce) && ce.Code == transport.CodeTimeout {
+				n++
+			}
+		}
+		return n
+	}
+	w.until("the dead sessions dropped", timeout+5*time.Second, func() bool {
+		if timeouts() == len(dead) {
+			gone = time.Since(cut)
+			return true
+		}
+		return false
+	})
+	w.runFor(time.Second, nil)
+	w.requireTicks(from, "10 dead browser sessions")
+	t.Logf("10 dead sessions dropped %v after their path went silent (ClientTimeout %v); disconnects %v; good clients' worst probe lag %d and %d ticks",
+		gone.Round(time.Millisecond), timeout, len(w.events), w.lagMax[0], w.lagMax[1])
+	require.Greater(t, gone, timeout-tickDt, "not before ClientTimeout")
+	require.Len(t, w.srv.Clients(), 2)
+	for _, i := range w.good {
+		require.LessOrEqual(t, w.lagMax[i], maxLag, "client %d fell behind", i)
+	}
+	w.game = nil
+	w.until("convergence", 10*time.Second, func() bool { return w.converged(0, nil) == nil && w.converged(1, nil) == nil })
+}
+
+// Hostile browser sessions (native Dial, as a page would, see also the Chromium test
+// TestBrowserHostileSession) against a match of 200 moving, churning entities: one
+// sends its Hello and then never reads its stream, one floods datagrams, one opens a
+// second stream. The server keeps its rate (every tick under 2× the interval), the two
+// good players keep up, the non-reader is dropped for its backlog, the flooder with
+// CodeFlood or, since its junk is not a client datagram, CodeProtocolError, and the
+// stream opener with CodeProtocolError.
 func TestWebTransportHostileBrowsers(t *testing.T) {
 	w := newWTRig(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second, DatagramRateLimit: 500, DatagramBurst: 200}, nil)
 	ents := w.movers(200, 5)
@@ -147,5 +319,6 @@ func TestWebTransportHostileBrowsers(t *testing.T) {
 	require.Equal(t, transport.CodeProtocolError, code(streams), "stream opener: %v", streams.Err())
 	require.Equal(t, transport.CodeSendBacklog, code(mute), "non-reader: %v", mute.Err())
 	w.game = nil
+	w.until("the non-reader counted as a backlog drop", 5*time.Second, func() bool { return w.srv.Stats.BacklogDrops == 1 })
 	w.until("convergence", 10*time.Second, func() bool { return w.converged(0, nil) == nil && w.converged(1, nil) == nil })
 }
