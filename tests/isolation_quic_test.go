@@ -159,6 +159,17 @@ func (r *quicRig) until(what string, limit time.Duration, cond func() bool) {
 	require.True(r.t, cond(), "%s: not within %v", what, limit)
 }
 
+// worstTick reports and returns the worst server tick since from.
+func (r *quicRig) worstTick(from int, label string) time.Duration {
+	var worst time.Duration
+	for _, d := range r.ticks[from:] {
+		worst = max(worst, d)
+	}
+	r.t.Helper()
+	r.t.Logf("%s: worst server tick %v over %d ticks (interval %v)", label, worst.Round(10*time.Microsecond), len(r.ticks)-from, tickDt)
+	return worst
+}
+
 // requireTicks checks every server tick since from took at most twice the
 // tick interval, and reports the worst.
 func (r *quicRig) requireTicks(from int, label string) time.Duration {
@@ -171,6 +182,7 @@ func (r *quicRig) requireTicks(from int, label string) time.Duration {
 			over++
 		}
 	}
+	r.t.Helper()
 	r.t.Logf("%s: worst server tick %v over %d ticks (interval %v)", label, worst.Round(10*time.Microsecond), len(r.ticks)-from, tickDt)
 	require.Zero(r.t, over, "%s: %d ticks over 2× the tick interval (worst %v)", label, over, worst)
 	return worst

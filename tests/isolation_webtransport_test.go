@@ -20,6 +20,7 @@ import (
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/netem"
+	"github.com/archenet/archenet/transport/quic"
 	"github.com/archenet/archenet/transport/webtransport"
 )
 
@@ -33,6 +34,12 @@ type wtRig struct {
 }
 
 func newWTRig(t *testing.T, lcfg webtransport.Config, tweak func(*replication.ServerConfig)) *wtRig {
+	return newMixedRig(t, lcfg, false, tweak)
+}
+
+// newMixedRig is newWTRig, with a QUIC listener beside the WebTransport one
+// (transport.MergeListeners) if withQUIC: quicRig.dial then joins native players.
+func newMixedRig(t *testing.T, lcfg webtransport.Config, withQUIC bool, tweak func(*replication.ServerConfig)) *wtRig {
 	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	certs, err := webtransport.NewSelfSigned(webtransport.SelfSignedConfig{})
 	require.NoError(t, err)
@@ -41,6 +48,14 @@ func newWTRig(t *testing.T, lcfg webtransport.Config, tweak func(*replication.Se
 	l, err := webtransport.Listen("127.0.0.1:0", &lcfg)
 	require.NoError(t, err)
 	r := &quicRig{harness: &harness{t: t, reg: newRegistry()}, lagMax: map[int]int{}, active: map[int]bool{}}
+	var ln transport.Listener = l
+	if withQUIC {
+		r.cert, err = quic.GenerateDevCert(time.Hour)
+		require.NoError(t, err)
+		r.l, err = quic.Listen("127.0.0.1:0", &quic.Config{TLS: r.cert.ServerTLS(), Logger: quiet})
+		require.NoError(t, err)
+		ln = transport.MergeListeners(r.l, l)
+	}
 	sw := ecs.NewWorld()
 	r.sw = &sw
 	cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, Logger: quiet,
@@ -52,7 +67,7 @@ func newWTRig(t *testing.T, lcfg webtransport.Config, tweak func(*replication.Se
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	srv, err := replication.NewServer(r.sw, l, cfg)
+	srv, err := replication.NewServer(r.sw, ln, cfg)
 	require.NoError(t, err)
 	r.srv = srv
 	t.Cleanup(func() { srv.Close() })
