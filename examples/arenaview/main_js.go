@@ -25,8 +25,10 @@ import (
 // path, default /archenet.json).
 //
 // It publishes its state for people and tests in window.archenet: state
-// ("connecting", "playing", "error"), error, firstSnapshotMs (performance.now() when
-// the first snapshot was decoded: milliseconds since the page started loading), frames,
+// ("connecting", "playing", "error"), error, startMs, connectedMs and firstSnapshotMs
+// (performance.now(), milliseconds since the page started loading, when the WebAssembly
+// client started, when its session was open, and when the first snapshot was decoded),
+// frames,
 // updateMs and drawMs (mean CPU time of an Update, one 60 Hz tick of the client, and of a
 // Draw), and the connection's counters.
 func main() {
@@ -38,6 +40,7 @@ func main() {
 		endpoint = "/archenet.json"
 	}
 	p := newPage()
+	p.set("startMs", now()) // the WebAssembly module is compiled and its runtime started
 	p.set("state", "connecting")
 	logger := slog.New(slog.NewTextHandler(consoleWriter{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
@@ -47,6 +50,7 @@ func main() {
 		p.fail(err)
 		return
 	}
+	p.set("connectedMs", now())
 	s := &session{input: &controls{}, addr: conn.RemoteAddr().String()}
 	if s.player, err = game.NewBot(game.BotOptions{Conn: conn, Logger: logger, Control: s.input.control}); err != nil {
 		_ = conn.Close()
@@ -57,7 +61,7 @@ func main() {
 	s.player.Client().OnSnapshot(func(uint32, time.Time) {
 		if first {
 			first = false
-			p.set("firstSnapshotMs", js.Global().Get("performance").Call("now").Float())
+			p.set("firstSnapshotMs", now())
 		}
 	})
 	p.set("state", "playing")
@@ -112,6 +116,9 @@ func (g *browserGame) Draw(screen *ebiten.Image) {
 		g.page.set("secondsPlaying", time.Since(g.view.start).Seconds())
 	}
 }
+
+// now is performance.now(): milliseconds since the page started loading.
+func now() float64 { return js.Global().Get("performance").Call("now").Float() }
 
 // page is window.archenet, and the status line of the page (#status).
 type page struct{ obj js.Value }
