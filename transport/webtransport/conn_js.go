@@ -347,7 +347,9 @@ func (c *Conn) Err() error {
 type Addr string
 
 // Network returns "webtransport".
-func (Addr) Network() string  { return "webtransport" }
+func (Addr) Network() string { return "webtransport" }
+
+// String returns the address as text.
 func (a Addr) String() string { return string(a) }
 
 // RemoteAddr implements [transport.Conn]: the session URL.

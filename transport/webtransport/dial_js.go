@@ -107,6 +107,7 @@ type SessionRefusedError struct {
 	Err        error
 }
 
+// Error says that the session could not be opened and lists what the cause can be.
 func (e *SessionRefusedError) Error() string {
 	var why []string
 	if e.PageOrigin != "" {
@@ -121,6 +122,7 @@ func (e *SessionRefusedError) Error() string {
 	return fmt.Sprintf("%v; the browser does not say why: %s", e.Err, strings.Join(why, ", or "))
 }
 
+// Unwrap returns the browser's error.
 func (e *SessionRefusedError) Unwrap() error { return e.Err }
 
 // FetchEndpoint fetches and parses the [Endpoint] document at rawURL (relative to the

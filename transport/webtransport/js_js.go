@@ -16,6 +16,7 @@ type JSError struct {
 	Source  string // WebTransportError.source ("session" or "stream"), if any
 }
 
+// Error returns the name, the source if any, and the message.
 func (e *JSError) Error() string {
 	if e.Source != "" {
 		return fmt.Sprintf("%s (%s): %s", e.Name, e.Source, e.Message)
