@@ -27,8 +27,8 @@ import (
 // It publishes its state for people and tests in window.archenet: state
 // ("connecting", "playing", "error"), error, startMs, connectedMs and firstSnapshotMs
 // (performance.now(), milliseconds since the page started loading, when the WebAssembly
-// client started, when its session was open, and when the first snapshot was decoded),
-// frames,
+// client started, when its session was open, and when the first snapshot was decoded;
+// firstUpdateMs is Ebitengine's first game update, after its start), frames,
 // updateMs and drawMs (mean CPU time of an Update, one 60 Hz tick of the client, and of a
 // Draw), and the connection's counters.
 func main() {
@@ -88,6 +88,9 @@ type browserGame struct {
 }
 
 func (g *browserGame) Update() error {
+	if g.updates == 0 {
+		g.page.set("firstUpdateMs", now())
+	}
 	t0 := time.Now()
 	err := g.view.Update()
 	g.updateCPU += time.Since(t0)

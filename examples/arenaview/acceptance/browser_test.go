@@ -162,7 +162,7 @@ func TestBrowserPlayer(t *testing.T) {
 	}
 	first := num("firstSnapshotMs")
 	bytesPerTick := num("bytesIn") / num("secondsPlaying") / 30
-	t.Logf("page load → WebAssembly client started %.0f ms → session open %.0f ms → first snapshot %.0f ms", num("startMs"), num("connectedMs"), first)
+	t.Logf("page load → WebAssembly client started %.0f ms → session open %.0f ms → first game update %.0f ms → first snapshot %.0f ms", num("startMs"), num("connectedMs"), num("firstUpdateMs"), first)
 	t.Logf("figures: page load → first snapshot %.0f ms; CPU %.2f ms per client tick (Update), %.2f ms per drawn frame (Draw); %.0f payload bytes per snapshot tick (30 Hz); %v datagrams received, %v dropped in the page's queue",
 		first, num("updateMs"), num("drawMs"), bytesPerTick, stats["datagramsReceived"], stats["datagramsDropped"])
 	if c.own.n < 60 || c.npc.n < 60*5 || c.remote.n < 60 {
