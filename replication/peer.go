@@ -2,6 +2,8 @@ package replication
 
 import (
 	"fmt"
+
+	"github.com/archenet/archenet/components"
 	"math/bits"
 	"slices"
 	"sync/atomic"
@@ -77,6 +79,10 @@ type heardAck struct {
 type peerPlan struct {
 	mtu int
 	opt snapshot.BuildOptions // input extension fields
+	// focus is the game's Interest.Focus for the client, asked when
+	// relevance is recomputed this tick (hasFocus: it named one)
+	focus    components.Vec3
+	hasFocus bool
 }
 
 // peerOutput is what one tick of a peer produced.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/archenet/archenet/components"
@@ -32,9 +31,10 @@ type Server struct {
 	compIDs  []arche.ID
 	idRep    arche.ID
 	idOwner  arche.ID
-	idTrans  arche.ID
-	hasTrans bool
-	transPl  *schema.Plan
+	// posPl is the plan of the component interest reads positions from
+	// (Interest.Position), idPos its id; nil without Interest.
+	posPl *schema.Plan
+	idPos arche.ID
 
 	snap *snapshot.World
 	tick uint32
@@ -140,10 +140,6 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	}
 	s.idRep = arche.ComponentID[components.Replicated](world)
 	s.idOwner = arche.ComponentID[components.Owner](world)
-	if p := cfg.Registry.ByType(reflect.TypeFor[components.Transform]()); p != nil {
-		s.hasTrans, s.transPl = true, p
-		s.idTrans = arche.ComponentID[components.Transform](world)
-	}
 	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
 	var err error
 	if s.workers, err = newWorkers(&s.cfg, s.snap); err != nil {
@@ -154,9 +150,11 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 		if err := cfg.Interest.validate(); err != nil {
 			return nil, err
 		}
-		if !s.hasTrans {
-			return nil, errors.New("replication: Interest needs components.Transform in the registry")
+		typ := cfg.Interest.Position.Type()
+		if s.posPl = cfg.Registry.ByType(typ); s.posPl == nil {
+			return nil, fmt.Errorf("replication: Interest reads positions from %s, which is not in the registry (register it, or name the component that holds positions with Interest.Position = replication.PositionOf(...))", typ)
 		}
+		s.idPos = arche.TypeID(world, typ)
 		s.interest = newInterestGrid(cfg.Interest)
 	}
 	ecs.AddListener(world, structureListener{s})
@@ -581,6 +579,9 @@ func (s *Server) endTick() {
 // its plan in the peer; maxDatagram is what its connection takes.
 func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
 	plan := peerPlan{mtu: min(s.cfg.MTU, maxDatagram)}
+	if s.interest != nil && (s.interest.due(s.tick) || p.relevant == nil) {
+		plan.focus, plan.hasFocus = s.focusOf(p.id)
+	}
 	if s.cfg.InputAck != nil {
 		o := &plan.opt
 		o.InputAck, o.HasInputAck = s.cfg.InputAck(p.id)
@@ -589,6 +590,14 @@ func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
 		}
 	}
 	p.plan = plan
+}
+
+// focusOf asks the game's Interest.Focus for client id's point of interest.
+func (s *Server) focusOf(id ClientID) (components.Vec3, bool) {
+	if f := s.interest.cfg.Focus; f != nil {
+		return f(id)
+	}
+	return components.Vec3{}, false
 }
 
 // flush hands what a peer built this tick to its connection.

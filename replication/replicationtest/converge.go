@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/mlange-42/arche/ecs"
 )
@@ -24,26 +25,38 @@ const (
 // Nil: every entity is a Must.
 type Relevance func(e ecs.Entity, id components.NetID) Need
 
-// Within is the server's interest rule (replication.Interest) for a client
-// whose focus is f (hasFocus false: no focus): entities it owns, entities
-// without a Transform and entities within radius of f on the x/z plane are
-// a Must, entities beyond radius × (1 + hysteresis) a MustNot (they may have
-// left), and those between a May. me is the client's id.
-func Within(w *ecs.World, me uint8, f components.Vec3, hasFocus bool, radius, hysteresis float64) Relevance {
+// Within is the server's interest rule (replication.Interest in) for a
+// client whose focus is f (hasFocus false: no focus): entities it owns,
+// entities without a position (in.Position: components.Transform's Pos by
+// default) and entities within in.Radius of f on the x/z plane are a Must,
+// entities beyond Radius × (1 + Hysteresis) a MustNot (they may have left),
+// and those between a May; entities in.Filter refuses are a MustNot. me is
+// the client's id.
+func Within(w *ecs.World, me uint8, in *replication.Interest, f components.Vec3, hasFocus bool) Relevance {
 	const margin = 1e-6
-	tid := ecs.ComponentID[components.Transform](w)
+	pid := ecs.TypeID(w, in.Position.Type())
+	hyst := in.Hysteresis
+	if hyst == 0 {
+		hyst = replication.DefaultHysteresis
+	}
 	return func(e ecs.Entity, id components.NetID) Need {
-		if id.Owner() == me || !w.Has(e, tid) {
+		if id.Owner() == me {
+			return Must
+		}
+		if in.Filter != nil && !in.Filter(me, e) {
+			return MustNot
+		}
+		if !w.Has(e, pid) {
 			return Must
 		}
 		if !hasFocus {
 			return MustNot
 		}
-		p := (*components.Transform)(w.Get(e, tid)).Pos
+		p := in.Position.At(w.Get(e, pid))
 		switch d := math.Hypot(p.X-f.X, p.Z-f.Z); {
-		case d <= radius-margin:
+		case d <= in.Radius-margin:
 			return Must
-		case d > radius*(1+hysteresis)+margin:
+		case d > in.Radius*(1+hyst)+margin:
 			return MustNot
 		}
 		return May

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
@@ -81,7 +82,7 @@ func TestConvergedFindsEachDifference(t *testing.T) {
 	(*secret)(p.cw.Get(p.mirror[a], sec)).Ammo = 0
 
 	// Interest: far is beyond the leave radius of a focus at 0.
-	within := Within(p.sw, 1, components.Vec3{}, true, 100, 0.15)
+	within := Within(p.sw, 1, &replication.Interest{Radius: 100}, components.Vec3{}, true)
 	require.ErrorContains(t, p.check(within), "not relevant")
 	p.cw.RemoveEntity(p.mirror[far])
 	require.NoError(t, p.check(within))
