@@ -3,7 +3,6 @@ package replication
 import (
 	"math"
 	"slices"
-
 )
 
 // The interest grid's rebuild: a pass over the slots (positions, owners,
