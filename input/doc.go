@@ -55,6 +55,10 @@
 //	count−1   5 bits   frames in the section, 1..Redundancy (a larger count is an error)
 //	based     1 bit    1: the oldest frame is coded against an acked baseline
 //	  off    EG0       zigzag(first − baseline − 1), within −33..BaselineWindow−1
+//	views     1 bit    1: each frame's view lag follows (quarter ticks its render clock
+//	                   trailed the frame's tick, 0..MaxViewLag: lag compensation)
+//	  lag 0  10 bits   the oldest frame's
+//	  lag i  EG0       zigzag(lag i − lag i−1) for each later frame
 //	frame 0  mask      one bit per field group: fields that differ from the baseline
 //	                   (the acked frame, else the zero input)
 //	frame i  1 bit     1: same mask as frame i−1; 0: a new mask follows

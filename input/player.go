@@ -214,7 +214,7 @@ func (p *Player[S, I]) Update() error {
 		for i := range n {
 			t := first + uint32(i)
 			in := p.sample(t)
-			p.sender.Push(t, &in) // rounds in to what the server decodes
+			p.push(t, &in) // rounds in to what the server decodes
 			if p.cfg.OnPredict != nil {
 				p.before = p.pred.state
 				p.cfg.OnPredict(t, &p.before, p.pred.Predict(t, &in), &in)
@@ -233,6 +233,18 @@ func (p *Player[S, I]) Update() error {
 	}
 	p.draw(now)
 	return nil
+}
+
+// push hands the input of tick t to the sender with the view lag, once the
+// render clock runs: what the client saw when it acted travels with the
+// input, for the server's lag compensation (Authority.ViewTick).
+func (p *Player[S, I]) push(t uint32, in *I) {
+	if clk := p.cl.InterpClock(); clk != nil && clk.Ready() {
+		q := math.Round(p.ViewLag(t) * 4)
+		p.sender.PushView(t, in, uint16(min(max(q, 0), MaxViewLag)))
+		return
+	}
+	p.sender.Push(t, in)
 }
 
 // sample returns the input of tick t: the game's, or the outage input while

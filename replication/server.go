@@ -172,6 +172,10 @@ func (s *Server) Tick() uint32 { return s.tick }
 // Registry returns the component registry.
 func (s *Server) Registry() *schema.Registry { return s.cfg.Registry }
 
+// Interest returns the interest configuration (nil without one), e.g. for
+// replicationtest.Within.
+func (s *Server) Interest() *Interest { return s.cfg.Interest }
+
 // NetID returns the network identity of a replicated entity.
 func (s *Server) NetID(e arche.Entity) (components.NetID, bool) {
 	slot, ok := s.byEntity[e]
