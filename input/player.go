@@ -395,6 +395,19 @@ func (p *Player[S, I]) Entity() (e arche.Entity, ok bool) {
 // Update).
 func (p *Player[S, I]) State() *S { return &p.pred.state }
 
+// PredictedAt returns a copy of the predicted state after simulation tick
+// tick, while it is in the predictor's history (PlayerConfig.History): what
+// the server's state at that tick should be, when the server applied this
+// client's inputs. For convergence checks of a moving predicted entity
+// (replicationtest.Check.PredictedAt).
+func (p *Player[S, I]) PredictedAt(tick uint32) (*S, bool) {
+	var s S
+	if !p.pred.StateAt(tick, &s) {
+		return nil, false
+	}
+	return &s, true
+}
+
 // Tick returns the newest predicted input tick.
 func (p *Player[S, I]) Tick() uint32 { return p.pred.tick }
 

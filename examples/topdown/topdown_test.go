@@ -243,3 +243,33 @@ func TestTopdownLagCompensatedShots(t *testing.T) {
 	require.Equal(t, 5, g.srv.Hits)
 	require.Zero(t, st.Clamped)
 }
+
+// A moving predicted body converges: compared with the server's state at
+// the server's tick (replicationtest.Check.PredictedAt with the player's
+// prediction for that tick), not with the mirror, which runs ahead.
+func TestTopdownConvergedWhileMoving(t *testing.T) {
+	g := newGame(t, nil, Bot(7))
+	c := g.clients[0]
+	g.frames(500*time.Millisecond, nil)
+	checks, passed := 0, 0
+	var report replicationtest.Report
+	var last error
+	g.frames(2*time.Second, func() bool {
+		me := g.srv.players[c.Net.ID()]
+		f := Pos(g.body(me))
+		r, err := replicationtest.Compare(replicationtest.Check{Registry: Registry(), Server: g.srv.World, NetID: g.srv.Net.NetID,
+			Client: c.World, Me: c.Net.ID(), Relevance: replicationtest.Within(g.srv.World, c.Net.ID(), g.srv.Net.Interest(), f, true),
+			PredictedAt: func(arche.Entity) (any, bool) { return c.Player.PredictedAt(uint32(g.srv.Sched.Info().Tick)) }})
+		checks++
+		if err == nil {
+			passed++
+			report = r
+		} else {
+			last = err
+		}
+		return false
+	})
+	t.Logf("%d of %d checks passed while moving (%s); the last failure: %v", passed, checks, report, last)
+	require.Equal(t, 1, report.Predicted, "the moving body was compared at the server's tick")
+	require.GreaterOrEqual(t, passed, checks*9/10)
+}
