@@ -156,10 +156,19 @@ type Client struct {
 
 // ClientStats are cumulative client counters.
 type ClientStats struct {
+	// Datagrams counts the snapshot datagrams decoded; DatagramsDropped
+	// those that did not decode (stale, corrupt), and were dropped.
 	Datagrams, DatagramsDropped uint64
-	BytesIn, BytesOut           uint64
-	Spawns, Despawns            uint64
-	Applied                     uint64 // entity states written into mirrors
+	// BytesIn counts every payload byte received: snapshot datagrams
+	// (DatagramBytesIn, those dropped included) and reliable messages
+	// (MessageBytesIn: the Welcome, spawn and despawn batches). BytesOut
+	// counts every payload byte sent: the Hello and the datagrams (acks and
+	// input sections). Payloads as the transport carries them, without its
+	// own overhead.
+	BytesIn, BytesOut               uint64
+	DatagramBytesIn, MessageBytesIn uint64
+	Spawns, Despawns                uint64
+	Applied                         uint64 // entity states written into mirrors
 	// PredictedSpawns counts Client.SpawnPredicted entities; SpawnsAdopted
 	// those the server's spawn adopted, SpawnsExpired those removed after
 	// PredictedSpawnTimeout.
@@ -216,7 +225,9 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 func (c *Client) start(conn transport.Conn) error {
 	c.conn = conn
 	c.applied = 0
-	return conn.SendMessage(c.link.start())
+	hello := c.link.start()
+	c.Stats.BytesOut += uint64(len(hello))
+	return conn.SendMessage(hello)
 }
 
 // Reconnect starts over on a new connection: every mirror is removed and the
@@ -408,6 +419,8 @@ func (c *Client) Receive() {
 			break
 		}
 		c.hear(now)
+		c.Stats.BytesIn += uint64(len(m))
+		c.Stats.MessageBytesIn += uint64(len(m))
 		if err := c.handleMessage(m); err != nil {
 			_ = c.conn.CloseWithReason(transport.CodeProtocolError, err.Error())
 			c.fail(err)

@@ -198,6 +198,7 @@ func (l *link) spawns(m []byte, fn func(tick uint32, e spawnEntry)) error {
 // datagrams may be stale, duplicated or hostile; none of that is fatal).
 func (l *link) onDatagram(d []byte, now time.Time) (tick uint32, first bool) {
 	l.stats.BytesIn += uint64(len(d))
+	l.stats.DatagramBytesIn += uint64(len(d))
 	S, err := l.rcv.Decode(d)
 	if err != nil {
 		l.stats.DatagramsDropped++
