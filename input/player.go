@@ -112,6 +112,7 @@ type Player[S, I any] struct {
 	stateTick                  uint32 // simulation tick of the newest state reconciled
 	started                    bool
 	lastNet                    uint32
+	joinNet                    uint32 // the newest snapshot acked before the client was ready
 	lastFrame                  time.Time
 	drawn                      components.Visual
 	before                     S // the state before a predicted step, for OnPredict (a field: no allocation)
@@ -154,6 +155,7 @@ func NewPlayer[S, I any](cl *replication.Client, cfg PlayerConfig[S, I]) (*Playe
 	}
 	cl.SetInput(p.appendInput)
 	cl.OnSnapshot(p.onSnapshot)
+	cl.ExpectSystem(replication.SystemPredict) // (the client warns if Update does not run)
 	return p, nil
 }
 
@@ -190,7 +192,15 @@ func (p *Player[S, I]) start() error {
 // client is ready.
 func (p *Player[S, I]) Update() error {
 	now := p.cfg.Now()
+	p.cl.SystemRan(replication.SystemPredict)
 	if !p.cl.Ready() {
+		// Ack the snapshots while the initial world arrives: the server
+		// drops a client that acknowledges none (ServerConfig.JoinTimeout),
+		// and the Player sends for the client.
+		if st := p.cl.ServerTick(); st != 0 && st != p.joinNet {
+			p.joinNet = st
+			p.cl.Send()
+		}
 		return nil
 	}
 	if !p.started {

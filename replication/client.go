@@ -93,7 +93,14 @@ type ClientConfig struct {
 	CompressionDictionary []byte
 	// Now is the clock for interpolation. Nil: time.Now.
 	Now func() time.Time
-	// Logger receives connection events. Nil: slog.Default().
+	// OnError, if set, is called once when the client is closed by
+	// anything but its own Close (a rejection, the server's close, a
+	// timeout, a protocol error), with the error Client.Err then returns.
+	// The client also logs it at ERROR.
+	OnError func(err error)
+	// Logger receives connection events and the warnings about systems of
+	// the client's frame that do not run (ClientSystem). Nil:
+	// slog.Default().
 	Logger *slog.Logger
 }
 
@@ -149,7 +156,7 @@ type Client struct {
 	onSnap   []func(tick uint32, arrival time.Time)
 	prov     map[uint32]provisional // predicted spawns waiting (client_spawn.go)
 
-	lastReceive, warnedStall time.Time // liveness of the caller's Receive
+	watch systemWatch // which of the client's systems run (client_systems.go)
 	// Stats since start.
 	Stats ClientStats
 }
@@ -411,7 +418,7 @@ func (c *Client) Receive() {
 		return
 	}
 	now := c.cfg.Now()
-	c.lastReceive = now
+	c.watch.note(SystemReceive, now)
 	defer c.checkLiveness(now)
 	for {
 		m, ok := c.conn.PollMessage()
@@ -476,6 +483,7 @@ func (c *Client) checkLiveness(now time.Time) {
 	if c.state == StateClosed {
 		return
 	}
+	c.checkSystems(now)
 	if len(c.prov) > 0 {
 		c.expireProvisional(now)
 	}
@@ -483,22 +491,6 @@ func (c *Client) checkLiveness(now time.Time) {
 		_ = c.conn.CloseWithReason(transport.CodeTimeout, "server timed out")
 		c.fail(err)
 	}
-}
-
-// warnStalled warns, at most every 10 s, when Send runs while Receive has
-// not run for a while: the client cannot see the server (no Welcome, no
-// snapshots) and acks nothing new.
-func (c *Client) warnStalled(now time.Time) {
-	const after, every = 2 * time.Second, 10 * time.Second
-	if c.lastReceive.IsZero() {
-		c.lastReceive = now // the first Send: count from here
-	}
-	if now.Sub(c.lastReceive) < after || now.Sub(c.warnedStall) < every {
-		return
-	}
-	c.warnedStall = now
-	c.cfg.Logger.Warn("archenet: Client.Send runs but Client.Receive has not run for "+now.Sub(c.lastReceive).Round(time.Millisecond).String()+
-		": the client sees nothing from the server (add Client.ReceiveSystem before the game's systems)", "state", c.state)
 }
 
 // handleMessage runs a reliable message through the link and applies what
@@ -636,7 +628,9 @@ func (c *Client) applyView(v *snapshot.View) {
 // Send sends this net tick's client datagram: the snapshot ack and, if
 // configured, the input section.
 func (c *Client) Send() {
-	c.warnStalled(c.cfg.Now())
+	now := c.cfg.Now()
+	c.watch.note(SystemSend, now)
+	c.checkSystems(now)
 	if c.state != StateJoined && c.state != StateReady {
 		return
 	}

@@ -446,7 +446,7 @@ func (s *Server) Receive() {
 	for _, c := range s.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
-		} else if why := c.silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout); why != "" {
+		} else if why := c.silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout, s.clientSender()); why != "" {
 			s.drop(c, transport.CodeTimeout, why)
 		}
 	}
@@ -594,6 +594,16 @@ func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
 		}
 	}
 	p.plan = plan
+}
+
+// clientSender names what sends a client's datagrams, for the liveness
+// messages: with an input hook (input.Authority), the client's input helper
+// (input.Player.System) sends them.
+func (s *Server) clientSender() string {
+	if s.cfg.Input != nil {
+		return "input.Player.System (or Client.Send)"
+	}
+	return "Client.Send"
 }
 
 // focusOf asks the game's Interest.Focus for client id's point of interest.
