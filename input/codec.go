@@ -46,7 +46,21 @@ type Config struct {
 	// section an acked baseline may be and still be used; older acks make the
 	// sender code against the zero input. Zero: 32. At most 64.
 	BaselineWindow int
+	// Hold is how many ticks in a row the server repeats a client's last
+	// input when its frames stop arriving (a burst of loss the redundancy
+	// did not cover). Past it the client's inputs are taken to be cut off
+	// (an outage): the server applies the outage input
+	// (AuthorityConfig.Outage), and the client, which sees that from the
+	// server's input acks or from snapshots that stopped, samples no input
+	// and predicts and sends the outage input too (PlayerConfig.Outage), so
+	// that both sides agree on where its entity went. Server and client
+	// must use the same value. Zero: 15 (a quarter second at 60 Hz).
+	// Negative: forever (the last input is repeated throughout an outage).
+	Hold int
 }
+
+// DefaultHold is the default of [Config].Hold.
+const DefaultHold = 15
 
 // groupKind says how a changed field group is coded.
 type groupKind uint8
@@ -73,6 +87,7 @@ type Codec[I any] struct {
 	zero   []uint64 // the quantized zero value of I: the baseline of a first frame
 	n      int      // redundancy
 	window int
+	hold   int // Config.Hold (negative: forever)
 	ng     uint
 }
 
@@ -92,6 +107,9 @@ func NewCodec[I any](cfg Config) (*Codec[I], error) {
 	if cfg.BaselineWindow == 0 {
 		cfg.BaselineWindow = 32
 	}
+	if cfg.Hold == 0 {
+		cfg.Hold = DefaultHold
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = schema.NewRegistry()
@@ -109,6 +127,7 @@ func NewCodec[I any](cfg Config) (*Codec[I], error) {
 		groups: plan.Groups(),
 		n:      cfg.Redundancy,
 		window: cfg.BaselineWindow,
+		hold:   cfg.Hold,
 		ng:     uint(len(plan.Groups())),
 	}
 	c.kinds = make([]groupKind, len(c.groups))
@@ -143,6 +162,10 @@ func (c *Codec[I]) NumLanes() int { return len(c.lanes) }
 
 // Redundancy returns N, the number of frames per section.
 func (c *Codec[I]) Redundancy() int { return c.n }
+
+// Hold returns [Config].Hold resolved: ticks of missing input that repeat
+// the last one before the outage input applies; negative: forever.
+func (c *Codec[I]) Hold() int { return c.hold }
 
 // BaselineWindow returns the configured baseline window in ticks.
 func (c *Codec[I]) BaselineWindow() int { return c.window }

@@ -55,6 +55,10 @@
 //	count−1   5 bits   frames in the section, 1..Redundancy (a larger count is an error)
 //	based     1 bit    1: the oldest frame is coded against an acked baseline
 //	  off    EG0       zigzag(first − baseline − 1), within −33..BaselineWindow−1
+//	views     1 bit    1: each frame's view lag follows (quarter ticks its render clock
+//	                   trailed the frame's tick, 0..MaxViewLag: lag compensation)
+//	  lag 0  10 bits   the oldest frame's
+//	  lag i  EG0       zigzag(lag i − lag i−1) for each later frame
 //	frame 0  mask      one bit per field group: fields that differ from the baseline
 //	                   (the acked frame, else the zero input)
 //	frame i  1 bit     1: same mask as frame i−1; 0: a new mask follows
@@ -81,6 +85,25 @@
 // very stale client), decoding fails with [ErrNoBaseline] and nothing is
 // guessed; an honest client stops using an ack once it is more than
 // BaselineWindow ticks older than its oldest frame.
+//
+// # Outages
+//
+// When a client's frames stop arriving, the [Log] repeats its last input
+// for [Config].Hold ticks (a burst of loss); past that the client's inputs
+// are taken to be cut off and Consume reports [StatusOutage]: the
+// [Authority] then steps the entity with the outage input
+// ([AuthorityConfig].Outage, e.g. keys released; the zero input by
+// default). The [Player] sees the same from its side — snapshots that
+// stopped for about Hold ticks, or input acks showing the server applies
+// the outage input — and predicts and sends the outage input
+// ([PlayerConfig].Outage, the same function) instead of sampling the game's
+// until the server hears it again ([Player.Stalled]). So during an outage
+// both sides move the entity the same way, and when the link returns the
+// prediction is where the server put it, instead of seconds of the
+// player's input away (a 5 s outage in examples/arena: one correction of
+// 0.63 m, against 42.6 m before). The input clock ignores the server's
+// buffer-depth feedback meanwhile (it measures the outage, not the
+// upstream delay).
 //
 // # Ticks, lead and feedback
 //

@@ -49,6 +49,14 @@ type PlayerConfig[S, I any] struct {
 	// effects of the step, such as a shot's projectile
 	// (replication.Client.SpawnPredicted keyed by tick).
 	OnPredict func(tick uint32, before, after *S, in *I)
+	// Outage returns the input the server applies while this client's
+	// inputs are cut off (more than Input.Hold ticks missing), given the
+	// last input: the server's AuthorityConfig.Outage. While the Player
+	// sees its inputs cut off ([Player.Stalled]: snapshots stopped, or the
+	// server's input acks say it applies the outage input) it predicts and
+	// sends this instead of calling Sample, so the entity goes where the
+	// server takes it. Nil: the zero input.
+	Outage func(last I) I
 	// Now is the clock. Nil: time.Now. It must be the replication client's
 	// clock (ClientConfig.Now).
 	Now func() time.Time
@@ -61,6 +69,10 @@ type PlayerStats struct {
 	Corrections uint64 // reconciliations that rewound and replayed
 	Resets      uint64 // restarts from the server's state
 	MaxError    uint64 // largest correction, in quantized steps of a field
+	// OutageTicks counts input ticks predicted and sent with the outage
+	// input (PlayerConfig.Outage) because the inputs were cut off, and
+	// Outages the spells of them.
+	OutageTicks, Outages uint64
 }
 
 // Player is the client side of a predicted entity the client owns (an
@@ -100,9 +112,12 @@ type Player[S, I any] struct {
 	stateTick                  uint32 // simulation tick of the newest state reconciled
 	started                    bool
 	lastNet                    uint32
+	joinNet                    uint32 // the newest snapshot acked before the client was ready
 	lastFrame                  time.Time
 	drawn                      components.Visual
 	before                     S // the state before a predicted step, for OnPredict (a field: no allocation)
+	last                       I // the last input sampled (the outage input's basis)
+	watch                      stallWatch
 
 	stats PlayerStats
 }
@@ -140,6 +155,7 @@ func NewPlayer[S, I any](cl *replication.Client, cfg PlayerConfig[S, I]) (*Playe
 	}
 	cl.SetInput(p.appendInput)
 	cl.OnSnapshot(p.onSnapshot)
+	cl.ExpectSystem(replication.SystemPredict) // (the client warns if Update does not run)
 	return p, nil
 }
 
@@ -163,6 +179,8 @@ func (p *Player[S, I]) start() error {
 	}
 	p.sync = s
 	p.pred.dt = 1 / float64(rate) // exactly the server's ecs.TickInfo.Dt
+	p.watch = stallWatch{hold: p.codec.Hold(), tick: time.Second / time.Duration(rate),
+		net: time.Second / time.Duration(p.cl.NetRate())}
 	p.started = true
 	return nil
 }
@@ -174,7 +192,15 @@ func (p *Player[S, I]) start() error {
 // client is ready.
 func (p *Player[S, I]) Update() error {
 	now := p.cfg.Now()
+	p.cl.SystemRan(replication.SystemPredict)
 	if !p.cl.Ready() {
+		// Ack the snapshots while the initial world arrives: the server
+		// drops a client that acknowledges none (ServerConfig.JoinTimeout),
+		// and the Player sends for the client.
+		if st := p.cl.ServerTick(); st != 0 && st != p.joinNet {
+			p.joinNet = st
+			p.cl.Send()
+		}
 		return nil
 	}
 	if !p.started {
@@ -185,15 +211,20 @@ func (p *Player[S, I]) Update() error {
 	fresh := false
 	if st := p.cl.ServerTick(); st != 0 && st != p.lastNet {
 		p.lastNet, fresh = st, true
+		r, ok := p.cl.InputReport(st)
+		p.watch.snapshot(now, uint32(p.cl.SimTick(st)), r.Applied, ok)
 	}
 	p.sync.ObserveRTT(p.cl.RTT())
 	p.reconcile()
 	first, n := p.sync.Advance(now)
+	if stalled := p.watch.stalled; p.watch.check(now, p.cl.RTT()) && !stalled {
+		p.stats.Outages++
+	}
 	if p.has && p.stateTick != 0 { // predict from the server's first state
 		for i := range n {
 			t := first + uint32(i)
-			in := p.cfg.Sample(t, &p.pred.state)
-			p.sender.Push(t, &in) // rounds in to what the server decodes
+			in := p.sample(t)
+			p.push(t, &in) // rounds in to what the server decodes
 			if p.cfg.OnPredict != nil {
 				p.before = p.pred.state
 				p.cfg.OnPredict(t, &p.before, p.pred.Predict(t, &in), &in)
@@ -213,6 +244,36 @@ func (p *Player[S, I]) Update() error {
 	p.draw(now)
 	return nil
 }
+
+// push hands the input of tick t to the sender with the view lag, once the
+// render clock runs: what the client saw when it acted travels with the
+// input, for the server's lag compensation (Authority.ViewTick).
+func (p *Player[S, I]) push(t uint32, in *I) {
+	if clk := p.cl.InterpClock(); clk != nil && clk.Ready() {
+		q := math.Round(p.ViewLag(t) * 4)
+		p.sender.PushView(t, in, uint16(min(max(q, 0), MaxViewLag)))
+		return
+	}
+	p.sender.Push(t, in)
+}
+
+// sample returns the input of tick t: the game's, or the outage input while
+// the inputs are cut off.
+func (p *Player[S, I]) sample(t uint32) I {
+	if p.watch.stalled {
+		p.stats.OutageTicks++
+		return outageInput(p.cfg.Outage, p.last)
+	}
+	p.last = p.cfg.Sample(t, &p.pred.state)
+	return p.last
+}
+
+// Stalled reports whether the Player sees its inputs cut off from the
+// server (no fresh snapshot for about Input.Hold ticks, or the server says
+// it applies the outage input): it then predicts and sends the outage input
+// instead of sampling the game's (PlayerConfig.Outage). A game may show
+// "connection interrupted".
+func (p *Player[S, I]) Stalled() bool { return p.watch.stalled }
 
 // System returns an ecs.System running [Player.Update] (errors are the
 // client's logger's business: a bad SyncConfig is reported once there).
@@ -246,7 +307,9 @@ func (p *Player[S, I]) appendInput(dst []byte) []byte {
 func (p *Player[S, I]) onSnapshot(tick uint32, _ time.Time) {
 	if r, ok := p.cl.InputReport(tick); ok && r.HasFeedback {
 		p.sender.Ack(r.Held)
-		if p.sync != nil {
+		if p.sync != nil && !p.watch.stalled {
+			// (During an outage the depth measures the outage, not the
+			// upstream delay the lead is built on.)
 			p.sync.ObserveFeedback(r.Depth)
 		}
 	}
@@ -341,6 +404,19 @@ func (p *Player[S, I]) Entity() (e arche.Entity, ok bool) {
 // State returns the predicted state at [Player.Tick] (valid until the next
 // Update).
 func (p *Player[S, I]) State() *S { return &p.pred.state }
+
+// PredictedAt returns a copy of the predicted state after simulation tick
+// tick, while it is in the predictor's history (PlayerConfig.History): what
+// the server's state at that tick should be, when the server applied this
+// client's inputs. For convergence checks of a moving predicted entity
+// (replicationtest.Check.PredictedAt).
+func (p *Player[S, I]) PredictedAt(tick uint32) (*S, bool) {
+	var s S
+	if !p.pred.StateAt(tick, &s) {
+		return nil, false
+	}
+	return &s, true
+}
 
 // Tick returns the newest predicted input tick.
 func (p *Player[S, I]) Tick() uint32 { return p.pred.tick }

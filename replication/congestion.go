@@ -11,7 +11,11 @@ import (
 // lowest smoothed RTT of the last 30 s. The floor is a minimum of the
 // smoothed series, not of single samples, so a jittery path's lucky fast
 // samples do not pull it below what the path delivers on average, and
-// jitter alone never reads as queueing.
+// jitter alone never reads as queueing. For the same reason the first
+// warmup samples are averaged exactly (gain 1/n) and only then enter the
+// floor: a smoothed series that starts at one lucky sample held the floor
+// tens of milliseconds below the path's average for 30 s, and the budget
+// took the difference for a standing queue and backed off again and again.
 type rttEstimator struct {
 	srtt, rttvar time.Duration
 	latest       time.Duration
@@ -19,23 +23,33 @@ type rttEstimator struct {
 	floor        windowMin
 }
 
+// rttWarmup is the number of samples averaged exactly before the smoothed
+// RTT enters the floor (and queueing is judged).
+const rttWarmup = 8
+
 func (r *rttEstimator) sample(d time.Duration, now time.Time) {
 	if d < 0 {
 		return
 	}
 	r.latest = d
 	r.n++
-	if r.n == 1 {
+	dev := d - r.srtt
+	if dev < 0 {
+		dev = -dev
+	}
+	switch {
+	case r.n == 1:
 		r.srtt, r.rttvar = d, d/2
-	} else {
-		dev := d - r.srtt
-		if dev < 0 {
-			dev = -dev
-		}
+	case r.n <= rttWarmup:
+		r.rttvar += (dev - r.rttvar) / time.Duration(r.n)
+		r.srtt += (d - r.srtt) / time.Duration(r.n)
+	default:
 		r.rttvar += (dev - r.rttvar) / 4
 		r.srtt += (d - r.srtt) / 8
 	}
-	r.floor.add(r.srtt, now)
+	if r.n >= rttWarmup {
+		r.floor.add(r.srtt, now)
+	}
 }
 
 // queueDelay is how far the smoothed RTT is above its floor.
@@ -54,7 +68,7 @@ func (r *rttEstimator) queueThreshold() time.Duration {
 // queueing reports whether the path's delay grew by a standing queue: the
 // smoothed RTT above its floor by more than jitter explains.
 func (r *rttEstimator) queueing(now time.Time) bool {
-	return r.n > 8 && r.queueDelay(now) > r.queueThreshold()
+	return r.n > rttWarmup && r.queueDelay(now) > r.queueThreshold()
 }
 
 // rising reports whether the newest sample already shows a queue (the early

@@ -105,7 +105,16 @@ func (l *link) fail(err error) {
 		return
 	}
 	l.state, l.err = StateClosed, err
-	l.cfg.Logger.Info("archenet: disconnected", "client", l.id, "err", err)
+	if errors.Is(err, errClosedByApp) {
+		l.cfg.Logger.Info("archenet: disconnected", "client", l.id, "err", err)
+		return
+	}
+	// Anything else ends the game for this client: loud, and offered to
+	// the game's hook.
+	l.cfg.Logger.Error("archenet: disconnected", "client", l.id, "err", err)
+	if l.cfg.OnError != nil {
+		l.cfg.OnError(err)
+	}
 }
 
 // onMessage takes one reliable message from the server. An error is a
@@ -198,6 +207,7 @@ func (l *link) spawns(m []byte, fn func(tick uint32, e spawnEntry)) error {
 // datagrams may be stale, duplicated or hostile; none of that is fatal).
 func (l *link) onDatagram(d []byte, now time.Time) (tick uint32, first bool) {
 	l.stats.BytesIn += uint64(len(d))
+	l.stats.DatagramBytesIn += uint64(len(d))
 	S, err := l.rcv.Decode(d)
 	if err != nil {
 		l.stats.DatagramsDropped++

@@ -49,6 +49,18 @@ type ServerConfig struct {
 	MinBytesPerSecond int
 	// MaxClients bounds connected clients (≤ 254). 0: 64.
 	MaxClients int
+	// MaxClientsPerAddress bounds the clients from one source address (an
+	// IPv4 address or an IPv6 /64; for other transports the address without
+	// its port), connected or being authenticated, so that no single source
+	// can take every slot; more are refused with a reason naming the limit.
+	// 0: 8. Negative: no bound (LAN play, many players behind one address).
+	MaxClientsPerAddress int
+	// JoinTimeout drops a welcomed client that has not acknowledged any
+	// snapshot this long after its Welcome (a peer that joined and vanished,
+	// or a client whose Receive and Send do not run), so its slot is free
+	// again within seconds rather than at ClientTimeout. 0: 2 s. Negative:
+	// never (ClientTimeout still applies).
+	JoinTimeout time.Duration
 	// Workers is how many goroutines build the clients' datagrams in each
 	// Send (the clients are shared out among them; the bytes each client
 	// gets do not depend on it): the caller's and Workers−1 helpers that
@@ -164,7 +176,15 @@ func (c *ServerConfig) defaults() error {
 	if c.MaxClients <= 0 {
 		c.MaxClients = 64
 	}
-	c.MaxClients = min(c.MaxClients, 254)
+	if c.MaxClients > 254 {
+		return fmt.Errorf("replication: MaxClients %d > 254", c.MaxClients)
+	}
+	if c.MaxClientsPerAddress == 0 {
+		c.MaxClientsPerAddress = DefaultMaxClientsPerAddress
+	}
+	if c.JoinTimeout == 0 {
+		c.JoinTimeout = DefaultJoinTimeout
+	}
 	if c.ParallelFrame <= 0 {
 		c.ParallelFrame = 1024
 	}
@@ -199,6 +219,12 @@ func (c *ServerConfig) defaults() error {
 // DefaultTimeout is the default of ServerConfig.ClientTimeout and of
 // ClientConfig.Timeout and ConnectTimeout.
 const DefaultTimeout = 10 * time.Second
+
+// Defaults of the slot limits (ServerConfig).
+const (
+	DefaultMaxClientsPerAddress = 8
+	DefaultJoinTimeout          = 2 * time.Second
+)
 
 // Defaults of the adaptive per-client budget (ServerConfig).
 const (

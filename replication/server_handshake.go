@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"time"
 
 	"github.com/archenet/archenet/transport"
@@ -99,12 +101,9 @@ func (s *Server) advanceHandshake(p *pendingConn, now time.Time) bool {
 		}
 		return true
 	}
-	var refuse error
-	if s.full() {
-		// Checked before authentication, so junk Hellos cost no auth calls
-		// while the server is full.
-		refuse = errServerFull
-	}
+	// The slot limits are checked before authentication, so junk Hellos
+	// cost no auth calls while the server is full.
+	refuse := s.slotLimit(p.conn.RemoteAddr())
 	h, he := transport.JudgeHello(m, ProtocolVersion, hash, refuse)
 	if he != nil {
 		s.reject(p.conn, he, hash)
@@ -119,16 +118,64 @@ func (s *Server) advanceHandshake(p *pendingConn, now time.Time) bool {
 	return true
 }
 
-// full reports whether every client slot is taken or promised to a client
-// whose authentication runs.
-func (s *Server) full() bool {
+// slotLimit returns why a client from addr cannot have a slot now, or nil:
+// every slot is taken or promised to a client whose authentication runs
+// (MaxClients), or MaxClientsPerAddress of them are from addr's source.
+func (s *Server) slotLimit(addr net.Addr) error {
 	n := s.authing
 	for _, c := range s.clients {
 		if c != nil {
 			n++
 		}
 	}
-	return n >= s.cfg.MaxClients
+	if n >= s.cfg.MaxClients {
+		return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, n, s.cfg.MaxClients)
+	}
+	if s.cfg.MaxClientsPerAddress < 0 {
+		return nil
+	}
+	src := sourceOf(addr)
+	from := 0
+	for _, c := range s.clients {
+		if c != nil && sourceOf(c.conn.RemoteAddr()) == src {
+			from++
+		}
+	}
+	for _, p := range s.pending {
+		if p.auth != nil && sourceOf(p.conn.RemoteAddr()) == src {
+			from++
+		}
+	}
+	if from >= s.cfg.MaxClientsPerAddress {
+		return fmt.Errorf("%w: %d clients from %s (ServerConfig.MaxClientsPerAddress)", errPerAddress, from, src)
+	}
+	return nil
+}
+
+// sourceOf is the key of the slot limit per address: an IPv4 address, the
+// /64 prefix of an IPv6 address (one host usually holds a whole /64), or,
+// for other transports, the address without its port.
+func sourceOf(addr net.Addr) string {
+	var ip netip.Addr
+	switch a := addr.(type) {
+	case *net.UDPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	case *net.TCPAddr:
+		ip, _ = netip.AddrFromSlice(a.IP)
+	case nil:
+		return ""
+	default:
+		s := addr.String()
+		if host, _, err := net.SplitHostPort(s); err == nil {
+			return host
+		}
+		return s
+	}
+	if ip = ip.Unmap(); ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // startAuth runs the Authenticator on p's Hello on a goroutine of its own,
@@ -188,6 +235,7 @@ func (s *Server) awaitAuth(p *pendingConn, now time.Time, hash uint64) bool {
 // Reasons the server refuses a client with a well-formed, matching Hello.
 var (
 	errServerFull  = errors.New("server full")
+	errPerAddress  = errors.New("too many clients from one address")
 	errAuthTimeout = errors.New("authentication timed out")
 )
 
@@ -201,7 +249,7 @@ func (s *Server) refuse(p *pendingConn, hash uint64, why error) {
 func (s *Server) admit(p *pendingConn, hash uint64) {
 	id, full := s.allocClientID()
 	if full {
-		s.refuse(p, hash, errServerFull)
+		s.refuse(p, hash, fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, s.cfg.MaxClients, s.cfg.MaxClients))
 		return
 	}
 	info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor),

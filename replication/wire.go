@@ -14,8 +14,9 @@ import (
 
 // ProtocolVersion is the replication wire version checked at connect.
 // 4: a Reject for a protocol hash mismatch carries the server's component
-// list (transport.Reject.Components).
-const ProtocolVersion uint16 = 5
+// list (transport.Reject.Components). 6: an input section carries each
+// frame's view lag (package input's wire layout), for lag compensation.
+const ProtocolVersion uint16 = 6
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.

@@ -61,7 +61,8 @@ func newQUICRig(t *testing.T, lcfg quic.Config, tweak func(*replication.ServerCo
 	r := &quicRig{harness: &harness{t: t, reg: newRegistry()}, cert: cert, l: l, lagMax: map[int]int{}, active: map[int]bool{}}
 	sw := ecs.NewWorld()
 	r.sw = &sw
-	cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, Logger: quiet,
+	// (Every client of these tests connects from 127.0.0.1.)
+	cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, Logger: quiet, MaxClientsPerAddress: -1,
 		OnDisconnect: func(_ replication.ClientID, err error) {
 			r.mu.Lock()
 			r.events = append(r.events, err)
@@ -240,7 +241,9 @@ func newRawTransport(t *testing.T) *quicgo.Transport {
 // the other clients keep up, and the reader-less client is dropped within a
 // bounded time with a reason that names the backlog.
 func TestQUICNonReadingClient(t *testing.T) {
-	r := newQUICRig(t, quic.Config{SendBacklogTimeout: 2 * time.Second}, nil)
+	// (The non-reader sends no datagram either: the JoinTimeout would drop
+	// it first.)
+	r := newQUICRig(t, quic.Config{SendBacklogTimeout: 2 * time.Second}, func(c *replication.ServerConfig) { c.JoinTimeout = -1 })
 	ents := r.movers(200, 1)
 	for range 2 {
 		r.good = append(r.good, r.dial(r.l.Addr().String(), ""))

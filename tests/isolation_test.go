@@ -297,7 +297,7 @@ func TestSlowAuthenticatorDoesNotStallServer(t *testing.T) {
 	stepUntil(t, h, "the hanging authentication to start", func() bool { return calls.Load() == 4 })
 	e := join("fast")
 	stepUntil(t, h, "the full server's answer", func() bool { return e.c.State() == replication.StateClosed })
-	require.EqualError(t, e.c.Err(), "rejected by server: server full")
+	require.EqualError(t, e.c.Err(), "rejected by server: server full: 3 of 3 slots taken (ServerConfig.MaxClients)")
 	require.Equal(t, int32(4), calls.Load(), "no Authenticator call for a client that cannot join anyway")
 
 	// The hanging authentication ends with the handshake timeout.
@@ -333,7 +333,7 @@ func TestHandshakeFlood(t *testing.T) {
 			closed++
 			var ce *transport.CloseError
 			require.ErrorAs(t, c.Err(), &ce)
-			require.Contains(t, []string{"no hello in time", "server busy: too many handshakes in progress"}, ce.Reason)
+			require.Contains(t, []string{"no hello in time", "server busy: 8 handshakes in progress (ServerConfig.MaxHandshakes)"}, ce.Reason)
 		default:
 		}
 	}

@@ -58,7 +58,7 @@ func newMixedRig(t *testing.T, lcfg webtransport.Config, withQUIC bool, tweak fu
 	}
 	sw := ecs.NewWorld()
 	r.sw = &sw
-	cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, Logger: quiet,
+	cfg := replication.ServerConfig{Registry: r.reg, NetRate: netRate, Logger: quiet, MaxClientsPerAddress: -1,
 		OnDisconnect: func(_ replication.ClientID, err error) {
 			r.mu.Lock()
 			r.events = append(r.events, err)
@@ -141,7 +141,9 @@ func (w *wtRig) dialVia(url string) int {
 // is dropped within a bounded time for its backlog (ServerStats.BacklogDrops), with
 // a reason the peer receives. TestQUICNonReadingClient's counterpart.
 func TestWebTransportNonReadingClient(t *testing.T) {
-	w := newWTRig(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second}, nil)
+	// (The non-reader sends no datagram either: the JoinTimeout would drop it
+	// for that first.)
+	w := newWTRig(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second}, func(c *replication.ServerConfig) { c.JoinTimeout = -1 })
 	ents := w.movers(200, 1)
 	for range 2 {
 		w.good = append(w.good, w.dial())
@@ -270,7 +272,9 @@ func TestWebTransportDeadPeers(t *testing.T) {
 // CodeFlood or, since its junk is not a client datagram, CodeProtocolError, and the
 // stream opener with CodeProtocolError.
 func TestWebTransportHostileBrowsers(t *testing.T) {
-	w := newWTRig(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second, DatagramRateLimit: 500, DatagramBurst: 200}, nil)
+	// (The non-reader acks no snapshot: no JoinTimeout, so that its backlog drops it.)
+	w := newWTRig(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second, DatagramRateLimit: 500, DatagramBurst: 200},
+		func(c *replication.ServerConfig) { c.JoinTimeout = -1 })
 	ents := w.movers(200, 5)
 	for range 2 {
 		w.good = append(w.good, w.dial())

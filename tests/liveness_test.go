@@ -35,7 +35,7 @@ type liveRig struct {
 func newLiveRig(t *testing.T) *liveRig {
 	r := &liveRig{srvReceive: true, srvSend: true, cliReceive: true, cliSend: true}
 	r.harness = newHarness(t, 0, sim.Link{}, func(c *replication.ServerConfig) {
-		c.ClientTimeout = liveTimeout
+		c.ClientTimeout, c.JoinTimeout = liveTimeout, liveTimeout
 		c.Logger = slog.New(slog.NewTextHandler(&r.serverLog, nil))
 		c.OnDisconnect = func(_ replication.ClientID, reason error) { r.dropped = append(r.dropped, reason) }
 	})
@@ -163,8 +163,8 @@ func TestLivenessClientNeverReceives(t *testing.T) {
 	cs := r.addClient()
 	took := r.runUntil(2*liveTimeout, "server drops the client", func() bool { return len(r.dropped) > 0 })
 	require.LessOrEqual(t, took, liveTimeout+4*tickDt)
-	require.Contains(t, r.dropped[0].Error(), "since its Welcome (is it running Client.Receive and Client.Send?)")
-	require.Contains(t, r.clientLog.String(), "Client.Send runs but Client.Receive has not run for 2")
+	require.Contains(t, r.dropped[0].Error(), "since its Welcome (is it running Client.Receive and Client.Send?); ServerConfig.JoinTimeout")
+	require.Contains(t, r.clientLog.String(), "Client.Receive has not run: the client sees nothing from the server")
 	require.Equal(t, replication.StateConnecting, cs.c.State())
 }
 

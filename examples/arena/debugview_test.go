@@ -206,7 +206,7 @@ func TestRunHTTPFlag(t *testing.T) {
 	}
 	var out, errb syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- run([]string{"-duration", "3s", "-clients", "1", "-http", "127.0.0.1:0"}, &out, &errb) }()
+	go func() { done <- run([]string{"-duration", "3s", "-clients", "1", "-http", ":0"}, &out, &errb) }() // (a port alone: loopback)
 	re := regexp.MustCompile(`network debugger on (http://127\.0\.0\.1:\d+/)`)
 	var url string
 	var st debugview.Stats
@@ -236,4 +236,13 @@ func TestRunHTTPFlag(t *testing.T) {
 	var o, e bytes.Buffer
 	require.Equal(t, 2, run([]string{"-mode", "client", "-http", ":0"}, &o, &e))
 	require.Contains(t, e.String(), "-http")
+}
+
+// The debugger page has no authentication: a port alone binds loopback; an
+// interface must be named to serve it elsewhere.
+func TestDebuggerAddr(t *testing.T) {
+	require.Equal(t, "127.0.0.1:8080", debuggerAddr(":8080"))
+	require.Equal(t, "0.0.0.0:8080", debuggerAddr("0.0.0.0:8080"))
+	require.Equal(t, "[::1]:8080", debuggerAddr("[::1]:8080"))
+	require.Equal(t, "host.example:80", debuggerAddr("host.example:80"))
 }

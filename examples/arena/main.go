@@ -7,7 +7,7 @@
 //	go run ./examples/arena -duration 10s            the same, stopping after 10 s
 //	go run ./examples/arena -mode server -addr 127.0.0.1:4433
 //	go run ./examples/arena -mode client -addr 127.0.0.1:4433 -clients 8
-//	go run ./examples/arena -http :8080                live network debugger page at http://localhost:8080/
+//	go run ./examples/arena -http 127.0.0.1:8080       live network debugger page at http://127.0.0.1:8080/
 //	go run ./examples/arena -web 127.0.0.1:8080        + browser players: open http://127.0.0.1:8080/ in Chromium
 //
 // It prints a status line every second and a summary on exit (Ctrl-C,
@@ -68,7 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "connect-timeout", 5*time.Second, "a client that is not connected and ready in this time is a fatal error")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the NPCs and bots")
 	fs.BoolVar(&o.verbose, "v", false, "log connection events")
-	fs.StringVar(&o.http, "http", "", "serve the live network debugger page on this TCP address, e.g. :8080 (-mode server|both)")
+	fs.StringVar(&o.http, "http", "", "serve the live network debugger page (no authentication) on this TCP address, e.g. 127.0.0.1:8080; a port alone (:8080) binds 127.0.0.1 (-mode server|both)")
 	fs.StringVar(&o.web, "web", "", "serve browser players on this address, e.g. 127.0.0.1:8080: the page on TCP, WebTransport on UDP, same port (-mode server|both)")
 	fs.StringVar(&o.wasm, "wasm", "", "-web: the browser build of examples/arenaview (empty: build it with the go command)")
 	if err := fs.Parse(args); err != nil {
@@ -183,10 +183,11 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 
 	if o.mode != "client" {
 		lc := &quic.Config{TLS: cert.ServerTLS()}
+		so := game.ServerOptions{NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger}
 		if o.mode != "server" {
-			// The bots connect from this machine, all at once: no bound on
-			// pending connections per address (it guards a public server).
-			lc.MaxPendingPerAddress = -1
+			// The bots connect from this machine, all at once: no bounds per
+			// address (they guard a public server).
+			lc.MaxPendingPerAddress, so.MaxClientsPerAddress = -1, -1
 		}
 		if ln, err = quic.Listen(o.addr, lc); err != nil {
 			return nil, nil, err
@@ -200,7 +201,8 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 			// Native and browser players join the same match through one listener.
 			players = transport.MergeListeners(ln, browsers.l)
 		}
-		srv, err := game.NewServerGame(game.ServerOptions{Listener: players, NPCs: o.npcs, Interest: o.interest, Seed: o.seed, Logger: logger})
+		so.Listener = players
+		srv, err := game.NewServerGame(so)
 		if err != nil {
 			_ = players.Close()
 			return nil, nil, err
@@ -260,7 +262,7 @@ func attachDebugger(a *Arena, opts debugview.Options) *debugview.Recorder {
 // serveDebugger serves the debugger page of the arena's server on addr.
 func serveDebugger(a *Arena, addr string, stdout io.Writer) (*http.Server, error) {
 	rec := attachDebugger(a, debugview.Options{})
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", debuggerAddr(addr))
 	if err != nil {
 		return nil, fmt.Errorf("-http: %w", err)
 	}
@@ -268,6 +270,16 @@ func serveDebugger(a *Arena, addr string, stdout io.Writer) (*http.Server, error
 	go func() { _ = web.Serve(l) }()
 	fmt.Fprintf(stdout, "network debugger on http://%s/\n", l.Addr())
 	return web, nil
+}
+
+// debuggerAddr is where the debugger page listens for -http addr: the page
+// has no authentication, so a port alone (":8080") binds the loopback
+// interface; another interface must be named (e.g. 0.0.0.0:8080).
+func debuggerAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // serverCert loads the development certificate from dir, or creates it

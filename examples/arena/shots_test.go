@@ -18,10 +18,12 @@ func TestArenaPredictedShotsAndLagCompensation(t *testing.T) {
 	oneWay := sim.Conditions{Latency: 50 * time.Millisecond, Jitter: 5 * time.Millisecond}
 	link := sim.Link{Up: oneWay, Down: oneWay}
 	type result struct {
-		latency       time.Duration
-		shots, hits   uint64
-		measured      int
-		adopted, lost uint64
+		latency         time.Duration
+		shots, hits     uint64
+		measured        int
+		adopted, lost   uint64
+		claims, clamped uint64
+		maxClaim, bound time.Duration
 	}
 	play := func(off bool) result {
 		s := newSimArenaWith(t, 7, 4, link, game.ServerOptions{NoLagCompensation: off}, game.BotOptions{NoPredictedShots: off})
@@ -40,6 +42,11 @@ func TestArenaPredictedShotsAndLagCompensation(t *testing.T) {
 		}
 		gs := s.arena.Server.Stats()
 		r.shots, r.hits = gs.PlayerShots, gs.PlayerHits
+		for _, b := range s.arena.Bots {
+			rs := s.arena.Server.Rewinds().Stats(b.Client().ID())
+			r.claims, r.clamped = r.claims+rs.Claims, r.clamped+rs.Clamped
+			r.maxClaim, r.bound = max(r.maxClaim, rs.MaxClaim), max(r.bound, rs.LastBound)
+		}
 		checkPrediction(t, s)
 		return r
 	}
@@ -56,4 +63,9 @@ func TestArenaPredictedShotsAndLagCompensation(t *testing.T) {
 	require.Zero(t, after.latency, "on screen the frame it is fired")
 	require.Greater(t, after.adopted, uint64(after.measured*9/10), "the server's spawns adopt the predicted ones")
 	require.Greater(t, float64(after.hits)/float64(after.shots), float64(before.hits)/float64(before.shots), "aimed shots hit more often")
+	// The bots' claims of view lag are honest: within the bounds the server
+	// measured for them.
+	t.Logf("view-lag claims %d, clamped %d; longest claim %v, bound %v", after.claims, after.clamped, after.maxClaim, after.bound)
+	require.Equal(t, after.shots, after.claims)
+	require.Zero(t, after.clamped)
 }

@@ -191,6 +191,7 @@ func newRig(cfg Config, interest *replication.Interest) (*rig, error) {
 	scfg := replication.ServerConfig{
 		Registry: r.reg, NetRate: cfg.Rate, Interest: interest, MaxClients: cfg.Clients, Logger: r.cfg.Logger,
 		MaxBytesPerSecond: cfg.MaxBytesPerSecond, Workers: cfg.Workers,
+		MaxClientsPerAddress: -1, // (every simulated client runs on this machine)
 	}
 	if cfg.Transport == "sim" {
 		r.simNet = sim.NewNetwork(cfg.Seed, time.Unix(1_000_000, 0))

@@ -15,13 +15,21 @@
 //
 // # Use
 //
-//	hist, _ := lagcomp.New[components.Transform](world, registry, lagcomp.Config{Depth: 32})
-//	sched.AddNetSystem(hist.System(server))   // after Server.Send: records the frame clients get
+// With input.Authority and input.Player the client's view travels with its
+// inputs, and the authority bounds it with a [Rewinds]. examples/topdown
+// records what each snapshot showed and judges a shot at the shooter's
+// view:
+//
+//	if s.Hist, err = lagcomp.New[Body](&w, reg, lagcomp.Config{}); err != nil {
+//	s.Sched.AddNetSystem(s.Hist.System(s.Net.Tick)) // records what each snapshot showed
 //	...
-//	// on a shot: view is the render tick the shooter reported (interp.Clock.RenderTick)
-//	view = hist.Clamp(view)                   // anti-abuse: at most MaxRewind back
-//	if tr, ok := hist.At(target, view); ok { ... hit test against tr ... }
-//	hist.Each(view, func(e arche.Entity, tr *components.Transform) bool { ... })
+//	view, ok := s.Auth.ViewTick(owner)
+//	s.Hist.Each(s.Hist.Clamp(view), func(t arche.Entity, tb *Body) bool {
+//
+// [History.At] gives one entity's state at a view tick (ExampleHistory).
+// With a game's own report of the render tick (interp.Clock.RenderTick),
+// bound it with [Rewinds.Judge] and replication.Server.RTT
+// (ExampleRewinds).
 //
 // # Costs
 //
@@ -35,8 +43,14 @@
 //
 // # Anti-abuse
 //
-// A client reports its own render tick, so it may lie. [History.Clamp]
+// A client reports its own render tick, so it may lie. [Rewinds.Judge]
+// bounds the rewind by what the server measured of that client: its
+// round-trip time (at most [Limits].MaxLatency, 250 ms by default, as
+// Overwatch limits it), plus the render delay an honest client may have
+// ([Limits].InterpDelay) and a margin ([Limits].Margin): a client at 20 ms
+// RTT that claims to have seen the world a second ago is judged 270 ms
+// back. Each client's claims, how many were clamped, the newest claim and
+// bound and the longest claim are in [Rewinds.Stats]. [History.Clamp] then
 // bounds the rewind to MaxRewind net ticks behind the newest recorded tick
-// (and never ahead of it): a cheater can shoot at the past only as far as an
-// honest client on a slow link could see it.
+// (and never ahead of it).
 package lagcomp

@@ -2,6 +2,7 @@ package lagcomp_test
 
 import (
 	"fmt"
+	"time"
 
 	arche "github.com/mlange-42/arche/ecs"
 
@@ -32,4 +33,18 @@ func ExampleHistory() {
 	// Output:
 	// now at x=10.0, the client saw x=7.5
 	// a claim of tick -100 is clamped to 1
+}
+
+// A client at 20 ms round-trip time claims it saw the world a second ago
+// (30 net ticks at 30 Hz): it is judged at the bound the server measured
+// for it, 270 ms (8.1 net ticks) back, and the claim is counted.
+func ExampleRewinds() {
+	rewinds, _ := lagcomp.NewRewinds(lagcomp.Limits{NetRate: 30})
+	const shooter, at = 3, 1000.0
+	rtt := 20 * time.Millisecond // replication.Server.RTT(shooter)
+	view := rewinds.Judge(shooter, at, at-30, rtt)
+	st := rewinds.Stats(shooter)
+	fmt.Printf("judged %.1f ticks back; claimed %v, bound %v, clamped %d of %d\n", at-view, st.LastClaim, st.LastBound, st.Clamped, st.Claims)
+	// Output:
+	// judged 8.1 ticks back; claimed 1s, bound 270ms, clamped 1 of 1
 }

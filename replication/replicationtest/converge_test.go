@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
@@ -73,16 +74,16 @@ func TestConvergedFindsEachDifference(t *testing.T) {
 	pos.X += 1e-5 // within the precision: the same quantized state
 	require.NoError(t, p.check(nil))
 	pos.X += 0.1
-	require.ErrorContains(t, p.check(nil), "lane 0")
+	require.ErrorContains(t, p.check(nil), "Transform.Pos.X differs from the server's by 100 steps (client code 1100, server 1000)")
 	pos.X = 1
 
 	sec := ecs.ComponentID[secret](p.cw)
 	(*secret)(p.cw.Get(p.mirror[a], sec)).Ammo = 7 // not the client's entity
-	require.ErrorContains(t, p.check(nil), "lane")
+	require.ErrorContains(t, p.check(nil), "secret.Ammo differs from the server's by 7 steps")
 	(*secret)(p.cw.Get(p.mirror[a], sec)).Ammo = 0
 
 	// Interest: far is beyond the leave radius of a focus at 0.
-	within := Within(p.sw, 1, components.Vec3{}, true, 100, 0.15)
+	within := Within(p.sw, 1, &replication.Interest{Radius: 100}, components.Vec3{}, true)
 	require.ErrorContains(t, p.check(within), "not relevant")
 	p.cw.RemoveEntity(p.mirror[far])
 	require.NoError(t, p.check(within))
@@ -131,7 +132,7 @@ func TestStateRoundTrip(t *testing.T) {
 	require.NoError(t, check())
 	tr := ecs.ComponentID[components.Transform](p.cw)
 	(*components.Transform)(p.cw.Get(p.mirror[a], tr)).Pos.X += 0.1
-	require.ErrorContains(t, check(), "lane 0")
+	require.ErrorContains(t, check(), "Transform.Pos.X differs from the server's by 100 steps")
 
 	_, err = Capture(p.reg, p.sw, func(ecs.Entity) (components.NetID, bool) { return components.NetID{}, false })
 	require.ErrorContains(t, err, "has no net id")
@@ -144,4 +145,55 @@ func TestStateRoundTrip(t *testing.T) {
 	bad.Entities[0].Set = 1 << 9
 	_, _, err = bad.World(p.reg)
 	require.ErrorContains(t, err, "components the registry lacks")
+}
+
+// A predicted entity of the client runs ahead of the server: compared as
+// it is it differs; compared at the server's tick (PredictedAt) or skipped
+// (SkipPredicted) it passes, and the report says which. Values the server
+// holds out of their fields' ranges are reported as clamped.
+func TestConvergedPredictedAndClamped(t *testing.T) {
+	p := newPair(t)
+	p.add(1, 0)
+	own := p.add(2, 1)
+	sPred, cPred := ecs.ComponentID[components.Predicted](p.sw), ecs.ComponentID[components.Predicted](p.cw)
+	p.sw.Add(own, sPred)
+	p.cw.Add(p.mirror[own], cPred)
+	tr := ecs.ComponentID[components.Transform](p.cw)
+	ahead := (*components.Transform)(p.cw.Get(p.mirror[own], tr))
+	atServer := *ahead // the prediction for the server's tick
+	ahead.Pos.X += 0.5 // the prediction for the client's (later) tick
+	check := func(c Check) (Report, error) {
+		c.Registry, c.Server, c.Client, c.Me = p.reg, p.sw, p.cw, 1
+		c.NetID = func(e ecs.Entity) (components.NetID, bool) { id, ok := p.ids[e]; return id, ok }
+		return Compare(c)
+	}
+	_, err := check(Check{})
+	require.ErrorContains(t, err, "Transform.Pos.X differs from the server's by 500 steps")
+	r, err := check(Check{PredictedAt: func(m ecs.Entity) (any, bool) { return &atServer, m == p.mirror[own] }})
+	require.NoError(t, err)
+	require.Equal(t, Report{Compared: 2, Predicted: 1}, r)
+	r, err = check(Check{SkipPredicted: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.SkippedPredicted)
+	require.Contains(t, r.String(), "2 mirrors compared (0 predicted at the server's tick), 1 predicted skipped")
+	r, err = check(Check{PredictedAt: func(ecs.Entity) (any, bool) { return nil, false }})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.SkippedPredicted, "no prediction for the server's tick: skipped, said in the report")
+
+	// The server holds HP 300 in a 0..100 field: clients see 100.
+	ssec := ecs.ComponentID[secret](p.sw)
+	for e := range p.ids {
+		(*secret)(p.sw.Get(e, ssec)).HP = 300
+	}
+	csec := ecs.ComponentID[secret](p.cw)
+	for _, m := range p.mirror {
+		(*secret)(p.cw.Get(m, csec)).HP = 100
+	}
+	r, err = check(Check{SkipPredicted: true})
+	require.NoError(t, err, "the mirrors hold what the clamped value quantizes to")
+	require.Len(t, r.ServerClamps, 1)
+	require.Equal(t, "secret", r.ServerClamps[0].Type)
+	require.Equal(t, "HP", r.ServerClamps[0].Field)
+	require.Empty(t, r.ClientClamps)
+	require.Contains(t, r.String(), "server values of secret.HP clamped")
 }

@@ -154,8 +154,15 @@ func (n *Network) Listen(addr string) *Listener {
 
 // Dial connects a new client to the listener at addr and returns the client end; both
 // ends are connected immediately, and the server end is ready in the listener's
-// PollAccept and Accept.
+// PollAccept and Accept. The client's address is "client-N", a new one per dial.
 func (n *Network) Dial(addr string, link Link) (*Conn, error) {
+	return n.DialFrom(addr, "", link)
+}
+
+// DialFrom is Dial from the client address from ("host:port" or any name; empty: a
+// new "client-N"), which the server end's RemoteAddr returns: several connections
+// from one host, for tests of per-address limits.
+func (n *Network) DialFrom(addr, from string, link Link) (*Conn, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	l, ok := n.listeners[Addr(addr)]
@@ -163,12 +170,15 @@ func (n *Network) Dial(addr string, link Link) (*Conn, error) {
 		return nil, fmt.Errorf("%w %q", ErrNoListener, addr)
 	}
 	n.dials++
+	if from == "" {
+		from = fmt.Sprintf("client-%d", n.dials)
+	}
 	lk := &pair{n: n, idleTimeout: link.IdleTimeout}
 	if lk.idleTimeout == 0 {
 		lk.idleTimeout = defaultIdleTimeout
 	}
 	lk.up.cond, lk.down.cond = link.Up, link.Down
-	client := newConn(n, lk, Addr(fmt.Sprintf("client-%d", n.dials)), l.addr, link)
+	client := newConn(n, lk, Addr(from), l.addr, link)
 	server := newConn(n, lk, l.addr, client.local, link)
 	client.out, client.in = &lk.up, &lk.down
 	server.out, server.in = &lk.down, &lk.up

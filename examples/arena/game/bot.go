@@ -27,8 +27,7 @@ type BotOptions struct {
 	// Logger receives connection events. Nil: slog.Default().
 	Logger *slog.Logger
 	// Control, if set, is the player's input for an input tick (keyboard
-	// and mouse of a graphical client) instead of the bot's script; the bot
-	// fills in ViewLag.
+	// and mouse of a graphical client) instead of the bot's script.
 	Control func(tick uint32, s *Avatar) ShooterInput
 	// NoPredictedShots shows the bot's projectiles only when the server's
 	// spawn arrives (for comparison) instead of predicting them the tick
@@ -46,8 +45,13 @@ type BotStats struct {
 	// MaxCorrection is the largest position change a correction made to
 	// the predicted avatar, in metres (the smoother hides it).
 	MaxCorrection float64
-	Snapshots     uint64 // new snapshot ticks seen
-	Projectiles   int    // projectile mirrors right now
+	// InputCorrections counts the corrections of states the server stepped
+	// without this bot's input for their tick (it was late or lost, or the
+	// bot's inputs were cut off): the input path's share of Corrections
+	// (the rest are the game's: pushes, collisions).
+	InputCorrections uint64
+	Snapshots        uint64 // new snapshot ticks seen
+	Projectiles      int    // projectile mirrors right now
 	// Interpolating counts remote entities drawn from two snapshots in the
 	// last frame (the rest extrapolate or hold).
 	Interpolating, Extrapolating, Holding int
@@ -106,10 +110,14 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	b.player, err = input.NewPlayer(b.cl, input.PlayerConfig[Avatar, ShooterInput]{
 		Step:      stepAvatar,
 		Sample:    b.nextInput,
+		Outage:    outageInput,
 		OnPredict: b.onPredict,
 		Visual:    avatarVisual,
 		OnCorrection: func(c input.Correction[Avatar]) {
 			if c.Status == input.ReconcileCorrected {
+				if c.InputMissing {
+					b.stats.InputCorrections++
+				}
 				b.maxCorr = max(b.maxCorr, math.Hypot(c.New.X-c.Old.X, c.New.Z-c.Old.Z))
 				b.shift = b.shift.Add(components.Vec3{X: c.New.X - c.Old.X, Z: c.New.Z - c.Old.Z})
 			}
@@ -189,13 +197,11 @@ func (b *Bot) Frame(time.Time) error {
 
 // nextInput is the scripted player: hold keys for a while, turn smoothly,
 // head back to the centre near the walls; aim at the nearest other player
-// as drawn and fire at it, else fire in bursts. It reports its view lag for
-// the server's lag compensation.
+// as drawn and fire at it, else fire in bursts. (The input.Player sends
+// what it saw with each input, for the server's lag compensation.)
 func (b *Bot) nextInput(tick uint32, s *Avatar) ShooterInput {
 	if b.opts.Control != nil {
-		in := b.opts.Control(tick, s)
-		in.ViewLag = uint16(min(max(math.Round(b.player.ViewLag(tick)*4), 0), 1023))
-		return in
+		return b.opts.Control(tick, s)
 	}
 	if b.rng.IntN(90) == 0 {
 		b.script.Keys = uint8(b.rng.IntN(16))
@@ -214,7 +220,6 @@ func (b *Bot) nextInput(tick uint32, s *Avatar) ShooterInput {
 	}
 	in.Yaw = math.Remainder(in.Yaw, 2*math.Pi)
 	b.script.Yaw = math.Remainder(b.script.Yaw, 2*math.Pi)
-	in.ViewLag = uint16(min(max(math.Round(b.player.ViewLag(tick)*4), 0), 1023))
 	return in
 }
 

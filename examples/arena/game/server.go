@@ -32,6 +32,9 @@ type ServerOptions struct {
 	// NoLagCompensation judges player shots against where avatars are on
 	// the server, not where the shooter saw them (for comparison).
 	NoLagCompensation bool
+	// MaxClientsPerAddress is replication.ServerConfig.MaxClientsPerAddress:
+	// negative when the bots connect from this machine. 0: its default.
+	MaxClientsPerAddress int
 	// Now is the clock of the replication layer (RTT, timeouts). Nil: time.Now.
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
@@ -64,6 +67,9 @@ type ServerStats struct {
 	// frames that came after their tick, summed over every player that has
 	// left or is connected.
 	InputReceived, InputMissing, InputLate uint64
+	// InputOutage counts the missing input ticks past input.Config.Hold,
+	// stepped with the outage input (keys released).
+	InputOutage uint64
 	// InputRejected counts input sections refused (malformed, flooding, or
 	// coded against a frame the server no longer holds).
 	InputRejected uint64
@@ -131,7 +137,7 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	// The authority steps every avatar with its owner's input, the step the
 	// owner predicts with, and fires when the step says so.
 	g.auth, err = input.NewAuthority(g.world, input.AuthorityConfig[Avatar, ShooterInput]{
-		Registry: reg, Step: stepAvatar, OnStep: g.onAvatarStep,
+		Registry: reg, Step: stepAvatar, OnStep: g.onAvatarStep, Outage: outageInput,
 	})
 	if err != nil {
 		return nil, err
@@ -144,10 +150,11 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		// below, before the first Send).
 		Tick: func() uint32 { return g.sched.Info().NetTick },
 		// Joins and leaves are queued: avatars change between systems.
-		OnConnect:    func(c replication.ClientID) { g.joined = append(g.joined, c) },
-		OnDisconnect: func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
-		Now:          opts.Now,
-		Logger:       opts.Logger,
+		OnConnect:            func(c replication.ClientID) { g.joined = append(g.joined, c) },
+		OnDisconnect:         func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
+		MaxClientsPerAddress: opts.MaxClientsPerAddress,
+		Now:                  opts.Now,
+		Logger:               opts.Logger,
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
@@ -220,7 +227,7 @@ func (g *ServerGame) Replication() *replication.Server { return g.srv }
 func (g *ServerGame) Stats() ServerStats {
 	s := g.stats
 	st := g.auth.Stats()
-	s.InputReceived, s.InputMissing, s.InputLate = st.Received, st.Missing, st.Late
+	s.InputReceived, s.InputMissing, s.InputLate, s.InputOutage = st.Received, st.Missing, st.Late, st.Outage
 	s.InputRejected = st.Malformed + st.NoBaseline + st.Flooded
 	return s
 }
@@ -340,8 +347,14 @@ func (g *ServerGame) onAvatarStep(e arche.Entity, before, after *Avatar, in *Sho
 		return
 	}
 	pos, vel := shot(after)
-	g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: pos, vel: vel,
-		shooter: (*components.Owner)(g.world.Get(e, g.idOwner)).Client, lag: float64(in.ViewLag) / 4})
+	shooter := (*components.Owner)(g.world.Get(e, g.idOwner)).Client
+	// What the shooter saw when it fired (bounded by its measured round
+	// trip): the projectile is judged against that.
+	lag := 0.0
+	if view, ok := g.auth.ViewTick(shooter); ok {
+		lag = float64(g.sched.Info().Tick) - view*netDivisor
+	}
+	g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: pos, vel: vel, shooter: shooter, lag: lag})
 }
 
 // stepNPCs makes the NPCs wander and fire.
@@ -490,6 +503,10 @@ func (g *ServerGame) targetAt(p *player, pr *Projectile, tick float64) component
 	av := (*Avatar)(g.world.Get(p.avatar, g.idAvatar))
 	return components.Vec3{X: av.X, Z: av.Z}
 }
+
+// Rewinds returns the bounds and statistics of the view ticks the players
+// reported with their shots (input.Authority.ViewTick).
+func (g *ServerGame) Rewinds() *lagcomp.Rewinds { return g.auth.Rewinds() }
 
 // focus is the interest focus of a client: its avatar.
 func (g *ServerGame) focus(c replication.ClientID) (components.Vec3, bool) {
