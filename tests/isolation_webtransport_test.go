@@ -76,6 +76,22 @@ func newMixedRig(t *testing.T, lcfg webtransport.Config, withQUIC bool, tweak fu
 	return &wtRig{quicRig: r, l: l, certs: certs}
 }
 
+// requireKeptUp checks the good clients' worst probe lag against maxLag: a
+// timing bound, so, as requireTicks does, it only reports under the race
+// detector (.ci/run runs these tests without it too).
+func (w *wtRig) requireKeptUp() {
+	w.t.Helper()
+	for _, i := range w.good {
+		if raceEnabled {
+			if w.lagMax[i] > maxLag {
+				w.t.Logf("client %d fell %d ticks behind (bound %d, not enforced under the race detector)", i, w.lagMax[i], maxLag)
+			}
+			continue
+		}
+		require.LessOrEqual(w.t, w.lagMax[i], maxLag, "client %d fell behind", i)
+	}
+}
+
 // dialConn opens a session with cfg (the hashes added).
 func (w *wtRig) dialConn(cfg webtransport.Config) *webtransport.Conn {
 	return w.dialConnVia(w.l.URL(""), cfg)
@@ -182,9 +198,7 @@ func TestWebTransportNonReadingClient(t *testing.T) {
 	require.Equal(t, wt.SessionErrorCode(transport.CodeSendBacklog), se.ErrorCode)
 	require.True(t, se.Remote)
 	require.Contains(t, se.Message, "peer not reading")
-	for _, i := range w.good {
-		require.LessOrEqual(t, w.lagMax[i], maxLag, "client %d fell behind", i)
-	}
+	w.requireKeptUp()
 	w.game = nil
 	w.until("convergence", 10*time.Second, func() bool { return w.converged(0, nil) == nil && w.converged(1, nil) == nil })
 }
@@ -257,9 +271,7 @@ func TestWebTransportDeadPeers(t *testing.T) {
 		gone.Round(time.Millisecond), timeout, len(w.events), w.lagMax[0], w.lagMax[1])
 	require.Greater(t, gone, timeout-tickDt, "not before ClientTimeout")
 	require.Len(t, w.srv.Clients(), 2)
-	for _, i := range w.good {
-		require.LessOrEqual(t, w.lagMax[i], maxLag, "client %d fell behind", i)
-	}
+	w.requireKeptUp()
 	w.game = nil
 	w.until("convergence", 10*time.Second, func() bool { return w.converged(0, nil) == nil && w.converged(1, nil) == nil })
 }
@@ -318,9 +330,7 @@ func TestWebTransportHostileBrowsers(t *testing.T) {
 	worst := w.requireTicks(from, "three hostile browsers")
 	t.Logf("figure: worst server tick %v with a non-reading, a flooding and a stream-opening browser; good clients' worst lag %d and %d ticks",
 		worst.Round(10*time.Microsecond), w.lagMax[0], w.lagMax[1])
-	for _, i := range w.good {
-		require.LessOrEqual(t, w.lagMax[i], maxLag, "client %d fell behind", i)
-	}
+	w.requireKeptUp()
 	code := func(c *webtransport.Conn) transport.CloseCode {
 		select {
 		case <-c.Done():

@@ -5,7 +5,7 @@
 // browser with chromedp.
 //
 // [Chromium] starts the browser (a test skips without it, unless CI is set: CI installs
-// it, so there a missing browser fails); [BuildWasm] builds a command for js/wasm;
+// it, so there a missing browser fails; and under the race detector); [BuildWasm] builds a command for js/wasm;
 // [WasmHandler] serves the binary and wasm_exec.js beside a page of the caller's;
 // [PageServer] serves pages of a WebTransport listener's origin.
 package webtransporttest
@@ -50,9 +50,15 @@ var Flags = map[string]any{
 
 // Chromium starts headless Chromium for the test and returns its chromedp context (a
 // tab), closed at the end of the test. Without a chromium binary the test is skipped,
-// or fails when the environment variable CI is set.
+// or fails when the environment variable CI is set. Under the race detector it is
+// skipped: the browser tests run in real time beside a browser that loads both cores,
+// which would make the other real-time tests of a parallel race run miss their
+// bounds; .ci/run runs them in a step of their own, without it.
 func Chromium(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
+	if raceEnabled {
+		t.Skip("headless Chromium tests run without the race detector (.ci/run's browser step)")
+	}
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
