@@ -46,7 +46,12 @@ func (m *merged) pull(l Listener) {
 		select {
 		case m.ready <- c:
 		default:
-			_ = c.CloseWithReason(CodeRejected, "server busy: accept backlog full")
+			// (Without waiting, if the connection can: the next one is due.)
+			if cs, ok := c.(CloseStarter); ok {
+				cs.StartClose(CodeRejected, "server busy: accept backlog full")
+			} else {
+				_ = c.CloseWithReason(CodeRejected, "server busy: accept backlog full")
+			}
 		}
 	}
 }

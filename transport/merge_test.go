@@ -42,3 +42,46 @@ func TestMergeListeners(t *testing.T) {
 	_, err = a.Accept(ctx)
 	require.ErrorIs(t, err, transport.ErrClosed)
 }
+
+// At most 64 connections wait in the merged listener; the ones beyond are closed
+// with CodeRejected, and their peers learn why.
+func TestMergeListenersBacklog(t *testing.T) {
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+	m := transport.MergeListeners(net.Listen("a"))
+	defer m.Close()
+	var clients []transport.Conn
+	for range 70 {
+		c, err := net.Dial("a", sim.Link{})
+		require.NoError(t, err)
+		clients = append(clients, c)
+	}
+	rejected := func() int {
+		n := 0
+		for _, c := range clients {
+			select {
+			case <-c.Done():
+				var ce *transport.CloseError
+				require.ErrorAs(t, c.Err(), &ce)
+				require.Equal(t, transport.CodeRejected, ce.Code)
+				require.Equal(t, "server busy: accept backlog full", ce.Reason)
+				n++
+			default:
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rejected() < 6 {
+		require.True(t, time.Now().Before(deadline), "%d rejected", rejected())
+		net.Advance(time.Millisecond)
+	}
+	accepted := 0
+	for {
+		if _, ok := m.PollAccept(); !ok {
+			break
+		}
+		accepted++
+	}
+	require.Equal(t, 64, accepted)
+	require.Equal(t, 6, rejected())
+}
