@@ -15,7 +15,9 @@ import (
 // ProtocolVersion is the replication wire version checked at connect.
 // 4: a Reject for a protocol hash mismatch carries the server's component
 // list (transport.Reject.Components). 6: an input section carries each
-// frame's view lag (package input's wire layout), for lag compensation.
+// frame's view lag (package input's wire layout), for lag compensation, and
+// the server tells a client of its predicted spawns that ended before they
+// were sent (message kind 0x12).
 const ProtocolVersion uint16 = 6
 
 // Message and datagram kinds (first byte). Handshake messages (package
