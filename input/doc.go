@@ -10,12 +10,19 @@
 //     own S entity with the server's newest state, samples the game's input
 //     for every input tick due, predicts it with the game's [StepFunc],
 //     sends it, and draws the prediction with corrections smoothed.
+//
 //   - [Authority] (server, [NewAuthority]): [Authority.Configure] sets the
 //     replication server's input hooks (one [Log] per client, acks and
 //     feedback in every snapshot); [Authority.System] steps every S entity
 //     with a components.Owner with its owner's input each tick, with the same
 //     step function; [Authority.RoundSystem] rounds them at the end of the
 //     tick.
+//
+//   - [Projectiles] (client, [NewProjectiles]): the client's own entities
+//     that move without input — its shots' projectiles — spawned the tick
+//     they are fired ([Projectiles.Spawn], a predicted spawn keyed by that
+//     tick) and moved on the Player's timeline with the game's step, from
+//     the server's newest state of each once its spawn adopted it.
 //
 // The parts they are built from:
 //

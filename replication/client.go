@@ -75,11 +75,18 @@ type ClientConfig struct {
 	// mirrors are extrapolated before they hold. 0:
 	// interp.DefaultMaxExtrapolation. Negative: never extrapolate.
 	MaxExtrapolation time.Duration
-	// PredictedSpawnTimeout removes a provisional entity
+	// PredictedSpawnTimeout ends a provisional entity
 	// (Client.SpawnPredicted) whose spawn the server has not sent this long
-	// after it was created. 0: 1 s. It must exceed the round trip plus a
-	// few net ticks.
+	// after it was created (the server refused it). 0: 1 s. It must exceed
+	// the round trip plus a few net ticks.
 	PredictedSpawnTimeout time.Duration
+	// OnPredictedSpawnEnd, if set, is called when a provisional entity
+	// ends without becoming a mirror: the server removed its twin before it
+	// was ever sent (removed is true: a shot that hit point-blank, the same
+	// tick), or no spawn of its key came within PredictedSpawnTimeout. The
+	// entity e is still alive, and the game's to remove — at once, or after
+	// playing out (an impact). Nil: the client removes it at once.
+	OnPredictedSpawnEnd func(key uint32, e arche.Entity, removed bool)
 	// MaxPredictedSpawns bounds provisional entities waiting at once. 0:
 	// DefaultMaxPredictedSpawns (64).
 	MaxPredictedSpawns int
@@ -177,9 +184,10 @@ type ClientStats struct {
 	Spawns, Despawns                uint64
 	Applied                         uint64 // entity states written into mirrors
 	// PredictedSpawns counts Client.SpawnPredicted entities; SpawnsAdopted
-	// those the server's spawn adopted, SpawnsExpired those removed after
-	// PredictedSpawnTimeout.
-	PredictedSpawns, SpawnsAdopted, SpawnsExpired uint64
+	// those the server's spawn adopted, SpawnsEnded those whose twin the
+	// server removed before it was sent, SpawnsExpired those that timed out
+	// (PredictedSpawnTimeout).
+	PredictedSpawns, SpawnsAdopted, SpawnsEnded, SpawnsExpired uint64
 }
 
 // NewClient attaches replication to world over conn (already connected)
@@ -507,6 +515,8 @@ func (c *Client) handleMessage(m []byte) error {
 		_ = c.conn.Close()
 	case eventSpawns:
 		return c.spawns(m, c.applySpawn)
+	case eventSpawnsEnded:
+		return parseSpawnsEnded(m, c.endProvisional)
 	case eventReady:
 		for _, fn := range c.onReady {
 			fn()

@@ -43,11 +43,12 @@ type link struct {
 type linkEvent uint8
 
 const (
-	eventNone     linkEvent = iota
-	eventWelcome            // joined: id, info, receiver and arrivals are set
-	eventRejected           // the server refused the client: state closed, err says why
-	eventSpawns             // a valid spawn batch: apply it with link.spawns
-	eventReady              // the initial world has arrived
+	eventNone        linkEvent = iota
+	eventWelcome               // joined: id, info, receiver and arrivals are set
+	eventRejected              // the server refused the client: state closed, err says why
+	eventSpawns                // a valid spawn batch: apply it with link.spawns
+	eventReady                 // the initial world has arrived
+	eventSpawnsEnded           // predicted spawns the server ended unsent: apply with parseSpawnsEnded
 )
 
 // start begins a connection: the link forgets the last one and returns the
@@ -147,6 +148,11 @@ func (l *link) onMessage(m []byte) (linkEvent, error) {
 			return eventNone, err
 		}
 		return eventSpawns, nil
+	case kindSpawnsEnded:
+		if err := parseSpawnsEnded(m, func(uint32) {}); err != nil {
+			return eventNone, err
+		}
+		return eventSpawnsEnded, nil
 	case kindReady:
 		if len(m) != 5 {
 			return eventNone, fmt.Errorf("%w: ready message", ErrMalformed)

@@ -577,6 +577,7 @@ func (s *Server) commitTick() {
 func (s *Server) endTick() {
 	s.snap.EndTick()
 	s.relayout = s.relayout[:0]
+	s.clearEndedKeys()
 }
 
 // planPeer runs a peer's sequential phase — the user's hooks — and leaves
@@ -629,6 +630,11 @@ func (s *Server) flush(p *peer) error {
 	if o.readyMsg {
 		o.readyMsg = false
 		if err := p.conn.SendMessage(appendReady(nil, s.tick)); err != nil {
+			return err
+		}
+	}
+	if keys := s.endedKeys(p.id); len(keys) > 0 {
+		if err := p.conn.SendMessage(appendSpawnsEnded(nil, keys)); err != nil {
 			return err
 		}
 	}

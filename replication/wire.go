@@ -15,7 +15,9 @@ import (
 // ProtocolVersion is the replication wire version checked at connect.
 // 4: a Reject for a protocol hash mismatch carries the server's component
 // list (transport.Reject.Components). 6: an input section carries each
-// frame's view lag (package input's wire layout), for lag compensation.
+// frame's view lag (package input's wire layout), for lag compensation, and
+// the server tells a client of its predicted spawns that ended before they
+// were sent (message kind 0x12).
 const ProtocolVersion uint16 = 6
 
 // Message and datagram kinds (first byte). Handshake messages (package
@@ -24,6 +26,7 @@ const (
 	kindClientDatagram byte = 0x02 // client → server: ack (+ input section)
 	kindSpawns         byte = 0x10 // server → client, reliable: spawn/despawn batch
 	kindReady          byte = 0x11 // server → client, reliable: initial world sent
+	kindSpawnsEnded    byte = 0x12 // server → client, reliable: predicted spawns that ended unsent
 )
 
 // ErrMalformed wraps decode errors of replication messages.
@@ -252,6 +255,40 @@ func parseSpawns(b []byte, plans []*schema.Plan, me uint8, maxLanes int, fn func
 			return fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
 		fn(tick, e)
+	}
+	return nil
+}
+
+// maxEndedKeys bounds the keys of one spawns-ended message (a client holds
+// at most ServerConfig.MaxPredictedSpawns keyed entities, ≤ 1024 in
+// practice; more is malformed).
+const maxEndedKeys = 4096
+
+// appendSpawnsEnded appends the message telling a client that the server
+// removed the entities it keyed with keys (Server.PredictedSpawn) before
+// they were ever sent:
+//
+//	kind 0x12 | count uvarint (1..maxEndedKeys) | count × key u32 LE
+func appendSpawnsEnded(b []byte, keys []uint32) []byte {
+	b = append(b, kindSpawnsEnded)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = binary.LittleEndian.AppendUint32(b, k)
+	}
+	return b
+}
+
+// parseSpawnsEnded decodes a spawns-ended message, calling fn per key.
+func parseSpawnsEnded(b []byte, fn func(key uint32)) error {
+	if len(b) < 2 || b[0] != kindSpawnsEnded {
+		return fmt.Errorf("%w: spawns-ended message of %d bytes", ErrMalformed, len(b))
+	}
+	n, used := binary.Uvarint(b[1:])
+	if used <= 0 || n == 0 || n > maxEndedKeys || uint64(len(b)-1-used) != 4*n {
+		return fmt.Errorf("%w: spawns-ended message: %d keys in %d bytes", ErrMalformed, n, len(b))
+	}
+	for rest := b[1+used:]; len(rest) >= 4; rest = rest[4:] {
+		fn(binary.LittleEndian.Uint32(rest))
 	}
 	return nil
 }

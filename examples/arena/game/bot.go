@@ -95,7 +95,7 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	b.idTrans, b.idVel = ecs.ComponentID[components.Transform](b.world), ecs.ComponentID[components.Velocity](b.world)
 	b.idNetID, b.idAvatar = ecs.ComponentID[components.NetID](b.world), ecs.ComponentID[Avatar](b.world)
 	b.idVisual = ecs.ComponentID[components.Visual](b.world)
-	b.shots = shots{own: map[ecs.Entity]*ownShot{}, seen: map[ecs.Entity]bool{}}
+	b.shots = shots{seen: map[ecs.Entity]bool{}}
 	var err error
 	b.cl, err = replication.NewClient(b.world, opts.Conn, replication.ClientConfig{
 		Registry:      newRegistry(),
@@ -125,6 +125,9 @@ func NewBot(opts BotOptions) (*Bot, error) {
 		Now: opts.Now,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if b.shots.own, err = input.NewProjectiles(b.player, b.moveProjectile); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -190,7 +193,8 @@ func (b *Bot) Frame(time.Time) error {
 	if err := b.player.Update(); err != nil {
 		return err
 	}
-	b.moveShots()
+	b.shots.own.Update()
+	b.measureShots()
 	b.draw()
 	return nil
 }
