@@ -15,6 +15,7 @@
 //	replication/host/agones the Agones sidecar over REST: Ready, Health, allocation, players, Shutdown
 //	transport              Conn/Listener interfaces, handshake messages, close codes
 //	transport/quic         QUIC (quic-go) datagrams + one reliable stream, dev certificates
+//	transport/webtransport browser sessions (WebTransport): server Listener, native and js/wasm Dial, pinned certificates
 //	transport/sim          deterministic in-memory network: latency, jitter, loss, bandwidth, outages
 //	transport/netem        UDP impairment proxy for tests over real sockets
 //	ecs                    fixed-step scheduler, tick clock, listener fan-out for arche

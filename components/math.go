@@ -1,6 +1,10 @@
 package components
 
-import "math"
+import (
+	"math"
+
+	"github.com/archenet/archenet/replication/quant"
+)
 
 // Vec3 is a 3D vector in metres (positions) or metres per second
 // (velocities). It uses float64 so that positions stay exact far from the
@@ -99,21 +103,10 @@ func Nlerp(a, b Quat, t float64) Quat {
 }
 
 // Slerp returns the spherical linear interpolation between unit quaternions
-// a and b along the shorter arc, at constant angular speed.
+// a and b along the shorter arc, at constant angular speed (nearly equal
+// ones linearly, normalized): the interpolation replication uses
+// (quant.Slerp).
 func Slerp(a, b Quat, t float64) Quat {
-	d := a.Dot(b)
-	if d < 0 {
-		b = Quat{-b.X, -b.Y, -b.Z, -b.W}
-		d = -d
-	}
-	if d > 0.9995 {
-		return Nlerp(a, b, t)
-	}
-	th := math.Acos(d)
-	s := math.Sin(th)
-	wa := math.Sin((1-t)*th) / s
-	wb := math.Sin(t*th) / s
-	return Quat{
-		a.X*wa + b.X*wb, a.Y*wa + b.Y*wb, a.Z*wa + b.Z*wb, a.W*wa + b.W*wb,
-	}.Normalize()
+	q := quant.Slerp([4]float64{a.X, a.Y, a.Z, a.W}, [4]float64{b.X, b.Y, b.Z, b.W}, t)
+	return Quat{q[0], q[1], q[2], q[3]}
 }

@@ -24,7 +24,7 @@ type System interface {
 // Func adapts a function to a [System] whose Initialize and Finalize do
 // nothing:
 //
-//	sched.AddSystem(ecs.Func(func(w *arche.World) { ... }))
+//	s.Sched.AddSystem(ecs.Func(s.coins)) // examples/topdown: func (s *Server) coins(w *arche.World)
 type Func func(w *arche.World)
 
 // Initialize does nothing.

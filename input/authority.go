@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	arche "github.com/mlange-42/arche/ecs"
 	"github.com/mlange-42/arche/generic"
@@ -12,6 +13,7 @@ import (
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/lagcomp"
 	"github.com/archenet/archenet/replication/schema"
 )
 
@@ -39,6 +41,13 @@ type AuthorityConfig[S, I any] struct {
 	// (PlayerConfig.Outage): they predict their entity with it during the
 	// outage. Nil: the zero input.
 	Outage func(last I) I
+	// Rewind bounds the view ticks [Authority.ViewTick] hands out (lag
+	// compensation): what a client reports it saw, at most its round trip
+	// as the server measured it (from its snapshot acks) plus an honest
+	// render delay and a margin back. Zero: lagcomp's defaults (250 ms of
+	// latency, 100 ms of render delay, 150 ms of margin); NetRate, if zero,
+	// is the scheduler's.
+	Rewind lagcomp.Limits
 }
 
 // AuthorityStats are an [Authority]'s counters, summed over every client
@@ -76,6 +85,18 @@ type Authority[S, I any] struct {
 	idState, idOwner arche.ID
 	owned            arche.Mask // S with an Owner (built once: no per-tick boxing)
 	stats            AuthorityStats
+
+	rewinds *lagcomp.Rewinds // made at the first tick (the net rate is the scheduler's)
+	views   [256]viewReport
+	ackAge  [256]float64 // seconds: smoothed age of each client's snapshot acks (its round trip)
+}
+
+// viewReport is what a client reported it saw with the input applied to its
+// entities at tick.
+type viewReport struct {
+	tick uint32
+	lag  uint16 // quarter ticks
+	ok   bool
 }
 
 // NewAuthority returns an authority stepping the S entities of world.
@@ -97,6 +118,9 @@ func NewAuthority[S, I any](world *arche.World, cfg AuthorityConfig[S, I]) (*Aut
 	}
 	if _, err = NewLog(a.codec, cfg.Log); err != nil {
 		return nil, err
+	}
+	if _, err = lagcomp.NewRewinds(cfg.Rewind); err != nil {
+		return nil, fmt.Errorf("%w: Rewind: %w", ErrInvalidConfig, err)
 	}
 	a.idState = arche.TypeID(world, reflect.TypeFor[S]())
 	a.idOwner = arche.ComponentID[components.Owner](world)
@@ -120,6 +144,10 @@ func (a *Authority[S, I]) Configure(cfg *replication.ServerConfig) error {
 			connect(c)
 		}
 		a.logs[c], _ = NewLog(a.codec, a.cfg.Log) // checked in NewAuthority
+		a.views[c], a.ackAge[c] = viewReport{}, 0
+		if a.rewinds != nil {
+			a.rewinds.Reset(c)
+		}
 	}
 	cfg.OnDisconnect = func(c replication.ClientID, reason error) {
 		if disconnect != nil {
@@ -144,12 +172,13 @@ func (a *Authority[S, I]) tick() uint32 {
 // receive is ServerConfig.Input: it stores the frames of a client
 // datagram's input section in the client's log. Malformed input drops the
 // client; stale or flooding datagrams are dropped alone.
-func (a *Authority[S, I]) receive(c replication.ClientID, _ uint32, section []byte) error {
+func (a *Authority[S, I]) receive(c replication.ClientID, ackTick uint32, section []byte) error {
 	l := a.logs[c]
 	if l == nil {
 		a.stats.NoInputLog++
 		return nil
 	}
+	a.noteAck(c, ackTick)
 	// The server's Receive runs at the start of the tick it belongs to:
 	// the next tick the log consumes.
 	_, err := l.Receive(bitio.NewReader(section), a.tick())
@@ -159,6 +188,53 @@ func (a *Authority[S, I]) receive(c replication.ClientID, _ uint32, section []by
 	}
 	return nil // ErrNoBaseline, ErrFlood: counted by the log
 }
+
+// noteAck measures client c's round trip from the snapshot tick it acked
+// in a datagram that arrived now: how many net ticks ago that snapshot was
+// sent, less one (the client waits for its next send, the server for its
+// next Receive: about a tick in all), smoothed with gain 1/8.
+func (a *Authority[S, I]) noteAck(c replication.ClientID, ackTick uint32) {
+	if ackTick == 0 || !a.info.Has() {
+		return
+	}
+	info := a.info.Get()
+	netDt := info.Dt * float64(max(info.NetDivisor, 1))
+	age := max(float64(int32(info.NetTick-ackTick))-1, 0) * netDt
+	if a.ackAge[c] == 0 {
+		a.ackAge[c] = age
+		return
+	}
+	a.ackAge[c] += (age - a.ackAge[c]) / 8
+}
+
+// ViewTick returns the net tick (fractional) at which client c saw the
+// world when it sampled the input applied to its entities this tick: what
+// its input.Player reported with that input (its render clock), bounded by
+// the round trip the server measured for it (AuthorityConfig.Rewind; the
+// claims and bounds are in [Authority.Rewinds]). Judge its shot against
+// what it saw with lagcomp.History: hist.At(target, hist.Clamp(view), &s).
+// ok is false if this tick's input was not the client's own frame (late,
+// lost, held or the outage input) or carried no view (the client does not
+// interpolate remote entities), or outside a tick. O(1).
+func (a *Authority[S, I]) ViewTick(c replication.ClientID) (view float64, ok bool) {
+	r := a.views[c]
+	if !r.ok || !a.info.Has() || a.rewinds == nil {
+		return 0, false
+	}
+	info := a.info.Get()
+	if r.tick != uint32(info.Tick) {
+		return 0, false
+	}
+	div := float64(max(info.NetDivisor, 1))
+	at := float64(r.tick) / div
+	claimed := (float64(r.tick) - float64(r.lag)/4) / div
+	return a.rewinds.Judge(c, at, claimed, time.Duration(a.ackAge[c]*float64(time.Second))), true
+}
+
+// Rewinds returns the judge of the view ticks clients report, with each
+// client's claims and bounds (lagcomp.Rewinds.Stats); nil before the first
+// tick.
+func (a *Authority[S, I]) Rewinds() *lagcomp.Rewinds { return a.rewinds }
 
 // inputAck is ServerConfig.InputAck: the input tick the state includes.
 func (a *Authority[S, I]) inputAck(c replication.ClientID) (uint32, bool) {
@@ -184,6 +260,9 @@ func (a *Authority[S, I]) Step() {
 	tick, dt := a.tick(), 1.0/60
 	if a.info.Has() {
 		dt = a.info.Get().Dt
+		if a.rewinds == nil {
+			a.startRewinds()
+		}
 	}
 	q := a.world.Query(&a.owned)
 	for q.Next() {
@@ -195,6 +274,8 @@ func (a *Authority[S, I]) Step() {
 		if l.Consume(tick, &a.in) == StatusOutage {
 			a.in = outageInput(a.cfg.Outage, a.in)
 		}
+		lag, viewed := l.View()
+		a.views[owner] = viewReport{tick: tick, lag: lag, ok: viewed}
 		s := (*S)(q.Get(a.idState))
 		if a.cfg.OnStep != nil {
 			a.before = *s
@@ -205,6 +286,20 @@ func (a *Authority[S, I]) Step() {
 			a.cfg.OnStep(q.Entity(), &a.before, s, &a.in)
 		}
 	}
+}
+
+// startRewinds makes the judge of view ticks once the scheduler's net rate
+// is known.
+func (a *Authority[S, I]) startRewinds() {
+	lim := a.cfg.Rewind
+	if info := a.info.Get(); lim.NetRate == 0 && info.TickRate > 0 {
+		lim.NetRate = max(info.TickRate/max(info.NetDivisor, 1), 1)
+	}
+	r, err := lagcomp.NewRewinds(lim)
+	if err != nil {
+		r, _ = lagcomp.NewRewinds(lagcomp.Limits{NetRate: lim.NetRate}) // (checked in NewAuthority)
+	}
+	a.rewinds = r
 }
 
 // Round rounds every owned S to its quantized value (what

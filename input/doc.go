@@ -10,12 +10,19 @@
 //     own S entity with the server's newest state, samples the game's input
 //     for every input tick due, predicts it with the game's [StepFunc],
 //     sends it, and draws the prediction with corrections smoothed.
+//
 //   - [Authority] (server, [NewAuthority]): [Authority.Configure] sets the
 //     replication server's input hooks (one [Log] per client, acks and
 //     feedback in every snapshot); [Authority.System] steps every S entity
 //     with a components.Owner with its owner's input each tick, with the same
 //     step function; [Authority.RoundSystem] rounds them at the end of the
 //     tick.
+//
+//   - [Projectiles] (client, [NewProjectiles]): the client's own entities
+//     that move without input — its shots' projectiles — spawned the tick
+//     they are fired ([Projectiles.Spawn], a predicted spawn keyed by that
+//     tick) and moved on the Player's timeline with the game's step, from
+//     the server's newest state of each once its spawn adopted it.
 //
 // The parts they are built from:
 //
@@ -55,6 +62,10 @@
 //	count−1   5 bits   frames in the section, 1..Redundancy (a larger count is an error)
 //	based     1 bit    1: the oldest frame is coded against an acked baseline
 //	  off    EG0       zigzag(first − baseline − 1), within −33..BaselineWindow−1
+//	views     1 bit    1: each frame's view lag follows (quarter ticks its render clock
+//	                   trailed the frame's tick, 0..MaxViewLag: lag compensation)
+//	  lag 0  10 bits   the oldest frame's
+//	  lag i  EG0       zigzag(lag i − lag i−1) for each later frame
 //	frame 0  mask      one bit per field group: fields that differ from the baseline
 //	                   (the acked frame, else the zero input)
 //	frame i  1 bit     1: same mask as frame i−1; 0: a new mask follows

@@ -27,9 +27,22 @@ type Frames struct {
 	// baseline, BaseTick.
 	Based    bool
 	BaseTick uint32
+	// HasView reports whether the frames carry view lags ([Frames.View]).
+	HasView bool
 
 	nl    int
 	lanes []uint64
+	views [MaxRedundancy]uint16
+}
+
+// View returns frame i's view lag in quarter ticks: how far behind tick i
+// the client's render clock was when it sampled the frame. ok is false if
+// the section carried none. Panics if i is not in 0..Count−1.
+func (f *Frames) View(i int) (quarterTicks uint16, ok bool) {
+	if i < 0 || i >= f.Count {
+		panic("input: Frames.View index out of range")
+	}
+	return f.views[i], f.HasView
 }
 
 // Tick returns the tick of frame i.
@@ -93,6 +106,9 @@ func (c *Codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases Baselines, dst 
 		}
 	}
 	dst.First = first
+	if err := readViews(r, count, dst); err != nil {
+		return err
+	}
 	var ord [256]uint8
 	for i := range ord[:nl] {
 		ord[i] = initialOrder
@@ -113,6 +129,27 @@ func (c *Codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases Baselines, dst 
 		base = cur
 	}
 	dst.Count = count
+	return nil
+}
+
+// readViews reads the section's view flag and the frames' view lags.
+func readViews(r *bitio.Reader, count int, dst *Frames) error {
+	dst.HasView = r.ReadBool()
+	if !dst.HasView {
+		return r.Err()
+	}
+	v := int64(r.ReadBits(viewBits))
+	dst.views[0] = uint16(v)
+	for f := 1; f < count; f++ {
+		v += bitio.UnZigZag(r.ReadExpGolomb(0))
+		if v < 0 || v > MaxViewLag {
+			return fmt.Errorf("%w: view lag of frame %d out of 0..%d", ErrMalformed, f, MaxViewLag)
+		}
+		dst.views[f] = uint16(v)
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%w: view lags: %w", ErrMalformed, err)
+	}
 	return nil
 }
 

@@ -10,11 +10,19 @@ import (
 const (
 	tickBits  = 16 // low bits of the first frame's tick
 	countBits = 5  // count − 1
+	viewBits  = 10 // the oldest frame's view lag, quarter ticks
 )
+
+// MaxViewLag is the largest view lag a frame carries, in quarter ticks: how
+// far behind its tick the client's render clock was when it sampled it.
+const MaxViewLag = 1<<viewBits - 1
 
 // AppendFrames writes an input section to w: count = len(frames)/NumLanes
 // consecutive frames for ticks first, first+1, …; frames holds their lanes
-// back to back (from [Codec.Quantize], so every code is valid).
+// back to back (from [Codec.Quantize], so every code is valid). views, if
+// not nil, holds each frame's view lag in quarter ticks (at most
+// [MaxViewLag]; larger ones are written as it): the server's lag
+// compensation reads it ([Log.View]).
 //
 // The oldest frame is coded against base, the lanes of the frame of
 // baseTick that the receiver has acknowledged holding, when base is non-nil
@@ -27,11 +35,11 @@ const (
 // Panics if the frame count is not in 1..[MaxRedundancy] or frames is not a
 // multiple of NumLanes (a programming error). Allocation-free once w's buffer
 // has grown. See also [Sender.AppendFrames], which keeps the history for you.
-func (c *Codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, baseTick uint32, base []uint64) {
+func (c *Codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, views []uint16, baseTick uint32, base []uint64) {
 	nl := len(c.lanes)
 	count := len(frames) / nl
-	if count < 1 || count > MaxRedundancy || count*nl != len(frames) {
-		panic("input: AppendFrames needs 1..MaxRedundancy whole frames")
+	if count < 1 || count > MaxRedundancy || count*nl != len(frames) || (views != nil && len(views) != count) {
+		panic("input: AppendFrames needs 1..MaxRedundancy whole frames (and a view per frame, if any)")
 	}
 	w.WriteBits(uint64(first), tickBits)
 	w.WriteBits(uint64(count-1), countBits)
@@ -42,6 +50,7 @@ func (c *Codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, 
 		w.WriteBits(0, 1)
 		base = c.zero
 	}
+	writeViews(w, views)
 	var ord [256]uint8
 	for i := range ord[:nl] {
 		ord[i] = initialOrder
@@ -63,6 +72,24 @@ func (c *Codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, 
 		}
 		prevMask = mask
 		base = cur
+	}
+}
+
+// writeViews writes the section's view flag and, if set, the frames' view
+// lags: the oldest in viewBits, each later one as an order-0 exp-Golomb code
+// of zigzag(lag − the previous frame's).
+func writeViews(w *bitio.Writer, views []uint16) {
+	if views == nil {
+		w.WriteBits(0, 1)
+		return
+	}
+	w.WriteBits(1, 1)
+	prev := int64(min(views[0], MaxViewLag))
+	w.WriteBits(uint64(prev), viewBits)
+	for _, v := range views[1:] {
+		cur := int64(min(v, MaxViewLag))
+		w.WriteExpGolomb(bitio.ZigZag(cur-prev), 0)
+		prev = cur
 	}
 }
 

@@ -92,7 +92,7 @@ func TestFramesRoundTrip(t *testing.T) {
 			bases[baseTick] = base
 		}
 		w.Reset(nil)
-		c.AppendFrames(&w, first, sec, baseTick, base)
+		c.AppendFrames(&w, first, sec, nil, baseTick, base)
 		w.WriteBits(0x5a, 8) // a trailer the section must leave alone
 		r := bitio.NewReader(w.Bytes())
 		ref := first + uint32(rng.IntN(200)) - 100
@@ -113,9 +113,9 @@ func TestFramesExactBytes(t *testing.T) {
 	var zero shooterInput
 	c.Quantize(&zero, lanes)
 	var w bitio.Writer
-	c.AppendFrames(&w, 0x1234, lanes, 0, nil)
-	// first=0x1234 (16) | count−1=0 (5) | based=0 (1) | mask=0 (8 groups) = 30 bits.
-	require.Equal(t, 30, w.BitLen())
+	c.AppendFrames(&w, 0x1234, lanes, nil, 0, nil)
+	// first=0x1234 (16) | count−1=0 (5) | based=0 (1) | views=0 (1) | mask=0 (8 groups) = 31 bits.
+	require.Equal(t, 31, w.BitLen())
 	require.Equal(t, []byte{0x34, 0x12, 0, 0}, w.Bytes())
 
 	// Keys=5 changed only: mask bit 0, then flag 1 + 16 absolute bits
@@ -124,8 +124,28 @@ func TestFramesExactBytes(t *testing.T) {
 	in := shooterInput{Keys: 5}
 	c.Quantize(&in, lanes)
 	w.Reset(nil)
-	c.AppendFrames(&w, 1, lanes, 0, nil)
-	require.Equal(t, 30+1+egLen(9, 2), w.BitLen())
+	c.AppendFrames(&w, 1, lanes, nil, 0, nil)
+	require.Equal(t, 31+1+egLen(9, 2), w.BitLen())
+
+	// With view lags: 10 bits for the first frame, exp-Golomb deltas after.
+	two := append(append([]uint64(nil), lanes...), lanes...)
+	w.Reset(nil)
+	c.AppendFrames(&w, 1, two, []uint16{40, 41}, 0, nil)
+	// (frame 1 equals frame 0: a new mask, of no group)
+	require.Equal(t, 31+10+egLen(bitio.ZigZag(1), 0)+1+egLen(9, 2)+1+int(c.ng), w.BitLen())
+	var dst Frames
+	require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 1, nil, &dst))
+	for i, want := range []uint16{40, 41} {
+		v, ok := dst.View(i)
+		require.True(t, ok)
+		require.Equal(t, want, v)
+	}
+	// Lags past MaxViewLag are written as it.
+	w.Reset(nil)
+	c.AppendFrames(&w, 1, lanes, []uint16{5000}, 0, nil)
+	require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 1, nil, &dst))
+	v, _ := dst.View(0)
+	require.Equal(t, uint16(MaxViewLag), v)
 }
 
 func TestFramesTruncated(t *testing.T) {
@@ -139,7 +159,7 @@ func TestFramesTruncated(t *testing.T) {
 		c.Quantize(&in, frames[i*nl:])
 	}
 	var w bitio.Writer
-	c.AppendFrames(&w, 100, frames, 0, nil)
+	c.AppendFrames(&w, 100, frames, nil, 0, nil)
 	full := w.Bytes()
 	var dst Frames
 	require.NoError(t, c.ReadFrames(bitio.NewReader(full), 100, nil, &dst))
@@ -168,12 +188,14 @@ func TestFramesHostile(t *testing.T) {
 		w.WriteBits(10, tickBits)
 		w.WriteBits(0, countBits)
 		w.WriteBits(0, 1)
+		w.WriteBits(0, 1)
 		w.WriteBits(1<<3, c.ng) // Buttons group
 		w.WriteBits(7, 3)       // valid (absolute-only lane of 3 bits)
 		require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst))
 		w.Reset(nil)
 		w.WriteBits(10, tickBits)
 		w.WriteBits(0, countBits)
+		w.WriteBits(0, 1)
 		w.WriteBits(0, 1)
 		w.WriteBits(1<<4, c.ng) // Weapon: 0..9 in 4 bits
 		w.WriteBits(15, 4)
@@ -186,6 +208,7 @@ func TestFramesHostile(t *testing.T) {
 		w.WriteBits(10, tickBits)
 		w.WriteBits(0, countBits)
 		w.WriteBits(0, 1)
+		w.WriteBits(0, 1)
 		w.WriteBits(1<<1, c.ng) // DX, residual from the zero input's code 2048
 		w.WriteBits(0, 1)
 		w.WriteExpGolomb(2*5000-1, initialOrder) // +5000 steps
@@ -196,7 +219,7 @@ func TestFramesHostile(t *testing.T) {
 		nl := c.NumLanes()
 		lanes := make([]uint64, nl)
 		var w bitio.Writer
-		c.AppendFrames(&w, 10, lanes, 5, make([]uint64, nl))
+		c.AppendFrames(&w, 10, lanes, nil, 5, make([]uint64, nl))
 		err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, mapBaselines{}, &dst)
 		require.ErrorIs(t, err, ErrNoBaseline)
 		err = c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
@@ -221,12 +244,28 @@ func TestFramesHostile(t *testing.T) {
 		w.WriteBits(10, tickBits)
 		w.WriteBits(1, countBits)
 		w.WriteBits(0, 1)
+		w.WriteBits(0, 1) // no views
 		w.WriteBits(0, 1) // frame 0: mask 0
 		w.WriteBits(0, 1) // frame 1: new mask
 		w.WriteBits(1, 1)
 		w.WriteBits(3, 2)
 		require.NoError(t, cs.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst))
 		require.Equal(t, uint64(3), dst.Lanes(1)[0])
+	})
+	t.Run("view lag leaves range", func(t *testing.T) {
+		for _, d := range []int64{+1, -21} {
+			var w bitio.Writer
+			w.WriteBits(10, tickBits)
+			w.WriteBits(1, countBits)
+			w.WriteBits(0, 1)
+			w.WriteBits(1, 1)
+			w.WriteBits(map[int64]uint64{+1: MaxViewLag, -21: 20}[d], viewBits)
+			w.WriteExpGolomb(bitio.ZigZag(d), 0)
+			w.WriteBits(0, 64)
+			err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
+			require.ErrorIs(t, err, ErrMalformed)
+			require.ErrorContains(t, err, "view lag of frame 1 out of 0..1023")
+		}
 	})
 	t.Run("garbage", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(3, 4))

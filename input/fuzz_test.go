@@ -26,18 +26,21 @@ func FuzzReadFrames(f *testing.F) {
 		c.Quantize(&in, frames[i*nl:])
 		bases[uint32(1000+i)] = frames[i*nl : (i+1)*nl]
 	}
+	views := []uint16{37, 37, 38, 36}
 	for _, n := range []int{1, 2, 4} {
 		for _, back := range []int{0, 1, 5, 20} {
-			var w bitio.Writer
-			start := 30
-			first := uint32(1000 + start)
-			if back == 0 {
-				c.AppendFrames(&w, first, frames[start*nl:(start+n)*nl], 0, nil)
-			} else {
-				bt := first - uint32(back)
-				c.AppendFrames(&w, first, frames[start*nl:(start+n)*nl], bt, bases[bt])
+			for _, vs := range [][]uint16{nil, views[:n]} {
+				var w bitio.Writer
+				start := 30
+				first := uint32(1000 + start)
+				if back == 0 {
+					c.AppendFrames(&w, first, frames[start*nl:(start+n)*nl], vs, 0, nil)
+				} else {
+					bt := first - uint32(back)
+					c.AppendFrames(&w, first, frames[start*nl:(start+n)*nl], vs, bt, bases[bt])
+				}
+				f.Add(w.Bytes())
 			}
-			f.Add(w.Bytes())
 		}
 	}
 	f.Add([]byte{})
@@ -55,12 +58,16 @@ func FuzzReadFrames(f *testing.F) {
 			base, _ = bases.Baseline(dst.BaseTick)
 		}
 		var w bitio.Writer
-		c.AppendFrames(&w, dst.First, dst.lanes[:dst.Count*nl], dst.BaseTick, base)
+		var vs []uint16
+		if dst.HasView {
+			vs = dst.views[:dst.Count]
+		}
+		c.AppendFrames(&w, dst.First, dst.lanes[:dst.Count*nl], vs, dst.BaseTick, base)
 		if err := c.ReadFrames(bitio.NewReader(w.Bytes()), 1030, bases, &back); err != nil {
 			t.Fatalf("re-encoded section does not decode: %v", err)
 		}
-		if back.First != dst.First || back.Count != dst.Count {
-			t.Fatalf("ticks %d+%d != %d+%d", back.First, back.Count, dst.First, dst.Count)
+		if back.First != dst.First || back.Count != dst.Count || back.HasView != dst.HasView {
+			t.Fatalf("ticks %d+%d (views %v) != %d+%d (views %v)", back.First, back.Count, back.HasView, dst.First, dst.Count, dst.HasView)
 		}
 		for i := 0; i < dst.Count; i++ {
 			a, b := dst.Lanes(i), back.Lanes(i)
@@ -71,6 +78,9 @@ func FuzzReadFrames(f *testing.F) {
 			}
 			var v shooterInput
 			c.Dequantize(a, &v)
+			if va, _ := dst.View(i); va != back.views[i] {
+				t.Fatalf("frame %d view lag %d != %d", i, back.views[i], va)
+			}
 		}
 	})
 }

@@ -125,10 +125,10 @@ func BenchmarkNewFrameBits(b *testing.B) {
 			c.Quantize(&in, lanes[i*nl:])
 		}
 		w.Reset(w.Bytes()[:0])
-		c.AppendFrames(&w, tick, lanes[:nl], 0, nil)
+		c.AppendFrames(&w, tick, lanes[:nl], nil, 0, nil)
 		one := w.BitLen()
 		w.Reset(w.Bytes()[:0])
-		c.AppendFrames(&w, tick, lanes, 0, nil)
+		c.AppendFrames(&w, tick, lanes, nil, 0, nil)
 		total += w.BitLen() - one
 		count += frames - 1
 	}

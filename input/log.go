@@ -99,14 +99,19 @@ type Feedback struct {
 // for a tick exactly once, or repeats the last input when it is missing.
 // Not safe for concurrent use.
 type Log[I any] struct {
-	c     *Codec[I]
-	cfg   LogConfig
-	nl    int
-	mask  uint32 // ring size − 1
-	ticks []uint32
-	held  []bool
-	lanes []uint64
-	batch Frames
+	c      *Codec[I]
+	cfg    LogConfig
+	nl     int
+	mask   uint32 // ring size − 1
+	ticks  []uint32
+	held   []bool
+	lanes  []uint64
+	views  []uint16 // per slot: the frame's view lag (viewed: it had one)
+	viewed []bool
+	batch  Frames
+
+	view    uint16 // the view lag of the frame the last Consume returned
+	hasView bool
 
 	hasNewest bool
 	newest    uint32
@@ -152,6 +157,8 @@ func NewLog[I any](c *Codec[I], cfg LogConfig) (*Log[I], error) {
 		c: c, cfg: cfg, nl: nl, mask: uint32(size - 1),
 		ticks:  make([]uint32, size),
 		held:   make([]bool, size),
+		views:  make([]uint16, size),
+		viewed: make([]bool, size),
 		lanes:  make([]uint64, size*nl),
 		last:   make([]uint64, nl),
 		tokens: float64(cfg.Burst),
@@ -218,6 +225,7 @@ func (l *Log[I]) Receive(r *bitio.Reader, now uint32) (int, error) {
 		default:
 			copy(l.lanes[s*l.nl:(s+1)*l.nl], b.Lanes(i))
 			l.ticks[s], l.held[s] = t, true
+			l.views[s], l.viewed[s] = b.View(i)
 			if !l.hasNewest || int32(t-l.newest) > 0 {
 				l.newest, l.hasNewest = t, true
 			}
@@ -248,8 +256,11 @@ func (l *Log[I]) Consume(tick uint32, dst *I) Status {
 		l.hasLast, l.lastTick = true, tick
 		l.c.Dequantize(l.last, dst)
 		l.stats.Received++
+		s := l.slot(tick)
+		l.view, l.hasView = l.views[s], l.viewed[s]
 		return StatusReceived
 	}
+	l.hasView = false
 	if l.hasLast {
 		l.c.Dequantize(l.last, dst)
 		l.stats.Missing++
@@ -263,6 +274,13 @@ func (l *Log[I]) Consume(tick uint32, dst *I) Status {
 	*dst = zero
 	return StatusNone
 }
+
+// View returns the view lag the client reported with the frame the last
+// [Log.Consume] returned: how far behind that tick, in quarter ticks, its
+// render clock was when it sampled the input (what it saw when it acted,
+// for lag compensation). ok is false if that Consume did not return the
+// client's own frame for the tick, or the frame carried no view lag.
+func (l *Log[I]) View() (quarterTicks uint16, ok bool) { return l.view, l.hasView }
 
 // LastApplied returns the tick of the client frame whose values the last
 // [Log.Consume] returned (older than the consumed tick when the frame was

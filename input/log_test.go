@@ -18,7 +18,7 @@ func section(t *testing.T, c *Codec[shooterInput], first uint32, ks ...uint16) [
 		c.Quantize(&in, frames[i*nl:])
 	}
 	var w bitio.Writer
-	c.AppendFrames(&w, first, frames, 0, nil)
+	c.AppendFrames(&w, first, frames, nil, 0, nil)
 	return w.Bytes()
 }
 

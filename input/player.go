@@ -112,6 +112,7 @@ type Player[S, I any] struct {
 	stateTick                  uint32 // simulation tick of the newest state reconciled
 	started                    bool
 	lastNet                    uint32
+	joinNet                    uint32 // the newest snapshot acked before the client was ready
 	lastFrame                  time.Time
 	drawn                      components.Visual
 	before                     S // the state before a predicted step, for OnPredict (a field: no allocation)
@@ -154,6 +155,7 @@ func NewPlayer[S, I any](cl *replication.Client, cfg PlayerConfig[S, I]) (*Playe
 	}
 	cl.SetInput(p.appendInput)
 	cl.OnSnapshot(p.onSnapshot)
+	cl.ExpectSystem(replication.SystemPredict) // (the client warns if Update does not run)
 	return p, nil
 }
 
@@ -190,7 +192,15 @@ func (p *Player[S, I]) start() error {
 // client is ready.
 func (p *Player[S, I]) Update() error {
 	now := p.cfg.Now()
+	p.cl.SystemRan(replication.SystemPredict)
 	if !p.cl.Ready() {
+		// Ack the snapshots while the initial world arrives: the server
+		// drops a client that acknowledges none (ServerConfig.JoinTimeout),
+		// and the Player sends for the client.
+		if st := p.cl.ServerTick(); st != 0 && st != p.joinNet {
+			p.joinNet = st
+			p.cl.Send()
+		}
 		return nil
 	}
 	if !p.started {
@@ -214,7 +224,7 @@ func (p *Player[S, I]) Update() error {
 		for i := range n {
 			t := first + uint32(i)
 			in := p.sample(t)
-			p.sender.Push(t, &in) // rounds in to what the server decodes
+			p.push(t, &in) // rounds in to what the server decodes
 			if p.cfg.OnPredict != nil {
 				p.before = p.pred.state
 				p.cfg.OnPredict(t, &p.before, p.pred.Predict(t, &in), &in)
@@ -233,6 +243,18 @@ func (p *Player[S, I]) Update() error {
 	}
 	p.draw(now)
 	return nil
+}
+
+// push hands the input of tick t to the sender with the view lag, once the
+// render clock runs: what the client saw when it acted travels with the
+// input, for the server's lag compensation (Authority.ViewTick).
+func (p *Player[S, I]) push(t uint32, in *I) {
+	if clk := p.cl.InterpClock(); clk != nil && clk.Ready() {
+		q := math.Round(p.ViewLag(t) * 4)
+		p.sender.PushView(t, in, uint16(min(max(q, 0), MaxViewLag)))
+		return
+	}
+	p.sender.Push(t, in)
 }
 
 // sample returns the input of tick t: the game's, or the outage input while
@@ -382,6 +404,19 @@ func (p *Player[S, I]) Entity() (e arche.Entity, ok bool) {
 // State returns the predicted state at [Player.Tick] (valid until the next
 // Update).
 func (p *Player[S, I]) State() *S { return &p.pred.state }
+
+// PredictedAt returns a copy of the predicted state after simulation tick
+// tick, while it is in the predictor's history (PlayerConfig.History): what
+// the server's state at that tick should be, when the server applied this
+// client's inputs. For convergence checks of a moving predicted entity
+// (replicationtest.Check.PredictedAt).
+func (p *Player[S, I]) PredictedAt(tick uint32) (*S, bool) {
+	var s S
+	if !p.pred.StateAt(tick, &s) {
+		return nil, false
+	}
+	return &s, true
+}
 
 // Tick returns the newest predicted input tick.
 func (p *Player[S, I]) Tick() uint32 { return p.pred.tick }

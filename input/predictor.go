@@ -228,6 +228,17 @@ func (p *Predictor[S, I]) advance(tick uint32, in *I) {
 	p.stats.Predicted++
 }
 
+// StateAt writes into dst the predicted state after tick (rounded, as
+// recorded) and reports whether tick is still in the history.
+func (p *Predictor[S, I]) StateAt(tick uint32, dst *S) bool {
+	i := p.slot(tick)
+	if !p.started || p.ticks[i] != tick || int32(tick-p.tick) > 0 {
+		return false
+	}
+	p.plan.Dequantize(p.slotLanes(i), unsafe.Pointer(dst))
+	return true
+}
+
 // State returns the current predicted state (at [Predictor.Tick]).
 func (p *Predictor[S, I]) State() *S { return &p.state }
 

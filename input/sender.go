@@ -20,6 +20,9 @@ type Sender[I any] struct {
 	acked  uint32
 	hasAck bool
 	out    []uint64 // scratch: the frames of one section, back to back
+	views  [senderRing]uint16
+	viewed [senderRing]bool
+	outV   [MaxRedundancy]uint16
 }
 
 // NewSender returns a sender for codec c. Allocates its history once.
@@ -40,15 +43,27 @@ func (s *Sender[I]) slot(tick uint32) []uint64 {
 // A gap (ticks skipped after a clock resync) is filled with copies of the
 // previous input, so sections always hold consecutive ticks.
 // Allocation-free, O(NumLanes).
-func (s *Sender[I]) Push(tick uint32, in *I) bool {
+func (s *Sender[I]) Push(tick uint32, in *I) bool { return s.push(tick, in, 0, false) }
+
+// PushView is Push with the frame's view lag: how far behind tick, in
+// quarter ticks, the client's render clock was when it sampled in (at most
+// [MaxViewLag]), for the server's lag compensation ([Log.View]). A section
+// carries view lags when every frame in it has one.
+func (s *Sender[I]) PushView(tick uint32, in *I, quarterTicks uint16) bool {
+	return s.push(tick, in, min(quarterTicks, MaxViewLag), true)
+}
+
+func (s *Sender[I]) push(tick uint32, in *I, view uint16, viewed bool) bool {
 	if s.has && int32(tick-s.newest) <= 0 {
 		return false
 	}
 	if s.has {
 		prev := s.slot(s.newest)
+		pv, pok := s.views[s.newest%senderRing], s.viewed[s.newest%senderRing]
 		gap := min(int(tick-s.newest)-1, MaxRedundancy)
 		for t := tick - uint32(gap); t != tick; t++ {
 			copy(s.slot(t), prev)
+			s.views[t%senderRing], s.viewed[t%senderRing] = pv, pok
 		}
 		s.count = min(s.count+int(tick-s.newest), senderRing)
 	} else {
@@ -57,6 +72,7 @@ func (s *Sender[I]) Push(tick uint32, in *I) bool {
 	cur := s.slot(tick)
 	s.c.Quantize(in, cur)
 	s.c.Dequantize(cur, in)
+	s.views[tick%senderRing], s.viewed[tick%senderRing] = view, viewed
 	s.newest, s.has = tick, true
 	return true
 }
@@ -87,8 +103,15 @@ func (s *Sender[I]) AppendFrames(w *bitio.Writer) int {
 	}
 	n := min(s.c.n, s.count)
 	first := s.newest - uint32(n) + 1
+	viewed := true // (every frame has a view lag, or the section carries none)
 	for i := 0; i < n; i++ {
-		copy(s.out[i*s.nl:(i+1)*s.nl], s.slot(first+uint32(i)))
+		t := first + uint32(i)
+		copy(s.out[i*s.nl:(i+1)*s.nl], s.slot(t))
+		s.outV[i], viewed = s.views[t%senderRing], viewed && s.viewed[t%senderRing]
+	}
+	var views []uint16
+	if viewed {
+		views = s.outV[:n]
 	}
 	var base []uint64
 	var baseTick uint32
@@ -99,6 +122,6 @@ func (s *Sender[I]) AppendFrames(w *bitio.Writer) int {
 			base, baseTick = s.slot(s.acked), s.acked
 		}
 	}
-	s.c.AppendFrames(w, first, s.out[:n*s.nl], baseTick, base)
+	s.c.AppendFrames(w, first, s.out[:n*s.nl], views, baseTick, base)
 	return n
 }

@@ -84,11 +84,18 @@ type ClientConfig struct {
 	// mirrors are extrapolated before they hold. 0:
 	// interp.DefaultMaxExtrapolation. Negative: never extrapolate.
 	MaxExtrapolation time.Duration
-	// PredictedSpawnTimeout removes a provisional entity
+	// PredictedSpawnTimeout ends a provisional entity
 	// (Client.SpawnPredicted) whose spawn the server has not sent this long
-	// after it was created. 0: 1 s. It must exceed the round trip plus a
-	// few net ticks.
+	// after it was created (the server refused it). 0: 1 s. It must exceed
+	// the round trip plus a few net ticks.
 	PredictedSpawnTimeout time.Duration
+	// OnPredictedSpawnEnd, if set, is called when a provisional entity
+	// ends without becoming a mirror: the server removed its twin before it
+	// was ever sent (removed is true: a shot that hit point-blank, the same
+	// tick), or no spawn of its key came within PredictedSpawnTimeout. The
+	// entity e is still alive, and the game's to remove — at once, or after
+	// playing out (an impact). Nil: the client removes it at once.
+	OnPredictedSpawnEnd func(key uint32, e arche.Entity, removed bool)
 	// MaxPredictedSpawns bounds provisional entities waiting at once. 0:
 	// DefaultMaxPredictedSpawns (64).
 	MaxPredictedSpawns int
@@ -102,7 +109,14 @@ type ClientConfig struct {
 	CompressionDictionary []byte
 	// Now is the clock for interpolation. Nil: time.Now.
 	Now func() time.Time
-	// Logger receives connection events. Nil: slog.Default().
+	// OnError, if set, is called once when the client is closed by
+	// anything but its own Close (a rejection, the server's close, a
+	// timeout, a protocol error), with the error Client.Err then returns.
+	// The client also logs it at ERROR.
+	OnError func(err error)
+	// Logger receives connection events and the warnings about systems of
+	// the client's frame that do not run (ClientSystem). Nil:
+	// slog.Default().
 	Logger *slog.Logger
 }
 
@@ -158,21 +172,31 @@ type Client struct {
 	onSnap   []func(tick uint32, arrival time.Time)
 	prov     map[uint32]provisional // predicted spawns waiting (client_spawn.go)
 
-	lastReceive, warnedStall time.Time // liveness of the caller's Receive
+	watch systemWatch // which of the client's systems run (client_systems.go)
 	// Stats since start.
 	Stats ClientStats
 }
 
 // ClientStats are cumulative client counters.
 type ClientStats struct {
+	// Datagrams counts the snapshot datagrams decoded; DatagramsDropped
+	// those that did not decode (stale, corrupt), and were dropped.
 	Datagrams, DatagramsDropped uint64
-	BytesIn, BytesOut           uint64
-	Spawns, Despawns            uint64
-	Applied                     uint64 // entity states written into mirrors
+	// BytesIn counts every payload byte received: snapshot datagrams
+	// (DatagramBytesIn, those dropped included) and reliable messages
+	// (MessageBytesIn: the Welcome, spawn and despawn batches). BytesOut
+	// counts every payload byte sent: the Hello and the datagrams (acks and
+	// input sections). Payloads as the transport carries them, without its
+	// own overhead.
+	BytesIn, BytesOut               uint64
+	DatagramBytesIn, MessageBytesIn uint64
+	Spawns, Despawns                uint64
+	Applied                         uint64 // entity states written into mirrors
 	// PredictedSpawns counts Client.SpawnPredicted entities; SpawnsAdopted
-	// those the server's spawn adopted, SpawnsExpired those removed after
-	// PredictedSpawnTimeout.
-	PredictedSpawns, SpawnsAdopted, SpawnsExpired uint64
+	// those the server's spawn adopted, SpawnsEnded those whose twin the
+	// server removed before it was sent, SpawnsExpired those that timed out
+	// (PredictedSpawnTimeout).
+	PredictedSpawns, SpawnsAdopted, SpawnsEnded, SpawnsExpired uint64
 }
 
 // NewClient attaches replication to world over conn (already connected)
@@ -231,7 +255,9 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 func (c *Client) start(conn transport.Conn) error {
 	c.conn = conn
 	c.applied = 0
-	return conn.SendMessage(c.link.start())
+	hello := c.link.start()
+	c.Stats.BytesOut += uint64(len(hello))
+	return conn.SendMessage(hello)
 }
 
 // Reconnect starts over on a new connection: every mirror is removed and the
@@ -428,7 +454,7 @@ func (c *Client) Receive() {
 		return
 	}
 	now := c.cfg.Now()
-	c.lastReceive = now
+	c.watch.note(SystemReceive, now)
 	defer c.checkLiveness(now)
 	for {
 		m, ok := c.conn.PollMessage()
@@ -436,6 +462,8 @@ func (c *Client) Receive() {
 			break
 		}
 		c.hear(now)
+		c.Stats.BytesIn += uint64(len(m))
+		c.Stats.MessageBytesIn += uint64(len(m))
 		if err := c.handleMessage(m); err != nil {
 			_ = c.conn.CloseWithReason(transport.CodeProtocolError, err.Error())
 			c.fail(err)
@@ -491,6 +519,7 @@ func (c *Client) checkLiveness(now time.Time) {
 	if c.state == StateClosed {
 		return
 	}
+	c.checkSystems(now)
 	if len(c.prov) > 0 {
 		c.expireProvisional(now)
 	}
@@ -498,22 +527,6 @@ func (c *Client) checkLiveness(now time.Time) {
 		_ = c.conn.CloseWithReason(transport.CodeTimeout, "server timed out")
 		c.fail(err)
 	}
-}
-
-// warnStalled warns, at most every 10 s, when Send runs while Receive has
-// not run for a while: the client cannot see the server (no Welcome, no
-// snapshots) and acks nothing new.
-func (c *Client) warnStalled(now time.Time) {
-	const after, every = 2 * time.Second, 10 * time.Second
-	if c.lastReceive.IsZero() {
-		c.lastReceive = now // the first Send: count from here
-	}
-	if now.Sub(c.lastReceive) < after || now.Sub(c.warnedStall) < every {
-		return
-	}
-	c.warnedStall = now
-	c.cfg.Logger.Warn("archenet: Client.Send runs but Client.Receive has not run for "+now.Sub(c.lastReceive).Round(time.Millisecond).String()+
-		": the client sees nothing from the server (add Client.ReceiveSystem before the game's systems)", "state", c.state)
 }
 
 // handleMessage runs a reliable message through the link and applies what
@@ -530,6 +543,8 @@ func (c *Client) handleMessage(m []byte) error {
 		_ = c.conn.Close()
 	case eventSpawns:
 		return c.spawns(m, c.applySpawn)
+	case eventSpawnsEnded:
+		return parseSpawnsEnded(m, c.endProvisional)
 	case eventReady:
 		for _, fn := range c.onReady {
 			fn()
@@ -651,7 +666,9 @@ func (c *Client) applyView(v *snapshot.View) {
 // Send sends this net tick's client datagram: the snapshot ack and, if
 // configured, the input section.
 func (c *Client) Send() {
-	c.warnStalled(c.cfg.Now())
+	now := c.cfg.Now()
+	c.watch.note(SystemSend, now)
+	c.checkSystems(now)
 	if c.state != StateJoined && c.state != StateReady {
 		return
 	}

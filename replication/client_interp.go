@@ -197,10 +197,13 @@ func (c *Client) laneOffset(set uint64, id uint8) int {
 // Call it once per rendered frame after Receive, or add
 // [Client.InterpolationSystem]. Allocation-free.
 func (c *Client) Interpolate() {
+	now := c.cfg.Now()
+	c.watch.note(SystemInterpolate, now)
+	c.checkSystems(now)
 	if c.clock == nil {
 		return
 	}
-	c.clock.Advance(c.cfg.Now())
+	c.clock.Advance(now)
 	if c.cfg.Interpolation {
 		if c.visuals == nil {
 			c.visuals = interp.NewSystem(c.clock, c.cfg.MaxExtrapolation)

@@ -104,19 +104,38 @@ func (c *Client) adopt(m *mirror, key uint32, set uint64) bool {
 	return true
 }
 
-// expireProvisional removes provisional entities the server did not spawn
-// in time.
+// expireProvisional ends provisional entities the server did not spawn in
+// time.
 func (c *Client) expireProvisional(now time.Time) {
 	for key, p := range c.prov {
-		if now.Sub(p.since) <= c.cfg.PredictedSpawnTimeout {
-			continue
+		if now.Sub(p.since) > c.cfg.PredictedSpawnTimeout {
+			c.Stats.SpawnsExpired++
+			c.finishProvisional(key, p, false)
 		}
-		if c.world.Alive(p.entity) {
-			c.world.RemoveEntity(p.entity)
-		}
-		delete(c.prov, key)
-		c.Stats.SpawnsExpired++
 	}
+}
+
+// endProvisional ends the provisional entity of key, whose twin the server
+// removed before it was ever sent.
+func (c *Client) endProvisional(key uint32) {
+	if p, ok := c.prov[key]; ok {
+		c.Stats.SpawnsEnded++
+		c.finishProvisional(key, p, true)
+	}
+}
+
+// finishProvisional forgets the provisional entity of key and hands it to
+// the game's OnPredictedSpawnEnd, or removes it.
+func (c *Client) finishProvisional(key uint32, p provisional, removed bool) {
+	delete(c.prov, key)
+	if !c.world.Alive(p.entity) {
+		return
+	}
+	if c.cfg.OnPredictedSpawnEnd != nil {
+		c.cfg.OnPredictedSpawnEnd(key, p.entity, removed)
+		return
+	}
+	c.world.RemoveEntity(p.entity)
 }
 
 // dropProvisional removes every provisional entity (a reconnect).

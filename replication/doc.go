@@ -144,7 +144,7 @@
 //	predict the player's own entity    input.NewPlayer (client), input.NewAuthority (server)
 //	interpolate a 2D/custom component  ClientConfig.InterpolatedComponents + Client.InterpolationSystem
 //	a client's predicted spawn         Client.SpawnPredicted (client), Server.PredictedSpawn (server)
-//	judge shots as the shooter saw     replication/lagcomp.History, input.Player.ViewLag
+//	judge shots as the shooter saw     replication/lagcomp.History, input.Authority.ViewTick
 //	entity ↔ network id                Server.NetID, Server.Resolve, Client.Entity
 //	limit what a client sees           ServerConfig.Interest
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)

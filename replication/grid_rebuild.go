@@ -3,8 +3,6 @@ package replication
 import (
 	"math"
 	"slices"
-
-	"github.com/archenet/archenet/components"
 )
 
 // The interest grid's rebuild: a pass over the slots (positions, owners,
@@ -102,7 +100,7 @@ func (g *interestGrid) cut(n, k int) []gridChunk {
 func (g *interestGrid) scanChunk(s *Server, c *gridChunk) {
 	c.minX, c.minZ, c.maxX, c.maxZ = math.MaxInt32, math.MaxInt32, math.MinInt32, math.MinInt32
 	c.owned = c.owned[:0]
-	trans := uint64(1) << s.transPl.ID
+	hasPos := uint64(1) << s.posPl.ID
 	for slot := c.lo; slot < c.hi; slot++ {
 		si := &s.slots[slot]
 		g.cellOf[slot] = -1
@@ -114,11 +112,11 @@ func (g *interestGrid) scanChunk(s *Server, c *gridChunk) {
 		}
 		switch {
 		case g.posOK.Has(uint32(slot)):
-		case si.meta.Set&trans == 0:
+		case si.meta.Set&hasPos == 0:
 			g.global[slot>>6] |= 1 << (slot & 63) // (sized by rebuild)
 			continue
 		default: // not read by this tick's frame build (dormant)
-			g.notePos(uint32(slot), (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos)
+			g.notePos(uint32(slot), g.cfg.Position.At(s.world.Get(si.entity, s.idPos)))
 		}
 		cx, cz := g.cx[slot], g.cz[slot]
 		c.minX, c.maxX, c.minZ, c.maxZ = min(c.minX, cx), max(c.maxX, cx), min(c.minZ, cz), max(c.maxZ, cz)

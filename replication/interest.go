@@ -3,7 +3,9 @@ package replication
 import (
 	"errors"
 	"math"
+	"reflect"
 	"slices"
+	"unsafe"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/snapshot"
@@ -12,27 +14,78 @@ import (
 
 // Interest configures per-client relevance: each client receives the
 // entities within Radius of its focus point (found with a spatial hash
-// grid), entities without a Transform (global state), and the entities it
-// owns. An entity that is relevant stays relevant until it is farther than
-// Radius × (1 + Hysteresis), so an entity on the border does not flap
-// between spawned and despawned.
+// grid over the x/z plane), entities without a position (global state),
+// and the entities it owns. An entity's position is its
+// components.Transform's Pos, or what [Interest].Position reads from
+// another component (a 2D game's pose, say). An entity that is relevant
+// stays relevant until it is farther than Radius × (1 + Hysteresis), so an
+// entity on the border does not flap between spawned and despawned.
+//
+// Focus runs on the simulation goroutine (in Send, once per client, before
+// the clients' datagrams are built in parallel). Filter, called for every
+// client and nearby entity, runs on the server's workers
+// (ServerConfig.Workers) while they build the clients' datagrams, on
+// several goroutines at once: it must only read the world (and its own
+// state, safely for concurrent use) and change nothing.
 type Interest struct {
 	// Radius of the area of interest in metres. Required (> 0).
 	Radius float64
-	// Hysteresis widens the leave radius: 0 means 0.15.
+	// Hysteresis widens the leave radius. 0: DefaultHysteresis (0.15).
 	Hysteresis float64
 	// CellSize of the spatial hash grid. 0: Radius/2.
 	CellSize float64
+	// Position names the replicated component that holds an entity's
+	// position and how to read it ([PositionOf]). Zero:
+	// components.Transform's Pos.
+	Position Position
 	// Focus returns a client's point of interest. Nil (or ok = false): the
-	// position of the first entity the client owns that has a Transform;
+	// position of the first entity the client owns that has a position;
 	// a client with no such entity gets only global and owned entities.
 	Focus func(c ClientID) (pos components.Vec3, ok bool)
-	// Filter, if set, must also accept an entity for it to be relevant.
+	// Filter, if set, must also accept an entity for it to be relevant. It
+	// runs on the workers, concurrently (see above).
 	Filter func(c ClientID, e ecs.Entity) bool
 	// Every recomputes relevance every N-th net tick (entities spawned in
 	// between wait for the next update). 0: every 2nd net tick (15 Hz at
 	// 30 Hz); 1: every tick.
 	Every int
+}
+
+// DefaultHysteresis is the default of [Interest].Hysteresis.
+const DefaultHysteresis = 0.15
+
+// Position tells interest management where an entity is: the replicated
+// component that holds its position, and how to read it. Make one with
+// [PositionOf]; the zero Position is components.Transform's Pos.
+type Position struct {
+	typ  reflect.Type
+	read func(unsafe.Pointer) components.Vec3
+}
+
+// PositionOf returns the Position read from component T by read. Interest
+// works on the x/z plane: a 2D game returns its coordinates as X and Z,
+// e.g. PositionOf(func(b *Body) components.Vec3 { return components.Vec3{X: b.X, Z: b.Y} }).
+// T must be in the server's registry. read runs on the server's workers
+// while they build a frame, for entities of their share: it must only read
+// the component it is given.
+func PositionOf[T any](read func(*T) components.Vec3) Position {
+	return Position{typ: reflect.TypeFor[T](), read: func(p unsafe.Pointer) components.Vec3 { return read((*T)(p)) }}
+}
+
+// Type returns the component type positions are read from.
+func (p Position) Type() reflect.Type {
+	if p.typ == nil {
+		return reflect.TypeFor[components.Transform]()
+	}
+	return p.typ
+}
+
+// At reads the position from a pointer to the component (of [Position.Type]).
+func (p Position) At(ptr unsafe.Pointer) components.Vec3 {
+	if p.read == nil {
+		return (*components.Transform)(ptr).Pos
+	}
+	return p.read(ptr)
 }
 
 func (i *Interest) validate() error {
@@ -68,9 +121,9 @@ type interestGrid struct {
 	cellOdd      []bool   // per cell: holds an entity whose x or z is not finite
 	cellOf       []int32  // per slot: its cell (−1: none)
 	pos          []components.Vec3
-	global       snapshot.Bitset // alive without Transform
+	global       snapshot.Bitset // alive without a position
 	// per client id: the position of its first owned entity with a
-	// Transform (ownedOK), and the slots it owns
+	// position (ownedOK), and the slots it owns
 	owned   [256]components.Vec3
 	ownedOK [256]bool
 	ownedBy [256][]uint32
@@ -89,7 +142,7 @@ func newInterestGrid(cfg *Interest) *interestGrid {
 	g := &interestGrid{cfg: *cfg}
 	h := cfg.Hysteresis
 	if h == 0 {
-		h = 0.15
+		h = DefaultHysteresis
 	}
 	g.leave = cfg.Radius * (1 + h)
 	g.every = uint32(cfg.Every)
@@ -318,11 +371,7 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 			}
 		}
 	}
-	var focus components.Vec3
-	ok := false
-	if g.cfg.Focus != nil {
-		focus, ok = g.cfg.Focus(c.id)
-	}
+	focus, ok := c.plan.focus, c.plan.hasFocus // (the game's Focus, asked in planPeer)
 	if !ok {
 		focus, ok = g.owned[c.id], g.ownedOK[c.id]
 	}

@@ -78,6 +78,7 @@ func (is *interestServer) at(name string, x, z float64, owner uint8, global bool
 // and returns the names relevant to it.
 func (is *interestServer) relevant(p *peer) map[string]bool {
 	is.s.interest.rebuild(is.s)
+	p.plan.focus, p.plan.hasFocus = is.s.focusOf(p.id)
 	is.s.interest.relevantFor(is.s, p)
 	out := map[string]bool{}
 	for name, slot := range is.slots {
@@ -361,11 +362,11 @@ func referenceGrid(s *Server) map[string]any {
 		if o != 0 {
 			ownedBy[o] = append(ownedBy[o], uint32(slot))
 		}
-		if !s.world.Has(si.entity, s.idTrans) {
+		if !s.world.Has(si.entity, s.idPos) {
 			global = append(global, uint32(slot))
 			continue
 		}
-		pos[slot] = (*components.Transform)(s.world.Get(si.entity, s.idTrans)).Pos
+		pos[slot] = (*components.Transform)(s.world.Get(si.entity, s.idPos)).Pos
 		cx[slot], cz[slot] = g.cellCoord(pos[slot].X), g.cellCoord(pos[slot].Z)
 		minX, maxX, minZ, maxZ = min(minX, cx[slot]), max(maxX, cx[slot]), min(minZ, cz[slot]), max(maxZ, cz[slot])
 		cellOf[slot] = 0

@@ -44,12 +44,13 @@ type link struct {
 type linkEvent uint8
 
 const (
-	eventNone     linkEvent = iota
-	eventWelcome            // joined: id, info, receiver and arrivals are set
-	eventRejected           // the server refused the client: state closed, err says why
-	eventSpawns             // a valid spawn batch: apply it with link.spawns
-	eventReady              // the initial world has arrived
-	eventDrain              // the server is draining: drain is set
+	eventNone        linkEvent = iota
+	eventWelcome               // joined: id, info, receiver and arrivals are set
+	eventRejected              // the server refused the client: state closed, err says why
+	eventSpawns                // a valid spawn batch: apply it with link.spawns
+	eventReady                 // the initial world has arrived
+	eventSpawnsEnded           // predicted spawns the server ended unsent: apply with parseSpawnsEnded
+	eventDrain                 // the server is draining: drain is set
 )
 
 // start begins a connection: the link forgets the last one and returns the
@@ -107,7 +108,16 @@ func (l *link) fail(err error) {
 		return
 	}
 	l.state, l.err = StateClosed, err
-	l.cfg.Logger.Info("archenet: disconnected", "client", l.id, "err", err)
+	if errors.Is(err, errClosedByApp) {
+		l.cfg.Logger.Info("archenet: disconnected", "client", l.id, "err", err)
+		return
+	}
+	// Anything else ends the game for this client: loud, and offered to
+	// the game's hook.
+	l.cfg.Logger.Error("archenet: disconnected", "client", l.id, "err", err)
+	if l.cfg.OnError != nil {
+		l.cfg.OnError(err)
+	}
 }
 
 // onMessage takes one reliable message from the server. An error is a
@@ -140,6 +150,11 @@ func (l *link) onMessage(m []byte) (linkEvent, error) {
 			return eventNone, err
 		}
 		return eventSpawns, nil
+	case kindSpawnsEnded:
+		if err := parseSpawnsEnded(m, func(uint32) {}); err != nil {
+			return eventNone, err
+		}
+		return eventSpawnsEnded, nil
 	case kindReady:
 		if len(m) != 5 {
 			return eventNone, fmt.Errorf("%w: ready message", ErrMalformed)
@@ -210,6 +225,7 @@ func (l *link) spawns(m []byte, fn func(tick uint32, e spawnEntry)) error {
 // datagrams may be stale, duplicated or hostile; none of that is fatal).
 func (l *link) onDatagram(d []byte, now time.Time) (tick uint32, first bool) {
 	l.stats.BytesIn += uint64(len(d))
+	l.stats.DatagramBytesIn += uint64(len(d))
 	S, err := l.rcv.Decode(d)
 	if err != nil {
 		l.stats.DatagramsDropped++

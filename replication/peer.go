@@ -2,6 +2,8 @@ package replication
 
 import (
 	"fmt"
+
+	"github.com/archenet/archenet/components"
 	"math/bits"
 	"slices"
 	"sync/atomic"
@@ -77,6 +79,10 @@ type heardAck struct {
 type peerPlan struct {
 	mtu int
 	opt snapshot.BuildOptions // input extension fields
+	// focus is the game's Interest.Focus for the client, asked when
+	// relevance is recomputed this tick (hasFocus: it named one)
+	focus    components.Vec3
+	hasFocus bool
 }
 
 // peerOutput is what one tick of a peer produced.
@@ -115,11 +121,12 @@ func newPeer(id ClientID, conn transport.Conn, cfg *ServerConfig) *peer {
 // silent reports why the client is to be dropped for silence: no datagram
 // for longer than timeout (> 0) before now, or no acknowledged snapshot
 // joinTimeout (> 0) after the first was sent (a server whose Send does not
-// run is not the client's fault); "" if it is alive.
-func (p *peer) silent(now time.Time, timeout, joinTimeout time.Duration) string {
+// run is not the client's fault); "" if it is alive. sender names what
+// sends for the client (Client.Send, or an input helper's system).
+func (p *peer) silent(now time.Time, timeout, joinTimeout time.Duration, sender string) string {
 	if joinTimeout > 0 && p.snap.NewestAck == 0 && !p.firstSent.IsZero() && now.Sub(p.firstSent) > joinTimeout {
 		if p.heard.Equal(p.welcomed) {
-			return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and Client.Send?); ServerConfig.JoinTimeout", joinTimeout)
+			return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and %s?); ServerConfig.JoinTimeout", joinTimeout, sender)
 		}
 		return fmt.Sprintf("the client acknowledged no snapshot in the %v since its Welcome (is it running Client.Receive?); ServerConfig.JoinTimeout", joinTimeout)
 	}
@@ -127,9 +134,9 @@ func (p *peer) silent(now time.Time, timeout, joinTimeout time.Duration) string 
 		return ""
 	}
 	if p.heard.Equal(p.welcomed) {
-		return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and Client.Send?)", timeout)
+		return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and %s?)", timeout, sender)
 	}
-	return fmt.Sprintf("no datagram from the client for %v (dead link, or the client stopped running Client.Send)", timeout)
+	return fmt.Sprintf("no datagram from the client for %v (dead link, or the client stopped running %s)", timeout, sender)
 }
 
 // burst is the token bucket's depth: an eighth of a second, at least two

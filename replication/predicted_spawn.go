@@ -30,6 +30,12 @@ type spawnKeys struct {
 	pending map[arche.Entity]ownedKey // created this tick, no slot yet
 	keys    map[ownedKey]struct{}     // keys alive, per owner
 	count   [256]int
+	// ended are, per owner, the keys whose entity the game removed before
+	// it had a slot (before the Send after its creation): the owner is
+	// told this tick, so its provisional entity ends at once instead of
+	// timing out.
+	ended [256][]uint32
+	owing []ClientID // owners with ended keys
 }
 
 type ownedKey struct {
@@ -82,19 +88,36 @@ func (s *Server) PredictedSpawn(e arche.Entity, key uint32) error {
 	return nil
 }
 
-// takeKeys moves each pending key to the slot just allocated for e (or left to
-// an entity that died before its slot: forgotten).
+// takeKeys moves each pending key to the slot just allocated for e; the
+// key of an entity that died before its slot is forgotten, and its owner
+// told this tick (endedKeys).
 func (s *Server) takeKeys() {
 	sk := &s.spawnKeys
 	for e, k := range sk.pending {
 		slot, ok := s.byEntity[e]
 		if !ok || !s.slots[slot].alive {
 			s.forgetKey(k)
+			if len(sk.ended[k.owner]) == 0 {
+				sk.owing = append(sk.owing, k.owner)
+			}
+			sk.ended[k.owner] = append(sk.ended[k.owner], k.key)
 			continue
 		}
 		s.slots[slot].keyed, s.slots[slot].key = true, k
 	}
 	clear(sk.pending)
+}
+
+// endedKeys returns the keys client id is to be told ended this tick.
+func (s *Server) endedKeys(id ClientID) []uint32 { return s.spawnKeys.ended[id] }
+
+// clearEndedKeys forgets the keys told this tick (after the flush).
+func (s *Server) clearEndedKeys() {
+	sk := &s.spawnKeys
+	for _, o := range sk.owing {
+		sk.ended[o] = sk.ended[o][:0]
+	}
+	sk.owing = sk.owing[:0]
 }
 
 // forgetKey releases a key (its entity is gone).

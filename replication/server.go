@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/archenet/archenet/components"
@@ -32,9 +31,10 @@ type Server struct {
 	compIDs  []arche.ID
 	idRep    arche.ID
 	idOwner  arche.ID
-	idTrans  arche.ID
-	hasTrans bool
-	transPl  *schema.Plan
+	// posPl is the plan of the component interest reads positions from
+	// (Interest.Position), idPos its id; nil without Interest.
+	posPl *schema.Plan
+	idPos arche.ID
 
 	snap *snapshot.World
 	tick uint32
@@ -142,10 +142,6 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	}
 	s.idRep = arche.ComponentID[components.Replicated](world)
 	s.idOwner = arche.ComponentID[components.Owner](world)
-	if p := cfg.Registry.ByType(reflect.TypeFor[components.Transform]()); p != nil {
-		s.hasTrans, s.transPl = true, p
-		s.idTrans = arche.ComponentID[components.Transform](world)
-	}
 	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
 	var err error
 	if s.workers, err = newWorkers(&s.cfg, s.snap); err != nil {
@@ -156,9 +152,11 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 		if err := cfg.Interest.validate(); err != nil {
 			return nil, err
 		}
-		if !s.hasTrans {
-			return nil, errors.New("replication: Interest needs components.Transform in the registry")
+		typ := cfg.Interest.Position.Type()
+		if s.posPl = cfg.Registry.ByType(typ); s.posPl == nil {
+			return nil, fmt.Errorf("replication: Interest reads positions from %s, which is not in the registry (register it, or name the component that holds positions with Interest.Position = replication.PositionOf(...))", typ)
 		}
+		s.idPos = arche.TypeID(world, typ)
 		s.interest = newInterestGrid(cfg.Interest)
 	}
 	ecs.AddListener(world, structureListener{s})
@@ -175,6 +173,10 @@ func (s *Server) Tick() uint32 { return s.tick }
 
 // Registry returns the component registry.
 func (s *Server) Registry() *schema.Registry { return s.cfg.Registry }
+
+// Interest returns the interest configuration (nil without one), e.g. for
+// replicationtest.Within.
+func (s *Server) Interest() *Interest { return s.cfg.Interest }
 
 // NetID returns the network identity of a replicated entity.
 func (s *Server) NetID(e arche.Entity) (components.NetID, bool) {
@@ -498,7 +500,7 @@ func (s *Server) Receive() {
 	for _, c := range s.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
-		} else if why := c.silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout); why != "" {
+		} else if why := c.silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout, s.clientSender()); why != "" {
 			s.drop(c, transport.CodeTimeout, why)
 		}
 	}
@@ -663,12 +665,16 @@ func (s *Server) commitTick() {
 func (s *Server) endTick() {
 	s.snap.EndTick()
 	s.relayout = s.relayout[:0]
+	s.clearEndedKeys()
 }
 
 // planPeer runs a peer's sequential phase — the user's hooks — and leaves
 // its plan in the peer; maxDatagram is what its connection takes.
 func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
 	plan := peerPlan{mtu: min(s.cfg.MTU, maxDatagram)}
+	if s.interest != nil && (s.interest.due(s.tick) || p.relevant == nil) {
+		plan.focus, plan.hasFocus = s.focusOf(p.id)
+	}
 	if s.cfg.InputAck != nil {
 		o := &plan.opt
 		o.InputAck, o.HasInputAck = s.cfg.InputAck(p.id)
@@ -677,6 +683,24 @@ func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
 		}
 	}
 	p.plan = plan
+}
+
+// clientSender names what sends a client's datagrams, for the liveness
+// messages: with an input hook (input.Authority), the client's input helper
+// (input.Player.System) sends them.
+func (s *Server) clientSender() string {
+	if s.cfg.Input != nil {
+		return "input.Player.System (or Client.Send)"
+	}
+	return "Client.Send"
+}
+
+// focusOf asks the game's Interest.Focus for client id's point of interest.
+func (s *Server) focusOf(id ClientID) (components.Vec3, bool) {
+	if f := s.interest.cfg.Focus; f != nil {
+		return f(id)
+	}
+	return components.Vec3{}, false
 }
 
 // flush hands what a peer built this tick to its connection.
@@ -694,6 +718,11 @@ func (s *Server) flush(p *peer) error {
 	if o.readyMsg {
 		o.readyMsg = false
 		if err := p.conn.SendMessage(appendReady(nil, s.tick)); err != nil {
+			return err
+		}
+	}
+	if keys := s.endedKeys(p.id); len(keys) > 0 {
+		if err := p.conn.SendMessage(appendSpawnsEnded(nil, keys)); err != nil {
 			return err
 		}
 	}

@@ -231,8 +231,8 @@ func (s *Server) components(si *slotInfo, slot uint32, notePos bool, ptrs *[64]u
 		ptr := s.world.Get(si.entity, s.compIDs[id])
 		ptrs[n] = ptr
 		n++
-		if notePos && s.hasTrans && id == int(s.transPl.ID) {
-			s.interest.notePos(slot, (*components.Transform)(ptr).Pos)
+		if notePos && id == int(s.posPl.ID) {
+			s.interest.notePos(slot, s.interest.cfg.Position.At(ptr))
 		}
 	}
 	return ptrs[:n]

@@ -18,10 +18,14 @@ import (
 
 // ProtocolVersion is the replication wire version checked at connect.
 // 4: a Reject for a protocol hash mismatch carries the server's component
-// list (transport.Reject.Components). 6: the Hello may name a match
-// (transport.Hello.Match, for a host of many matches) and the server may
-// send a drain notice (Server.Drain, Client.Draining).
-const ProtocolVersion uint16 = 6
+// list (transport.Reject.Components). 6: an input section carries each
+// frame's view lag (package input's wire layout), for lag compensation, and
+// the server tells a client of its predicted spawns that ended before they
+// were sent (message kind 0x12).
+// 7: the Hello may name a match (transport.Hello.Match, for a host of
+// many matches) and the server may send a drain notice (message kind 0x13:
+// Server.Drain, Client.Draining).
+const ProtocolVersion uint16 = 7
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.
@@ -29,7 +33,8 @@ const (
 	kindClientDatagram byte = 0x02 // client → server: ack (+ input section)
 	kindSpawns         byte = 0x10 // server → client, reliable: spawn/despawn batch
 	kindReady          byte = 0x11 // server → client, reliable: initial world sent
-	kindDrain          byte = 0x12 // server → client, reliable: drain notice
+	kindSpawnsEnded    byte = 0x12 // server → client, reliable: predicted spawns that ended unsent
+	kindDrain          byte = 0x13 // server → client, reliable: drain notice
 )
 
 // ErrMalformed wraps decode errors of replication messages.
@@ -262,6 +267,40 @@ func parseSpawns(b []byte, plans []*schema.Plan, me uint8, maxLanes int, fn func
 	return nil
 }
 
+// maxEndedKeys bounds the keys of one spawns-ended message (a client holds
+// at most ServerConfig.MaxPredictedSpawns keyed entities, ≤ 1024 in
+// practice; more is malformed).
+const maxEndedKeys = 4096
+
+// appendSpawnsEnded appends the message telling a client that the server
+// removed the entities it keyed with keys (Server.PredictedSpawn) before
+// they were ever sent:
+//
+//	kind 0x12 | count uvarint (1..maxEndedKeys) | count × key u32 LE
+func appendSpawnsEnded(b []byte, keys []uint32) []byte {
+	b = append(b, kindSpawnsEnded)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = binary.LittleEndian.AppendUint32(b, k)
+	}
+	return b
+}
+
+// parseSpawnsEnded decodes a spawns-ended message, calling fn per key.
+func parseSpawnsEnded(b []byte, fn func(key uint32)) error {
+	if len(b) < 2 || b[0] != kindSpawnsEnded {
+		return fmt.Errorf("%w: spawns-ended message of %d bytes", ErrMalformed, len(b))
+	}
+	n, used := binary.Uvarint(b[1:])
+	if used <= 0 || n == 0 || n > maxEndedKeys || uint64(len(b)-1-used) != 4*n {
+		return fmt.Errorf("%w: spawns-ended message: %d keys in %d bytes", ErrMalformed, n, len(b))
+	}
+	for rest := b[1+used:]; len(rest) >= 4; rest = rest[4:] {
+		fn(binary.LittleEndian.Uint32(rest))
+	}
+	return nil
+}
+
 func appendReady(b []byte, tick uint32) []byte {
 	b = append(b, kindReady)
 	return binary.LittleEndian.AppendUint32(b, tick)
@@ -284,7 +323,7 @@ type DrainNotice struct {
 
 // appendDrain appends a drain notice:
 //
-//	0x12 | milliseconds left u32 (0: no deadline) | reason length uvarint | reason
+//	0x13 | milliseconds left u32 (0: no deadline) | reason length uvarint | reason
 //
 // (little-endian; the reason at most transport.MaxReasonLen bytes of UTF-8).
 func appendDrain(b []byte, left time.Duration, reason string) []byte {

@@ -49,6 +49,8 @@ func FuzzClientMessages(f *testing.F) {
 	f.Add(appendReady(nil, 3))
 	f.Add(appendDrain(nil, 30*time.Second, "maintenance"))
 	f.Add(appendDrain(nil, 0, ""))
+	f.Add(appendSpawnsEnded(nil, []uint32{7}))
+	f.Add(appendSpawnsEnded(nil, []uint32{1, 1 << 31, 99}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if d, err := parseDrain(b); err == nil {
 			if len(d.Reason) > transport.MaxReasonLen {
@@ -56,6 +58,12 @@ func FuzzClientMessages(f *testing.F) {
 			}
 			if again, err := parseDrain(appendDrain(nil, d.Left, d.Reason)); err != nil || again != d {
 				t.Fatalf("drain notice does not round-trip: %+v vs %+v (%v)", d, again, err)
+			}
+		}
+		var keys []uint32
+		if err := parseSpawnsEnded(b, func(k uint32) { keys = append(keys, k) }); err == nil {
+			if again := appendSpawnsEnded(nil, keys); string(again) != string(b) {
+				t.Fatalf("spawns-ended message does not round-trip: %x vs %x", again, b)
 			}
 		}
 		n := 0
@@ -132,4 +140,26 @@ func sameAck(a, b snapshot.Ack) bool {
 		}
 	}
 	return true
+}
+
+func TestSpawnsEndedMessage(t *testing.T) {
+	msg := appendSpawnsEnded(nil, []uint32{3, 1 << 31})
+	var got []uint32
+	if err := parseSpawnsEnded(msg, func(k uint32) { got = append(got, k) }); err != nil || len(got) != 2 || got[0] != 3 || got[1] != 1<<31 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for n := range len(msg) {
+		if parseSpawnsEnded(msg[:n], func(uint32) {}) == nil {
+			t.Fatalf("a prefix of %d bytes parses", n)
+		}
+	}
+	if parseSpawnsEnded(append(msg, 0), func(uint32) {}) == nil {
+		t.Fatal("a trailing byte parses")
+	}
+	if parseSpawnsEnded([]byte{kindSpawnsEnded, 0}, func(uint32) {}) == nil {
+		t.Fatal("no keys parses")
+	}
+	if parseSpawnsEnded([]byte{kindSpawnsEnded, 0xff, 0xff, 0x03}, func(uint32) {}) == nil {
+		t.Fatal("a count past the bound parses")
+	}
 }

@@ -18,6 +18,8 @@ var DocumentedPackages = []string{
 	"transport/sim",
 	"transport/netem",
 	"transport/transporttest",
+	"transport/webtransport",
+	"transport/webtransport/webtransporttest",
 	"components",
 	"ecs",
 	"replication/snapshot",

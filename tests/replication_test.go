@@ -91,6 +91,15 @@ func TestConvergenceAfterLoss(t *testing.T) {
 	}
 	for ci, c := range h.clients {
 		st := c.c.Stats
-		t.Logf("client %d: %d datagrams (%d dropped), %d B in, %d spawns, %d despawns", ci, st.Datagrams, st.DatagramsDropped, st.BytesIn, st.Spawns, st.Despawns)
+		t.Logf("client %d: %d datagrams (%d dropped), %d B in (%d in datagrams, %d in messages), %d B out, %d spawns, %d despawns",
+			ci, st.Datagrams, st.DatagramsDropped, st.BytesIn, st.DatagramBytesIn, st.MessageBytesIn, st.BytesOut, st.Spawns, st.Despawns)
+		// The byte counters add up to what the transport carried, reliable
+		// messages included.
+		ts := c.conn.Stats()
+		require.Equal(t, ts.DatagramBytesReceived, st.DatagramBytesIn)
+		require.Equal(t, ts.MessageBytesReceived, st.MessageBytesIn)
+		require.Equal(t, st.DatagramBytesIn+st.MessageBytesIn, st.BytesIn)
+		require.Equal(t, ts.DatagramBytesSent+ts.MessageBytesSent, st.BytesOut)
+		require.Greater(t, st.MessageBytesIn, uint64(0))
 	}
 }

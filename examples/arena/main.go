@@ -8,6 +8,7 @@
 //	go run ./examples/arena -mode server -addr 127.0.0.1:4433
 //	go run ./examples/arena -mode client -addr 127.0.0.1:4433 -clients 8
 //	go run ./examples/arena -http 127.0.0.1:8080       live network debugger page at http://127.0.0.1:8080/
+//	go run ./examples/arena -web 127.0.0.1:8080        + browser players: open http://127.0.0.1:8080/ in Chromium
 //	go run ./examples/arena -agones                    a game server under the Agones sidecar (see below)
 //	go run ./examples/arena -mode client -match duel   bots joining match "duel" of a host
 //
@@ -45,6 +46,7 @@ import (
 
 	"github.com/archenet/archenet/examples/arena/game"
 	"github.com/archenet/archenet/replication/debugview"
+	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/quic"
 )
 
@@ -52,7 +54,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
 	mode, addr, cert  string
-	http              string
+	http, web, wasm   string
 	clients, npcs     int
 	duration, timeout time.Duration
 	interest          float64
@@ -80,6 +82,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the NPCs and bots")
 	fs.BoolVar(&o.verbose, "v", false, "log connection events")
 	fs.StringVar(&o.http, "http", "", "serve the live network debugger page (no authentication) on this TCP address, e.g. 127.0.0.1:8080; a port alone (:8080) binds 127.0.0.1 (-mode server|both)")
+	fs.StringVar(&o.web, "web", "", "serve browser players on this address, e.g. 127.0.0.1:8080: the page on TCP, WebTransport on UDP, same port (-mode server|both)")
+	fs.StringVar(&o.wasm, "wasm", "", "-web: the browser build of examples/arenaview (empty: build it with the go command)")
 	fs.BoolVar(&o.agones, "agones", false, "run as a game server under the Agones sidecar: a host of matches, opened on allocation (implies -mode server)")
 	fs.StringVar(&o.agonesURL, "agones-url", "", "the sidecar's REST address (default: http://127.0.0.1:$AGONES_SDK_HTTP_PORT, else port 9358)")
 	fs.StringVar(&o.match, "match", "", "client: the match to join on a host; -agones: the match an allocation opens when it names none (default arena)")
@@ -93,6 +97,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		modeSet = modeSet || f.Name == "mode"
 	})
 	if o.agones {
+		if o.web != "" {
+			return o, errors.New("-web cannot go with -agones (a host of matches serves QUIC players here)")
+		}
 		if modeSet && o.mode != "server" {
 			return o, fmt.Errorf("-agones runs a server: -mode %s cannot go with it", o.mode)
 		}
@@ -111,6 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.npcs < 0 {
 		return o, fmt.Errorf("-npcs %d is negative", o.npcs)
+	}
+	if o.web != "" && o.mode == "client" {
+		return o, errors.New("-web serves browser players: use -mode server or both")
 	}
 	if o.http != "" && o.mode == "client" {
 		return o, errors.New("-http serves the server's debugger: use -mode server or both")
@@ -172,9 +182,13 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 	a := &Arena{ReadyTimeout: o.timeout}
 	var ln *quic.Listener
 	var web *http.Server
+	var browsers *webServer
 	cleanup := func() {
 		if web != nil {
 			_ = web.Close()
+		}
+		if browsers != nil {
+			browsers.close()
 		}
 		for _, b := range a.Bots {
 			b.Close()
@@ -218,10 +232,19 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 		if ln, err = quic.Listen(o.addr, lc); err != nil {
 			return nil, nil, err
 		}
-		so.Listener = ln
+		var players transport.Listener = ln
+		if o.web != "" {
+			if browsers, err = startWeb(o.web, o.wasm, stdout); err != nil {
+				_ = ln.Close()
+				return nil, nil, err
+			}
+			// Native and browser players join the same match through one listener.
+			players = transport.MergeListeners(ln, browsers.l)
+		}
+		so.Listener = players
 		srv, err := game.NewServerGame(so)
 		if err != nil {
-			_ = ln.Close()
+			_ = players.Close()
 			return nil, nil, err
 		}
 		a.Server = srv

@@ -134,8 +134,8 @@ func TestArenaOutageRecoverySim(t *testing.T) {
 // The same over QUIC through the impairment proxy (transport/netem), in
 // real time: a 5 s whole-link outage of one of three players.
 func TestArenaOutageRecoveryQUIC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real time")
+	if testing.Short() || raceEnabled {
+		t.Skip("real time, with timing bounds: run without -short and the race detector (.ci/run does)")
 	}
 	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	cert, err := quic.GenerateDevCert(time.Hour)

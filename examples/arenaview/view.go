@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
-	"github.com/hajimehoshi/ebiten/v2/ebitenutil"
 	"github.com/hajimehoshi/ebiten/v2/vector"
 	"github.com/mlange-42/arche/ecs"
 
@@ -33,10 +32,11 @@ const (
 // view is the ebiten.Game: it steps the session in Update and draws the
 // player's world in Draw (both on ebiten's game goroutine).
 type view struct {
-	o   options
-	s   *session
-	w   *ecs.World
-	err error
+	o    options
+	s    *session
+	w    *ecs.World
+	err  error
+	font *debugFont // the overlay's text
 
 	idTrans, idVisual, idNetID, idAvatar, idProj ecs.ID
 
@@ -73,7 +73,7 @@ type spark struct {
 func newView(o options, s *session) *view {
 	w := s.player.World()
 	return &view{
-		o: o, s: s, w: w,
+		o: o, s: s, w: w, font: newDebugFont(),
 		idTrans:   ecs.ComponentID[components.Transform](w),
 		idVisual:  ecs.ComponentID[components.Visual](w),
 		idNetID:   ecs.ComponentID[components.NetID](w),
@@ -385,7 +385,7 @@ func (v *view) drawOverlay(c *ebiten.Image) {
 		text += "\ndebug: outline = newest server state"
 	}
 	vector.DrawFilledRect(c, 8, 8, 350, 128, palette.OverlayBg, false)
-	ebitenutil.DebugPrintAt(c, text, 14, 12)
+	v.font.drawAt(c, text, 14, 12)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/replicationtest"
 )
 
@@ -23,7 +24,7 @@ func (r *rig) checkConverged(focus func(p *peer) (components.Vec3, bool)) error 
 		c := replicationtest.Check{Registry: r.reg, Server: r.sw, NetID: r.srv.NetID, Client: p.w, Me: p.c.ID()}
 		if r.cfg.Interest > 0 {
 			f, ok := focus(p)
-			c.Relevance = replicationtest.Within(r.sw, c.Me, f, ok, r.cfg.Interest, hysteresis)
+			c.Relevance = replicationtest.Within(r.sw, c.Me, &replication.Interest{Radius: r.cfg.Interest, Hysteresis: hysteresis}, f, ok)
 		}
 		if err := replicationtest.Converged(c); err != nil {
 			return err

@@ -34,7 +34,7 @@ func newMeter(r *rig) *meter {
 		d, u := r.downBytes(p), p.c.Stats.BytesOut
 		m.down0, m.up0 = append(m.down0, d), append(m.up0, u)
 		m.downW, m.upW = append(m.downW, d), append(m.upW, u)
-		p.datagrams, p.dropped, p.bytesIn = p.c.Stats.Datagrams, p.c.Stats.DatagramsDropped, p.c.Stats.BytesIn
+		p.datagrams, p.dropped, p.bytesIn = p.c.Stats.Datagrams, p.c.Stats.DatagramsDropped, p.c.Stats.DatagramBytesIn
 		p.serverTick = p.c.ServerTick()
 	}
 	return m
@@ -52,8 +52,8 @@ func (m *meter) server(recv, send, frame, clients time.Duration) {
 // client runs after p's Receive.
 func (m *meter) client(p *peer) {
 	st := &p.c.Stats
-	dg, drop, in := st.Datagrams-p.datagrams, st.DatagramsDropped-p.dropped, st.BytesIn-p.bytesIn
-	p.datagrams, p.dropped, p.bytesIn = st.Datagrams, st.DatagramsDropped, st.BytesIn
+	dg, drop, in := st.Datagrams-p.datagrams, st.DatagramsDropped-p.dropped, st.DatagramBytesIn-p.bytesIn
+	p.datagrams, p.dropped, p.bytesIn = st.Datagrams, st.DatagramsDropped, st.DatagramBytesIn
 	m.tickBytes = append(m.tickBytes, float64(in))
 	m.tickDatagrams = append(m.tickDatagrams, float64(dg))
 	v := p.c.Receiver().Latest()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"math/rand/v2"
 	"reflect"
 
@@ -44,16 +45,16 @@ func NewClient(conn transport.Conn, sample func(tick uint32, b *Body) Move) (*Cl
 	return c, nil
 }
 
-// Bot returns a wandering player's input.
+// Bot returns a wandering player's input: its aim drifts, it turns back
+// toward the centre near the edge, and fires now and then.
 func Bot(seed uint64) func(uint32, *Body) Move {
 	rng, m := rand.New(rand.NewPCG(seed, 3)), Move{Forward: 1}
 	return func(_ uint32, b *Body) Move {
-		if rng.IntN(30) == 0 {
-			m.Turn = int8(rng.IntN(3) - 1)
-		}
+		m.Aim = math.Remainder(m.Aim+(rng.Float64()*2-1)*0.1, 2*math.Pi)
 		if b.X*b.X > 0.8*Half*Half || b.Z*b.Z > 0.8*Half*Half {
-			m.Turn = 1 // circle back
+			m.Aim = math.Atan2(-b.Z, -b.X) // circle back
 		}
+		m.Fire = rng.IntN(60) == 0
 		return m
 	}
 }

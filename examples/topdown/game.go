@@ -1,7 +1,10 @@
-// Command topdown is a minimal 2D top-down coin-collecting game on archenet,
-// written with the public API only: players steer bodies on the x/z plane
-// (predicted on their own client, interpolated in place on the others), and
-// coins spawn and are picked up on the server.
+// Command topdown is a minimal 2D top-down game on archenet, written with
+// the public API only: players steer bodies on the x/z plane (predicted on
+// their own client, interpolated in place on the others), coins spawn and
+// are picked up on the server, and players tag each other with hitscan
+// shots judged against what the shooter saw (lag compensation). Each client
+// receives what is within 20 m of its body (interest on the game's own
+// component).
 //
 //	go run ./examples/topdown -bots 4 -duration 10s
 package main
@@ -17,7 +20,11 @@ import (
 const (
 	SimRate, NetDivisor = 60, 2
 	Half                = 30.0 // the field is [−Half, Half]² metres
+	Radius              = 20.0 // interest: what a client receives around its body
 )
+
+// Pos is where a Body is, for interest management.
+func Pos(b *Body) components.Vec3 { return components.Vec3{X: b.X, Z: b.Z} }
 
 // Body is the replicated 2D state of players and coins.
 type Body struct {
@@ -30,10 +37,11 @@ type Body struct {
 // Coin marks a pickup.
 type Coin struct{}
 
-// Move is one tick of a player's input.
+// Move is one tick of a player's input: the aim, walking along it, firing.
 type Move struct {
-	Forward int8 `net:"range=-1:1"`
-	Turn    int8 `net:"range=-1:1"`
+	Forward int8    `net:"range=-1:1"`
+	Aim     float64 `net:"angle,bits=12"`
+	Fire    bool
 }
 
 // Registry returns the replicated components, the same on both sides.
@@ -45,10 +53,10 @@ func Registry() *schema.Registry {
 	return reg
 }
 
-// Step moves a player: turn at 3 rad/s, walk at 5 m/s, stop at the edge.
+// Step moves a player: face the aim, walk at 5 m/s, stop at the edge.
 // The server's input.Authority and the owner's input.Player both run it.
 func Step(b *Body, in *Move, dt float64) {
-	b.Yaw = math.Remainder(b.Yaw+float64(in.Turn)*3*dt, 2*math.Pi)
+	b.Yaw = in.Aim
 	sin, cos := math.Sincos(b.Yaw)
 	b.X = math.Max(-Half, math.Min(Half, b.X+float64(in.Forward)*5*cos*dt))
 	b.Z = math.Max(-Half, math.Min(Half, b.Z+float64(in.Forward)*5*sin*dt))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"math/rand/v2"
 
 	arche "github.com/mlange-42/arche/ecs"
@@ -9,19 +10,22 @@ import (
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/input"
 	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/lagcomp"
 	"github.com/archenet/archenet/transport"
 )
 
-// Server is the authoritative game: players stepped by their input, coins.
+// Server is the authoritative game: players stepped by their input, coins,
+// shots.
 type Server struct {
-	World   *arche.World
-	Sched   *ecs.Scheduler
-	Net     *replication.Server
-	Auth    *input.Authority[Body, Move]
-	players map[replication.ClientID]arche.Entity
-	events  []replication.ClientID // joins (and leaves, negated by the map)
-	rng     *rand.Rand
-	Picked  int
+	World        *arche.World
+	Sched        *ecs.Scheduler
+	Net          *replication.Server
+	Auth         *input.Authority[Body, Move]
+	Hist         *lagcomp.History[Body] // what the clients were shown, for their shots
+	players      map[replication.ClientID]arche.Entity
+	events       []replication.ClientID // joins (and leaves, negated by the map)
+	rng          *rand.Rand
+	Picked, Hits int
 }
 
 // NewServer creates the world and replicates it to the clients of ln.
@@ -30,11 +34,15 @@ func NewServer(ln transport.Listener) (*Server, error) {
 	s := &Server{World: &w, players: map[replication.ClientID]arche.Entity{}, rng: rand.New(rand.NewPCG(1, 2))}
 	reg := Registry()
 	var err error
-	if s.Auth, err = input.NewAuthority(&w, input.AuthorityConfig[Body, Move]{Registry: reg, Step: Step}); err != nil {
+	if s.Auth, err = input.NewAuthority(&w, input.AuthorityConfig[Body, Move]{Registry: reg, Step: Step, OnStep: s.shoot}); err != nil {
+		return nil, err
+	}
+	if s.Hist, err = lagcomp.New[Body](&w, reg, lagcomp.Config{}); err != nil {
 		return nil, err
 	}
 	cfg := replication.ServerConfig{Registry: reg, NetRate: SimRate / NetDivisor, NetDivisor: NetDivisor,
 		Tick:         func() uint32 { return s.Sched.Info().NetTick },
+		Interest:     &replication.Interest{Radius: Radius, Position: replication.PositionOf(Pos)},
 		OnConnect:    func(c replication.ClientID) { s.events = append(s.events, c) },
 		OnDisconnect: func(c replication.ClientID, _ error) { s.events = append(s.events, c) }}
 	if err = s.Auth.Configure(&cfg); err != nil {
@@ -52,7 +60,28 @@ func NewServer(ln transport.Listener) (*Server, error) {
 	s.Sched.AddSystem(ecs.Func(s.coins))
 	s.Sched.AddSystem(s.Auth.RoundSystem())
 	s.Sched.AddNetSystem(s.Net.SendSystem())
+	s.Sched.AddNetSystem(s.Hist.System(s.Net.Tick)) // records what each snapshot showed
 	return s, nil
+}
+
+// shoot is the authority's OnStep: a player who fires tags the first other
+// body within 20 m along its aim, as the shooter saw the others when it
+// fired (its view tick, bounded by its round trip).
+func (s *Server) shoot(e arche.Entity, _, b *Body, in *Move) {
+	if !in.Fire {
+		return
+	}
+	owner := (*components.Owner)(s.World.Get(e, arche.ComponentID[components.Owner](s.World))).Client
+	view, ok := s.Auth.ViewTick(owner)
+	sin, cos := math.Sincos(b.Yaw)
+	s.Hist.Each(s.Hist.Clamp(view), func(t arche.Entity, tb *Body) bool {
+		along, off := (tb.X-b.X)*cos+(tb.Z-b.Z)*sin, (tb.Z-b.Z)*cos-(tb.X-b.X)*sin
+		if ok && t != e && !s.World.Has(t, arche.ComponentID[Coin](s.World)) && along > 0 && along < 20 && math.Abs(off) < 0.5 {
+			s.Hits++
+			return false
+		}
+		return true
+	})
 }
 
 func (s *Server) joinLeave(w *arche.World) {

@@ -1,10 +1,12 @@
 package debugview_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/mlange-42/arche/generic"
 
 	"github.com/archenet/archenet/components"
+	aecs "github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/debugview"
 	"github.com/archenet/archenet/replication/schema"
@@ -58,4 +61,21 @@ func Example() {
 	// Output:
 	// samples: 2 components: [Transform]
 	// clients: 1, deltas per tick: 1, Transform bytes > 0: true
+}
+
+// The wiring of a server run by an archenet scheduler (compiled, not run:
+// it serves until the process ends): the recorder samples after each Send,
+// and the page is served on loopback only (it has no authentication).
+func ExampleRecorder_System() {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	world := ecs.NewWorld()
+	srv, _ := replication.NewServer(&world, nil, replication.ServerConfig{Registry: reg})
+	sched, _ := aecs.New(&world, aecs.Config{TickRate: 30})
+	sched.AddNetSystem(srv.ReceiveSystem())
+	rec := debugview.NewRecorder(srv, debugview.Options{})
+	sched.AddNetSystem(srv.SendSystem())
+	sched.AddNetSystem(rec.System())
+	go http.ListenAndServe("localhost:8080", debugview.Handler(rec))
+	_ = sched.Run(context.Background(), aecs.RealClock{})
 }

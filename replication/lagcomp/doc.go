@@ -15,17 +15,21 @@
 //
 // # Use
 //
-//	hist, _ := lagcomp.New[components.Transform](world, registry, lagcomp.Config{Depth: 32})
-//	rewinds, _ := lagcomp.NewRewinds(lagcomp.Limits{NetRate: 30})
-//	sched.AddNetSystem(hist.System(server.Tick))  // after Server.Send: records the frame clients get
+// With input.Authority and input.Player the client's view travels with its
+// inputs, and the authority bounds it with a [Rewinds]. examples/topdown
+// records what each snapshot showed and judges a shot at the shooter's
+// view:
+//
+//	if s.Hist, err = lagcomp.New[Body](&w, reg, lagcomp.Config{}); err != nil {
+//	s.Sched.AddNetSystem(s.Hist.System(s.Net.Tick)) // records what each snapshot showed
 //	...
-//	// On a shot: at is the net tick the shooter's input applies at, view the
-//	// render tick it reported (input.Player.ViewLag, interp.Clock.RenderTick).
-//	view = rewinds.Judge(shooter, at, view, server.RTT(shooter)) // bounded by the measured RTT
-//	view = hist.Clamp(view)                                     // and by the history
-//	var tr components.Transform
-//	if hist.At(target, view, &tr) { /* hit test against tr */ }
-//	hist.Each(view, func(e arche.Entity, tr *components.Transform) bool { return true })
+//	view, ok := s.Auth.ViewTick(owner)
+//	s.Hist.Each(s.Hist.Clamp(view), func(t arche.Entity, tb *Body) bool {
+//
+// [History.At] gives one entity's state at a view tick (ExampleHistory).
+// With a game's own report of the render tick (interp.Clock.RenderTick),
+// bound it with [Rewinds.Judge] and replication.Server.RTT
+// (ExampleRewinds).
 //
 // # Costs
 //
@@ -44,7 +48,7 @@
 // round-trip time (at most [Limits].MaxLatency, 250 ms by default, as
 // Overwatch limits it), plus the render delay an honest client may have
 // ([Limits].InterpDelay) and a margin ([Limits].Margin): a client at 20 ms
-// RTT that claims to have seen the world a second ago is judged 220 ms
+// RTT that claims to have seen the world a second ago is judged 270 ms
 // back. Each client's claims, how many were clamped, the newest claim and
 // bound and the longest claim are in [Rewinds.Stats]. [History.Clamp] then
 // bounds the rewind to MaxRewind net ticks behind the newest recorded tick

@@ -37,7 +37,7 @@ func ExampleHistory() {
 
 // A client at 20 ms round-trip time claims it saw the world a second ago
 // (30 net ticks at 30 Hz): it is judged at the bound the server measured
-// for it, 220 ms (6.6 net ticks) back, and the claim is counted.
+// for it, 270 ms (8.1 net ticks) back, and the claim is counted.
 func ExampleRewinds() {
 	rewinds, _ := lagcomp.NewRewinds(lagcomp.Limits{NetRate: 30})
 	const shooter, at = 3, 1000.0
@@ -46,5 +46,5 @@ func ExampleRewinds() {
 	st := rewinds.Stats(shooter)
 	fmt.Printf("judged %.1f ticks back; claimed %v, bound %v, clamped %d of %d\n", at-view, st.LastClaim, st.LastBound, st.Clamped, st.Claims)
 	// Output:
-	// judged 6.6 ticks back; claimed 1s, bound 220ms, clamped 1 of 1
+	// judged 8.1 ticks back; claimed 1s, bound 270ms, clamped 1 of 1
 }

@@ -26,10 +26,10 @@ type Limits struct {
 	// entities with, on top of the round trip (interp.Clock's target: one
 	// net tick plus jitter and loss allowances). Zero: 100 ms.
 	InterpDelay time.Duration
-	// Margin covers what the round trip does not: up to a net tick of
-	// waiting on each side (the client acts between snapshots, the server
-	// reads inputs at its tick), the input clock's jitter margin and safety
-	// ticks. Zero: 100 ms.
+	// Margin covers what the round trip does not: the input clock's lead
+	// beyond the upstream delay (its safety ticks and jitter margin: about
+	// 35-70 ms), the render clock while it settles, and up to a net tick of
+	// waiting on each side. Zero: 150 ms.
 	Margin time.Duration
 }
 
@@ -37,7 +37,7 @@ type Limits struct {
 const (
 	DefaultMaxLatency  = 250 * time.Millisecond
 	DefaultInterpDelay = 100 * time.Millisecond
-	DefaultMargin      = 100 * time.Millisecond
+	DefaultMargin      = 150 * time.Millisecond
 )
 
 func (l Limits) resolve() (Limits, error) {

@@ -1,9 +1,11 @@
 package replicationtest
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
@@ -72,16 +74,16 @@ func TestConvergedFindsEachDifference(t *testing.T) {
 	pos.X += 1e-5 // within the precision: the same quantized state
 	require.NoError(t, p.check(nil))
 	pos.X += 0.1
-	require.ErrorContains(t, p.check(nil), "lane 0")
+	require.ErrorContains(t, p.check(nil), "Transform.Pos.X differs from the server's by 100 steps (client code 1100, server 1000)")
 	pos.X = 1
 
 	sec := ecs.ComponentID[secret](p.cw)
 	(*secret)(p.cw.Get(p.mirror[a], sec)).Ammo = 7 // not the client's entity
-	require.ErrorContains(t, p.check(nil), "lane")
+	require.ErrorContains(t, p.check(nil), "secret.Ammo differs from the server's by 7 steps")
 	(*secret)(p.cw.Get(p.mirror[a], sec)).Ammo = 0
 
 	// Interest: far is beyond the leave radius of a focus at 0.
-	within := Within(p.sw, 1, components.Vec3{}, true, 100, 0.15)
+	within := Within(p.sw, 1, &replication.Interest{Radius: 100}, components.Vec3{}, true)
 	require.ErrorContains(t, p.check(within), "not relevant")
 	p.cw.RemoveEntity(p.mirror[far])
 	require.NoError(t, p.check(within))
@@ -103,4 +105,95 @@ func TestConvergedFindsEachDifference(t *testing.T) {
 	*(*components.Transform)(p.cw.Get(twin, tr)) = *(*components.Transform)(p.cw.Get(p.mirror[a], tr))
 	*(*secret)(p.cw.Get(twin, sec)) = *(*secret)(p.cw.Get(p.mirror[a], sec))
 	require.ErrorContains(t, p.check(within), "twice")
+}
+
+// A State captured from the server world, sent as JSON and rebuilt, judges
+// the client as the server world does: the exact mirror passes, a
+// difference fails, and a State of another registry is refused.
+func TestStateRoundTrip(t *testing.T) {
+	p := newPair(t)
+	a := p.add(1, 0)
+	p.add(-2.5, 1)
+	p.add(3, 2)
+	netID := func(e ecs.Entity) (components.NetID, bool) { id, ok := p.ids[e]; return id, ok }
+	s, err := Capture(p.reg, p.sw, netID)
+	require.NoError(t, err)
+	require.Len(t, s.Entities, 3)
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	var got State
+	require.NoError(t, json.Unmarshal(b, &got))
+	require.Equal(t, s, got)
+	w, ids, err := got.World(p.reg)
+	require.NoError(t, err)
+	check := func() error {
+		return Converged(Check{Registry: p.reg, Server: w, NetID: ids, Client: p.cw, Me: 1})
+	}
+	require.NoError(t, check())
+	tr := ecs.ComponentID[components.Transform](p.cw)
+	(*components.Transform)(p.cw.Get(p.mirror[a], tr)).Pos.X += 0.1
+	require.ErrorContains(t, check(), "Transform.Pos.X differs from the server's by 100 steps")
+
+	_, err = Capture(p.reg, p.sw, func(ecs.Entity) (components.NetID, bool) { return components.NetID{}, false })
+	require.ErrorContains(t, err, "has no net id")
+	bad := State{Entities: []EntityState{{ID: s.Entities[0].ID, Set: s.Entities[0].Set, Lanes: s.Entities[0].Lanes[1:]}}}
+	_, _, err = bad.World(p.reg)
+	require.ErrorContains(t, err, "fewer than its components have")
+	bad.Entities[0].Lanes = append(s.Entities[0].Lanes, 1)
+	_, _, err = bad.World(p.reg)
+	require.ErrorContains(t, err, "more than its components have")
+	bad.Entities[0].Set = 1 << 9
+	_, _, err = bad.World(p.reg)
+	require.ErrorContains(t, err, "components the registry lacks")
+}
+
+// A predicted entity of the client runs ahead of the server: compared as
+// it is it differs; compared at the server's tick (PredictedAt) or skipped
+// (SkipPredicted) it passes, and the report says which. Values the server
+// holds out of their fields' ranges are reported as clamped.
+func TestConvergedPredictedAndClamped(t *testing.T) {
+	p := newPair(t)
+	p.add(1, 0)
+	own := p.add(2, 1)
+	sPred, cPred := ecs.ComponentID[components.Predicted](p.sw), ecs.ComponentID[components.Predicted](p.cw)
+	p.sw.Add(own, sPred)
+	p.cw.Add(p.mirror[own], cPred)
+	tr := ecs.ComponentID[components.Transform](p.cw)
+	ahead := (*components.Transform)(p.cw.Get(p.mirror[own], tr))
+	atServer := *ahead // the prediction for the server's tick
+	ahead.Pos.X += 0.5 // the prediction for the client's (later) tick
+	check := func(c Check) (Report, error) {
+		c.Registry, c.Server, c.Client, c.Me = p.reg, p.sw, p.cw, 1
+		c.NetID = func(e ecs.Entity) (components.NetID, bool) { id, ok := p.ids[e]; return id, ok }
+		return Compare(c)
+	}
+	_, err := check(Check{})
+	require.ErrorContains(t, err, "Transform.Pos.X differs from the server's by 500 steps")
+	r, err := check(Check{PredictedAt: func(m ecs.Entity) (any, bool) { return &atServer, m == p.mirror[own] }})
+	require.NoError(t, err)
+	require.Equal(t, Report{Compared: 2, Predicted: 1}, r)
+	r, err = check(Check{SkipPredicted: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.SkippedPredicted)
+	require.Contains(t, r.String(), "2 mirrors compared (0 predicted at the server's tick), 1 predicted skipped")
+	r, err = check(Check{PredictedAt: func(ecs.Entity) (any, bool) { return nil, false }})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.SkippedPredicted, "no prediction for the server's tick: skipped, said in the report")
+
+	// The server holds HP 300 in a 0..100 field: clients see 100.
+	ssec := ecs.ComponentID[secret](p.sw)
+	for e := range p.ids {
+		(*secret)(p.sw.Get(e, ssec)).HP = 300
+	}
+	csec := ecs.ComponentID[secret](p.cw)
+	for _, m := range p.mirror {
+		(*secret)(p.cw.Get(m, csec)).HP = 100
+	}
+	r, err = check(Check{SkipPredicted: true})
+	require.NoError(t, err, "the mirrors hold what the clamped value quantizes to")
+	require.Len(t, r.ServerClamps, 1)
+	require.Equal(t, "secret", r.ServerClamps[0].Type)
+	require.Equal(t, "HP", r.ServerClamps[0].Field)
+	require.Empty(t, r.ClientClamps)
+	require.Contains(t, r.String(), "server values of secret.HP clamped")
 }

@@ -1,10 +1,9 @@
 package schema
 
 import (
+	"github.com/archenet/archenet/replication/quant"
 	"math"
 	"unsafe"
-
-	"github.com/archenet/archenet/components"
 )
 
 // Interpolable reports whether the component has a field that
@@ -65,11 +64,10 @@ func (p *Plan) Interpolate(a, b []uint64, f float64, dst unsafe.Pointer) {
 		case opQuat:
 			xa, ya, za, wa := o.qt.Dequantize(la[0], la[1], la[2], la[3])
 			xb, yb, zb, wb := o.qt.Dequantize(lb[0], lb[1], lb[2], lb[3])
-			q := components.Slerp(components.Quat{X: xa, Y: ya, Z: za, W: wa}, components.Quat{X: xb, Y: yb, Z: zb, W: wb}, f)
-			setF64(dst, o.off[0], o.num, q.X)
-			setF64(dst, o.off[1], o.num, q.Y)
-			setF64(dst, o.off[2], o.num, q.Z)
-			setF64(dst, o.off[3], o.num, q.W)
+			q := quant.Slerp([4]float64{xa, ya, za, wa}, [4]float64{xb, yb, zb, wb}, f)
+			for i := range 4 {
+				setF64(dst, o.off[i], o.num, q[i])
+			}
 		case opVel:
 			xa, ya, za := o.vel.Dequantize(la[0] != 0, la[1], la[2], la[3])
 			xb, yb, zb := o.vel.Dequantize(lb[0] != 0, lb[1], lb[2], lb[3])

@@ -153,6 +153,12 @@ func FuzzDecode(f *testing.F) {
 		for _, r := range []*Receiver{fresh(), deep()} {
 			checkDecode(t, r, data, plans)
 		}
+		// ParseHeader never panics, and agrees with the receiver on the tick
+		// of every uncompressed datagram it decodes.
+		h, herr := ParseHeader(data)
+		if S, err := fresh().Decode(data); err == nil && data[0]&FlagCompressed == 0 && (herr != nil || h.Tick != S) {
+			t.Fatalf("decoded tick %d; ParseHeader: %+v, %v", S, h, herr)
+		}
 	})
 }
 

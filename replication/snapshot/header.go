@@ -242,3 +242,20 @@ func parseHeader(r *bitio.Reader) (Header, error) {
 	h.Count = int(count)
 	return h, h.Check()
 }
+
+// ParseHeader reads the header of the snapshot datagram b (its kind byte included):
+// which tick and part it carries and the views its records are coded against, for
+// tools and tests that compare what clients were sent. A compressed datagram's
+// header is inside its zstd body: ParseHeader fails with [ErrCompressed] for one.
+// Other errors match [ErrNotSnapshot] or [ErrCorrupt]; it never panics.
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) < 1 || b[0]&^FlagCompressed != KindSnapshot {
+		return Header{}, ErrNotSnapshot
+	}
+	if b[0]&FlagCompressed != 0 {
+		return Header{}, ErrCompressed
+	}
+	var r bitio.Reader
+	r.Reset(b[1:])
+	return parseHeader(&r)
+}

@@ -90,6 +90,30 @@ func TestHeaderRoundTrip(t *testing.T) {
 	}
 }
 
+// ParseHeader reads the header of a whole datagram (kind byte first) and
+// refuses other kinds, compressed datagrams and truncated headers.
+func TestParseHeader(t *testing.T) {
+	h := Header{Tick: 77, Part: 1, Parts: 3, Baseline: 2, Count: 5, GapOrder: 1, Coding: defaultCoding}
+	require.NoError(t, h.Check())
+	var w bitio.Writer
+	h.AppendBits(&w)
+	for range 2 {
+		w.WriteBits(0, 8)
+	}
+	b := append([]byte{KindSnapshot}, w.Bytes()...)
+	got, err := ParseHeader(b)
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+	_, err = ParseHeader(append([]byte{0x02}, b[1:]...))
+	require.ErrorIs(t, err, ErrNotSnapshot)
+	_, err = ParseHeader(nil)
+	require.ErrorIs(t, err, ErrNotSnapshot)
+	_, err = ParseHeader(append([]byte{KindSnapshot | FlagCompressed}, b[1:]...))
+	require.ErrorIs(t, err, ErrCompressed)
+	_, err = ParseHeader(b[:3])
+	require.Error(t, err)
+}
+
 func TestHeaderCheck(t *testing.T) {
 	ok := Header{Tick: 10, Parts: 1}
 	require.NoError(t, ok.Check())

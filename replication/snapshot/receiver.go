@@ -24,6 +24,8 @@ var (
 	ErrNotSnapshot = errors.New("snapshot: not a snapshot datagram")
 	// ErrTooManyEntities: the decoded view would exceed MaxEntities.
 	ErrTooManyEntities = errors.New("snapshot: too many entities")
+	// ErrCompressed: ParseHeader was given a compressed datagram.
+	ErrCompressed = errors.New("snapshot: compressed datagram (its header is inside the zstd body)")
 )
 
 // DefaultMaxEntities bounds a receiver's view.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/admission"
 
 	quicgo "github.com/quic-go/quic-go"
 )
@@ -121,9 +122,6 @@ const (
 	defaultHandshakeWindow  = 32 << 10
 	defaultPendingPerAddr   = 16
 	defaultRetryAbove       = 64
-	// preHandshakeDatagrams bounds the datagrams a connection queues before this end's
-	// Welcome (the server reads none before it); later ones are dropped.
-	preHandshakeDatagrams = 16
 )
 
 // resolved returns a copy with every zero field replaced by its default.
@@ -198,10 +196,10 @@ func (c *Config) quicConfig(server bool) *quicgo.Config {
 	}
 	if server {
 		qc.MaxIncomingStreams = 1
-		// Handshake-sized windows until this end's first message (admission.go).
+		// Handshake-sized windows until this end's Welcome (package admission).
 		qc.InitialStreamReceiveWindow = uint64(c.HandshakeWindow)
 		qc.InitialConnectionReceiveWindow = uint64(c.HandshakeWindow)
-		qc.AllowConnectionWindowIncrease = allowWindowIncrease
+		qc.AllowConnectionWindowIncrease = admission.AllowWindowIncrease
 	}
 	if c.KeepAlivePeriod > 0 {
 		qc.KeepAlivePeriod = c.KeepAlivePeriod

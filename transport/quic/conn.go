@@ -13,8 +13,10 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/admission"
 	"github.com/archenet/archenet/transport/internal/frame"
 	"github.com/archenet/archenet/transport/internal/queue"
+	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
 // Conn is an archenet connection over QUIC: datagrams are QUIC DATAGRAM frames
@@ -33,7 +35,7 @@ type Conn struct {
 	// adm is the connection's place in its listener's pre-handshake budget
 	// (nil for a dialed connection), released when it sends a Welcome or
 	// closes.
-	adm *pendingConn
+	adm *admission.Entry
 
 	datagrams *queue.Queue[[]byte]
 	messages  *queue.Queue[[]byte]
@@ -79,7 +81,7 @@ func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Confi
 		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
 		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
 		closeReq:  make(chan closeRequest, 1),
-		adm:       pendingOf(qc),
+		adm:       admission.Of(qc),
 		done:      make(chan struct{}),
 		onClose:   onClose,
 	}
@@ -149,19 +151,19 @@ func (w connWriter) TryWriteMessage(b []byte) (bool, error) {
 func (c *Conn) readDatagrams() {
 	defer c.readers.Done()
 	ctx := c.qc.Context()
-	limit := newTokenBucket(c.cfg.DatagramRateLimit, c.cfg.DatagramBurst, time.Now())
+	limit := ratelimit.New(c.cfg.DatagramRateLimit, c.cfg.DatagramBurst, time.Now())
 	for {
 		b, err := c.qc.ReceiveDatagram(ctx)
 		if err != nil {
 			return
 		}
-		if !limit.allow(time.Now()) {
+		if !limit.Allow(time.Now()) {
 			reason := fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.cfg.DatagramRateLimit, c.cfg.DatagramBurst)
 			c.logClose(transport.CodeFlood, reason)
 			c.closeNoWait(transport.CodeFlood, reason)
 			return
 		}
-		if c.adm != nil && !c.adm.released.Load() && c.datagrams.Len() >= preHandshakeDatagrams {
+		if c.adm != nil && !c.adm.Released() && c.datagrams.Len() >= admission.PendingDatagrams {
 			c.datagramsDropped.Add(1) // not read before the Welcome: keep a few
 			continue
 		}
@@ -346,7 +348,7 @@ func (c *Conn) SendMessage(b []byte) error {
 		return c.sendErr(err)
 	}
 	if c.adm != nil && transport.TypeOf(b) == transport.MessageWelcome {
-		c.adm.release() // welcomed: the windows may grow (a Reject's connection closes)
+		c.adm.Release() // welcomed: the windows may grow (a Reject's connection closes)
 	}
 	c.messagesSent.Add(1)
 	c.messageBytesSent.Add(uint64(len(b)))

@@ -12,6 +12,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/admission"
 	"github.com/archenet/archenet/transport/internal/queue"
 )
 
@@ -21,7 +22,7 @@ type Listener struct {
 	tr      *quicgo.Transport
 	ql      *quicgo.Listener
 	cfg     Config
-	adm     *admission
+	adm     *admission.Budget
 	pending *queue.Queue[*Conn]
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -57,8 +58,10 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	adm := newAdmission(&r)
-	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.connContext, VerifySourceAddress: adm.verifySource}
+	// Connections before their handshake ends: see Config.HandshakeWindow,
+	// MaxPendingPerAddress and RetryAbove.
+	adm := admission.New(r.MaxPendingPerAddress, r.RetryAbove)
+	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.ConnContext, VerifySourceAddress: adm.VerifySource}
 	ql, err := tr.Listen(tlsConf, r.quicConfig(true))
 	if err != nil {
 		tr.Close()
@@ -222,7 +225,7 @@ type AdmissionStats struct {
 
 // Admission returns the listener's pre-handshake counts.
 func (l *Listener) Admission() AdmissionStats {
-	return AdmissionStats{Pending: int(l.adm.pending.Load()), RefusedPerAddress: l.adm.refused.Load(), Retries: l.adm.retries.Load()}
+	return AdmissionStats{Pending: l.adm.Pending(), RefusedPerAddress: l.adm.Refused(), Retries: l.adm.Retries()}
 }
 
 // Addr implements [transport.Listener]: the bound UDP address.

@@ -30,8 +30,7 @@ type BotOptions struct {
 	// Logger receives connection events. Nil: slog.Default().
 	Logger *slog.Logger
 	// Control, if set, is the player's input for an input tick (keyboard
-	// and mouse of a graphical client) instead of the bot's script; the bot
-	// fills in ViewLag.
+	// and mouse of a graphical client) instead of the bot's script.
 	Control func(tick uint32, s *Avatar) ShooterInput
 	// NoPredictedShots shows the bot's projectiles only when the server's
 	// spawn arrives (for comparison) instead of predicting them the tick
@@ -99,7 +98,7 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	b.idTrans, b.idVel = ecs.ComponentID[components.Transform](b.world), ecs.ComponentID[components.Velocity](b.world)
 	b.idNetID, b.idAvatar = ecs.ComponentID[components.NetID](b.world), ecs.ComponentID[Avatar](b.world)
 	b.idVisual = ecs.ComponentID[components.Visual](b.world)
-	b.shots = shots{own: map[ecs.Entity]*ownShot{}, seen: map[ecs.Entity]bool{}}
+	b.shots = shots{seen: map[ecs.Entity]bool{}}
 	var err error
 	b.cl, err = replication.NewClient(b.world, opts.Conn, replication.ClientConfig{
 		Registry:      newRegistry(),
@@ -130,6 +129,9 @@ func NewBot(opts BotOptions) (*Bot, error) {
 		Now: opts.Now,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if b.shots.own, err = input.NewProjectiles(b.player, b.moveProjectile); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -195,20 +197,19 @@ func (b *Bot) Frame(time.Time) error {
 	if err := b.player.Update(); err != nil {
 		return err
 	}
-	b.moveShots()
+	b.shots.own.Update()
+	b.measureShots()
 	b.draw()
 	return nil
 }
 
 // nextInput is the scripted player: hold keys for a while, turn smoothly,
 // head back to the centre near the walls; aim at the nearest other player
-// as drawn and fire at it, else fire in bursts. It reports its view lag for
-// the server's lag compensation.
+// as drawn and fire at it, else fire in bursts. (The input.Player sends
+// what it saw with each input, for the server's lag compensation.)
 func (b *Bot) nextInput(tick uint32, s *Avatar) ShooterInput {
 	if b.opts.Control != nil {
-		in := b.opts.Control(tick, s)
-		in.ViewLag = uint16(min(max(math.Round(b.player.ViewLag(tick)*4), 0), 1023))
-		return in
+		return b.opts.Control(tick, s)
 	}
 	if b.rng.IntN(90) == 0 {
 		b.script.Keys = uint8(b.rng.IntN(16))
@@ -227,7 +228,6 @@ func (b *Bot) nextInput(tick uint32, s *Avatar) ShooterInput {
 	}
 	in.Yaw = math.Remainder(in.Yaw, 2*math.Pi)
 	b.script.Yaw = math.Remainder(b.script.Yaw, 2*math.Pi)
-	in.ViewLag = uint16(min(max(math.Round(b.player.ViewLag(tick)*4), 0), 1023))
 	return in
 }
 

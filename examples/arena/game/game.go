@@ -45,18 +45,13 @@ type ShooterInput struct {
 	Keys uint8   `net:"range=0:15"`
 	Yaw  float64 `net:"angle,bits=12"`
 	Fire bool
-	// ViewLag is how far the player's view of remote entities trailed this
-	// input tick, in quarter simulation ticks (input.Player.ViewLag × 4):
-	// the server judges the shots of this tick against the world as the
-	// player saw it (lag compensation).
-	ViewLag uint16 `net:"range=0:1023"`
 }
 
 // outageInput is the input the server applies while a player's inputs are
 // cut off, and the player predicts then (input.AuthorityConfig.Outage,
 // input.PlayerConfig.Outage): keys released, no fire, aim kept.
 func outageInput(last ShooterInput) ShooterInput {
-	return ShooterInput{Yaw: last.Yaw, ViewLag: last.ViewLag}
+	return ShooterInput{Yaw: last.Yaw}
 }
 
 // Avatar is the predicted state of a player's avatar: what the server and

@@ -90,7 +90,6 @@ type ServerGame struct {
 	joined, left []replication.ClientID
 	auth         *input.Authority[Avatar, ShooterInput]
 	hist         *lagcomp.History[components.Transform] // what clients were shown
-	rewinds      *lagcomp.Rewinds                       // bounds of claimed view lags
 	rng          *rand.Rand
 	log          *slog.Logger
 
@@ -186,11 +185,6 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	g.sched.AddNetSystem(g.srv.SendSystem())
 	g.sched.AddNetSystem(ecs.Func(g.afterSend))
 	// Lag compensation: the transforms each net tick's snapshot carried.
-	// Claims of view lag are bounded by what the server measured of each
-	// shooter (its RTT), not by what the shooter says.
-	if g.rewinds, err = lagcomp.NewRewinds(lagcomp.Limits{NetRate: netRate}); err != nil {
-		return nil, err
-	}
 	if g.hist, err = lagcomp.New[components.Transform](g.world, reg, lagcomp.Config{Depth: 32}); err != nil {
 		return nil, err
 	}
@@ -307,7 +301,6 @@ func (g *ServerGame) player(c replication.ClientID) *player {
 func (g *ServerGame) syncPlayers(*arche.World) {
 	for _, id := range g.joined {
 		if p := g.player(id); !p.has {
-			g.rewinds.Reset(id) // (a slot's new client)
 			g.spawnAvatar(p)
 		}
 	}
@@ -358,8 +351,14 @@ func (g *ServerGame) onAvatarStep(e arche.Entity, before, after *Avatar, in *Sho
 		return
 	}
 	pos, vel := shot(after)
-	g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: pos, vel: vel,
-		shooter: (*components.Owner)(g.world.Get(e, g.idOwner)).Client, lag: float64(in.ViewLag) / 4})
+	shooter := (*components.Owner)(g.world.Get(e, g.idOwner)).Client
+	// What the shooter saw when it fired (bounded by its measured round
+	// trip): the projectile is judged against that.
+	lag := 0.0
+	if view, ok := g.auth.ViewTick(shooter); ok {
+		lag = float64(g.sched.Info().Tick) - view*netDivisor
+	}
+	g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: pos, vel: vel, shooter: shooter, lag: lag})
 }
 
 // stepNPCs makes the NPCs wander and fire.
@@ -420,7 +419,7 @@ func (g *ServerGame) stepProjectiles(*arche.World) {
 		e := g.world.NewEntity(g.idRep, g.idTrans, g.idVel, g.idProj)
 		*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: s.pos, Rot: components.QuatIdentity()}
 		(*components.Velocity)(g.world.Get(e, g.idVel)).Linear = s.vel
-		*(*Projectile)(g.world.Get(e, g.idProj)) = Projectile{Shooter: s.shooter, TTL: projectileTTL, Lag: g.judgeLag(s, float64(tick))}
+		*(*Projectile)(g.world.Get(e, g.idProj)) = Projectile{Shooter: s.shooter, TTL: projectileTTL, Lag: s.lag}
 		g.stats.ProjectilesSpawned++
 		if s.shooter != 0 {
 			// The shooter predicted this projectile, keyed by the input
@@ -509,21 +508,9 @@ func (g *ServerGame) targetAt(p *player, pr *Projectile, tick float64) component
 	return components.Vec3{X: av.X, Z: av.Z}
 }
 
-// judgeLag returns the view lag, in simulation ticks, at which shot s fired
-// at tick is judged: what its shooter claimed, bounded by the round trip
-// the server measured for it (lagcomp.Rewinds).
-func (g *ServerGame) judgeLag(s projectileSpawn, tick float64) float64 {
-	if s.shooter == 0 {
-		return 0
-	}
-	at := tick / netDivisor
-	view := g.rewinds.Judge(s.shooter, at, (tick-s.lag)/netDivisor, g.srv.RTT(s.shooter))
-	return (at - view) * netDivisor
-}
-
-// Rewinds returns the bounds and statistics of the players' claimed view
-// lags.
-func (g *ServerGame) Rewinds() *lagcomp.Rewinds { return g.rewinds }
+// Rewinds returns the bounds and statistics of the view ticks the players
+// reported with their shots (input.Authority.ViewTick).
+func (g *ServerGame) Rewinds() *lagcomp.Rewinds { return g.auth.Rewinds() }
 
 // focus is the interest focus of a client: its avatar.
 func (g *ServerGame) focus(c replication.ClientID) (components.Vec3, bool) {

@@ -7,24 +7,14 @@ import (
 	"github.com/mlange-42/arche/ecs"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/input"
 )
 
-// ownShot is a projectile this bot fired, as its client shows it: in the
-// bot's present (its newest predicted tick), from the server's newest state
-// once the server's spawn adopted it, else from where it was fired.
-type ownShot struct {
-	entity     ecs.Entity
-	fired      uint32 // the input tick that fired it (its predicted-spawn key)
-	start, vel components.Vec3
-	authTick   uint32 // simulation tick of authPos (0: none yet)
-	authPos    components.Vec3
-	authNet    uint32 // the server tick of the state last read
-}
-
-// shots is a bot's shooting: predicted projectiles and the latency with
-// which its shots appear on its own screen.
+// shots is a bot's shooting: its predicted projectiles (input.Projectiles
+// moves them on its predicted timeline) and the latency with which its
+// shots appear on its own screen.
 type shots struct {
-	own      map[ecs.Entity]*ownShot
+	own      *input.Projectiles[components.Transform]
 	pending  []time.Time // fire times of shots not yet on screen
 	seen     map[ecs.Entity]bool
 	latency  time.Duration // summed over LatencyN shots
@@ -32,7 +22,8 @@ type shots struct {
 }
 
 // onPredict is the player's OnPredict: a predicted step that fired spawns
-// the projectile at once (unless NoPredictedShots), keyed by its tick.
+// the projectile at once (unless NoPredictedShots), keyed by its tick, at
+// the end of that tick (the server moves it on in the tick it fires).
 func (b *Bot) onPredict(tick uint32, before, after *Avatar, _ *ShooterInput) {
 	if !fired(before, after) {
 		return
@@ -42,36 +33,23 @@ func (b *Bot) onPredict(tick uint32, before, after *Avatar, _ *ShooterInput) {
 		return
 	}
 	start, vel := shot(after)
-	e, err := b.cl.SpawnPredicted(tick, b.idTrans, b.idVel, b.idProj)
+	e, err := b.shots.own.Spawn(tick, components.Transform{Pos: start.Add(vel.Scale(simDt)), Rot: components.QuatIdentity()}, b.idVel, b.idProj)
 	if err != nil {
 		return // too many waiting: the server's spawn will show it
 	}
 	*(*Projectile)(b.world.Get(e, b.idProj)) = Projectile{Shooter: b.cl.ID()}
 	(*components.Velocity)(b.world.Get(e, b.idVel)).Linear = vel
-	s := &ownShot{entity: e, fired: tick, start: start, vel: vel}
-	b.shots.own[e] = s
-	b.placeShot(s, tick)
 }
 
-// moveShots puts the bot's predicted projectiles at its present tick and
-// measures when shots appear on screen.
-func (b *Bot) moveShots() {
-	present := b.player.Tick()
-	for e, s := range b.shots.own {
-		if !b.world.Alive(e) {
-			delete(b.shots.own, e)
-			continue
-		}
-		id := *(*components.NetID)(b.world.Get(e, b.idNetID))
-		if st, ok := b.cl.StateTick(id); ok && st != s.authNet {
-			// The replication client just wrote the server's state of st.
-			s.authNet, s.authTick = st, uint32(b.cl.SimTick(st))
-			s.authPos = (*components.Transform)(b.world.Get(e, b.idTrans)).Pos
-		}
-		b.placeShot(s, present)
-	}
-	// A shot of ours shows up: the provisional one at once, or (without
-	// prediction) the server's spawn a round trip later.
+// moveProjectile is the projectiles' step: what the server's does.
+func (b *Bot) moveProjectile(e ecs.Entity, tr *components.Transform, dt float64) {
+	tr.Pos = tr.Pos.Add((*components.Velocity)(b.world.Get(e, b.idVel)).Linear.Scale(dt))
+}
+
+// measureShots measures when the bot's shots appear on its screen: the
+// provisional projectile at once, or (without prediction) the server's
+// spawn a round trip later.
+func (b *Bot) measureShots() {
 	me := b.cl.ID()
 	q := b.world.Query(ecs.All(b.idProj))
 	for q.Next() {
@@ -87,17 +65,6 @@ func (b *Bot) moveShots() {
 			delete(b.shots.seen, e)
 		}
 	}
-}
-
-// placeShot sets a predicted projectile's transform at tick t: the end of
-// tick t is start + vel·(t − fired + 1)·dt (see shot), or the server's
-// state moved on to t.
-func (b *Bot) placeShot(s *ownShot, t uint32) {
-	pos := s.start.Add(s.vel.Scale(float64(int32(t-s.fired)+1) * simDt))
-	if s.authTick != 0 {
-		pos = s.authPos.Add(s.vel.Scale(float64(int32(t-s.authTick)) * simDt))
-	}
-	*(*components.Transform)(b.world.Get(s.entity, b.idTrans)) = components.Transform{Pos: pos, Rot: components.QuatIdentity()}
 }
 
 // aim turns toward the nearest other avatar as drawn (within npcAimRange)

@@ -1,0 +1,198 @@
+//go:build js && wasm
+
+// Command pageclient is the page of archenet's browser tests (tests/browser_test.go):
+// a pagegame client in headless Chromium, over transport/webtransport, with the same
+// replication.Client and input.Player as the native clients of the same match.
+//
+// Query parameters: mode "play" (a predicted body, scripted input) or "watch" (a
+// mirror only). It dials the session /endpoint.json names and plays a frame every
+// 1/60 s. Once the test sets window.pageStop, the player lets go of its keys and the
+// page fetches the server's state (/server.json, a replicationtest.State) every
+// 100 ms and runs replicationtest.Converged on its own world against it. It publishes
+// window.pageReport (JSON) every half second and when it converges: state, client
+// id, snapshots and mirrors, the player's prediction counters, CPU per frame, the
+// convergence result and, once converged, the snapshot ticks it recorded.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"syscall/js"
+	"time"
+
+	"github.com/archenet/archenet/replication/replicationtest"
+	"github.com/archenet/archenet/tests/internal/pagegame"
+	"github.com/archenet/archenet/transport/webtransport"
+)
+
+// report is window.pageReport.
+type report struct {
+	Mode         string                `json:"mode"`
+	State        string                `json:"state"` // connecting, playing, converged, error
+	Error        string                `json:"error,omitempty"`
+	ID           int                   `json:"id"`
+	Snapshots    int                   `json:"snapshots"`
+	Mirrors      int                   `json:"mirrors"`
+	Predicted    bool                  `json:"predicted"` // the player's body is predicted
+	InputTicks   uint64                `json:"inputTicks"`
+	Matches      uint64                `json:"matches"`
+	Corrections  uint64                `json:"corrections"`
+	Resets       uint64                `json:"resets"`
+	FrameMs      float64               `json:"frameMs"` // mean CPU time of a frame
+	Checks       int                   `json:"checks"`  // convergence checks run
+	Converged    bool                  `json:"converged"`
+	ConvergeErr  string                `json:"convergeError,omitempty"`
+	Records      []pagegame.TickRecord `json:"records,omitempty"`
+	Transport    map[string]any        `json:"transport,omitempty"`
+	MessagesRecv uint64                `json:"messagesReceived"`
+}
+
+func main() {
+	q, _ := url.ParseQuery(js.Global().Get("location").Get("search").String()[1:])
+	r := &report{Mode: q.Get("mode"), State: "connecting"}
+	publish(r)
+	if err := play(r); err != nil {
+		r.State, r.Error = "error", err.Error()
+	}
+	publish(r)
+}
+
+func publish(r *report) {
+	b, _ := json.Marshal(r)
+	js.Global().Set("pageReport", string(b))
+}
+
+func stopped() bool { return js.Global().Get("pageStop").Truthy() }
+
+func play(r *report) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	conn, err := webtransport.DialEndpoint(ctx, "/endpoint.json", nil)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var sample func(uint32, *pagegame.Body) pagegame.Move
+	if r.Mode == "play" {
+		sample = pagegame.Wander(7, stopped)
+	}
+	c, err := pagegame.NewClient(conn, sample, 600, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	c.Net.OnSnapshot(func(uint32, time.Time) { r.Snapshots++ })
+	r.State = "playing"
+	tk := time.NewTicker(time.Second / 60)
+	defer tk.Stop()
+	var cpu time.Duration
+	frames := 0
+	var nextCheck time.Time
+	for range tk.C {
+		t0 := time.Now()
+		if err := c.Frame(); err != nil {
+			return err
+		}
+		cpu += time.Since(t0)
+		frames++
+		if stopped() && time.Now().After(nextCheck) {
+			nextCheck = time.Now().Add(100 * time.Millisecond)
+			if done := check(c, r); done {
+				r.Records = c.Recorder.Records()
+				fill(r, c, cpu, frames)
+				return nil
+			}
+		}
+		if frames%30 == 0 {
+			fill(r, c, cpu, frames)
+			publish(r)
+		}
+	}
+	return nil
+}
+
+// check runs Converged against the server's state and reports whether it holds.
+func check(c *pagegame.Client, r *report) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := fetch(ctx, "/server.json")
+	if err != nil {
+		r.ConvergeErr = err.Error()
+		return false
+	}
+	var s replicationtest.State
+	if err := json.Unmarshal(b, &s); err != nil {
+		r.ConvergeErr = "server state: " + err.Error()
+		return false
+	}
+	r.Checks++
+	err = c.Converged(s)
+	r.Converged = err == nil
+	r.ConvergeErr = ""
+	if err != nil {
+		r.ConvergeErr = err.Error()
+	} else {
+		r.State = "converged"
+	}
+	return r.Converged
+}
+
+func fill(r *report, c *pagegame.Client, cpu time.Duration, frames int) {
+	r.ID = int(c.Net.ID())
+	r.Mirrors = c.Net.Mirrors()
+	if c.Player != nil {
+		_, r.Predicted = c.Player.Entity()
+		st := c.Player.Stats()
+		r.InputTicks, r.Matches, r.Corrections, r.Resets = st.InputTicks, st.Matches, st.Corrections, st.Resets
+	}
+	r.FrameMs = float64(cpu) / float64(time.Millisecond) / float64(max(frames, 1))
+	st := c.Recorder.Stats()
+	r.MessagesRecv = st.MessagesReceived
+	r.Transport = map[string]any{
+		"datagramsReceived": st.DatagramsReceived, "datagramsDropped": st.DatagramsDropped,
+		"datagramBytesReceived": st.DatagramBytesReceived, "datagramsSent": st.DatagramsSent,
+	}
+}
+
+// fetch GETs path from the page's server.
+func fetch(ctx context.Context, path string) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	var then, fail, gotBody js.Func
+	release := func() { then.Release(); fail.Release(); gotBody.Release() }
+	fail = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		ch <- result{err: fmt.Errorf("fetch %s: %s", path, js.Global().Get("String").Invoke(args[0]).String())}
+		return nil
+	})
+	gotBody = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		u := js.Global().Get("Uint8Array").New(args[0])
+		b := make([]byte, u.Get("length").Int())
+		js.CopyBytesToGo(b, u)
+		ch <- result{b: b}
+		return nil
+	})
+	then = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		rsp := args[0]
+		if !rsp.Get("ok").Bool() {
+			ch <- result{err: fmt.Errorf("fetch %s: HTTP %d", path, rsp.Get("status").Int())}
+			return nil
+		}
+		rsp.Call("arrayBuffer").Call("then", gotBody, fail)
+		return nil
+	})
+	js.Global().Call("fetch", path, map[string]any{"cache": "no-store"}).Call("then", then, fail)
+	select {
+	case r := <-ch:
+		release()
+		return r.b, r.err
+	case <-ctx.Done():
+		go func() { <-ch; release() }()
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,378 @@
+//go:build js && wasm
+
+package webtransport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall/js"
+	"time"
+
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/frame"
+	"github.com/archenet/archenet/transport/internal/queue"
+)
+
+// Conn is the browser end of an archenet connection over the page's WebTransport
+// session: datagrams are the session's datagrams, messages length-prefixed frames on
+// the bidirectional stream Dial opened. It implements [transport.Conn].
+//
+// Reader goroutines await the datagram and stream readers' promises and fill bounded
+// queues; sends go through a [transport.Outbox] whose writer goroutines await the
+// writers' ready and write promises, so SendDatagram and SendMessage never block the
+// game loop. Datagrams are at most [MaxDatagramPayload] bytes both ways (the browser's
+// maxDatagramSize is 1215).
+type Conn struct {
+	wt       js.Value // the WebTransport object
+	writer   js.Value // the message stream's WritableStreamDefaultWriter
+	reader   js.Value // its ReadableStreamDefaultReader
+	dgWriter js.Value
+	dgReader js.Value
+	url      string
+	cfg      Config
+	maxDg    int
+
+	ctx    context.Context // ends when the session has ended
+	cancel context.CancelFunc
+
+	datagrams *queue.Queue[[]byte]
+	messages  *queue.Queue[[]byte]
+	out       *transport.Outbox
+
+	datagramsSent, datagramBytesSent         atomic.Uint64
+	datagramsReceived, datagramBytesReceived atomic.Uint64
+	messagesSent, messageBytesSent           atomic.Uint64
+	messagesReceived, messageBytesReceived   atomic.Uint64
+	datagramsDropped                         atomic.Uint64
+	rtt                                      atomic.Int64
+
+	closeMu sync.Mutex
+	local   *transport.CloseError // set when this end closed first
+
+	readers sync.WaitGroup
+	done    chan struct{}
+	errMu   sync.Mutex
+	err     error
+}
+
+var _ transport.Conn = (*Conn)(nil)
+
+func newConn(wtv, writer, reader js.Value, url string, cfg Config) *Conn {
+	dgs := wtv.Get("datagrams")
+	// Let the browser queue a burst of datagrams (its default high-water mark is 1).
+	dgs.Set("incomingHighWaterMark", cfg.DatagramQueueLen)
+	dgs.Set("outgoingHighWaterMark", cfg.DatagramSendQueueLen)
+	c := &Conn{
+		wt: wtv, writer: writer, reader: reader, url: url, cfg: cfg,
+		dgWriter:  datagramWriter(dgs),
+		dgReader:  dgs.Get("readable").Call("getReader"),
+		maxDg:     MaxDatagramPayload,
+		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
+		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
+		done:      make(chan struct{}),
+	}
+	if m := dgs.Get("maxDatagramSize"); m.Type() == js.TypeNumber && m.Int() < c.maxDg {
+		c.maxDg = m.Int()
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.out = transport.NewOutbox(jsWriter{c}, transport.OutboxConfig{
+		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
+	}, func(code transport.CloseCode, reason string) { c.closeNoWait(code, reason) })
+	c.readers.Add(3)
+	go c.readDatagrams()
+	go c.readMessages()
+	go c.pollRTT()
+	go c.watch()
+	return c
+}
+
+// datagramWriter returns the writer of the session's datagrams: createWritable() where
+// the browser has it (the newer API), else the writable attribute.
+func datagramWriter(dgs js.Value) js.Value {
+	if dgs.Get("createWritable").Type() == js.TypeFunction {
+		return dgs.Call("createWritable").Call("getWriter")
+	}
+	return dgs.Get("writable").Call("getWriter")
+}
+
+// jsWriter is the blocking send side the Outbox drains: it awaits the browser.
+type jsWriter struct{ c *Conn }
+
+func (w jsWriter) WriteDatagram(b []byte) error {
+	c := w.c
+	if _, err := await(c.ctx, c.dgWriter.Get("ready")); err != nil {
+		return err
+	}
+	_, err := await(c.ctx, c.dgWriter.Call("write", bytesToJS(b)))
+	return err
+}
+
+// deadlineError is a message write that waited past its deadline.
+type deadlineError struct{}
+
+func (deadlineError) Error() string { return "webtransport: message write deadline exceeded" }
+func (deadlineError) Timeout() bool { return true }
+
+func (w jsWriter) WriteMessage(b []byte, deadline time.Time) error {
+	c := w.c
+	ctx, cancel := context.WithDeadlineCause(c.ctx, deadline, deadlineError{})
+	defer cancel()
+	if _, err := await(ctx, c.writer.Get("ready")); err != nil {
+		return err
+	}
+	_, err := await(ctx, c.writer.Call("write", bytesToJS(frame.Append(nil, b))))
+	return err
+}
+
+func (c *Conn) readDatagrams() {
+	defer c.readers.Done()
+	for {
+		res, err := await(c.ctx, c.dgReader.Call("read"))
+		if err != nil || res.Get("done").Bool() {
+			return
+		}
+		v := res.Get("value")
+		b := make([]byte, v.Get("length").Int())
+		js.CopyBytesToGo(b, v)
+		if c.datagrams.TryPush(b) {
+			c.datagramsReceived.Add(1)
+			c.datagramBytesReceived.Add(uint64(len(b)))
+		} else {
+			c.datagramsDropped.Add(1)
+		}
+	}
+}
+
+func (c *Conn) readMessages() {
+	defer c.readers.Done()
+	br := bufio.NewReaderSize(&streamReader{r: c.reader, ctx: c.ctx}, 4<<10)
+	for {
+		b, err := frame.Read(br, c.cfg.MaxMessageSize)
+		if err != nil {
+			var fe *frame.Error
+			if errors.As(err, &fe) {
+				c.closeNoWait(fe.Code, fe.Reason)
+			}
+			return
+		}
+		if !c.messages.PushWait(c.ctx, nil, b) {
+			return
+		}
+		c.messagesReceived.Add(1)
+		c.messageBytesReceived.Add(uint64(len(b)))
+	}
+}
+
+// pollRTT reads the session's smoothed RTT from getStats() once a second.
+func (c *Conn) pollRTT() {
+	defer c.readers.Done()
+	if c.wt.Get("getStats").Type() != js.TypeFunction {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		st, err := await(c.ctx, c.wt.Call("getStats"))
+		if err == nil {
+			if ms := st.Get("smoothedRtt"); ms.Type() == js.TypeNumber {
+				c.rtt.Store(int64(ms.Float() * float64(time.Millisecond)))
+			}
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watch waits for the session to end and records why.
+func (c *Conn) watch() {
+	info, err := await(context.Background(), c.wt.Get("closed"))
+	c.closeMu.Lock()
+	ce := c.local
+	if ce == nil {
+		ce = closeErrorOfJS(info, err)
+	}
+	c.closeMu.Unlock()
+	c.cancel()
+	c.out.Close()
+	c.readers.Wait()
+	c.out.Wait()
+	c.errMu.Lock()
+	c.err = ce
+	c.errMu.Unlock()
+	close(c.done)
+}
+
+// closeErrorOfJS maps how the closed promise settled: resolved with the peer's
+// WebTransportCloseInfo, or rejected when the connection was lost.
+func closeErrorOfJS(info js.Value, err error) *transport.CloseError {
+	if err != nil {
+		return &transport.CloseError{Code: transport.CodeInternal, Reason: "connection lost: " + err.Error()}
+	}
+	ce := &transport.CloseError{Remote: true}
+	if info.Type() == js.TypeObject {
+		if code := info.Get("closeCode"); code.Type() == js.TypeNumber {
+			if n := code.Int(); n <= 0xffff {
+				ce.Code = transport.CloseCode(n)
+			} else {
+				ce.Code = transport.CodeProtocolError
+			}
+		}
+		ce.Reason = str(info.Get("reason"))
+	}
+	return ce
+}
+
+func (c *Conn) closedErr() error {
+	select {
+	case <-c.done:
+		return c.Err()
+	default:
+	}
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.local != nil || c.ctx.Err() != nil {
+		return fmt.Errorf("webtransport: session closing: %w", transport.ErrClosed)
+	}
+	return nil
+}
+
+// SendDatagram implements [transport.Conn]. It never blocks.
+func (c *Conn) SendDatagram(b []byte) error {
+	if err := c.closedErr(); err != nil {
+		return err
+	}
+	if len(b) > c.maxDg {
+		return &transport.DatagramTooLargeError{Size: len(b), Max: c.maxDg}
+	}
+	if err := c.out.SendDatagram(b); err != nil {
+		return err
+	}
+	c.datagramsSent.Add(1)
+	c.datagramBytesSent.Add(uint64(len(b)))
+	return nil
+}
+
+// ReceiveDatagram implements [transport.Conn].
+func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.datagrams) }
+
+// PollDatagram implements [transport.Conn].
+func (c *Conn) PollDatagram() ([]byte, bool) { return c.datagrams.Pop() }
+
+// MaxDatagramSize implements [transport.Conn]: [MaxDatagramPayload], or the browser's
+// maxDatagramSize if smaller.
+func (c *Conn) MaxDatagramSize() int { return c.maxDg }
+
+// SendMessage implements [transport.Conn]. It never blocks.
+func (c *Conn) SendMessage(b []byte) error {
+	if len(b) > c.cfg.MaxMessageSize {
+		return &transport.MessageTooLargeError{Size: len(b), Max: c.cfg.MaxMessageSize}
+	}
+	if err := c.closedErr(); err != nil {
+		return err
+	}
+	if err := c.out.SendMessage(b); err != nil {
+		return err
+	}
+	c.messagesSent.Add(1)
+	c.messageBytesSent.Add(uint64(len(b)))
+	return nil
+}
+
+// ReceiveMessage implements [transport.Conn].
+func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.messages) }
+
+// PollMessage implements [transport.Conn].
+func (c *Conn) PollMessage() ([]byte, bool) { return c.messages.Pop() }
+
+// MaxMessageSize implements [transport.Conn].
+func (c *Conn) MaxMessageSize() int { return c.cfg.MaxMessageSize }
+
+func (c *Conn) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error) {
+	b, ok, err := q.Wait(ctx, c.done)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, c.Err()
+	}
+	return b, nil
+}
+
+func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
+	reason = transport.TruncateReason(reason, transport.MaxReasonLen)
+	c.closeMu.Lock()
+	first := c.local == nil && c.ctx.Err() == nil
+	if first {
+		c.local = &transport.CloseError{Code: code, Reason: reason}
+	}
+	c.closeMu.Unlock()
+	if first {
+		_, _ = call(c.wt, "close", map[string]any{"closeCode": int(code), "reason": reason})
+	}
+}
+
+// CloseWithReason implements [transport.Conn]: the server sees code and reason.
+func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
+	c.closeNoWait(code, reason)
+	<-c.done
+	return nil
+}
+
+// Close implements [transport.Conn].
+func (c *Conn) Close() error { return c.CloseWithReason(transport.CodeNormal, "") }
+
+// Done implements [transport.Conn].
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err implements [transport.Conn].
+func (c *Conn) Err() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	if c.err == nil {
+		return nil
+	}
+	return c.err
+}
+
+// Addr is the address of a browser connection's ends: the session URL for the remote
+// end, "page" for the local one (a page cannot learn its own UDP address).
+type Addr string
+
+// Network returns "webtransport".
+func (Addr) Network() string { return "webtransport" }
+
+// String returns the address as text.
+func (a Addr) String() string { return string(a) }
+
+// RemoteAddr implements [transport.Conn]: the session URL.
+func (c *Conn) RemoteAddr() net.Addr { return Addr(c.url) }
+
+// LocalAddr implements [transport.Conn].
+func (c *Conn) LocalAddr() net.Addr { return Addr("page") }
+
+// Stats implements [transport.Conn]. RTT is the browser's smoothedRtt (getStats, read
+// once a second).
+func (c *Conn) Stats() transport.Stats {
+	return transport.Stats{
+		DatagramsSent:         c.datagramsSent.Load(),
+		DatagramsReceived:     c.datagramsReceived.Load(),
+		DatagramBytesSent:     c.datagramBytesSent.Load(),
+		DatagramBytesReceived: c.datagramBytesReceived.Load(),
+		MessagesSent:          c.messagesSent.Load(),
+		MessagesReceived:      c.messagesReceived.Load(),
+		MessageBytesSent:      c.messageBytesSent.Load(),
+		MessageBytesReceived:  c.messageBytesReceived.Load(),
+		DatagramsDropped:      c.datagramsDropped.Load(),
+		DatagramsSendDropped:  c.out.SendDropped(),
+		MessageBacklog:        c.out.Backlog(),
+		RTT:                   time.Duration(c.rtt.Load()),
+	}
+}

@@ -1,0 +1,453 @@
+//go:build !js
+
+package webtransport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	wt "github.com/quic-go/webtransport-go"
+
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/admission"
+	"github.com/archenet/archenet/transport/internal/queue"
+)
+
+// Listener accepts archenet connections from WebTransport sessions. It implements
+// [transport.Listener] and [http.Handler]: [Listen] makes one that owns its UDP socket
+// and HTTP/3 server, [NewListener] one to mount on an HTTP/3 server of the caller's.
+type Listener struct {
+	cfg     Config
+	wts     *wt.Server
+	udp     net.PacketConn    // nil unless Listen made it
+	tr      *quicgo.Transport // Listen's, nil for NewListener
+	ql      *quicgo.EarlyListener
+	adm     *admission.Budget // Listen's pre-handshake budget, nil for NewListener
+	pending *queue.Queue[*Conn]
+	slots   chan struct{} // one token per session being set up
+	// capsuleClose: the server's sessions have no WebTransport flow control, so
+	// one session per QUIC connection and nothing but the close writes to the
+	// CONNECT stream (see closeSession).
+	capsuleClose bool
+	setups       sync.WaitGroup
+	serving      sync.WaitGroup
+	closed       chan struct{}
+	ctx          context.Context // cancelled by Close
+	cancel       context.CancelFunc
+
+	mu       sync.Mutex
+	conns    map[*Conn]struct{}
+	isClosed bool
+}
+
+var (
+	_ transport.Listener = (*Listener)(nil)
+	_ http.Handler       = (*Listener)(nil)
+)
+
+// connKey is the context key under which the Listener's HTTP/3 server stores each
+// request's QUIC connection.
+type connKey struct{}
+
+// Listen listens for WebTransport sessions at https://addr[Config].Path on the UDP
+// address addr (e.g. "127.0.0.1:0"). cfg.TLS must hold a certificate (for browsers
+// without a CA-signed one: [SelfSigned]). A connection appears in Accept once its
+// session is established and the client opened the message stream, within
+// cfg.HandshakeTimeout; the archenet handshake is up to the caller (replication.Server
+// runs it).
+//
+// Until this end sends a transport.Welcome a connection holds little: its QUIC
+// flow-control windows stay at Config.HandshakeWindow, at most 8 streams of each kind
+// may be open, at most Config.MaxPendingPerAddress such connections come from one
+// address (more are refused at their first packet, before any TLS work), above
+// Config.RetryAbove of them new ones must pass a QUIC Retry, and it queues at most 16
+// datagrams ([Listener.Admission] counts them).
+func Listen(addr string, cfg *Config) (*Listener, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if r.TLS == nil || (len(r.TLS.Certificates) == 0 && r.TLS.GetCertificate == nil && r.TLS.GetConfigForClient == nil) {
+		return nil, errors.New("webtransport: Listen needs Config.TLS with a server certificate (see NewSelfSigned)")
+	}
+	if err := r.checkListen(); err != nil {
+		return nil, err
+	}
+	tlsConf := r.TLS.Clone()
+	tlsConf.NextProtos = []string{http3.NextProtoH3}
+	tlsConf.MinVersion = tls.VersionTLS13
+	uaddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	udp, err := net.ListenUDP("udp", uaddr)
+	if err != nil {
+		return nil, err
+	}
+	adm := admission.New(r.MaxPendingPerAddress, r.RetryAbove)
+	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.ConnContext, VerifySourceAddress: adm.VerifySource}
+	ql, err := tr.ListenEarly(tlsConf, r.quicConfig(true))
+	if err != nil {
+		_ = tr.Close()
+		_ = udp.Close()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	h3 := &http3.Server{
+		TLSConfig:      tlsConf,
+		Handler:        mux,
+		MaxHeaderBytes: 8 << 10,
+		IdleTimeout:    r.IdleTimeout,
+	}
+	l := newListener(&wt.Server{H3: h3, ReorderingTimeout: r.HandshakeTimeout}, r)
+	l.udp, l.tr, l.ql, l.adm = udp, tr, ql, adm
+	mux.Handle(r.Path, l)
+	l.serving.Add(1)
+	go l.serveQUIC()
+	return l, nil
+}
+
+// serveQUIC hands each QUIC connection of Listen's transport to the HTTP/3 server.
+func (l *Listener) serveQUIC() {
+	defer l.serving.Done()
+	for {
+		qc, err := l.ql.Accept(l.ctx)
+		if err != nil {
+			return
+		}
+		l.serving.Add(1)
+		go func() {
+			defer l.serving.Done()
+			_ = l.wts.ServeQUICConn(qc)
+		}()
+	}
+}
+
+// NewListener returns a Listener to mount as the http.Handler of a path on s's HTTP/3
+// server (s.H3.Handler), for a server that also serves other requests on its UDP port.
+// It must be called before s serves anything: it sets s.CheckOrigin (if nil) to
+// cfg's origin policy and adds a ConnContext hook to s.H3. The QUIC transport is the
+// caller's, so the pre-handshake bounds Listen sets there (HandshakeWindow,
+// MaxPendingPerAddress, RetryAbove) are the caller's to set too; MaxPendingSessions,
+// HandshakeTimeout and the origin policy apply. With WebTransport flow control on
+// (s.Config), several sessions may share a QUIC connection: a session's close then
+// leaves the connection open, and Chromium shows the page "Connection lost" rather
+// than the close code. Closing the Listener closes its connections and makes it refuse
+// new sessions; serving and closing s stays with the caller. cfg.Path is not used.
+func NewListener(s *wt.Server, cfg *Config) (*Listener, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if s == nil || s.H3 == nil {
+		return nil, errors.New("webtransport: NewListener needs a webtransport.Server with H3 set")
+	}
+	return newListener(s, r), nil
+}
+
+func newListener(s *wt.Server, r Config) *Listener {
+	l := &Listener{
+		cfg: r, wts: s,
+		pending:      queue.New[*Conn](r.AcceptBacklog, 0, nil),
+		slots:        make(chan struct{}, r.MaxPendingSessions),
+		capsuleClose: s.Config == nil || s.Config.MaxIncomingStreams <= 0 && s.Config.MaxIncomingUniStreams <= 0 && s.Config.MaxIncomingData <= 0,
+		closed:       make(chan struct{}),
+		conns:        make(map[*Conn]struct{}),
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	if s.CheckOrigin == nil {
+		s.CheckOrigin = l.originAllowed
+	}
+	prev := s.H3.ConnContext
+	s.H3.ConnContext = func(ctx context.Context, c *quicgo.Conn) context.Context {
+		if prev != nil {
+			ctx = prev(ctx, c)
+		}
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	return l
+}
+
+// quicConfig bounds what a peer can make the server hold before it has proven
+// anything: handshake-sized windows that grow only once this end sent its Welcome, and
+// few streams (HTTP/3 needs three unidirectional ones and a request stream; archenet
+// one bidirectional stream per session).
+func (c *Config) quicConfig(server bool) *quicgo.Config {
+	qc := &quicgo.Config{
+		EnableDatagrams:                  true,
+		EnableStreamResetPartialDelivery: true,
+		HandshakeIdleTimeout:             c.HandshakeTimeout,
+		MaxIdleTimeout:                   c.IdleTimeout,
+		MaxStreamReceiveWindow:           uint64(max(c.MaxMessageSize+16, 1<<20)),
+		MaxConnectionReceiveWindow:       uint64(max(c.MaxMessageSize+16, 1<<20)) + 1<<20,
+	}
+	if server {
+		qc.MaxIncomingStreams = 8
+		qc.MaxIncomingUniStreams = 8
+		qc.InitialStreamReceiveWindow = uint64(c.HandshakeWindow)
+		qc.InitialConnectionReceiveWindow = uint64(c.HandshakeWindow)
+		qc.AllowConnectionWindowIncrease = admission.AllowWindowIncrease
+	} else {
+		// Small windows that grow as the application reads (quic-go's auto-tuning).
+		qc.InitialStreamReceiveWindow = 64 << 10
+		qc.InitialConnectionReceiveWindow = 128 << 10
+	}
+	if c.KeepAlivePeriod > 0 {
+		qc.KeepAlivePeriod = c.KeepAlivePeriod
+	}
+	return qc
+}
+
+// originAllowed is the origin policy: Config.CheckOrigin if set; else no Origin header
+// (a native client), the same host and port as the request, or one of
+// Config.AllowedOrigins.
+func (l *Listener) originAllowed(r *http.Request) bool {
+	if l.cfg.CheckOrigin != nil {
+		return l.cfg.CheckOrigin(r)
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if u, err := url.Parse(origin); err == nil && strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, a := range l.cfg.AllowedOrigins {
+		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP upgrades a WebTransport session request (an extended CONNECT) and sets the
+// session up in the background; the connection appears in Accept once the client has
+// opened its message stream. Refusals: 403 for an origin the policy does not allow,
+// 503 past Config.MaxPendingSessions sessions being set up or after Close, 400 for a
+// request that is not a WebTransport session.
+func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	refuse := func(status int, why string) {
+		l.cfg.Logger.Warn("archenet/webtransport: session refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
+		http.Error(w, why, status)
+	}
+	select {
+	case <-l.closed:
+		refuse(http.StatusServiceUnavailable, "listener closed")
+		return
+	default:
+	}
+	if !l.originAllowed(r) {
+		refuse(http.StatusForbidden, fmt.Sprintf("origin %q not allowed", r.Header.Get("Origin")))
+		return
+	}
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		refuse(http.StatusServiceUnavailable, fmt.Sprintf("server busy: %d sessions being set up", cap(l.slots)))
+		return
+	}
+	sess, err := l.wts.Upgrade(w, r)
+	if err != nil {
+		<-l.slots
+		refuse(http.StatusBadRequest, "webtransport upgrade: "+err.Error())
+		return
+	}
+	s := session{sess: sess, server: true, ownsQC: l.capsuleClose}
+	if l.capsuleClose {
+		s.connect = w.(http3.HTTPStreamer).HTTPStream() // (Upgrade took it over already)
+	}
+	s.qc, _ = r.Context().Value(connKey{}).(*quicgo.Conn)
+	if s.qc == nil { // NewListener after the server started serving
+		<-l.slots
+		_ = sess.CloseWithError(wt.SessionErrorCode(transport.CodeInternal), "listener mounted on a server that was already serving")
+		return
+	}
+	l.setups.Add(1)
+	go func() {
+		defer l.setups.Done()
+		defer func() { <-l.slots }()
+		l.setup(s)
+	}()
+}
+
+// setup waits for the message stream and its preamble, within HandshakeTimeout (or
+// until Close).
+func (l *Listener) setup(s session) {
+	sess := s.sess
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
+	defer cancel()
+	defer context.AfterFunc(sess.Context(), cancel)()
+	fail := func(code transport.CloseCode, reason string) {
+		l.cfg.Logger.Warn("archenet/webtransport: session refused before the handshake", "remote", sess.RemoteAddr(), "code", code, "reason", reason)
+		closeSession(sess, s.connect, code, reason)
+		if s.ownsQC {
+			qc := s.qc
+			time.AfterFunc(closeLinger, func() { _ = qc.CloseWithError(0, "") })
+		}
+	}
+	stream, err := sess.AcceptStream(ctx)
+	if err != nil {
+		fail(transport.CodeTimeout, "message stream not opened in time")
+		return
+	}
+	_ = stream.SetReadDeadline(time.Now().Add(l.cfg.HandshakeTimeout))
+	var pre [1]byte
+	if _, err := io.ReadFull(stream, pre[:]); err != nil {
+		fail(transport.CodeProtocolError, "message stream preamble missing")
+		return
+	}
+	if pre[0] != streamPreamble {
+		fail(transport.CodeProtocolError, fmt.Sprintf("bad message stream preamble %#x", pre[0]))
+		return
+	}
+	_ = stream.SetReadDeadline(time.Time{})
+	s.stream = stream
+
+	l.mu.Lock()
+	if l.isClosed {
+		l.mu.Unlock()
+		fail(transport.CodeNormal, "listener closed")
+		return
+	}
+	c := newConn(s, l.cfg, l.forget)
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	if !l.pending.TryPush(c) {
+		c.logClose(transport.CodeRejected, "server busy: accept backlog full")
+		c.closeNoWait(transport.CodeRejected, "server busy: accept backlog full")
+	}
+}
+
+func (l *Listener) forget(c *Conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}
+
+// Accept implements [transport.Listener].
+func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
+	c, ok, err := l.pending.Wait(ctx, l.closed)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("webtransport: listener: %w", transport.ErrClosed)
+	}
+	return c, nil
+}
+
+// PollAccept implements [transport.Listener].
+func (l *Listener) PollAccept() (transport.Conn, bool) {
+	c, ok := l.pending.Pop()
+	if !ok {
+		return nil, false
+	}
+	return c, true
+}
+
+// Close implements [transport.Listener]: it stops accepting, closes every connection it
+// produced with CodeNormal (at once, each waiting at most about half a second for its
+// peer) and, for a Listener made by Listen, its QUIC transport and UDP socket. It
+// returns once the Listener's goroutines have exited.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.isClosed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.isClosed = true
+	l.mu.Unlock()
+	close(l.closed)
+	l.cancel()
+	l.setups.Wait()
+
+	l.mu.Lock()
+	conns := make([]*Conn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.StartClose(transport.CodeNormal, "listener closed")
+	}
+	for _, c := range conns {
+		<-c.Done()
+	}
+	l.pending.Drain()
+	if l.udp == nil {
+		return nil
+	}
+	err := l.wts.Close()
+	if e := l.ql.Close(); err == nil {
+		err = e
+	}
+	if e := l.tr.Close(); err == nil {
+		err = e
+	}
+	l.serving.Wait()
+	if e := l.udp.Close(); err == nil && !errors.Is(e, net.ErrClosed) {
+		err = e
+	}
+	return err
+}
+
+// AdmissionStats are a Listen listener's counts of connections before their handshake
+// ends.
+type AdmissionStats struct {
+	// Pending is the number of connections this end has not sent a Welcome yet.
+	Pending int
+	// RefusedPerAddress counts connections refused at their first packet because their
+	// source address had Config.MaxPendingPerAddress connections pending.
+	RefusedPerAddress uint64
+	// Retries counts connection attempts asked to validate their source address with a
+	// QUIC Retry because more than Config.RetryAbove connections were pending.
+	Retries uint64
+}
+
+// Admission returns the listener's pre-handshake counts (zero for a Listener made by
+// NewListener, whose QUIC transport is the caller's).
+func (l *Listener) Admission() AdmissionStats {
+	if l.adm == nil {
+		return AdmissionStats{}
+	}
+	return AdmissionStats{Pending: l.adm.Pending(), RefusedPerAddress: l.adm.Refused(), Retries: l.adm.Retries()}
+}
+
+// Addr implements [transport.Listener]: the bound UDP address (nil for a Listener made
+// by NewListener, which has no socket of its own).
+func (l *Listener) Addr() net.Addr {
+	if l.udp == nil {
+		return nil
+	}
+	return l.udp.LocalAddr()
+}
+
+// URL returns the session URL for a page that was loaded from host (an HTTP Host,
+// "name" or "name:port"): https://name:udpport/path. With an empty host it uses the
+// listener's own IP. For a Listener made by NewListener it returns "".
+func (l *Listener) URL(host string) string {
+	a, ok := l.Addr().(*net.UDPAddr)
+	if !ok {
+		return ""
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	if name == "" {
+		name = a.IP.String()
+	}
+	return (&url.URL{Scheme: "https", Host: net.JoinHostPort(strings.Trim(name, "[]"), strconv.Itoa(a.Port)), Path: l.cfg.Path}).String()
+}
