@@ -3,9 +3,9 @@
 //
 // # Outline
 //
-// A [Host] accepts on one transport.Listener (QUIC on one UDP port; a
-// listener merged from several, e.g. QUIC and WebTransport, works the
-// same). For each new connection it reads the client's Hello off every
+// A [Host] accepts on one transport.Listener (QUIC on one UDP port; or
+// transport.MergeListeners of QUIC and WebTransport listeners, for native
+// and browser players). For each new connection it reads the client's Hello off every
 // match's tick (at most [Config].MaxHandshakes at once, each within
 // HandshakeTimeout) and routes the connection by it:
 //
