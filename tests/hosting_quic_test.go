@@ -428,10 +428,11 @@ func TestHostTokenFlood(t *testing.T) {
 	if raceEnabled {
 		return
 	}
-	// (5 ms, not 2: the attackers' own QUIC handshakes, both ends of them,
+	// (10 ms, not 2: the attackers' own QUIC handshakes, both ends of them,
 	// share the two cores with the matches and preempt a frame now and
-	// then; the token checks are microseconds. Far below the 33 ms frame.)
-	require.LessOrEqual(t, during, max(2*base, base+5*time.Millisecond), "the flood moved the good matches' p99")
+	// then — 2-4 ms measured — while the token checks are microseconds. A
+	// flood that held up the matches would take whole frames of 33 ms.)
+	require.LessOrEqual(t, during, max(2*base, base+10*time.Millisecond), "the flood moved the good matches' p99")
 }
 
 // badClient presents tok and waits for the host's refusal (blocking, not
