@@ -132,6 +132,12 @@ func (d *Driver) Run(ctx context.Context, h *host.Host) error {
 	if d.retry(ctx, "shutdown", d.api.shutdown) {
 		d.stats.shutdown.Store(true)
 		d.cfg.Logger.Info("archenet/agones: shutdown")
+		// The watch may end before it delivers the new state: read it
+		// once so State says what the sidecar holds when Run returns.
+		if gs, err := d.api.gameServer(ctx); err == nil && gs.Status.State != "" {
+			st := gs.Status.State
+			d.state.Store(&st)
+		}
 	}
 	cancel()
 	wg.Wait()
