@@ -14,8 +14,8 @@ import (
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/admission"
+	"github.com/archenet/archenet/transport/internal/connio"
 	"github.com/archenet/archenet/transport/internal/frame"
-	"github.com/archenet/archenet/transport/internal/queue"
 	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
@@ -37,29 +37,18 @@ type Conn struct {
 	// closes.
 	adm *admission.Entry
 
-	datagrams *queue.Queue[[]byte]
-	messages  *queue.Queue[[]byte]
+	core connio.Core // receive queues, outbox, counters, the end
 
-	out  *transport.Outbox
 	tbuf []byte // framing buffer of TryWriteMessage (called under the outbox's lock)
 	wbuf []byte // framing buffer of WriteMessage (the message writer goroutine)
 
 	probeMu    sync.Mutex
 	maxPayload atomic.Int64 // the newest known maximum datagram payload
 
-	datagramsSent, datagramBytesSent         atomic.Uint64
-	datagramsReceived, datagramBytesReceived atomic.Uint64
-	messagesSent, messageBytesSent           atomic.Uint64
-	messagesReceived, messageBytesReceived   atomic.Uint64
-	datagramsDropped                         atomic.Uint64
-
 	readers sync.WaitGroup
 	// closeReq hands a close to the watch goroutine (the first one wins), so
 	// that whoever decides to close never waits for quic-go's run loop.
 	closeReq chan closeRequest
-	done     chan struct{}
-	errMu    sync.Mutex
-	err      error
 	onClose  func(*Conn) // called once the connection has ended, before Done is closed
 }
 
@@ -75,22 +64,20 @@ var probe = make([]byte, 4096)
 
 func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Config, onClose func(*Conn)) *Conn {
 	c := &Conn{
-		qc:        qc,
-		stream:    stream,
-		cfg:       cfg,
-		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
-		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
-		closeReq:  make(chan closeRequest, 1),
-		adm:       admission.Of(qc),
-		done:      make(chan struct{}),
-		onClose:   onClose,
+		qc:       qc,
+		stream:   stream,
+		cfg:      cfg,
+		closeReq: make(chan closeRequest, 1),
+		adm:      admission.Of(qc),
+		onClose:  onClose,
 	}
-	c.out = transport.NewOutbox(connWriter{c}, transport.OutboxConfig{
+	c.core.Init(cfg.DatagramQueueLen, cfg.MessageQueueLen, cfg.MessageQueueBytes)
+	c.core.SetOutbox(transport.NewOutbox(connWriter{c}, transport.OutboxConfig{
 		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
 	}, func(code transport.CloseCode, reason string) {
 		c.logClose(code, reason)
 		c.closeNoWait(code, reason)
-	})
+	}))
 	c.MaxDatagramSize()
 	if br == nil {
 		br = bufio.NewReaderSize(stream, 4<<10) // larger reads bypass it
@@ -163,16 +150,11 @@ func (c *Conn) readDatagrams() {
 			c.closeNoWait(transport.CodeFlood, reason)
 			return
 		}
-		if c.adm != nil && !c.adm.Released() && c.datagrams.Len() >= admission.PendingDatagrams {
-			c.datagramsDropped.Add(1) // not read before the Welcome: keep a few
+		if c.adm != nil && !c.adm.Released() && c.core.QueuedDatagrams() >= admission.PendingDatagrams {
+			c.core.DropDatagram() // not read before the Welcome: keep a few
 			continue
 		}
-		if c.datagrams.TryPush(b) {
-			c.datagramsReceived.Add(1)
-			c.datagramBytesReceived.Add(uint64(len(b)))
-		} else {
-			c.datagramsDropped.Add(1)
-		}
+		c.core.PushDatagram(b)
 	}
 }
 
@@ -205,12 +187,10 @@ func (c *Conn) readMessages(br *bufio.Reader) {
 			}
 			return
 		}
-		if !c.messages.PushWait(ctx, nil, b) {
+		if !c.core.PushMessage(ctx, b) {
 			return
 		}
-		c.messagesReceived.Add(1)
-		c.messageBytesReceived.Add(uint64(len(b)))
-		if first && !c.messages.WaitEmpty(ctx, nil) {
+		if first && !c.core.WaitMessagesTaken(ctx) {
 			return
 		}
 	}
@@ -232,16 +212,13 @@ func (c *Conn) watch() {
 		c.qc.CloseWithError(quicgo.ApplicationErrorCode(r.code), transport.TruncateReason(r.reason, transport.MaxReasonLen))
 	}
 	err := closeErrorOf(context.Cause(ctx))
-	c.out.Close()
+	c.core.Outbox().Close()
 	c.readers.Wait()
-	c.out.Wait()
+	c.core.Outbox().Wait()
 	if c.onClose != nil {
 		c.onClose(c)
 	}
-	c.errMu.Lock()
-	c.err = err
-	c.errMu.Unlock()
-	close(c.done)
+	c.core.End(err)
 }
 
 // closeErrorOf maps the reason quic-go gives for a closed connection to a CloseError.
@@ -290,34 +267,19 @@ func (c *Conn) SendDatagram(b []byte) error {
 			return &transport.DatagramTooLargeError{Size: len(b), Max: max}
 		}
 	}
-	if err := c.out.SendDatagram(b); err != nil {
-		return c.sendErr(err)
+	if err := c.core.SendDatagram(b); err != nil {
+		return connio.SendErr(err, c.closedErr)
 	}
-	c.datagramsSent.Add(1)
-	c.datagramBytesSent.Add(uint64(len(b)))
 	return nil
-}
-
-// sendErr prefers the connection's close error to the outbox's (which is the
-// backlog failure if the outbox closed the connection).
-func (c *Conn) sendErr(err error) error {
-	var ce *transport.CloseError
-	if errors.As(err, &ce) {
-		return err
-	}
-	if cerr := c.closedErr(); cerr != nil {
-		return cerr
-	}
-	return err
 }
 
 // ReceiveDatagram implements [transport.Conn].
 func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
-	return c.wait(ctx, c.datagrams)
+	return c.core.ReceiveDatagram(ctx)
 }
 
 // PollDatagram implements [transport.Conn].
-func (c *Conn) PollDatagram() ([]byte, bool) { return c.datagrams.Pop() }
+func (c *Conn) PollDatagram() ([]byte, bool) { return c.core.PollDatagram() }
 
 // MaxDatagramSize implements [transport.Conn]. It asks quic-go for its current estimate,
 // which starts at about 1200 bytes and grows with path MTU discovery.
@@ -344,38 +306,25 @@ func (c *Conn) SendMessage(b []byte) error {
 	if err := c.closedErr(); err != nil {
 		return err
 	}
-	if err := c.out.SendMessage(b); err != nil {
-		return c.sendErr(err)
+	if err := c.core.SendMessage(b); err != nil {
+		return connio.SendErr(err, c.closedErr)
 	}
 	if c.adm != nil && transport.TypeOf(b) == transport.MessageWelcome {
 		c.adm.Release() // welcomed: the windows may grow (a Reject's connection closes)
 	}
-	c.messagesSent.Add(1)
-	c.messageBytesSent.Add(uint64(len(b)))
 	return nil
 }
 
 // ReceiveMessage implements [transport.Conn].
 func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) {
-	return c.wait(ctx, c.messages)
+	return c.core.ReceiveMessage(ctx)
 }
 
 // PollMessage implements [transport.Conn].
-func (c *Conn) PollMessage() ([]byte, bool) { return c.messages.Pop() }
+func (c *Conn) PollMessage() ([]byte, bool) { return c.core.PollMessage() }
 
 // MaxMessageSize implements [transport.Conn].
 func (c *Conn) MaxMessageSize() int { return c.cfg.MaxMessageSize }
-
-func (c *Conn) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error) {
-	b, ok, err := q.Wait(ctx, c.done)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, c.Err()
-	}
-	return b, nil
-}
 
 // closeNoWait starts closing the connection and returns at once: the watch goroutine
 // closes it (quic-go's close waits for the connection's run loop, which a flood of
@@ -397,7 +346,7 @@ func (c *Conn) StartClose(code transport.CloseCode, reason string) { c.closeNoWa
 // immediately), as may datagrams still in the send queue.
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 	c.closeNoWait(code, reason)
-	<-c.done
+	<-c.core.Done()
 	return nil
 }
 
@@ -405,17 +354,10 @@ func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 func (c *Conn) Close() error { return c.CloseWithReason(transport.CodeNormal, "") }
 
 // Done implements [transport.Conn].
-func (c *Conn) Done() <-chan struct{} { return c.done }
+func (c *Conn) Done() <-chan struct{} { return c.core.Done() }
 
 // Err implements [transport.Conn].
-func (c *Conn) Err() error {
-	c.errMu.Lock()
-	defer c.errMu.Unlock()
-	if c.err == nil {
-		return nil
-	}
-	return c.err
-}
+func (c *Conn) Err() error { return c.core.Err() }
 
 // RemoteAddr implements [transport.Conn].
 func (c *Conn) RemoteAddr() net.Addr { return c.qc.RemoteAddr() }
@@ -425,20 +367,7 @@ func (c *Conn) LocalAddr() net.Addr { return c.qc.LocalAddr() }
 
 // Stats implements [transport.Conn]. RTT is quic-go's smoothed RTT.
 func (c *Conn) Stats() transport.Stats {
-	return transport.Stats{
-		DatagramsSent:         c.datagramsSent.Load(),
-		DatagramsReceived:     c.datagramsReceived.Load(),
-		DatagramBytesSent:     c.datagramBytesSent.Load(),
-		DatagramBytesReceived: c.datagramBytesReceived.Load(),
-		MessagesSent:          c.messagesSent.Load(),
-		MessagesReceived:      c.messagesReceived.Load(),
-		MessageBytesSent:      c.messageBytesSent.Load(),
-		MessageBytesReceived:  c.messageBytesReceived.Load(),
-		DatagramsDropped:      c.datagramsDropped.Load(),
-		DatagramsSendDropped:  c.out.SendDropped(),
-		MessageBacklog:        c.out.Backlog(),
-		RTT:                   c.qc.ConnectionStats().SmoothedRTT,
-	}
+	return c.core.Stats(c.qc.ConnectionStats().SmoothedRTT)
 }
 
 // QUICConn returns the underlying quic-go connection, for diagnostics.

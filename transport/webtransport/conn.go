@@ -18,8 +18,8 @@ import (
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/admission"
+	"github.com/archenet/archenet/transport/internal/connio"
 	"github.com/archenet/archenet/transport/internal/frame"
-	"github.com/archenet/archenet/transport/internal/queue"
 	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
@@ -49,16 +49,8 @@ type Conn struct {
 	server   bool
 	welcomed atomic.Bool
 
-	datagrams *queue.Queue[[]byte]
-	messages  *queue.Queue[[]byte]
-	out       *transport.Outbox
-	wbuf      []byte // framing buffer of WriteMessage (the message writer goroutine)
-
-	datagramsSent, datagramBytesSent         atomic.Uint64
-	datagramsReceived, datagramBytesReceived atomic.Uint64
-	messagesSent, messageBytesSent           atomic.Uint64
-	messagesReceived, messageBytesReceived   atomic.Uint64
-	datagramsDropped                         atomic.Uint64
+	core connio.Core // receive queues, outbox, counters, the end
+	wbuf []byte      // framing buffer of WriteMessage (the message writer goroutine)
 
 	causeMu sync.Mutex
 	cause   error                 // why the session ended, as webtransport-go reported it
@@ -68,9 +60,6 @@ type Conn struct {
 	// closeReq hands a close to the watch goroutine (the first one wins), so
 	// that whoever decides to close never waits for the peer or quic-go.
 	closeReq chan closeRequest
-	done     chan struct{}
-	errMu    sync.Mutex
-	err      error
 	onClose  func(*Conn)
 }
 
@@ -93,18 +82,16 @@ func newConn(s session, cfg Config, onClose func(*Conn)) *Conn {
 	c := &Conn{
 		sess: s.sess, stream: s.stream, connect: s.connect, qc: s.qc, ownsQC: s.ownsQC, cfg: cfg,
 		adm: admission.Of(s.qc), server: s.server,
-		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
-		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
-		closeReq:  make(chan closeRequest, 1),
-		done:      make(chan struct{}),
-		onClose:   onClose,
+		closeReq: make(chan closeRequest, 1),
+		onClose:  onClose,
 	}
-	c.out = transport.NewOutbox(connWriter{c}, transport.OutboxConfig{
+	c.core.Init(cfg.DatagramQueueLen, cfg.MessageQueueLen, cfg.MessageQueueBytes)
+	c.core.SetOutbox(transport.NewOutbox(connWriter{c}, transport.OutboxConfig{
 		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
 	}, func(code transport.CloseCode, reason string) {
 		c.logClose(code, reason)
 		c.closeNoWait(code, reason)
-	})
+	}))
 	c.readers.Add(4)
 	go c.readDatagrams()
 	go c.readMessages(bufio.NewReaderSize(s.stream, 4<<10))
@@ -163,16 +150,11 @@ func (c *Conn) readDatagrams() {
 			c.closeNoWait(transport.CodeProtocolError, reason)
 			return
 		}
-		if c.server && !c.welcomed.Load() && c.datagrams.Len() >= admission.PendingDatagrams {
-			c.datagramsDropped.Add(1) // not read before the Welcome: keep a few
+		if c.server && !c.welcomed.Load() && c.core.QueuedDatagrams() >= admission.PendingDatagrams {
+			c.core.DropDatagram() // not read before the Welcome: keep a few
 			continue
 		}
-		if c.datagrams.TryPush(b) {
-			c.datagramsReceived.Add(1)
-			c.datagramBytesReceived.Add(uint64(len(b)))
-		} else {
-			c.datagramsDropped.Add(1)
-		}
+		c.core.PushDatagram(b)
 	}
 }
 
@@ -204,12 +186,10 @@ func (c *Conn) readMessages(br *bufio.Reader) {
 			}
 			return
 		}
-		if !c.messages.PushWait(ctx, nil, b) {
+		if !c.core.PushMessage(ctx, b) {
 			return
 		}
-		c.messagesReceived.Add(1)
-		c.messageBytesReceived.Add(uint64(len(b)))
-		if first && !c.messages.WaitEmpty(ctx, nil) {
+		if first && !c.core.WaitMessagesTaken(ctx) {
 			return
 		}
 	}
@@ -264,9 +244,9 @@ func (c *Conn) watch() {
 	case r := <-c.closeReq:
 		closeSession(c.sess, c.connect, r.code, r.reason)
 	}
-	c.out.Close()
+	c.core.Outbox().Close()
 	c.readers.Wait()
-	c.out.Wait()
+	c.core.Outbox().Wait()
 	c.causeMu.Lock()
 	err := c.closeError()
 	c.causeMu.Unlock()
@@ -278,10 +258,7 @@ func (c *Conn) watch() {
 	if c.onClose != nil {
 		c.onClose(c)
 	}
-	c.errMu.Lock()
-	c.err = err
-	c.errMu.Unlock()
-	close(c.done)
+	c.core.End(err)
 }
 
 // closeError maps why the session ended to a CloseError. Called with causeMu held.
@@ -328,7 +305,7 @@ func closeErrorOf(err error) *transport.CloseError {
 // closing or closed, else nil.
 func (c *Conn) closedErr() error {
 	select {
-	case <-c.done:
+	case <-c.core.Done():
 		return c.Err()
 	default:
 	}
@@ -349,30 +326,19 @@ func (c *Conn) SendDatagram(b []byte) error {
 	if len(b) > MaxDatagramPayload {
 		return &transport.DatagramTooLargeError{Size: len(b), Max: MaxDatagramPayload}
 	}
-	if err := c.out.SendDatagram(b); err != nil {
-		return c.sendErr(err)
+	if err := c.core.SendDatagram(b); err != nil {
+		return connio.SendErr(err, c.closedErr)
 	}
-	c.datagramsSent.Add(1)
-	c.datagramBytesSent.Add(uint64(len(b)))
 	return nil
 }
 
-func (c *Conn) sendErr(err error) error {
-	var ce *transport.CloseError
-	if errors.As(err, &ce) {
-		return err
-	}
-	if cerr := c.closedErr(); cerr != nil {
-		return cerr
-	}
-	return err
+// ReceiveDatagram implements [transport.Conn].
+func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	return c.core.ReceiveDatagram(ctx)
 }
 
-// ReceiveDatagram implements [transport.Conn].
-func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.datagrams) }
-
 // PollDatagram implements [transport.Conn].
-func (c *Conn) PollDatagram() ([]byte, bool) { return c.datagrams.Pop() }
+func (c *Conn) PollDatagram() ([]byte, bool) { return c.core.PollDatagram() }
 
 // MaxDatagramSize implements [transport.Conn]: [MaxDatagramPayload], what a browser
 // accepts, whatever the path would carry.
@@ -388,8 +354,8 @@ func (c *Conn) SendMessage(b []byte) error {
 	if err := c.closedErr(); err != nil {
 		return err
 	}
-	if err := c.out.SendMessage(b); err != nil {
-		return c.sendErr(err)
+	if err := c.core.SendMessage(b); err != nil {
+		return connio.SendErr(err, c.closedErr)
 	}
 	if c.server && transport.TypeOf(b) == transport.MessageWelcome {
 		c.welcomed.Store(true)
@@ -397,30 +363,19 @@ func (c *Conn) SendMessage(b []byte) error {
 			c.adm.Release() // the QUIC windows may grow (a Reject's connection closes)
 		}
 	}
-	c.messagesSent.Add(1)
-	c.messageBytesSent.Add(uint64(len(b)))
 	return nil
 }
 
 // ReceiveMessage implements [transport.Conn].
-func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.messages) }
+func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) {
+	return c.core.ReceiveMessage(ctx)
+}
 
 // PollMessage implements [transport.Conn].
-func (c *Conn) PollMessage() ([]byte, bool) { return c.messages.Pop() }
+func (c *Conn) PollMessage() ([]byte, bool) { return c.core.PollMessage() }
 
 // MaxMessageSize implements [transport.Conn].
 func (c *Conn) MaxMessageSize() int { return c.cfg.MaxMessageSize }
-
-func (c *Conn) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error) {
-	b, ok, err := q.Wait(ctx, c.done)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, c.Err()
-	}
-	return b, nil
-}
 
 // closeNoWait starts closing the connection and returns at once: the watch goroutine
 // carries the close out (closeSession). Only the first close counts.
@@ -448,7 +403,7 @@ func (c *Conn) StartClose(code transport.CloseCode, reason string) { c.closeNoWa
 // server calls [Conn.StartClose] instead).
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 	c.closeNoWait(code, reason)
-	<-c.done
+	<-c.core.Done()
 	return nil
 }
 
@@ -456,17 +411,10 @@ func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 func (c *Conn) Close() error { return c.CloseWithReason(transport.CodeNormal, "") }
 
 // Done implements [transport.Conn].
-func (c *Conn) Done() <-chan struct{} { return c.done }
+func (c *Conn) Done() <-chan struct{} { return c.core.Done() }
 
 // Err implements [transport.Conn].
-func (c *Conn) Err() error {
-	c.errMu.Lock()
-	defer c.errMu.Unlock()
-	if c.err == nil {
-		return nil
-	}
-	return c.err
-}
+func (c *Conn) Err() error { return c.core.Err() }
 
 // RemoteAddr implements [transport.Conn].
 func (c *Conn) RemoteAddr() net.Addr { return c.sess.RemoteAddr() }
@@ -477,20 +425,7 @@ func (c *Conn) LocalAddr() net.Addr { return c.sess.LocalAddr() }
 // Stats implements [transport.Conn]. RTT is quic-go's smoothed RTT of the session's
 // QUIC connection.
 func (c *Conn) Stats() transport.Stats {
-	return transport.Stats{
-		DatagramsSent:         c.datagramsSent.Load(),
-		DatagramsReceived:     c.datagramsReceived.Load(),
-		DatagramBytesSent:     c.datagramBytesSent.Load(),
-		DatagramBytesReceived: c.datagramBytesReceived.Load(),
-		MessagesSent:          c.messagesSent.Load(),
-		MessagesReceived:      c.messagesReceived.Load(),
-		MessageBytesSent:      c.messageBytesSent.Load(),
-		MessageBytesReceived:  c.messageBytesReceived.Load(),
-		DatagramsDropped:      c.datagramsDropped.Load(),
-		DatagramsSendDropped:  c.out.SendDropped(),
-		MessageBacklog:        c.out.Backlog(),
-		RTT:                   c.qc.ConnectionStats().SmoothedRTT,
-	}
+	return c.core.Stats(c.qc.ConnectionStats().SmoothedRTT)
 }
 
 // Session returns the underlying WebTransport session, for diagnostics.

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/connio"
 	"github.com/archenet/archenet/transport/internal/frame"
-	"github.com/archenet/archenet/transport/internal/queue"
 )
 
 // Conn is the browser end of an archenet connection over the page's WebTransport
@@ -40,24 +40,13 @@ type Conn struct {
 	ctx    context.Context // ends when the session has ended
 	cancel context.CancelFunc
 
-	datagrams *queue.Queue[[]byte]
-	messages  *queue.Queue[[]byte]
-	out       *transport.Outbox
-
-	datagramsSent, datagramBytesSent         atomic.Uint64
-	datagramsReceived, datagramBytesReceived atomic.Uint64
-	messagesSent, messageBytesSent           atomic.Uint64
-	messagesReceived, messageBytesReceived   atomic.Uint64
-	datagramsDropped                         atomic.Uint64
-	rtt                                      atomic.Int64
+	core connio.Core // receive queues, outbox, counters, the end
+	rtt  atomic.Int64
 
 	closeMu sync.Mutex
 	local   *transport.CloseError // set when this end closed first
 
 	readers sync.WaitGroup
-	done    chan struct{}
-	errMu   sync.Mutex
-	err     error
 }
 
 var _ transport.Conn = (*Conn)(nil)
@@ -69,20 +58,18 @@ func newConn(wtv, writer, reader js.Value, url string, cfg Config) *Conn {
 	dgs.Set("outgoingHighWaterMark", cfg.DatagramSendQueueLen)
 	c := &Conn{
 		wt: wtv, writer: writer, reader: reader, url: url, cfg: cfg,
-		dgWriter:  datagramWriter(dgs),
-		dgReader:  dgs.Get("readable").Call("getReader"),
-		maxDg:     MaxDatagramPayload,
-		datagrams: queue.New[[]byte](cfg.DatagramQueueLen, 0, nil),
-		messages:  queue.New(cfg.MessageQueueLen, cfg.MessageQueueBytes, func(b []byte) int { return len(b) }),
-		done:      make(chan struct{}),
+		dgWriter: datagramWriter(dgs),
+		dgReader: dgs.Get("readable").Call("getReader"),
+		maxDg:    MaxDatagramPayload,
 	}
+	c.core.Init(cfg.DatagramQueueLen, cfg.MessageQueueLen, cfg.MessageQueueBytes)
 	if m := dgs.Get("maxDatagramSize"); m.Type() == js.TypeNumber && m.Int() < c.maxDg {
 		c.maxDg = m.Int()
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.out = transport.NewOutbox(jsWriter{c}, transport.OutboxConfig{
+	c.core.SetOutbox(transport.NewOutbox(jsWriter{c}, transport.OutboxConfig{
 		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
-	}, func(code transport.CloseCode, reason string) { c.closeNoWait(code, reason) })
+	}, func(code transport.CloseCode, reason string) { c.closeNoWait(code, reason) }))
 	c.readers.Add(3)
 	go c.readDatagrams()
 	go c.readMessages()
@@ -139,12 +126,7 @@ func (c *Conn) readDatagrams() {
 		v := res.Get("value")
 		b := make([]byte, v.Get("length").Int())
 		js.CopyBytesToGo(b, v)
-		if c.datagrams.TryPush(b) {
-			c.datagramsReceived.Add(1)
-			c.datagramBytesReceived.Add(uint64(len(b)))
-		} else {
-			c.datagramsDropped.Add(1)
-		}
+		c.core.PushDatagram(b)
 	}
 }
 
@@ -160,11 +142,9 @@ func (c *Conn) readMessages() {
 			}
 			return
 		}
-		if !c.messages.PushWait(c.ctx, nil, b) {
+		if !c.core.PushMessage(c.ctx, b) {
 			return
 		}
-		c.messagesReceived.Add(1)
-		c.messageBytesReceived.Add(uint64(len(b)))
 	}
 }
 
@@ -201,13 +181,10 @@ func (c *Conn) watch() {
 	}
 	c.closeMu.Unlock()
 	c.cancel()
-	c.out.Close()
+	c.core.Outbox().Close()
 	c.readers.Wait()
-	c.out.Wait()
-	c.errMu.Lock()
-	c.err = ce
-	c.errMu.Unlock()
-	close(c.done)
+	c.core.Outbox().Wait()
+	c.core.End(ce)
 }
 
 // closeErrorOfJS maps how the closed promise settled: resolved with the peer's
@@ -232,7 +209,7 @@ func closeErrorOfJS(info js.Value, err error) *transport.CloseError {
 
 func (c *Conn) closedErr() error {
 	select {
-	case <-c.done:
+	case <-c.core.Done():
 		return c.Err()
 	default:
 	}
@@ -252,19 +229,16 @@ func (c *Conn) SendDatagram(b []byte) error {
 	if len(b) > c.maxDg {
 		return &transport.DatagramTooLargeError{Size: len(b), Max: c.maxDg}
 	}
-	if err := c.out.SendDatagram(b); err != nil {
-		return err
-	}
-	c.datagramsSent.Add(1)
-	c.datagramBytesSent.Add(uint64(len(b)))
-	return nil
+	return c.core.SendDatagram(b)
 }
 
 // ReceiveDatagram implements [transport.Conn].
-func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.datagrams) }
+func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	return c.core.ReceiveDatagram(ctx)
+}
 
 // PollDatagram implements [transport.Conn].
-func (c *Conn) PollDatagram() ([]byte, bool) { return c.datagrams.Pop() }
+func (c *Conn) PollDatagram() ([]byte, bool) { return c.core.PollDatagram() }
 
 // MaxDatagramSize implements [transport.Conn]: [MaxDatagramPayload], or the browser's
 // maxDatagramSize if smaller.
@@ -278,33 +252,19 @@ func (c *Conn) SendMessage(b []byte) error {
 	if err := c.closedErr(); err != nil {
 		return err
 	}
-	if err := c.out.SendMessage(b); err != nil {
-		return err
-	}
-	c.messagesSent.Add(1)
-	c.messageBytesSent.Add(uint64(len(b)))
-	return nil
+	return c.core.SendMessage(b)
 }
 
 // ReceiveMessage implements [transport.Conn].
-func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.messages) }
+func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) {
+	return c.core.ReceiveMessage(ctx)
+}
 
 // PollMessage implements [transport.Conn].
-func (c *Conn) PollMessage() ([]byte, bool) { return c.messages.Pop() }
+func (c *Conn) PollMessage() ([]byte, bool) { return c.core.PollMessage() }
 
 // MaxMessageSize implements [transport.Conn].
 func (c *Conn) MaxMessageSize() int { return c.cfg.MaxMessageSize }
-
-func (c *Conn) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error) {
-	b, ok, err := q.Wait(ctx, c.done)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, c.Err()
-	}
-	return b, nil
-}
 
 func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
 	reason = transport.TruncateReason(reason, transport.MaxReasonLen)
@@ -322,7 +282,7 @@ func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
 // CloseWithReason implements [transport.Conn]: the server sees code and reason.
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 	c.closeNoWait(code, reason)
-	<-c.done
+	<-c.core.Done()
 	return nil
 }
 
@@ -330,17 +290,10 @@ func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
 func (c *Conn) Close() error { return c.CloseWithReason(transport.CodeNormal, "") }
 
 // Done implements [transport.Conn].
-func (c *Conn) Done() <-chan struct{} { return c.done }
+func (c *Conn) Done() <-chan struct{} { return c.core.Done() }
 
 // Err implements [transport.Conn].
-func (c *Conn) Err() error {
-	c.errMu.Lock()
-	defer c.errMu.Unlock()
-	if c.err == nil {
-		return nil
-	}
-	return c.err
-}
+func (c *Conn) Err() error { return c.core.Err() }
 
 // Addr is the address of a browser connection's ends: the session URL for the remote
 // end, "page" for the local one (a page cannot learn its own UDP address).
@@ -361,18 +314,5 @@ func (c *Conn) LocalAddr() net.Addr { return Addr("page") }
 // Stats implements [transport.Conn]. RTT is the browser's smoothedRtt (getStats, read
 // once a second).
 func (c *Conn) Stats() transport.Stats {
-	return transport.Stats{
-		DatagramsSent:         c.datagramsSent.Load(),
-		DatagramsReceived:     c.datagramsReceived.Load(),
-		DatagramBytesSent:     c.datagramBytesSent.Load(),
-		DatagramBytesReceived: c.datagramBytesReceived.Load(),
-		MessagesSent:          c.messagesSent.Load(),
-		MessagesReceived:      c.messagesReceived.Load(),
-		MessageBytesSent:      c.messageBytesSent.Load(),
-		MessageBytesReceived:  c.messageBytesReceived.Load(),
-		DatagramsDropped:      c.datagramsDropped.Load(),
-		DatagramsSendDropped:  c.out.SendDropped(),
-		MessageBacklog:        c.out.Backlog(),
-		RTT:                   time.Duration(c.rtt.Load()),
-	}
+	return c.core.Stats(time.Duration(c.rtt.Load()))
 }
