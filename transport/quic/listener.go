@@ -13,25 +13,20 @@ import (
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/admission"
-	"github.com/archenet/archenet/transport/internal/queue"
+	"github.com/archenet/archenet/transport/internal/connio"
 )
 
 // Listener accepts archenet connections over QUIC. It implements [transport.Listener].
 type Listener struct {
-	udp     *net.UDPConn
-	tr      *quicgo.Transport
-	ql      *quicgo.Listener
-	cfg     Config
-	adm     *admission.Budget
-	pending *queue.Queue[*Conn]
-	ctx     context.Context
-	cancel  context.CancelFunc
-	setups  sync.WaitGroup
-	closed  chan struct{}
-
-	mu       sync.Mutex
-	conns    map[*Conn]struct{}
-	isClosed bool
+	udp    *net.UDPConn
+	tr     *quicgo.Transport
+	ql     *quicgo.Listener
+	cfg    Config
+	adm    *admission.Budget
+	conns  *connio.Accepted[*Conn]
+	ctx    context.Context
+	cancel context.CancelFunc
+	setups sync.WaitGroup
 }
 
 var _ transport.Listener = (*Listener)(nil)
@@ -71,10 +66,8 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
 		udp: udp, tr: tr, ql: ql, cfg: r, adm: adm,
-		pending: queue.New[*Conn](r.AcceptBacklog, 0, nil),
-		ctx:     ctx, cancel: cancel,
-		closed: make(chan struct{}),
-		conns:  make(map[*Conn]struct{}),
+		conns: connio.NewAccepted[*Conn](r.AcceptBacklog),
+		ctx:   ctx, cancel: cancel,
 	}
 	l.setups.Add(1)
 	go l.acceptLoop()
@@ -124,25 +117,15 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 	}
 	stream.SetReadDeadline(time.Time{})
 
-	l.mu.Lock()
-	if l.isClosed {
-		l.mu.Unlock()
+	c, ok := l.conns.Add(func() *Conn { return newConn(qc, stream, nil, l.cfg, l.conns.Forget) })
+	if !ok {
 		fail(transport.CodeNormal, "listener closed")
 		return
 	}
-	c := newConn(qc, stream, nil, l.cfg, l.forget)
-	l.conns[c] = struct{}{}
-	l.mu.Unlock()
-	if !l.pending.TryPush(c) {
+	if !l.conns.Offer(c) {
 		c.logClose(transport.CodeRejected, "server busy: accept backlog full")
 		c.closeNoWait(transport.CodeRejected, "server busy: accept backlog full")
 	}
-}
-
-func (l *Listener) forget(c *Conn) {
-	l.mu.Lock()
-	delete(l.conns, c)
-	l.mu.Unlock()
 }
 
 // Accept implements [transport.Listener].
@@ -156,7 +139,7 @@ func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
 
 // AcceptConn is Accept returning the concrete type.
 func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
-	c, ok, err := l.pending.Wait(ctx, l.closed)
+	c, ok, err := l.conns.Accept(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +151,7 @@ func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
 
 // PollAccept implements [transport.Listener].
 func (l *Listener) PollAccept() (transport.Conn, bool) {
-	c, ok := l.pending.Pop()
+	c, ok := l.conns.Poll()
 	if !ok {
 		return nil, false
 	}
@@ -179,28 +162,13 @@ func (l *Listener) PollAccept() (transport.Conn, bool) {
 // it produced with CodeNormal, releases the UDP socket, and returns once all of the
 // listener's goroutines have exited.
 func (l *Listener) Close() error {
-	l.mu.Lock()
-	if l.isClosed {
-		l.mu.Unlock()
+	if !l.conns.Close() {
 		return nil
 	}
-	l.isClosed = true
-	l.mu.Unlock()
-	close(l.closed)
 	l.cancel()
 	err := l.ql.Close()
 	l.setups.Wait()
-
-	l.mu.Lock()
-	conns := make([]*Conn, 0, len(l.conns))
-	for c := range l.conns {
-		conns = append(conns, c)
-	}
-	l.mu.Unlock()
-	for _, c := range conns {
-		c.CloseWithReason(transport.CodeNormal, "listener closed")
-	}
-	l.pending.Drain()
+	l.conns.CloseAll("listener closed")
 	if e := l.tr.Close(); err == nil {
 		err = e
 	}

@@ -22,34 +22,29 @@ import (
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/admission"
-	"github.com/archenet/archenet/transport/internal/queue"
+	"github.com/archenet/archenet/transport/internal/connio"
 )
 
 // Listener accepts archenet connections from WebTransport sessions. It implements
 // [transport.Listener] and [http.Handler]: [Listen] makes one that owns its UDP socket
 // and HTTP/3 server, [NewListener] one to mount on an HTTP/3 server of the caller's.
 type Listener struct {
-	cfg     Config
-	wts     *wt.Server
-	udp     net.PacketConn    // nil unless Listen made it
-	tr      *quicgo.Transport // Listen's, nil for NewListener
-	ql      *quicgo.EarlyListener
-	adm     *admission.Budget // Listen's pre-handshake budget, nil for NewListener
-	pending *queue.Queue[*Conn]
-	slots   chan struct{} // one token per session being set up
+	cfg   Config
+	wts   *wt.Server
+	udp   net.PacketConn    // nil unless Listen made it
+	tr    *quicgo.Transport // Listen's, nil for NewListener
+	ql    *quicgo.EarlyListener
+	adm   *admission.Budget // Listen's pre-handshake budget, nil for NewListener
+	conns *connio.Accepted[*Conn]
+	slots chan struct{} // one token per session being set up
 	// capsuleClose: the server's sessions have no WebTransport flow control, so
 	// one session per QUIC connection and nothing but the close writes to the
 	// CONNECT stream (see closeSession).
 	capsuleClose bool
 	setups       sync.WaitGroup
 	serving      sync.WaitGroup
-	closed       chan struct{}
 	ctx          context.Context // cancelled by Close
 	cancel       context.CancelFunc
-
-	mu       sync.Mutex
-	conns    map[*Conn]struct{}
-	isClosed bool
 }
 
 var (
@@ -160,11 +155,9 @@ func NewListener(s *wt.Server, cfg *Config) (*Listener, error) {
 func newListener(s *wt.Server, r Config) *Listener {
 	l := &Listener{
 		cfg: r, wts: s,
-		pending:      queue.New[*Conn](r.AcceptBacklog, 0, nil),
+		conns:        connio.NewAccepted[*Conn](r.AcceptBacklog),
 		slots:        make(chan struct{}, r.MaxPendingSessions),
 		capsuleClose: s.Config == nil || s.Config.MaxIncomingStreams <= 0 && s.Config.MaxIncomingUniStreams <= 0 && s.Config.MaxIncomingData <= 0,
-		closed:       make(chan struct{}),
-		conns:        make(map[*Conn]struct{}),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	if s.CheckOrigin == nil {
@@ -243,7 +236,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, why, status)
 	}
 	select {
-	case <-l.closed:
+	case <-l.conns.Closed():
 		refuse(http.StatusServiceUnavailable, "listener closed")
 		return
 	default:
@@ -315,30 +308,20 @@ func (l *Listener) setup(s session) {
 	_ = stream.SetReadDeadline(time.Time{})
 	s.stream = stream
 
-	l.mu.Lock()
-	if l.isClosed {
-		l.mu.Unlock()
+	c, ok := l.conns.Add(func() *Conn { return newConn(s, l.cfg, l.conns.Forget) })
+	if !ok {
 		fail(transport.CodeNormal, "listener closed")
 		return
 	}
-	c := newConn(s, l.cfg, l.forget)
-	l.conns[c] = struct{}{}
-	l.mu.Unlock()
-	if !l.pending.TryPush(c) {
+	if !l.conns.Offer(c) {
 		c.logClose(transport.CodeRejected, "server busy: accept backlog full")
 		c.closeNoWait(transport.CodeRejected, "server busy: accept backlog full")
 	}
 }
 
-func (l *Listener) forget(c *Conn) {
-	l.mu.Lock()
-	delete(l.conns, c)
-	l.mu.Unlock()
-}
-
 // Accept implements [transport.Listener].
 func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
-	c, ok, err := l.pending.Wait(ctx, l.closed)
+	c, ok, err := l.conns.Accept(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +333,7 @@ func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
 
 // PollAccept implements [transport.Listener].
 func (l *Listener) PollAccept() (transport.Conn, bool) {
-	c, ok := l.pending.Pop()
+	c, ok := l.conns.Poll()
 	if !ok {
 		return nil, false
 	}
@@ -362,30 +345,12 @@ func (l *Listener) PollAccept() (transport.Conn, bool) {
 // peer) and, for a Listener made by Listen, its QUIC transport and UDP socket. It
 // returns once the Listener's goroutines have exited.
 func (l *Listener) Close() error {
-	l.mu.Lock()
-	if l.isClosed {
-		l.mu.Unlock()
+	if !l.conns.Close() {
 		return nil
 	}
-	l.isClosed = true
-	l.mu.Unlock()
-	close(l.closed)
 	l.cancel()
 	l.setups.Wait()
-
-	l.mu.Lock()
-	conns := make([]*Conn, 0, len(l.conns))
-	for c := range l.conns {
-		conns = append(conns, c)
-	}
-	l.mu.Unlock()
-	for _, c := range conns {
-		c.StartClose(transport.CodeNormal, "listener closed")
-	}
-	for _, c := range conns {
-		<-c.Done()
-	}
-	l.pending.Drain()
+	l.conns.CloseAll("listener closed")
 	if l.udp == nil {
 		return nil
 	}
