@@ -9,6 +9,7 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/replication/internal/closing"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport"
@@ -52,8 +53,10 @@ type Server struct {
 
 	clients []*peer // index = ClientID
 	pending []*pendingConn
-	closing []closingConn
-	authing int // pending connections whose Authenticator runs
+	// lingering: rejected connections left open for a moment, so that
+	// the Reject reaches the client before the close.
+	lingering closing.Lingering
+	authing   int // pending connections whose Authenticator runs
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
 	nextID   int
@@ -65,8 +68,8 @@ type Server struct {
 	// frameShares: the chunks of a frame built on the workers
 	frameShares []*snapshot.AlignedPut
 	interest    *interestGrid
-	clampW      clampWatch // clamps.go
-	closer      closer     // closes off the tick (closer.go)
+	clampW      clampWatch     // clamps.go
+	closer      closing.Closer // closes off the tick
 
 	spawnKeys spawnKeys // predicted_spawn.go
 
@@ -330,11 +333,8 @@ func (s *Server) CloseWithReason(code transport.CloseCode, reason string) error 
 	}
 	s.pending = nil
 	s.authing = 0
-	for _, cc := range s.closing {
-		s.closeConn(cc.conn, cc.code, cc.reason)
-	}
-	s.closing = nil
-	s.closer.wait()
+	s.lingering.Due(time.Time{}, s.closeConn)
+	s.closer.Wait()
 	if s.listener != nil {
 		return s.listener.Close()
 	}
@@ -387,11 +387,7 @@ func (s *Server) connected() int {
 // close at once; any other connection's close runs on one of the closer's
 // goroutines.
 func (s *Server) closeConn(c transport.Conn, code transport.CloseCode, reason string) {
-	if cs, ok := c.(transport.CloseStarter); ok {
-		cs.StartClose(code, reason)
-		return
-	}
-	if !s.closer.close(c, code, reason) {
+	if !s.closer.Close(c, code, reason) {
 		s.Stats.ClosesDropped++
 		s.cfg.Logger.Warn("archenet: close not run: too many closes waiting for the transport", "remote", c.RemoteAddr(), "code", code)
 	}

@@ -35,21 +35,12 @@ func (p *pendingConn) stopAuth() {
 	}
 }
 
-// closingConn is a rejected connection left open for a moment, so that the
-// Reject reaches the client before the close.
-type closingConn struct {
-	conn   transport.Conn
-	at     time.Time
-	code   transport.CloseCode
-	reason string
-}
-
 // handshakes advances every connection in the handshake by what arrived
 // since the last tick. Nothing here waits: the Authenticator runs on a
 // goroutine of its own and its verdict is picked up on a later tick.
 func (s *Server) handshakes() {
 	now := s.cfg.Now()
-	s.lingerRejected(now)
+	s.lingering.Due(now, s.closeConn)
 	keep := s.pending[:0]
 	for _, p := range s.pending {
 		if s.advanceHandshake(p, now) {
@@ -58,25 +49,6 @@ func (s *Server) handshakes() {
 	}
 	clear(s.pending[len(keep):]) // release the connections that left
 	s.pending = keep
-}
-
-// lingerRejected closes rejected connections whose linger is over.
-func (s *Server) lingerRejected(now time.Time) {
-	keep := s.closing[:0]
-	for _, cc := range s.closing {
-		select {
-		case <-cc.conn.Done():
-			continue
-		default:
-		}
-		if now.After(cc.at) {
-			s.closeConn(cc.conn, cc.code, cc.reason)
-			continue
-		}
-		keep = append(keep, cc)
-	}
-	clear(s.closing[len(keep):])
-	s.closing = keep
 }
 
 // advanceHandshake moves p on; it reports whether p is still in the
@@ -290,8 +262,10 @@ func (s *Server) reject(c transport.Conn, he *transport.HandshakeError, hash uin
 	// Close after a linger, so the Reject arrives before the close (a QUIC
 	// close may discard stream data in flight); the client closes first
 	// once it has read the Reject.
-	s.closing = append(s.closing, closingConn{conn: c, at: s.cfg.Now().Add(transport.RejectLinger), code: he.CloseCode(),
-		reason: transport.TruncateReason(he.Error(), 200)})
+	reason := transport.TruncateReason(he.Error(), 200)
+	if !s.lingering.Add(c, s.cfg.Now().Add(transport.RejectLinger), he.CloseCode(), reason) {
+		s.closeConn(c, he.CloseCode(), reason)
+	}
 	s.cfg.Logger.Info("archenet: client rejected", "remote", c.RemoteAddr(), "reason", he.Error())
 }
 

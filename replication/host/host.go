@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/archenet/archenet/replication/internal/closing"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -43,7 +44,8 @@ type Host struct {
 	// handshakes counts connections whose Hello the host waits for.
 	handshakes atomic.Int32
 	pending    []pendingHello // Manual mode: those connections
-	closes     closer
+	closer     closing.Closer
+	lingering  closing.Lingering
 	stats      counters
 }
 
@@ -227,6 +229,7 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 	h.cancel()
 	err := h.l.Close()
+	h.lingering.Due(time.Time{}, h.closeConn) // refused connections still lingering
 	for _, m := range ms {
 		m.Close(transport.CodeNormal, "server closing")
 		if h.cfg.Manual {
@@ -237,7 +240,7 @@ func (h *Host) Close() error {
 		m.waitEnded(h.cfg.StallAfter)
 	}
 	h.wg.Wait()
-	h.closes.wait()
+	h.closer.Wait()
 	h.mu.Lock()
 	h.closeDone()
 	h.mu.Unlock()
@@ -289,7 +292,7 @@ func (h *Host) takeHandshake(c transport.Conn) bool {
 		h.handshakes.Add(-1)
 		h.stats.refused[refuseBusy].Add(1)
 		h.cfg.Logger.Warn("archenet/host: connection refused: host busy", "remote", c.RemoteAddr())
-		h.closes.close(c, transport.CodeRejected, fmt.Sprintf("host busy: %d connections are in the handshake (host.Config.MaxHandshakes)", h.cfg.MaxHandshakes), &h.stats)
+		h.closeConn(c, transport.CodeRejected, fmt.Sprintf("host busy: %d connections are in the handshake (host.Config.MaxHandshakes)", h.cfg.MaxHandshakes))
 		return false
 	}
 	return true
@@ -304,7 +307,7 @@ func (h *Host) readHello(c transport.Conn) {
 		if ctx.Err() != nil && h.ctx.Err() == nil {
 			h.helloTimeout(c)
 		} else {
-			h.closes.close(c, transport.CodeNormal, "server closing", &h.stats)
+			h.closeConn(c, transport.CodeNormal, "server closing")
 		}
 		return
 	}
@@ -314,7 +317,7 @@ func (h *Host) readHello(c transport.Conn) {
 func (h *Host) helloTimeout(c transport.Conn) {
 	h.stats.refused[refuseHelloTimeout].Add(1)
 	h.cfg.Logger.Info("archenet/host: connection dropped: no hello in time", "remote", c.RemoteAddr(), "timeout", h.cfg.HandshakeTimeout)
-	h.closes.close(c, transport.CodeHandshakeFailed, "no hello in time", &h.stats)
+	h.closeConn(c, transport.CodeHandshakeFailed, "no hello in time")
 }
 
 // pollAccept is acceptLoop and readHello for Manual mode.
@@ -373,7 +376,7 @@ func (h *Host) janitor() {
 // sweep closes the refused connections whose linger is over and, StallAfter
 // past a drain's deadline, closes Done even if stalled matches are left.
 func (h *Host) sweep(now time.Time) {
-	h.closes.lingerDue(now, &h.stats)
+	h.lingering.Due(now, h.closeConn)
 	d := h.drain.Load()
 	if d == nil || d.deadline.IsZero() || now.Before(d.deadline.Add(h.cfg.StallAfter)) {
 		return

@@ -388,7 +388,7 @@ func (l *matchListener) Close() error {
 		for {
 			select {
 			case c := <-l.queue:
-				l.m.h.closes.close(c.conn, transport.CodeNormal, "match closed", &l.m.h.stats)
+				l.m.h.closeConn(c.conn, transport.CodeNormal, "match closed")
 			default:
 				return
 			}

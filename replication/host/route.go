@@ -24,11 +24,13 @@ func (h *Host) route(c transport.Conn, b []byte) {
 	h.cfg.Logger.Info("archenet/host: connection refused", "remote", c.RemoteAddr(), "why", d.why.String(), "reason", d.refusal.Error())
 	rj := d.refusal.Reject(replication.ProtocolVersion, d.hello.ProtocolHash)
 	if err := c.SendMessage(rj.Append(nil)); err != nil {
-		h.closes.close(c, rj.Code, rj.Reason, &h.stats)
+		h.closeConn(c, rj.Code, rj.Reason)
 		return
 	}
 	// Close after a linger, so that the Reject arrives before the close.
-	h.closes.linger(c, h.cfg.Now().Add(transport.RejectLinger), rj.Code, rj.Reason, &h.stats)
+	if !h.lingering.Add(c, h.cfg.Now().Add(transport.RejectLinger), rj.Code, rj.Reason) {
+		h.closeConn(c, rj.Code, rj.Reason)
+	}
 }
 
 // decision is where a Hello goes: a match (with the token's claims, if
@@ -115,4 +117,13 @@ func tokenRefusal(err error) refusal {
 		}
 	}
 	return refuseTokenMalformed
+}
+
+// closeConn closes a refused connection without waiting for the transport
+// (replication/internal/closing); a close the full queue cannot take is
+// counted in Stats.ClosesDropped and left to the transport's idle timeout.
+func (h *Host) closeConn(c transport.Conn, code transport.CloseCode, reason string) {
+	if !h.closer.Close(c, code, reason) {
+		h.stats.closesDropped.Add(1)
+	}
 }

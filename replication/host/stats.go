@@ -55,7 +55,8 @@ type Stats struct {
 	// ended by a panic in their frame.
 	Opened, Ended, Crashed uint64
 	// ClosesDropped counts refused connections whose close was not run
-	// (hundreds of closes hanging on a transport): they end by its idle
+	// (thousands of closes queued behind a transport whose closes hang):
+	// they end by its idle
 	// timeout.
 	ClosesDropped uint64
 	// Matches are the open matches' stats, by name.
