@@ -291,7 +291,7 @@ func parseSpawnsEnded(b []byte, fn func(key uint32)) error {
 	if len(b) < 2 || b[0] != kindSpawnsEnded {
 		return fmt.Errorf("%w: spawns-ended message of %d bytes", ErrMalformed, len(b))
 	}
-	n, used := binary.Uvarint(b[1:])
+	n, used := minimalUvarint(b[1:])
 	if used <= 0 || n == 0 || n > maxEndedKeys || uint64(len(b)-1-used) != 4*n {
 		return fmt.Errorf("%w: spawns-ended message: %d keys in %d bytes", ErrMalformed, n, len(b))
 	}
@@ -299,6 +299,17 @@ func parseSpawnsEnded(b []byte, fn func(key uint32)) error {
 		fn(binary.LittleEndian.Uint32(rest))
 	}
 	return nil
+}
+
+// minimalUvarint is binary.Uvarint refusing overlong encodings (k ≤ 0 for
+// them as for other errors): a message has one encoding, so what parses
+// re-encodes to the same bytes.
+func minimalUvarint(b []byte) (uint64, int) {
+	n, k := binary.Uvarint(b)
+	if k > 1 && b[k-1] == 0 { // a final group of zeros adds nothing
+		return 0, 0
+	}
+	return n, k
 }
 
 func appendReady(b []byte, tick uint32) []byte {
@@ -345,7 +356,7 @@ func parseDrain(b []byte) (DrainNotice, error) {
 		return DrainNotice{}, fmt.Errorf("%w: drain notice of %d bytes", ErrMalformed, len(b))
 	}
 	ms := binary.LittleEndian.Uint32(b[1:])
-	n, k := binary.Uvarint(b[5:])
+	n, k := minimalUvarint(b[5:])
 	if k <= 0 || n > transport.MaxReasonLen || uint64(len(b)-5-k) != n {
 		return DrainNotice{}, fmt.Errorf("%w: drain notice reason of %d bytes in %d", ErrMalformed, n, len(b))
 	}
