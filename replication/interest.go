@@ -220,10 +220,18 @@ func (g *interestGrid) due(tick uint32) bool { return tick%g.every == 0 }
 
 // effective narrows a client's last computed relevance to this tick: alive
 // slots that were not reallocated since the relevance was computed.
-func (g *interestGrid) effective(s *Server, c *peer) {
-	for i := range c.relevant {
-		c.relevant[i] &= s.alive.Word(i) &^ g.fresh.Word(i)
+func (g *interestGrid) effective(s *Server, r *relevance) {
+	for i := range r.relevant {
+		r.relevant[i] &= s.alive.Word(i) &^ g.fresh.Word(i)
 	}
+}
+
+// relevance is what interest keeps for one client: the entities relevant
+// to it (last computed, then narrowed each tick) and a spare set to compute
+// the next into.
+type relevance struct {
+	relevant, next snapshot.Bitset
+	focusX         float64 // x of the focus at the last update (orders clients for the workers)
 }
 
 // relX returns the grid column of cell coordinate cx, clamped to one
@@ -352,10 +360,10 @@ func near(slots []uint32, pos []components.Vec3, fx, fz, enter2, leave2 float64,
 	}
 }
 
-// relevantFor computes c.relevant for this tick.
-func (g *interestGrid) relevantFor(s *Server, c *peer) {
-	prev := c.relevant
-	next := c.relevantNext[:0]
+// relevantFor computes c's relevance for this tick.
+func (g *interestGrid) relevantFor(s *Server, c *remote) {
+	prev := c.rel.relevant
+	next := c.rel.next[:0]
 	for len(next) < len(s.alive) {
 		next = append(next, 0)
 	}
@@ -371,12 +379,12 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 			}
 		}
 	}
-	focus, ok := c.plan.focus, c.plan.hasFocus // (the game's Focus, asked in planPeer)
+	focus, ok := c.focus, c.hasFocus // (the game's Focus, asked in planPeer)
 	if !ok {
 		focus, ok = g.owned[c.id], g.ownedOK[c.id]
 	}
 	if ok {
-		c.focusX = focus.X
+		c.rel.focusX = focus.X
 	}
 	if ok && g.width > 0 && finite(focus.X) && finite(focus.Z) {
 		// (a focus at NaN or infinity is near nothing)
@@ -386,6 +394,6 @@ func (g *interestGrid) relevantFor(s *Server, c *peer) {
 	for _, slot := range g.ownedBy[c.id] {
 		next.Set(slot)
 	}
-	c.relevantNext = prev
-	c.relevant = next
+	c.rel.next = prev
+	c.rel.relevant = next
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/schema"
@@ -76,13 +77,13 @@ func (is *interestServer) at(name string, x, z float64, owner uint8, global bool
 
 // relevant computes client id's relevance (with its previous relevance)
 // and returns the names relevant to it.
-func (is *interestServer) relevant(p *peer) map[string]bool {
+func (is *interestServer) relevant(p *remote) map[string]bool {
 	is.s.interest.rebuild(is.s)
-	p.plan.focus, p.plan.hasFocus = is.s.focusOf(p.id)
+	p.focus, p.hasFocus = is.s.focusOf(p.id)
 	is.s.interest.relevantFor(is.s, p)
 	out := map[string]bool{}
 	for name, slot := range is.slots {
-		if p.relevant.Has(slot) {
+		if p.rel.relevant.Has(slot) {
 			out[name] = true
 		}
 	}
@@ -121,9 +122,9 @@ func TestInterestRelevance(t *testing.T) {
 			es["far"] = is.at("far", 5000, 5010, 0, false)
 			es["mine-far"] = is.at("mine-far", -3e6, 2e6, 1, false) // beyond the grid's 1024 cells a side
 			es["theirs"] = is.at("theirs", -3e6, 2e6, 2, false)
-			p := newPeer(1, nil, &is.s.cfg)
+			p := newRemote(1, &is.s.cfg)
 			for name := range tc.before {
-				p.relevant.Set(is.slots[name])
+				p.rel.relevant.Set(is.slots[name])
 			}
 			want := map[string]bool{}
 			for _, n := range tc.want {
@@ -148,7 +149,7 @@ func TestInterestBeyondTheGrid(t *testing.T) {
 	is.at("me", 1e7, 0, 1, false)
 	is.at("neighbour", 1e7+5, 3, 0, false)
 	is.at("far-neighbour", 1e7+50, 0, 0, false)
-	got := is.relevant(newPeer(1, nil, &is.s.cfg))
+	got := is.relevant(newRemote(1, &is.s.cfg))
 	require.Equal(t, map[string]bool{"me": true, "neighbour": true}, got)
 }
 
@@ -192,12 +193,12 @@ func TestInterestCellsMatchBruteForce(t *testing.T) {
 				pos[name] = q
 			}
 			is.s.interest.cfg.Focus = func(ClientID) (components.Vec3, bool) { return focus, true }
-			p := newPeer(1, nil, &is.s.cfg)
+			p := newRemote(1, &is.s.cfg)
 			before := map[string]bool{}
 			for name := range pos {
 				if rng.IntN(2) == 0 {
 					before[name] = true
-					p.relevant.Set(is.slots[name])
+					p.rel.relevant.Set(is.slots[name])
 				}
 			}
 			want := map[string]bool{}
@@ -258,7 +259,7 @@ func TestInterestRebuildWithoutFrame(t *testing.T) {
 	is := newInterestServer(t, Interest{Radius: 100})
 	is.at("me", 0, 0, 1, false)
 	e := is.at("other", 10, 0, 0, false)
-	p := newPeer(1, nil, &is.s.cfg)
+	p := newRemote(1, &is.s.cfg)
 	require.True(t, is.relevant(p)["other"])
 	tr := (*components.Transform)(is.w.Get(e, ecs.ComponentID[components.Transform](is.w)))
 	tr.Pos.X = 5000
@@ -399,4 +400,12 @@ func referenceGrid(s *Server) map[string]any {
 	}
 	return map[string]any{"cellStart": start, "cellSlots": slots, "cellOf": cellOf, "cellOdd": odd,
 		"box": [4]int32{minX, minZ, width, depth}, "owned": owned, "ownedBy": ownedBy, "global": global}
+}
+
+// newRemote returns a client as the handshake adds it, without a
+// connection.
+func newRemote(id ClientID, cfg *ServerConfig) *remote {
+	c := &remote{}
+	c.init(id, cfg, time.Time{})
+	return c
 }

@@ -2,37 +2,34 @@ package replication
 
 import (
 	"fmt"
-
-	"github.com/archenet/archenet/components"
 	"math/bits"
 	"slices"
-	"sync/atomic"
 	"time"
 
+	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
-	"github.com/archenet/archenet/transport"
 )
 
-// peer is the server's side of one client's channel, as a state machine: the
-// client's datagrams (acks, input sections) and the server's frames go in
-// with the time, and what to send the client comes out — a spawn batch, the
-// ready message, the tick's snapshot datagrams ([peer.out]). It does no I/O
-// and starts no goroutine: the Server pumps its input from the client's
-// connection and its output to it. Within one net tick [peer.tick] only
-// reads the server's shared state (frame ring, slot table, interest grid),
-// so the peers of a tick are built in parallel.
+// peer is the server's side of one client's channel, as a pure state
+// machine (in the manner of etcd's raft): what it needs comes in with each
+// call — the client's datagrams with the time they arrived ([peer.receive]),
+// and once per net tick the tick's shared, read-only state ([peerTick]: the
+// frame ring, the slot table, what changed layout, the weights, the time)
+// with the client's own plan ([peerPlan]: its relevance, its datagram size,
+// the input hooks' answers) — and what it produces goes out in [peer.out]:
+// a spawn batch, the ready message, the snapshot datagrams, the counts. It
+// holds no connection, no Server, no lock and starts no goroutine: the
+// Server pumps the connection, computes relevance and calls the game's
+// hooks, and peers of one tick run in parallel because each writes only
+// itself and its worker's scratch.
 type peer struct {
 	id   ClientID
-	conn transport.Conn // the Server's pump's, never used here
 	snap *snapshot.Client
 
-	relevant     snapshot.Bitset // interest this tick
-	relevantNext snapshot.Bitset // spare buffer
-	focusX       float64         // x of the interest focus at the last relevance update (orders peers for the workers)
-	spawned      snapshot.Bitset // told to spawn over the reliable channel
-	spawnedGen   []uint32
-	spawnedSet   []uint64
-	ready        bool // the ready message went out
+	spawned    snapshot.Bitset // told to spawn over the reliable channel
+	spawnedGen []uint32
+	spawnedSet []uint64
+	ready      bool // the ready message went out
 	// synced: spawned equalled relevant after the last spawnDiff
 	synced bool
 
@@ -44,13 +41,11 @@ type peer struct {
 	rx    []rxInput // input sections received this tick, for the Input hook
 	rxErr error     // a protocol error in what the client sent this tick
 	// acks received, taken in by the peer's next tick (in parallel with
-	// the other peers') or, failing that, its next Receive
+	// the other peers') or, failing that, its next beginReceive
 	acks []heardAck
 
-	plan   peerPlan    // this tick's inputs from the server's sequential phase
-	out    peerOutput  // this tick's output, for the server to send
-	built  atomic.Bool // out is this tick's (sendPeers)
-	msgBuf []byte      // the spawn batch's buffer
+	out    peerOutput // this tick's output, for the server to send
+	msgBuf []byte     // the spawn batch's buffer
 
 	heard     time.Time // the last datagram from the client (or the Welcome)
 	welcomed  time.Time
@@ -58,6 +53,22 @@ type peer struct {
 
 	snapBytes, spawnBytes uint64
 	datagrams             uint64
+}
+
+// peerTick is what every peer of a net tick reads and none writes: the
+// server's state after its sequential phase.
+type peerTick struct {
+	tick    uint32
+	now     time.Time
+	netRate int // net ticks per second (the budget's refill)
+	world   *snapshot.World
+	// slots is the slot table (slot → alive, generation, Meta, predicted
+	// spawn key); relayout the slots whose generation or component set
+	// changed this tick.
+	slots    []slotInfo
+	relayout []uint32
+	plans    []*schema.Plan
+	weights  []float32 // per-slot priority weights
 }
 
 // rxInput is the input section of one client datagram and the tick it
@@ -73,16 +84,18 @@ type heardAck struct {
 	at  time.Time
 }
 
-// peerPlan is what the server decides for a peer before the parallel phase:
-// values from user hooks and the connection, which must not be called from
-// several goroutines.
+// peerPlan is what the server decides for one peer before its tick: the
+// answers of the user's hooks and the connection, which must not be called
+// from several goroutines, and the client's relevance.
 type peerPlan struct {
 	mtu int
 	opt snapshot.BuildOptions // input extension fields
-	// focus is the game's Interest.Focus for the client, asked when
-	// relevance is recomputed this tick (hasFocus: it named one)
-	focus    components.Vec3
-	hasFocus bool
+	// relevant is the entities the client is to hold this tick;
+	// relevanceChanged: it may differ from the last tick's (it was
+	// recomputed, or an entity was spawned, despawned or changed its
+	// components).
+	relevant         snapshot.Bitset
+	relevanceChanged bool
 }
 
 // peerOutput is what one tick of a peer produced.
@@ -109,13 +122,19 @@ type sentRecord struct {
 	held  uint64 // parts the client acked (valid once acked)
 }
 
-func newPeer(id ClientID, conn transport.Conn, cfg *ServerConfig) *peer {
+// newPeer returns the state of client id, welcomed at now.
+func newPeer(id ClientID, cfg *ServerConfig, now time.Time) *peer {
+	p := &peer{}
+	p.init(id, cfg, now)
+	return p
+}
+
+func (p *peer) init(id ClientID, cfg *ServerConfig, now time.Time) {
 	// The sent ring is longer than the snapshot ring so that RTT is still
 	// measured when a congested queue delays acks by seconds.
-	p := &peer{id: id, conn: conn, snap: snapshot.NewClient(id, cfg.Depth), sent: make([]sentRecord, 512)}
+	*p = peer{id: id, snap: snapshot.NewClient(id, cfg.Depth), sent: make([]sentRecord, 512), heard: now, welcomed: now}
 	p.budget = newBudgetController(float64(cfg.MinBytesPerSecond), float64(cfg.MaxBytesPerSecond))
 	p.snap.SetRate(int(p.budget.rate), p.burst(cfg.MTU))
-	return p
 }
 
 // silent reports why the client is to be dropped for silence: no datagram
@@ -142,6 +161,35 @@ func (p *peer) silent(now time.Time, timeout, joinTimeout time.Duration, sender 
 // burst is the token bucket's depth: an eighth of a second, at least two
 // datagrams.
 func (p *peer) burst(mtu int) int { return max(mtu*2, int(p.budget.rate)/8) }
+
+// beginReceive starts a net tick's receiving: the last tick's input
+// sections and error are forgotten, acks kept since are taken in.
+func (p *peer) beginReceive() {
+	p.rx, p.rxErr = p.rx[:0], nil
+	p.takeAcks() // (kept since a Receive that no Send followed)
+}
+
+// receive takes one datagram from the client, which arrived at now:
+// its ack is kept for the next tick and its input section for the Input
+// hook (p.rx). After an error (p.rxErr, also returned) the client is to be
+// dropped; the datagram's bytes are held until the next beginReceive.
+func (p *peer) receive(d []byte, now time.Time, serverTick uint32) error {
+	newest, input, err := p.onDatagram(d, now, serverTick)
+	if err != nil {
+		p.rxErr = err
+		return err
+	}
+	if len(p.acks) >= maxKeptAcks {
+		p.takeAcks() // (a flood of datagrams keeps no memory)
+	}
+	if len(input) > 0 {
+		p.rx = append(p.rx, rxInput{ack: newest, section: input})
+	}
+	return nil
+}
+
+// maxKeptAcks bounds the acks a peer keeps for its tick.
+const maxKeptAcks = 16
 
 // onDatagram takes one datagram from the client: it keeps its ack for
 // takeAcks and returns its input section, for the server's input hook.
@@ -236,54 +284,32 @@ func (p *peer) judgeLoss(tick uint32, now time.Time) {
 // reordered, not lost).
 const reorderThreshold = 3
 
-// prepare starts a peer's tick: loss judging, the budget and the byte
-// allowance of the tick.
-func (p *peer) prepare(tick uint32, now time.Time, netRate int) {
-	p.judgeLoss(tick, now)
-	if p.budget.update(now, &p.rtt) {
-		p.snap.SetRate(int(p.budget.rate), p.burst(p.plan.mtu))
-	}
-	p.snap.Refill(1 / float64(netRate))
-}
-
 // tick builds what the client gets this net tick into p.out: spawns and
-// despawns for what entered or left its interest (or changed layout), the
-// ready message after the first batch, and the snapshot datagrams. It reads
-// the server's shared state only and writes p and the worker's scratch, so
-// peers run in parallel.
-func (p *peer) tick(s *Server, w *worker, now time.Time) {
+// despawns for what entered or left its relevance (or changed layout), the
+// ready message after the first batch, and the snapshot datagrams, built
+// with the worker's encoder. It reads t and plan only and writes p and w.
+func (p *peer) tick(t *peerTick, plan *peerPlan, w *worker) {
 	p.takeAcks()
-	p.prepare(s.tick, now, s.cfg.NetRate)
+	p.judgeLoss(t.tick, t.now)
+	if p.budget.update(t.now, &p.rtt) {
+		p.snap.SetRate(int(p.budget.rate), p.burst(plan.mtu))
+	}
+	p.snap.Refill(1 / float64(t.netRate))
 	p.out.encoder = w.enc
-	changed := p.updateRelevance(s)
-	p.spawnDiff(s, w, changed)
+	p.spawnDiff(t, plan, &w.spawns)
 	if !p.ready {
 		p.ready, p.out.readyMsg = true, true
 	}
-	opt := p.plan.opt
-	opt.Budget, opt.Relevant, opt.Weights = p.plan.mtu, p.spawned, s.weights
+	opt := plan.opt
+	opt.Budget, opt.Relevant, opt.Weights = plan.mtu, p.spawned, t.weights
 	p.out.info = w.enc.Build(p.snap, opt, &p.out.pkts)
 	if p.firstSent.IsZero() {
-		p.firstSent = now
+		p.firstSent = t.now
 	}
-	p.sent[s.tick%uint32(len(p.sent))] = sentRecord{tick: s.tick, at: now, bytes: p.out.info.Bytes, parts: p.out.pkts.Len()}
-}
-
-// updateRelevance sets p.relevant for this tick and reports whether it
-// may differ from the last tick's: it was recomputed, or an entity was
-// spawned, despawned or changed its components (s.relayout: the only
-// changes of the alive set).
-func (p *peer) updateRelevance(s *Server) (changed bool) {
-	switch {
-	case s.interest == nil:
-		p.relevant = append(p.relevant[:0], s.alive...)
-	case s.interest.due(s.tick) || p.relevant == nil:
-		s.interest.relevantFor(s, p)
-		return true
-	default:
-		s.interest.effective(s, p)
-	}
-	return len(s.relayout) > 0
+	p.sent[t.tick%uint32(len(p.sent))] = sentRecord{tick: t.tick, at: t.now, bytes: p.out.info.Bytes, parts: p.out.pkts.Len()}
+	p.snapBytes += uint64(p.out.info.Bytes)
+	p.datagrams += uint64(p.out.pkts.Len())
+	p.spawnBytes += uint64(len(p.out.spawnMsg))
 }
 
 // spawnDiff writes the spawn/despawn batch that brings the client's mirrors
@@ -293,16 +319,16 @@ func (p *peer) updateRelevance(s *Server) (changed bool) {
 // order (so a client at its entity bound makes room before it is asked to
 // take more). When the interest set did not change (changed is false) and
 // the last diff left the spawned set equal to it, there is nothing to do.
-func (p *peer) spawnDiff(s *Server, w *worker, changed bool) {
+func (p *peer) spawnDiff(t *peerTick, plan *peerPlan, sw *spawnWriter) {
 	p.out.spawns, p.out.despawns = 0, 0
 	p.out.spawnMsg = nil
-	if !changed && p.synced && len(s.relayout) == 0 {
+	if !plan.relevanceChanged && p.synced && len(t.relayout) == 0 {
 		return
 	}
-	f := s.snap.Current()
-	sw := &w.spawns
+	f := t.world.Current()
+	relevant := plan.relevant
 	sw.reset()
-	if n, old := len(s.slots), len(p.spawnedGen); old < n { // (one growth, not one append per slot)
+	if n, old := len(t.slots), len(p.spawnedGen); old < n { // (one growth, not one append per slot)
 		p.spawnedGen = slices.Grow(p.spawnedGen, n-old)[:n]
 		p.spawnedSet = slices.Grow(p.spawnedSet, n-old)[:n]
 		clear(p.spawnedGen[old:])
@@ -310,7 +336,7 @@ func (p *peer) spawnDiff(s *Server, w *worker, changed bool) {
 	}
 	synced := true
 	despawn := func(slot uint32) {
-		sw.add(s.plans, spawnEntry{Despawn: true, Slot: slot, Meta: snapshot.Meta{Gen: p.spawnedGen[slot]}}, false)
+		sw.add(t.plans, spawnEntry{Despawn: true, Slot: slot, Meta: snapshot.Meta{Gen: p.spawnedGen[slot]}}, false)
 		p.spawned.Clear(slot)
 		p.out.despawns++
 	}
@@ -321,39 +347,39 @@ func (p *peer) spawnDiff(s *Server, w *worker, changed bool) {
 			return
 		}
 		m := f.Metas[i]
-		si := &s.slots[slot]
+		si := &t.slots[slot]
 		owner := p.id != 0 && m.Owner == p.id
-		sw.add(s.plans, spawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i),
+		sw.add(t.plans, spawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i),
 			HasKey: owner && si.keyed && si.key.owner == p.id, Key: si.key.key}, owner)
 		p.spawned.Set(slot)
 		p.spawnedGen[slot], p.spawnedSet[slot] = m.Gen, m.Set
 		p.out.spawns++
 	}
-	for _, slot := range s.relayout {
+	for _, slot := range t.relayout {
 		if !p.spawned.Has(slot) {
 			continue
 		}
-		si := &s.slots[slot]
+		si := &t.slots[slot]
 		switch {
 		case !si.alive || si.gen != p.spawnedGen[slot]:
 			despawn(slot)
-		case si.meta.Set != p.spawnedSet[slot] && p.relevant.Has(slot):
+		case si.meta.Set != p.spawnedSet[slot] && relevant.Has(slot):
 			spawn(slot) // component set change: same slot and generation
 		}
 	}
-	words := max(len(p.relevant), len(p.spawned))
+	words := max(len(relevant), len(p.spawned))
 	for wi := range words {
-		for rem := p.spawned.Word(wi) &^ p.relevant.Word(wi); rem != 0; rem &= rem - 1 {
+		for rem := p.spawned.Word(wi) &^ relevant.Word(wi); rem != 0; rem &= rem - 1 {
 			despawn(uint32(wi*64 + tz64(rem)))
 		}
 	}
 	for wi := range words {
-		for add := p.relevant.Word(wi) &^ p.spawned.Word(wi); add != 0; add &= add - 1 {
+		for add := relevant.Word(wi) &^ p.spawned.Word(wi); add != 0; add &= add - 1 {
 			spawn(uint32(wi*64 + tz64(add)))
 		}
 	}
 	p.synced = synced
-	if msg := sw.bytes(s.tick, p.msgBuf); msg != nil {
+	if msg := sw.bytes(t.tick, p.msgBuf); msg != nil {
 		p.msgBuf, p.out.spawnMsg = msg, msg
 	}
 }

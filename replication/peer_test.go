@@ -7,89 +7,143 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
-	"github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
 )
 
-// peerRig drives a Server's tick phases and its peers' state machines by
-// hand: no transport, no goroutine but the workers', simulated time. A test
-// plays each client with a snapshot.Receiver and feeds its acks back.
+// peerRig drives peers' state machines by hand, as the Server would but
+// without one: no arche world, no transport, no goroutine. It keeps its own
+// slot table and frame ring, quantizes its entities' values into each
+// tick's frame, and hands every peer the tick's shared state and a plan
+// whose relevance the test chooses. A test plays each client with a
+// snapshot.Receiver and feeds its acks back.
 type peerRig struct {
-	t   *testing.T
-	w   *ecs.World
-	s   *Server
-	now time.Time
+	t        *testing.T
+	cfg      ServerConfig
+	plans    []*schema.Plan
+	world    *snapshot.World
+	wk       *worker
+	slots    []slotInfo
+	values   []components.Transform // by slot
+	relayout []uint32
+	tick     uint32
+	now      time.Time
+	peers    []*peer
+	plan     map[*peer]*peerPlan
+	// relevant, if set, gives a peer's relevance this tick (nil: every
+	// live entity) and whether it may have changed.
+	relevant func(p *peer) (snapshot.Bitset, bool)
 }
 
-func newPeerRig(t *testing.T, tweak func(*ServerConfig)) *peerRig {
+func newPeerRig(t *testing.T) *peerRig {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
 	schema.MustRegister[components.Velocity](reg)
-	w := ecs.NewWorld()
-	r := &peerRig{t: t, w: &w, now: time.Unix(1000, 0)}
-	cfg := ServerConfig{Registry: reg, NetRate: 30, Now: func() time.Time { return r.now }, Logger: quietLogger}
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	s, err := NewServer(&w, nil, cfg)
-	require.NoError(t, err)
-	r.s = s
-	return r
+	cfg := ServerConfig{Registry: reg, NetRate: 30}
+	require.NoError(t, cfg.defaults())
+	w := snapshot.NewWorld(reg, cfg.Depth)
+	return &peerRig{t: t, cfg: cfg, plans: reg.Plans(), world: w, wk: &worker{enc: snapshot.NewEncoder(w)},
+		now: time.Unix(1000, 0), plan: map[*peer]*peerPlan{}}
 }
 
 // addPeer connects a client with id, as the handshake would.
 func (r *peerRig) addPeer(id ClientID) *peer {
-	p := newPeer(id, nil, &r.s.cfg)
-	r.s.clients[id] = p
+	p := newPeer(id, &r.cfg, r.now)
+	r.peers = append(r.peers, p)
+	r.plan[p] = &peerPlan{mtu: 1200}
 	return p
 }
 
-// step runs one net tick dt after the last: the frame, then every peer's
-// sequential and parallel phases; the peers' output is left in p.out.
-func (r *peerRig) step(dt time.Duration) {
-	r.now = r.now.Add(dt)
-	s := r.s
-	s.commitTick()
-	var peers []*peer
-	for _, p := range s.clients {
-		if p != nil {
-			s.planPeer(p, r.now, 1200)
-			peers = append(peers, p)
+// spawn adds an entity at pos in the lowest free slot (a new generation of
+// a reused one) and returns its slot.
+func (r *peerRig) spawn(pos components.Vec3) uint32 {
+	slot := uint32(len(r.slots))
+	for i := range r.slots {
+		if !r.slots[i].alive {
+			slot = uint32(i)
+			break
 		}
 	}
-	s.buildPeers(peers, r.now)
-	s.endTick()
-}
-
-func (r *peerRig) spawn(pos components.Vec3) ecs.Entity {
-	rep, tr := ecs.ComponentID[components.Replicated](r.w), ecs.ComponentID[components.Transform](r.w)
-	e := r.w.NewEntity(rep, tr)
-	t := (*components.Transform)(r.w.Get(e, tr))
-	t.Pos, t.Rot = pos, components.QuatIdentity()
-	return e
-}
-
-// avatar spawns an entity at the origin owned by client id (its interest
-// focus).
-func (r *peerRig) avatar(id ClientID) ecs.Entity {
-	e := r.spawn(components.Vec3{})
-	owner := ecs.ComponentID[components.Owner](r.w)
-	r.w.Add(e, owner)
-	(*components.Owner)(r.w.Get(e, owner)).Client = id
-	return e
-}
-
-// row spawns n entities at x = x0, x0+1, ... (consecutive slots).
-func (r *peerRig) row(n int, x0 float64) []ecs.Entity {
-	var ents []ecs.Entity
-	for i := range n {
-		ents = append(ents, r.spawn(components.Vec3{X: x0 + float64(i)}))
+	if int(slot) == len(r.slots) {
+		r.slots = append(r.slots, slotInfo{})
+		r.values = append(r.values, components.Transform{})
+	} else {
+		r.slots[slot].gen++
 	}
-	return ents
+	si := &r.slots[slot]
+	si.alive = true
+	si.meta = snapshot.Meta{Gen: si.gen, Set: 1}
+	r.values[slot] = components.Transform{Pos: pos, Rot: components.QuatIdentity()}
+	r.relayout = append(r.relayout, slot)
+	return slot
 }
 
-func (r *peerRig) pos(e ecs.Entity) *components.Vec3 {
-	return &(*components.Transform)(r.w.Get(e, ecs.ComponentID[components.Transform](r.w))).Pos
+// remove despawns the entity of slot.
+func (r *peerRig) remove(slot uint32) {
+	r.slots[slot].alive = false
+	r.relayout = append(r.relayout, slot)
+}
+
+// setOwner gives the entity of slot to client id.
+func (r *peerRig) setOwner(slot uint32, id ClientID) {
+	r.slots[slot].meta.Owner = id
+	r.relayout = append(r.relayout, slot)
+}
+
+// addVelocity adds a Velocity (zero) to the entity of slot: its component
+// set changes, its slot and generation do not.
+func (r *peerRig) addVelocity(slot uint32) {
+	r.slots[slot].meta.Set |= 2
+	r.relayout = append(r.relayout, slot)
+}
+
+func (r *peerRig) pos(slot uint32) *components.Vec3 { return &r.values[slot].Pos }
+
+// alive returns the live slots.
+func (r *peerRig) alive() snapshot.Bitset {
+	var b snapshot.Bitset
+	for slot := range r.slots {
+		if r.slots[slot].alive {
+			b.Set(uint32(slot))
+		}
+	}
+	return b
+}
+
+// step runs one net tick dt after the last: the frame, then every peer's
+// tick; the peers' output is left in p.out.
+func (r *peerRig) step(dt time.Duration) {
+	r.now = r.now.Add(dt)
+	r.tick++
+	r.world.Begin(r.tick)
+	nt := r.plans[0].NumLanes()
+	lanes := make([]uint64, nt+r.plans[1].NumLanes())
+	for slot := range r.slots {
+		si := &r.slots[slot]
+		if !si.alive {
+			continue
+		}
+		schema.QuantizeValue(r.plans[0], &r.values[slot], lanes[:nt])
+		n := nt
+		if si.meta.Set&2 != 0 {
+			schema.QuantizeValue(r.plans[1], &components.Velocity{}, lanes[nt:])
+			n = len(lanes)
+		}
+		r.world.PutLanes(uint32(slot), si.meta, lanes[:n])
+	}
+	r.world.Commit()
+	t := peerTick{tick: r.tick, now: r.now, netRate: r.cfg.NetRate, world: r.world,
+		slots: r.slots, relayout: r.relayout, plans: r.plans}
+	for _, p := range r.peers {
+		plan := r.plan[p]
+		plan.relevant, plan.relevanceChanged = r.alive(), true
+		if r.relevant != nil {
+			plan.relevant, plan.relevanceChanged = r.relevant(p)
+		}
+		p.tick(&t, plan, r.wk)
+	}
+	r.wk.enc.EndTick()
+	r.world.EndTick()
+	r.relayout = r.relayout[:0]
 }
 
 // batch decodes the spawn batch p built this tick (nil: none).
@@ -98,8 +152,8 @@ func (r *peerRig) batch(p *peer) []spawnEntry {
 		return nil
 	}
 	var got []spawnEntry
-	err := parseSpawns(p.out.spawnMsg, r.s.plans, p.id, 1<<10, func(tick uint32, e spawnEntry) {
-		require.Equal(r.t, r.s.tick, tick)
+	err := parseSpawns(p.out.spawnMsg, r.plans, p.id, 1<<10, func(tick uint32, e spawnEntry) {
+		require.Equal(r.t, r.tick, tick)
 		e.Lanes = nil
 		got = append(got, e)
 	})
@@ -121,20 +175,38 @@ func ops(b []spawnEntry) []spawnOp {
 	return o
 }
 
+// within returns the live slots within d of x = 0 (on x).
+func (r *peerRig) within(d float64) snapshot.Bitset {
+	var b snapshot.Bitset
+	for slot := range r.slots {
+		if x := r.values[slot].Pos.X; r.slots[slot].alive && x >= -d && x <= d {
+			b.Set(uint32(slot))
+		}
+	}
+	return b
+}
+
 // TestPeerSpawnOrdering: a client's reliable batches spawn what enters its
-// view in slot order, despawn a freed slot's old incarnation before spawning
-// its new one, respawn a component-set change in place, and the ready
-// message follows the first batch only.
+// relevance in slot order, despawn a freed slot's old incarnation before
+// spawning its new one, respawn a component-set change in place, and the
+// ready message follows the first batch only.
 func TestPeerSpawnOrdering(t *testing.T) {
-	r := newPeerRig(t, func(c *ServerConfig) { c.Interest = &Interest{Radius: 50, Every: 1} })
+	r := newPeerRig(t)
+	r.relevant = func(*peer) (snapshot.Bitset, bool) { return r.within(50), true }
 	p := r.addPeer(1)
-	r.avatar(1)                             // slot 0: client 1's focus
-	ents := r.row(5, 0)                     // slots 1..5
-	far := r.spawn(components.Vec3{X: 500}) // slot 6, out of interest
+	r.setOwner(r.spawn(components.Vec3{}), 1) // slot 0: client 1's avatar
+	var ents []uint32
+	for i := range 5 {
+		ents = append(ents, r.spawn(components.Vec3{X: float64(i)})) // slots 1..5
+	}
+	far := r.spawn(components.Vec3{X: 500}) // slot 6, not relevant
 	r.step(33 * time.Millisecond)
 	require.True(t, p.out.readyMsg)
-	require.Equal(t, []spawnOp{{false, 0, 0}, {false, 1, 0}, {false, 2, 0}, {false, 3, 0}, {false, 4, 0}, {false, 5, 0}}, ops(r.batch(p)))
+	b := r.batch(p)
+	require.Equal(t, []spawnOp{{false, 0, 0}, {false, 1, 0}, {false, 2, 0}, {false, 3, 0}, {false, 4, 0}, {false, 5, 0}}, ops(b))
+	require.Equal(t, ClientID(1), b[0].Meta.Owner)
 	require.Equal(t, 6, p.out.spawns)
+	require.Equal(t, uint64(len(p.out.spawnMsg)), p.spawnBytes, "the peer counts what it built")
 
 	p.out.readyMsg = false // (flush clears it)
 	r.step(33 * time.Millisecond)
@@ -142,65 +214,72 @@ func TestPeerSpawnOrdering(t *testing.T) {
 	require.Nil(t, r.batch(p), "nothing changed")
 
 	// Slot 2 freed and reused in one tick: the old incarnation goes first.
-	r.w.RemoveEntity(ents[1])
+	r.remove(ents[1])
 	ents[1] = r.spawn(components.Vec3{X: 1})
+	require.Equal(t, uint32(2), ents[1])
 	r.step(33 * time.Millisecond)
 	require.Equal(t, []spawnOp{{true, 2, 0}, {false, 2, 1}}, ops(r.batch(p)))
 
 	// A component added: the same slot and generation, spawned again with
 	// the new set and no despawn.
-	vel := ecs.ComponentID[components.Velocity](r.w)
-	r.w.Add(ents[3], vel)
+	r.addVelocity(ents[3])
 	r.step(33 * time.Millisecond)
-	b := r.batch(p)
+	b = r.batch(p)
 	require.Equal(t, []spawnOp{{false, 4, 0}}, ops(b))
 	require.Equal(t, uint64(0b11), b[0].Meta.Set)
 
-	// Interest: far comes in, ents[0] leaves (beyond the leave radius), and
-	// both appear in slot order after the despawn of a removed entity.
+	// far comes in, ents[0] leaves, and both appear in slot order after the
+	// despawn of a removed entity.
 	r.pos(far).X = 10
 	r.pos(ents[0]).X = 400
-	r.w.RemoveEntity(ents[4])
+	r.remove(ents[4])
 	r.step(33 * time.Millisecond)
 	require.Equal(t, []spawnOp{{true, 5, 0}, {true, 1, 0}, {false, 6, 0}}, ops(r.batch(p)))
 	r.step(33 * time.Millisecond)
 	require.Nil(t, r.batch(p))
 }
 
-// TestPeerSpawnsBetweenRelevanceUpdates: between interest updates (every
-// 3rd tick here) a quiet tick sends no batch (the diff is skipped), an
-// entity removed is despawned at once, a slot reused waits for the next
-// update to be spawned, and an entity moving into range waits for it too.
-func TestPeerSpawnsBetweenRelevanceUpdates(t *testing.T) {
-	r := newPeerRig(t, func(c *ServerConfig) { c.Interest = &Interest{Radius: 50, Every: 3} })
+// TestPeerSpawnDiffFollowsPlan: the peer diffs its spawned set against the
+// relevance its plan carries only when the plan says it may have changed or
+// an entity's layout changed: a quiet tick costs nothing; a removal goes out
+// at once; a reused slot the relevance does not name yet (the server's
+// interest narrows it between updates) waits, and so does an entity that
+// entered it.
+func TestPeerSpawnDiffFollowsPlan(t *testing.T) {
+	r := newPeerRig(t)
+	var rel snapshot.Bitset
+	changed := true
+	r.relevant = func(*peer) (snapshot.Bitset, bool) { return rel, changed }
 	p := r.addPeer(1)
-	r.avatar(1)                             // slot 0: client 1's focus
-	ents := r.row(3, 1)                     // slots 1..3
-	far := r.spawn(components.Vec3{X: 500}) // slot 4
-	for r.s.tick%3 != 2 {                   // (the next tick is due)
-		r.step(33 * time.Millisecond)
-	}
-	r.step(33 * time.Millisecond) // due: everything near comes in
-	require.Equal(t, []spawnOp{{false, 0, 0}, {false, 1, 0}, {false, 2, 0}, {false, 3, 0}}, ops(r.batch(p)))
+	a, b, c := r.spawn(components.Vec3{}), r.spawn(components.Vec3{X: 1}), r.spawn(components.Vec3{X: 2})
+	rel.Set(a)
+	rel.Set(b)
+	r.step(33 * time.Millisecond)
+	require.Equal(t, []spawnOp{{false, a, 0}, {false, b, 0}}, ops(r.batch(p)))
 	require.True(t, p.synced)
 
-	r.step(33 * time.Millisecond) // not due, nothing happened
-	require.Nil(t, r.batch(p))
-	require.True(t, p.synced)
+	changed = false
+	rel.Set(c) // (not announced: the peer does not look)
+	r.step(33 * time.Millisecond)
+	require.Nil(t, r.batch(p), "a quiet tick")
+	rel.Clear(c)
 
-	// Not due: a removal goes out at once; its slot, reused, and an entity
-	// that moved into range wait for the update.
-	r.w.RemoveEntity(ents[1])
-	ents[1] = r.spawn(components.Vec3{X: 2})
-	r.pos(far).X = 10
+	// b removed and its slot reused: the old incarnation is despawned at
+	// once, the new one waits for the relevance to name it.
+	r.remove(b)
+	require.Equal(t, b, r.spawn(components.Vec3{X: 1}))
+	rel.Clear(b)
 	r.step(33 * time.Millisecond)
-	require.NotZero(t, r.s.tick%3)
-	require.Equal(t, []spawnOp{{true, 2, 0}}, ops(r.batch(p)))
-	r.step(33 * time.Millisecond) // due
-	require.Zero(t, r.s.tick%3)
-	require.Equal(t, []spawnOp{{false, 2, 1}, {false, 4, 0}}, ops(r.batch(p)))
+	require.Equal(t, []spawnOp{{true, b, 0}}, ops(r.batch(p)))
 	r.step(33 * time.Millisecond)
 	require.Nil(t, r.batch(p))
+
+	changed = true // recomputed: b's new incarnation and c come in
+	rel.Set(b)
+	rel.Set(c)
+	r.step(33 * time.Millisecond)
+	require.Equal(t, []spawnOp{{false, b, 1}, {false, c, 0}}, ops(r.batch(p)))
+	require.Equal(t, 3, p.spawned.Count(), "a, b and c spawned")
 }
 
 // clientSim plays a client: it decodes a peer's datagrams and answers with
@@ -210,7 +289,7 @@ type clientSim struct {
 }
 
 func newClientSim(r *peerRig, id ClientID) *clientSim {
-	return &clientSim{recv: snapshot.NewReceiver(r.s.cfg.Registry, id, r.s.cfg.Depth)}
+	return &clientSim{recv: snapshot.NewReceiver(r.cfg.Registry, id, r.cfg.Depth)}
 }
 
 // take decodes the datagrams of p's tick for which keep (nil: all) says so
@@ -231,10 +310,10 @@ func (c *clientSim) take(t *testing.T, p *peer, keep func(i int) bool) []byte {
 // from the tick they name, count delivered bytes once, and a hostile ack is
 // a protocol error that leaves the peer as it was.
 func TestPeerAckProcessing(t *testing.T) {
-	r := newPeerRig(t, nil)
+	r := newPeerRig(t)
 	p := r.addPeer(1)
 	c := newClientSim(r, 1)
-	var ents []ecs.Entity
+	var ents []uint32
 	for i := range 40 {
 		ents = append(ents, r.spawn(components.Vec3{X: float64(i)}))
 	}
@@ -255,7 +334,7 @@ func TestPeerAckProcessing(t *testing.T) {
 
 	// The ack of tick 1 arrives 50 ms after it was sent.
 	r.now = r.now.Add(17 * time.Millisecond)
-	newest, input, err := p.onDatagram(append(first, 0xAA), r.now, r.s.tick)
+	newest, input, err := p.onDatagram(append(first, 0xAA), r.now, r.tick)
 	require.NoError(t, err)
 	require.Equal(t, []byte{0xAA}, input, "the input section is handed on")
 	require.Equal(t, uint32(1), newest)
@@ -265,7 +344,7 @@ func TestPeerAckProcessing(t *testing.T) {
 	require.Equal(t, 50*time.Millisecond, p.rtt.srtt)
 	delivered := p.budget.delivered
 	require.Equal(t, float64(full), delivered)
-	_, _, err = p.onDatagram(first, r.now, r.s.tick)
+	_, _, err = p.onDatagram(first, r.now, r.tick)
 	require.NoError(t, err, "a duplicate ack is harmless")
 	p.takeAcks()
 	require.Equal(t, delivered, p.budget.delivered, "and counts nothing twice")
@@ -281,12 +360,12 @@ func TestPeerAckProcessing(t *testing.T) {
 
 	// Hostile acks: of a tick the server never built, garbage, truncated.
 	before := p.snap.NewestAck
-	future := snapshot.Ack{Newest: r.s.tick + 1}
-	_, _, err = p.onDatagram(appendClientHeader(nil, &future), r.now, r.s.tick)
+	future := snapshot.Ack{Newest: r.tick + 1}
+	_, _, err = p.onDatagram(appendClientHeader(nil, &future), r.now, r.tick)
 	require.ErrorContains(t, err, "from the future")
-	_, _, err = p.onDatagram([]byte{0x7f, 1, 2}, r.now, r.s.tick)
+	_, _, err = p.onDatagram([]byte{0x7f, 1, 2}, r.now, r.tick)
 	require.ErrorIs(t, err, ErrMalformed)
-	_, _, err = p.onDatagram(first[:3], r.now, r.s.tick)
+	_, _, err = p.onDatagram(first[:3], r.now, r.tick)
 	require.ErrorIs(t, err, ErrMalformed)
 	require.Empty(t, p.acks, "a refused datagram's ack is not kept")
 	p.takeAcks()
@@ -297,7 +376,7 @@ func TestPeerAckProcessing(t *testing.T) {
 // which the client got only some, is acked with the parts it holds; the
 // server sends the missing records again and the client converges.
 func TestPeerResendsWhatAPartialAckMissed(t *testing.T) {
-	r := newPeerRig(t, nil)
+	r := newPeerRig(t)
 	p := r.addPeer(1)
 	c := newClientSim(r, 1)
 	for i := range 300 {
@@ -311,18 +390,18 @@ func TestPeerResendsWhatAPartialAckMissed(t *testing.T) {
 	require.Equal(t, n-1, got)
 	require.Equal(t, n, count)
 	for range 3 { // ackGrace: the view is held back, then acked partially
-		_, _, err := p.onDatagram(d, r.now, r.s.tick)
+		_, _, err := p.onDatagram(d, r.now, r.tick)
 		require.NoError(t, err)
 		r.step(33 * time.Millisecond)
 		d = c.take(t, p, nil)
 	}
-	_, _, err := p.onDatagram(d, r.now, r.s.tick)
+	_, _, err := p.onDatagram(d, r.now, r.tick)
 	require.NoError(t, err)
 	r.step(33 * time.Millisecond)
 	c.take(t, p, nil)
 	v := c.recv.Latest()
 	require.Equal(t, 300, v.Len(), "the lost part's entities came again")
-	f := r.s.snap.Current()
+	f := r.world.Current()
 	for i := range v.Len() {
 		j := f.Lookup(v.Slots[i])
 		require.Equal(t, f.EntityLanes(j), v.EntityLanes(i))
@@ -333,10 +412,10 @@ func TestPeerResendsWhatAPartialAckMissed(t *testing.T) {
 // while acks come back on a clean path, drops to the floor when acks stop,
 // comes back when they resume, and backs off under heavy loss.
 func TestPeerCongestionResponses(t *testing.T) {
-	r := newPeerRig(t, nil)
+	r := newPeerRig(t)
 	p := r.addPeer(1)
 	c := newClientSim(r, 1)
-	ents := make([]ecs.Entity, 200)
+	ents := make([]uint32, 200)
 	for i := range ents {
 		ents[i] = r.spawn(components.Vec3{X: float64(i)})
 	}
@@ -350,11 +429,11 @@ func TestPeerCongestionResponses(t *testing.T) {
 				r.pos(e).Z += 0.3
 			}
 			r.step(33 * time.Millisecond)
-			tick := r.s.tick
+			tick := r.tick
 			inflight = append(inflight, c.take(t, p, func(i int) bool { return deliver(tick, i) }))
 			if len(inflight) > rtt {
 				if acks {
-					_, _, err := p.onDatagram(inflight[0], r.now, r.s.tick)
+					_, _, err := p.onDatagram(inflight[0], r.now, r.tick)
 					require.NoError(t, err)
 				}
 				inflight = inflight[1:]
@@ -363,25 +442,25 @@ func TestPeerCongestionResponses(t *testing.T) {
 	}
 	all := func(uint32, int) bool { return true }
 	start := p.budget.rate
-	require.Equal(t, r.s.cfg.MaxBytesPerSecond/8, int(start), "slow start begins at an eighth of the ceiling")
+	require.Equal(t, r.cfg.MaxBytesPerSecond/8, int(start), "slow start begins at an eighth of the ceiling")
 	run(60, all, true)
-	require.Equal(t, float64(r.s.cfg.MaxBytesPerSecond), p.budget.rate, "a clean path earns the ceiling")
+	require.Equal(t, float64(r.cfg.MaxBytesPerSecond), p.budget.rate, "a clean path earns the ceiling")
 	require.InDelta(t, 130*time.Millisecond, p.rtt.srtt, float64(10*time.Millisecond))
 
 	// Acks stop (the path is down): within an outage interval the rate is at
 	// the floor.
 	run(15, func(uint32, int) bool { return false }, false)
-	require.Equal(t, float64(r.s.cfg.MinBytesPerSecond), p.budget.rate)
+	require.Equal(t, float64(r.cfg.MinBytesPerSecond), p.budget.rate)
 	// They resume: a quarter of the old rate at once, then doubling back.
 	run(rtt+2, all, true)
-	require.GreaterOrEqual(t, p.budget.rate, float64(r.s.cfg.MaxBytesPerSecond)/4)
+	require.GreaterOrEqual(t, p.budget.rate, float64(r.cfg.MaxBytesPerSecond)/4)
 	run(30, all, true)
-	require.Equal(t, float64(r.s.cfg.MaxBytesPerSecond), p.budget.rate)
+	require.Equal(t, float64(r.cfg.MaxBytesPerSecond), p.budget.rate)
 
 	// Two datagrams in three lost for a while: congestion, not standing
 	// loss — the rate backs off.
 	high := p.budget.rate
 	run(60, func(tick uint32, part int) bool { return (int(tick)+part)%3 == 0 }, true)
 	require.Less(t, p.budget.rate, high/2, "loss %.2f base %.2f", p.budget.loss, p.budget.lossBase)
-	require.GreaterOrEqual(t, p.budget.rate, float64(r.s.cfg.MinBytesPerSecond))
+	require.GreaterOrEqual(t, p.budget.rate, float64(r.cfg.MinBytesPerSecond))
 }

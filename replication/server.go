@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/archenet/archenet/components"
@@ -51,7 +52,7 @@ type Server struct {
 	weights  []float32
 	alive    snapshot.Bitset
 
-	clients []*peer // index = ClientID
+	clients []*remote // index = ClientID
 	pending []*pendingConn
 	// lingering: rejected connections left open for a moment, so that
 	// the Reject reaches the client before the close.
@@ -61,8 +62,9 @@ type Server struct {
 	draining *transport.CloseError
 	nextID   int
 	workers  []*worker
-	active   []*peer // the clients of this tick's Send
-	byFocus  []*peer // active, ordered by interest focus for the workers
+	active   []*remote // the clients of this tick's Send
+	byFocus  []*remote // active, ordered by interest focus for the workers
+	step     peerTick  // what the peers of this tick's Send read
 	failed   []failedSend
 	gang     gang // the workers' goroutines (gang.go)
 	// frameShares: the chunks of a frame built on the workers
@@ -82,6 +84,20 @@ type Server struct {
 
 	// Stats since start.
 	Stats ServerStats
+}
+
+// remote is the server's hold on one client: its connection, which the
+// server pumps; its peer, the protocol's state machine; its relevance,
+// which the server computes; and its plan for the tick.
+type remote struct {
+	peer
+	conn  transport.Conn
+	rel   relevance
+	plan  peerPlan
+	focus components.Vec3 // the game's Interest.Focus, asked in planPeer
+	// hasFocus: the game named a focus this tick
+	hasFocus bool
+	built    atomic.Bool // the peer's output is this tick's (sendPeers)
 }
 
 // ServerStats are cumulative server counters.
@@ -138,7 +154,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	s := &Server{
 		cfg: cfg, world: world, listener: l, plans: cfg.Registry.Plans(),
 		byEntity: map[arche.Entity]uint32{}, touched: map[arche.Entity]struct{}{},
-		clients: make([]*peer, 256), nextID: 1,
+		clients: make([]*remote, 256), nextID: 1,
 	}
 	for _, p := range s.plans {
 		s.compIDs = append(s.compIDs, arche.TypeID(world, p.Type))
@@ -284,7 +300,7 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 	}
 	ts := c.conn.Stats()
 	return ClientInfo{ID: id, Ready: c.ready, RTT: ts.RTT, AckDelay: c.rtt.srtt, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
-		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.relevant.Count(),
+		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.rel.relevant.Count(),
 		NewestAck: c.snap.NewestAck, Transport: ts}, true
 }
 
@@ -393,7 +409,7 @@ func (s *Server) closeConn(c transport.Conn, code transport.CloseCode, reason st
 	}
 }
 
-func (s *Server) drop(c *peer, code transport.CloseCode, reason string) {
+func (s *Server) drop(c *remote, code transport.CloseCode, reason string) {
 	level := slog.LevelWarn
 	if code == transport.CodeNormal {
 		level = slog.LevelInfo
@@ -406,7 +422,7 @@ func (s *Server) drop(c *peer, code transport.CloseCode, reason string) {
 // sendFailed handles a failed send to c: a connection that closed (the
 // transport gave up on a peer that does not take its reliable messages, or
 // the peer went away) is gone; any other failure drops the client.
-func (s *Server) sendFailed(c *peer, err error) {
+func (s *Server) sendFailed(c *remote, err error) {
 	var ce *transport.CloseError
 	if !errors.As(err, &ce) {
 		s.drop(c, transport.CodeInternal, err.Error())
@@ -416,7 +432,7 @@ func (s *Server) sendFailed(c *peer, err error) {
 }
 
 // disconnected ends c, whose connection closed with err.
-func (s *Server) disconnected(c *peer, err error) {
+func (s *Server) disconnected(c *remote, err error) {
 	var ce *transport.CloseError
 	if errors.As(err, &ce) && ce.Code == transport.CodeSendBacklog {
 		s.cfg.Logger.Warn("archenet: client dropped", "client", c.id, "code", ce.Code, "reason", ce.Reason)
@@ -426,7 +442,7 @@ func (s *Server) disconnected(c *peer, err error) {
 	s.gone(c, err)
 }
 
-func (s *Server) gone(c *peer, reason error) {
+func (s *Server) gone(c *remote, reason error) {
 	s.clients[c.id] = nil
 	s.Stats.Disconnected++
 	var ce *transport.CloseError
@@ -562,26 +578,17 @@ func (s *Server) warnStalled(now time.Time) {
 }
 
 // drain takes every datagram the client sent since the last tick into its
-// peer (acks) and keeps their input sections for deliverInput. It touches
-// only the peer and its connection.
-func (s *Server) drain(c *peer, now time.Time) {
-	c.rx, c.rxErr = c.rx[:0], nil
-	c.takeAcks() // (kept since a Receive that no Send followed)
+// peer (acks, and input sections for deliverInput). It touches only the
+// peer and its connection.
+func (s *Server) drain(c *remote, now time.Time) {
+	c.beginReceive()
 	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
 			break
 		}
-		newest, input, err := c.onDatagram(d, now, s.tick)
-		if err != nil {
-			c.rxErr = err
+		if c.receive(d, now, s.tick) != nil {
 			return
-		}
-		if len(c.acks) >= maxKeptAcks {
-			c.takeAcks() // (a flood of datagrams keeps no memory)
-		}
-		if len(input) > 0 {
-			c.rx = append(c.rx, rxInput{ack: newest, section: input})
 		}
 	}
 	if m, ok := c.conn.PollMessage(); ok {
@@ -589,12 +596,9 @@ func (s *Server) drain(c *peer, now time.Time) {
 	}
 }
 
-// maxKeptAcks bounds the acks a peer keeps for its tick.
-const maxKeptAcks = 16
-
 // deliverInput hands what drain kept to the Input hook; an error (the
 // peer's or the hook's) drops the client.
-func (s *Server) deliverInput(c *peer) error {
+func (s *Server) deliverInput(c *remote) error {
 	defer clear(c.rx) // release the datagrams
 	if c.rxErr != nil {
 		return c.rxErr
@@ -666,19 +670,39 @@ func (s *Server) endTick() {
 
 // planPeer runs a peer's sequential phase — the user's hooks — and leaves
 // its plan in the peer; maxDatagram is what its connection takes.
-func (s *Server) planPeer(p *peer, now time.Time, maxDatagram int) {
-	plan := peerPlan{mtu: min(s.cfg.MTU, maxDatagram)}
-	if s.interest != nil && (s.interest.due(s.tick) || p.relevant == nil) {
-		plan.focus, plan.hasFocus = s.focusOf(p.id)
+func (s *Server) planPeer(p *remote, now time.Time, maxDatagram int) {
+	p.plan = peerPlan{mtu: min(s.cfg.MTU, maxDatagram)}
+	p.hasFocus = false
+	if s.interest != nil && (s.interest.due(s.tick) || p.rel.relevant == nil) {
+		p.focus, p.hasFocus = s.focusOf(p.id)
 	}
 	if s.cfg.InputAck != nil {
-		o := &plan.opt
+		o := &p.plan.opt
 		o.InputAck, o.HasInputAck = s.cfg.InputAck(p.id)
 		if o.HasInputAck && s.cfg.InputFeedback != nil {
 			o.InputHeld, o.InputDepth, o.HasInputFeedback = s.cfg.InputFeedback(p.id)
 		}
 	}
-	p.plan = plan
+}
+
+// updateRelevance sets the client's relevance for this tick into its plan
+// (on a worker: Interest.Filter runs here): recomputed when due, else the
+// last one narrowed to the slots still alive and not reallocated. It may
+// differ from the last tick's when recomputed or when an entity was
+// spawned, despawned or changed its components (s.relayout: the only
+// changes of the alive set).
+func (s *Server) updateRelevance(c *remote) {
+	changed := len(s.relayout) > 0
+	switch {
+	case s.interest == nil:
+		c.rel.relevant = append(c.rel.relevant[:0], s.alive...)
+	case s.interest.due(s.tick) || c.rel.relevant == nil:
+		s.interest.relevantFor(s, c)
+		changed = true
+	default:
+		s.interest.effective(s, &c.rel)
+	}
+	c.plan.relevant, c.plan.relevanceChanged = c.rel.relevant, changed
 }
 
 // clientSender names what sends a client's datagrams, for the liveness
@@ -700,13 +724,12 @@ func (s *Server) focusOf(id ClientID) (components.Vec3, bool) {
 }
 
 // flush hands what a peer built this tick to its connection.
-func (s *Server) flush(p *peer) error {
+func (s *Server) flush(p *remote) error {
 	o := &p.out
 	if o.spawnMsg != nil {
 		if err := p.conn.SendMessage(o.spawnMsg); err != nil {
 			return err
 		}
-		p.spawnBytes += uint64(len(o.spawnMsg))
 		s.Stats.SpawnBytes += uint64(len(o.spawnMsg))
 		s.Stats.Spawns += uint64(o.spawns)
 		s.Stats.Despawns += uint64(o.despawns)
@@ -728,8 +751,6 @@ func (s *Server) flush(p *peer) error {
 		}
 	}
 	n := uint64(o.pkts.Len())
-	p.snapBytes += uint64(o.info.Bytes)
-	p.datagrams += n
 	s.Stats.SnapshotBytes += uint64(o.info.Bytes)
 	s.Stats.SnapshotDatagrams += n
 	s.Stats.SnapshotHeaderBits += uint64(o.info.HeaderBits)

@@ -242,9 +242,8 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 		s.closeConn(p.conn, transport.CodeInternal, "welcome failed")
 		return
 	}
-	c := newPeer(id, p.conn, &s.cfg)
-	c.heard = s.cfg.Now()
-	c.welcomed = c.heard
+	c := &remote{conn: p.conn}
+	c.init(id, &s.cfg, s.cfg.Now())
 	s.clients[id] = c
 	s.Stats.Connected++
 	s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())

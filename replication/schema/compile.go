@@ -297,6 +297,7 @@ func (c *compiler) describe(path string, num numKind, owner bool, format string,
 func (c *compiler) addLeaf(num numKind, off uintptr, path string, tg tag) error {
 	o := op{num: num, off: [4]uintptr{off}}
 	var lane Lane
+	var err error
 	switch {
 	case num == numBool:
 		if tg.hasParams {
@@ -306,94 +307,12 @@ func (c *compiler) addLeaf(num numKind, off uintptr, path string, tg tag) error 
 		lane = Lane{Kind: LaneBool, Bits: 1, Max: 1}
 		c.describe(path, num, tg.owner, "bool")
 	case num.isFloat():
-		switch {
-		case tg.raw:
-			if tg.hasRange || tg.step != 0 || tg.bits != 0 {
-				return fieldErr(path, "raw takes no range, step or bits")
-			}
-			o.kind = opRaw
-			w := uint8(32)
-			if num == numF64 {
-				w = 64
-			}
-			lane = Lane{Kind: LaneFixed, Bits: w, Max: math.MaxUint64 >> (64 - w)}
-			c.describe(path, num, tg.owner, "raw")
-		case tg.angle:
-			if tg.bits == 0 {
-				return fieldErr(path, "angle needs bits=N (N bits per full turn)")
-			}
-			a, err := quant.NewAngle(uint(tg.bits))
-			if err != nil {
-				return fieldErr(path, "%v", err)
-			}
-			o.kind, o.ang = opAngle, a
-			lane = Lane{Kind: LaneAngle, Bits: uint8(tg.bits), Max: uint64(1)<<tg.bits - 1}
-			c.describe(path, num, tg.owner, "angle bits=%d", tg.bits)
-		case tg.world:
-			if tg.step == 0 || tg.hasRange || tg.bits != 0 {
-				return fieldErr(path, "world needs step=S (and optionally cell=BITS), no range or bits")
-			}
-			cb := tg.cellBits
-			if cb == 0 {
-				cb = quant.DefaultCellBits
-			}
-			g, err := quant.NewWorld(tg.step, uint(cb))
-			if err != nil {
-				return fieldErr(path, "%v", err)
-			}
-			o.kind, o.wld = opWorld, g
-			lane = Lane{Kind: LaneWorld, Bits: uint8(cb), Max: math.MaxUint64, World: g}
-			c.describe(path, num, tg.owner, "world step=%s cell=%d", ffmt(tg.step), cb)
-		case tg.varint || tg.limit != 0 || tg.rest != 0 || tg.cellBits != 0:
-			return fieldErr(path, "options varint, max, rest and cell do not apply to a float")
-		case tg.hasRange:
-			var s quant.Scalar
-			var err error
-			switch {
-			case tg.step != 0:
-				s, err = quant.NewScalarStep(tg.min, tg.max, tg.step)
-			case tg.bits != 0:
-				s, err = quant.NewScalarBits(tg.min, tg.max, uint(tg.bits))
-			default:
-				return fieldErr(path, "range needs step=S or bits=N")
-			}
-			if err != nil {
-				return fieldErr(path, "%v", err)
-			}
-			o.kind, o.sc = opScalar, s
-			lane = Lane{Kind: LaneFixed, Bits: uint8(s.Bits()), Max: s.MaxQ()}
-			c.describe(path, num, tg.owner, "scalar min=%s step=%s maxq=%d", ffmt(s.Min()), ffmt(s.Step()), s.MaxQ())
-		default:
-			return fieldErr(path, "float has no precision: add net:\"range=MIN:MAX,step=S\" (or bits=N), angle, world, or raw")
-		}
-	default: // integers
-		lo, hi := num.intLimits()
-		switch {
-		case tg.hasRange:
-			if !tg.intRange || tg.step != 0 || tg.bits != 0 {
-				return fieldErr(path, "an integer range is range=MIN:MAX with integer ends and no step or bits")
-			}
-			if tg.imin < lo || (tg.imax >= 0 && uint64(tg.imax) > hi) {
-				return fieldErr(path, "range %d:%d does not fit %s", tg.imin, tg.imax, numNames[num])
-			}
-			r, err := quant.NewInt(tg.imin, tg.imax)
-			if err != nil {
-				return fieldErr(path, "%v", err)
-			}
-			o.kind, o.irng = opInt, r
-			lane = Lane{Kind: LaneFixed, Bits: uint8(r.Bits()), Max: r.MaxQ()}
-			c.describe(path, num, tg.owner, "int min=%d max=%d", tg.imin, tg.imax)
-		case tg.step != 0 || tg.bits != 0 || tg.raw || tg.angle || tg.world || tg.limit != 0 || tg.rest != 0 || tg.cellBits != 0:
-			return fieldErr(path, "integers take range=MIN:MAX or varint (the default)")
-		case num.isSigned():
-			o.kind = opVarint
-			lane = Lane{Kind: LaneVarint, Max: hi, Min: lo}
-			c.describe(path, num, tg.owner, "varint")
-		default:
-			o.kind = opUvarint
-			lane = Lane{Kind: LaneUvarint, Max: hi}
-			c.describe(path, num, tg.owner, "uvarint")
-		}
+		lane, err = c.floatLeaf(&o, path, tg)
+	default:
+		lane, err = c.intLeaf(&o, path, tg)
+	}
+	if err != nil {
+		return err
 	}
 	first, err := c.newGroup(path, tg.owner, lane)
 	if err != nil {
@@ -402,6 +321,107 @@ func (c *compiler) addLeaf(num numKind, off uintptr, path string, tg tag) error 
 	o.lane = first
 	c.p.ops = append(c.p.ops, o)
 	return nil
+}
+
+// floatLeaf sets up the codec of a float leaf (o.num) from its tag.
+func (c *compiler) floatLeaf(o *op, path string, tg tag) (Lane, error) {
+	num := o.num
+	var lane Lane
+	switch {
+	case tg.raw:
+		if tg.hasRange || tg.step != 0 || tg.bits != 0 {
+			return Lane{}, fieldErr(path, "raw takes no range, step or bits")
+		}
+		o.kind = opRaw
+		w := uint8(32)
+		if num == numF64 {
+			w = 64
+		}
+		lane = Lane{Kind: LaneFixed, Bits: w, Max: math.MaxUint64 >> (64 - w)}
+		c.describe(path, num, tg.owner, "raw")
+	case tg.angle:
+		if tg.bits == 0 {
+			return Lane{}, fieldErr(path, "angle needs bits=N (N bits per full turn)")
+		}
+		a, err := quant.NewAngle(uint(tg.bits))
+		if err != nil {
+			return Lane{}, fieldErr(path, "%v", err)
+		}
+		o.kind, o.ang = opAngle, a
+		lane = Lane{Kind: LaneAngle, Bits: uint8(tg.bits), Max: uint64(1)<<tg.bits - 1}
+		c.describe(path, num, tg.owner, "angle bits=%d", tg.bits)
+	case tg.world:
+		if tg.step == 0 || tg.hasRange || tg.bits != 0 {
+			return Lane{}, fieldErr(path, "world needs step=S (and optionally cell=BITS), no range or bits")
+		}
+		cb := tg.cellBits
+		if cb == 0 {
+			cb = quant.DefaultCellBits
+		}
+		g, err := quant.NewWorld(tg.step, uint(cb))
+		if err != nil {
+			return Lane{}, fieldErr(path, "%v", err)
+		}
+		o.kind, o.wld = opWorld, g
+		lane = Lane{Kind: LaneWorld, Bits: uint8(cb), Max: math.MaxUint64, World: g}
+		c.describe(path, num, tg.owner, "world step=%s cell=%d", ffmt(tg.step), cb)
+	case tg.varint || tg.limit != 0 || tg.rest != 0 || tg.cellBits != 0:
+		return Lane{}, fieldErr(path, "options varint, max, rest and cell do not apply to a float")
+	case tg.hasRange:
+		var s quant.Scalar
+		var err error
+		switch {
+		case tg.step != 0:
+			s, err = quant.NewScalarStep(tg.min, tg.max, tg.step)
+		case tg.bits != 0:
+			s, err = quant.NewScalarBits(tg.min, tg.max, uint(tg.bits))
+		default:
+			return Lane{}, fieldErr(path, "range needs step=S or bits=N")
+		}
+		if err != nil {
+			return Lane{}, fieldErr(path, "%v", err)
+		}
+		o.kind, o.sc = opScalar, s
+		lane = Lane{Kind: LaneFixed, Bits: uint8(s.Bits()), Max: s.MaxQ()}
+		c.describe(path, num, tg.owner, "scalar min=%s step=%s maxq=%d", ffmt(s.Min()), ffmt(s.Step()), s.MaxQ())
+	default:
+		return Lane{}, fieldErr(path, "float has no precision: add net:\"range=MIN:MAX,step=S\" (or bits=N), angle, world, or raw")
+	}
+	return lane, nil
+}
+
+// intLeaf sets up the codec of an integer leaf (o.num) from its tag.
+func (c *compiler) intLeaf(o *op, path string, tg tag) (Lane, error) {
+	num := o.num
+	var lane Lane
+	lo, hi := num.intLimits()
+	switch {
+	case tg.hasRange:
+		if !tg.intRange || tg.step != 0 || tg.bits != 0 {
+			return Lane{}, fieldErr(path, "an integer range is range=MIN:MAX with integer ends and no step or bits")
+		}
+		if tg.imin < lo || (tg.imax >= 0 && uint64(tg.imax) > hi) {
+			return Lane{}, fieldErr(path, "range %d:%d does not fit %s", tg.imin, tg.imax, numNames[num])
+		}
+		r, err := quant.NewInt(tg.imin, tg.imax)
+		if err != nil {
+			return Lane{}, fieldErr(path, "%v", err)
+		}
+		o.kind, o.irng = opInt, r
+		lane = Lane{Kind: LaneFixed, Bits: uint8(r.Bits()), Max: r.MaxQ()}
+		c.describe(path, num, tg.owner, "int min=%d max=%d", tg.imin, tg.imax)
+	case tg.step != 0 || tg.bits != 0 || tg.raw || tg.angle || tg.world || tg.limit != 0 || tg.rest != 0 || tg.cellBits != 0:
+		return Lane{}, fieldErr(path, "integers take range=MIN:MAX or varint (the default)")
+	case num.isSigned():
+		o.kind = opVarint
+		lane = Lane{Kind: LaneVarint, Max: hi, Min: lo}
+		c.describe(path, num, tg.owner, "varint")
+	default:
+		o.kind = opUvarint
+		lane = Lane{Kind: LaneUvarint, Max: hi}
+		c.describe(path, num, tg.owner, "uvarint")
+	}
+	return lane, nil
 }
 
 // floatFields returns the offsets and kind of n float fields of t: an array

@@ -76,86 +76,7 @@ func parseTag(s string) (tag, error) {
 		if key != "owner" {
 			t.hasParams = true
 		}
-		flag := func(dst *bool) error {
-			if hasVal {
-				return fmt.Errorf("option %q takes no value", key)
-			}
-			*dst = true
-			return nil
-		}
-		need := func() error {
-			if !hasVal || strings.TrimSpace(val) == "" {
-				return fmt.Errorf("option %q needs a value (%s=...)", key, key)
-			}
-			return nil
-		}
-		var err error
-		switch key {
-		case "raw":
-			err = flag(&t.raw)
-		case "angle":
-			err = flag(&t.angle)
-		case "quat":
-			err = flag(&t.quat)
-		case "vel":
-			err = flag(&t.vel)
-		case "world":
-			err = flag(&t.world)
-		case "varint":
-			err = flag(&t.varint)
-		case "owner":
-			err = flag(&t.owner)
-		case "range":
-			if err = need(); err != nil {
-				break
-			}
-			lo, hi, ok := strings.Cut(val, ":")
-			if !ok {
-				err = fmt.Errorf("range %q must be MIN:MAX", val)
-				break
-			}
-			if t.min, err = parseFloat("range", lo); err != nil {
-				break
-			}
-			if t.max, err = parseFloat("range", hi); err != nil {
-				break
-			}
-			t.hasRange = true
-			il, e1 := strconv.ParseInt(strings.TrimSpace(lo), 10, 64)
-			ih, e2 := strconv.ParseInt(strings.TrimSpace(hi), 10, 64)
-			if e1 == nil && e2 == nil {
-				t.imin, t.imax, t.intRange = il, ih, true
-			}
-		case "step":
-			if err = need(); err == nil {
-				t.step, err = parseFloat("step", val)
-			}
-		case "max":
-			if err = need(); err == nil {
-				t.limit, err = parseFloat("max", val)
-			}
-		case "rest":
-			if err = need(); err == nil {
-				t.rest, err = parseFloat("rest", val)
-			}
-		case "bits", "cell":
-			if err = need(); err != nil {
-				break
-			}
-			n, perr := strconv.Atoi(strings.TrimSpace(val))
-			if perr != nil || n <= 0 || n > 64 {
-				err = fmt.Errorf("%s=%q must be an integer in 1..64", key, val)
-				break
-			}
-			if key == "bits" {
-				t.bits = n
-			} else {
-				t.cellBits = n
-			}
-		default:
-			err = fmt.Errorf("unknown option %q", key)
-		}
-		if err != nil {
+		if err := t.set(key, val, hasVal); err != nil {
 			return t, err
 		}
 	}
@@ -166,4 +87,93 @@ func parseTag(s string) (tag, error) {
 		return t, fmt.Errorf("give step= or bits=, not both")
 	}
 	return t, nil
+}
+
+// set applies option key (with val if hasVal) to t.
+func (t *tag) set(key, val string, hasVal bool) error {
+	flag := func(dst *bool) error {
+		if hasVal {
+			return fmt.Errorf("option %q takes no value", key)
+		}
+		*dst = true
+		return nil
+	}
+	need := func() error {
+		if !hasVal || strings.TrimSpace(val) == "" {
+			return fmt.Errorf("option %q needs a value (%s=...)", key, key)
+		}
+		return nil
+	}
+	var err error
+	switch key {
+	case "raw":
+		err = flag(&t.raw)
+	case "angle":
+		err = flag(&t.angle)
+	case "quat":
+		err = flag(&t.quat)
+	case "vel":
+		err = flag(&t.vel)
+	case "world":
+		err = flag(&t.world)
+	case "varint":
+		err = flag(&t.varint)
+	case "owner":
+		err = flag(&t.owner)
+	case "range":
+		if err = need(); err == nil {
+			err = t.parseRange(val)
+		}
+	case "step":
+		if err = need(); err == nil {
+			t.step, err = parseFloat("step", val)
+		}
+	case "max":
+		if err = need(); err == nil {
+			t.limit, err = parseFloat("max", val)
+		}
+	case "rest":
+		if err = need(); err == nil {
+			t.rest, err = parseFloat("rest", val)
+		}
+	case "bits", "cell":
+		if err = need(); err != nil {
+			break
+		}
+		n, perr := strconv.Atoi(strings.TrimSpace(val))
+		if perr != nil || n <= 0 || n > 64 {
+			err = fmt.Errorf("%s=%q must be an integer in 1..64", key, val)
+			break
+		}
+		if key == "bits" {
+			t.bits = n
+		} else {
+			t.cellBits = n
+		}
+	default:
+		err = fmt.Errorf("unknown option %q", key)
+	}
+	return err
+}
+
+// parseRange applies range=val (MIN:MAX) to t.
+func (t *tag) parseRange(val string) error {
+	lo, hi, ok := strings.Cut(val, ":")
+	if !ok {
+		return fmt.Errorf("range %q must be MIN:MAX", val)
+	}
+	var err error
+	if t.min, err = parseFloat("range", lo); err != nil {
+		return err
+	}
+	if t.max, err = parseFloat("range", hi); err != nil {
+		return err
+	}
+	t.hasRange = true
+	il, e1 := strconv.ParseInt(strings.TrimSpace(lo), 10, 64)
+	ih, e2 := strconv.ParseInt(strings.TrimSpace(hi), 10, 64)
+	if e1 == nil && e2 == nil {
+		t.imin, t.imax, t.intRange = il, ih, true
+	}
+	return nil
 }

@@ -229,40 +229,6 @@ func (po *planOps) groupsOf(lanes uint64) uint64 {
 	return gm
 }
 
-// linear is the linear extrapolation of a lane num/den ticks past b
-// through v2: its step and the residual of c against it (z1, c's residual
-// against b, and no step when v2 and b are a jump apart).
-func (op laneOp) linear(v2, b, c uint64, num, den int64, z1 uint64) (z uint64, step int64) {
-	d := op.delta(v2, b)
-	if d > 1<<40 || d < -(1<<40) {
-		return z1, 0
-	}
-	step = d * num
-	if den != 1 { // (the views are usually consecutive: no division)
-		step = divRound(step, den)
-	}
-	return bitio.ZigZag(op.delta(b+uint64(step), c)), step
-}
-
-// quadLane is deltaBody's quadratic extrapolation of a predicted world
-// lane through w3, v2 and b (the linear one gave z, k and ctx): it notes in
-// r what it saves and, with quad, returns its residual, order and context
-// instead.
-func (r *bodyResult) quadLane(cod *Coding, w3, v2, b, c uint64, num, den, step int64, z uint64, k uint, ctx int, quad bool) (uint64, uint, int) {
-	qs := quadFrom(int64(b-v2), int64(v2-w3), num, den, step)
-	zq := bitio.ZigZag(int64(c - (b + uint64(qs))))
-	cq := stepCtx(qs)
-	kq := cod.orderCtx(classWorld, cq)
-	if zq < 1<<62 && z < 1<<62 {
-		r.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
-		r.quadN++
-	}
-	if quad {
-		return zq, kq, cq
-	}
-	return z, k, ctx
-}
-
 // sameLanes reports whether group g's lanes are equal in a and b.
 func sameLanes(a, b []uint64, g *groupOp) bool {
 	for l := int(g.first); l < int(g.end); l++ {
@@ -281,114 +247,188 @@ type bodyResult struct {
 	quadGain, quadN int
 }
 
+// extrap is a record's prediction: its lanes are extrapolated num/den of
+// the step from the prediction view to the baseline past the baseline
+// (num ticks ahead of it, the views den ticks apart; see setupPrediction),
+// world lanes quadratically through a third view when quad.
+type extrap struct {
+	num, den int64
+	quad     bool
+}
+
+// recViews is an entity's lanes in the views a delta record spans: the
+// baseline, the prediction view (nil: no prediction), the third view (nil:
+// none) and the current frame; or, sliced, one component's.
+type recViews struct {
+	base, prev, third, cur []uint64
+}
+
+// comp returns the views of the component at lanes [off, off+n).
+func (v *recViews) comp(off, n int) recViews {
+	c := recViews{base: v.base[off : off+n], cur: v.cur[off : off+n]}
+	if v.prev != nil {
+		c.prev = v.prev[off : off+n]
+		if v.third != nil {
+			c.third = v.third[off : off+n]
+		}
+	}
+	return c
+}
+
+// bodyCtx is one delta body's coding context: its prediction, the plain
+// orders of the coding, and what it measures (res, and the residuals for
+// the choice of the coding in st).
+type bodyCtx struct {
+	extrap
+	plainK [numClasses]uint
+	res    bodyResult
+	st     *recStats
+}
+
 // deltaBody writes the residuals of the changed groups (e.gmasks) of each
-// component of set: against the extrapolation through prev (num/den
-// ticks ahead, see setupPrediction) when prev is not nil, else against
-// base. With v3 (prev's own baseline value), positions are extrapolated
-// quadratically when quad, and otherwise it only measures what that would
-// save. st gets the residuals for the choice of the coding; e.compBody
-// each component's body bits when accounting. ok is false, with part of the
-// body written, when a residual is too large to code.
-func (e *Encoder) deltaBody(set uint64, base, prev, v3, cur []uint64, quad bool, num, den int64, st *recStats) (r bodyResult, ok bool) {
+// component of set: against the extrapolation through v.prev (x.extrap)
+// when v.prev is not nil, else against v.base. With v.third, positions are
+// extrapolated quadratically when x.quad, and otherwise it only measures
+// what that would save. x.st gets the residuals for the choice of the
+// coding, x.res what it measured; e.compBody each component's body bits
+// when accounting. It reports false, with part of the body written, when a
+// residual is too large to code.
+func (e *Encoder) deltaBody(set uint64, v *recViews, x *bodyCtx) bool {
 	w := &e.arena
-	plainK := [numClasses]uint{uint(e.coding.Plain[classWorld]), uint(e.coding.Plain[classOther])}
-	*st = recStats{}
+	x.plainK = [numClasses]uint{uint(e.coding.Plain[classWorld]), uint(e.coding.Plain[classOther])}
+	*x.st = recStats{}
+	x.res = bodyResult{}
 	e.compBody = e.compBody[:0]
 	if set != 0 && set&(set-1) == 0 && e.ops[bits.TrailingZeros64(set)].pose { // (one pose: no slicing)
 		start := w.BitLen()
-		if !e.poseBody(e.gmasks[0], base, cur, prev, v3, quad, num, den, plainK, &r, st) {
-			return r, false
+		if !e.poseBody(e.gmasks[0], v, x) {
+			return false
 		}
 		if e.acct != nil {
 			e.compBody = append(e.compBody, uint32(w.BitLen()-start))
 		}
-		return r, true
+		return true
 	}
 	off, ci := 0, 0
 	for s := set; s != 0; s &= s - 1 {
 		po := &e.ops[bits.TrailingZeros64(s)]
-		n := po.n
-		b, c := base[off:off+n], cur[off:off+n]
-		var v2, w3 []uint64
-		if prev != nil {
-			v2 = prev[off : off+n]
-			if v3 != nil {
-				w3 = v3[off : off+n]
-			}
-		}
-		off += n
+		cv := v.comp(off, po.n)
+		off += po.n
 		start := w.BitLen()
+		var ok bool
 		if po.pose {
-			ok = e.poseBody(e.gmasks[ci], b, c, v2, w3, quad, num, den, plainK, &r, st)
+			ok = e.poseBody(e.gmasks[ci], &cv, x)
 		} else {
-			ok = e.groupsBody(po, e.gmasks[ci], b, c, v2, w3, quad, num, den, plainK, &r, st)
+			ok = e.groupsBody(po, e.gmasks[ci], &cv, x)
 		}
 		if !ok {
-			return r, false
+			return false
 		}
 		if e.acct != nil {
 			e.compBody = append(e.compBody, uint32(w.BitLen()-start))
 		}
 		ci++
 	}
-	return r, true
+	return true
 }
 
 // groupsBody is deltaBody for the changed groups gm of one component of
-// plan po (b, c, v2 and w3 its lanes), lane by lane.
-func (e *Encoder) groupsBody(po *planOps, gm uint64, b, c, v2, w3 []uint64, quad bool, num, den int64, plainK [numClasses]uint, r *bodyResult, st *recStats) bool {
+// plan po (v its lanes), lane by lane.
+func (e *Encoder) groupsBody(po *planOps, gm uint64, v *recViews, x *bodyCtx) bool {
 	w := &e.arena
-	cod := &e.coding
 	for ; gm != 0; gm &= gm - 1 {
 		g := &po.groups[bits.TrailingZeros64(gm)]
 		// A quaternion whose largest component changed is not
 		// extrapolated.
-		predG := v2 != nil && (g.qi < 0 || v2[g.qi] == b[g.qi])
+		pred := v.prev != nil && (g.qi < 0 || v.prev[g.qi] == v.base[g.qi])
 		for l := int(g.first); l < int(g.end); l++ {
-			op := po.lanes[l]
-			if op.kind >= opBit {
-				w.PutBits(c[l]&1, 1)
-				r.plain++
-				if op.kind == opRest && c[l] != 0 {
-					break // axes implied zero
+			switch op := po.lanes[l]; op.kind {
+			case opBit, opRest:
+				w.PutBits(v.cur[l]&1, 1)
+				x.res.plain++
+				if op.kind == opRest && v.cur[l] != 0 {
+					l = int(g.end) // axes implied zero
 				}
-				continue
-			}
-			z1 := bitio.ZigZag(op.delta(b[l], c[l]))
-			if z1 >= 1<<62 {
-				return false
-			}
-			cl, k1 := numClasses, uint(0) // quaternion indexes: order 0, not counted
-			if op.kind != opQuatIdx {
-				cl = classOther
-				if op.kind == opWorld {
-					cl = classWorld
+			case opQuatIdx:
+				if !e.quatIndex(v.base[l], v.cur[l], x) {
+					return false
 				}
-				k1 = plainK[cl]
-			}
-			r.plain += bitio.RiceLen(z1, k1)
-			z, k, ctx := z1, k1, -1
-			if predG && op.kind != opQuatIdx {
-				var step int64
-				z, step = op.linear(v2[l], b[l], c[l], num, den, z1)
-				ctx = stepCtx(step)
-				k = cod.orderCtx(cl, ctx)
-				if w3 != nil && op.kind == opWorld {
-					z, k, ctx = r.quadLane(cod, w3[l], v2[l], b[l], c[l], num, den, step, z, k, ctx, quad)
-				}
-				if z >= 1<<62 {
+			default:
+				if !e.numLane(op, l, v, pred, x) {
 					return false
 				}
 			}
-			if code, nb, short := bitio.RiceCode(z, k); short { // (putRice, which does not inline)
-				w.PutBits(code, nb)
-			} else {
-				w.WriteRice(z, k)
-			}
-			if cl < numClasses {
-				st.add(cl, ctx, z)
-			}
 		}
 	}
+	return true
+}
+
+// quatIndex writes the residual of a quaternion's index from b to c: at
+// order 0, never extrapolated nor counted for the coding.
+func (e *Encoder) quatIndex(b, c uint64, x *bodyCtx) bool {
+	z := bitio.ZigZag(int64(c - b))
+	if z >= 1<<62 {
+		return false
+	}
+	x.res.plain += bitio.RiceLen(z, 0)
+	e.putRice(z, 0)
+	return true
+}
+
+// numLane writes the residual of numeric lane l (operation op) from
+// v.base[l] to v.cur[l]: with pred, against its linear extrapolation
+// through v.prev[l]; for a world lane with v.third too, against the
+// quadratic one through v.third[l] when x.quad (else that is only
+// measured). Its Rice order is the class's plain one without prediction,
+// else the one of the step's context. The pose kernel and the general path
+// both code their lanes here.
+func (e *Encoder) numLane(op laneOp, l int, v *recViews, pred bool, x *bodyCtx) bool {
+	b, c := v.base[l], v.cur[l]
+	z1 := bitio.ZigZag(op.delta(b, c))
+	if z1 >= 1<<62 {
+		return false
+	}
+	cl := classOther
+	if op.kind == opWorld {
+		cl = classWorld
+	}
+	k1 := x.plainK[cl]
+	x.res.plain += bitio.RiceLen(z1, k1)
+	z, k, ctx := z1, k1, -1
+	if pred {
+		d := op.delta(v.prev[l], b)
+		var step int64
+		if d <= 1<<40 && d >= -(1<<40) { // (else a jump, not motion)
+			step = d * x.num
+			if x.den != 1 { // (the views are usually consecutive: no division)
+				step = divRound(step, x.den)
+			}
+			z = bitio.ZigZag(op.delta(b+uint64(step), c))
+		}
+		ctx = stepCtx(step)
+		k = e.coding.orderCtx(cl, ctx)
+		if v.third != nil && op.kind == opWorld {
+			qs := quadFrom(d, int64(v.prev[l]-v.third[l]), x.num, x.den, step)
+			zq := bitio.ZigZag(int64(c - (b + uint64(qs))))
+			cq := stepCtx(qs)
+			kq := e.coding.orderCtx(classWorld, cq)
+			if zq < 1<<62 && z < 1<<62 {
+				x.res.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
+				x.res.quadN++
+			}
+			if x.quad {
+				z, k, ctx = zq, kq, cq
+			}
+		}
+		if z >= 1<<62 {
+			return false
+		}
+	}
+	if code, nb, short := bitio.RiceCode(z, k); short { // (putRice, which does not inline)
+		e.arena.PutBits(code, nb)
+	} else {
+		e.arena.WriteRice(z, k)
+	}
+	x.st.add(cl, ctx, z)
 	return true
 }

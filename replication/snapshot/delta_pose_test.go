@@ -117,7 +117,7 @@ func checkPoseKernel[P any](t *testing.T, withVel bool) {
 		e.gmasks = append(e.gmasks[:0], gms...)
 		e.arena.Reset(nil)
 		var st recStats
-		r, ok := e.deltaBody(set, b, v2, v3, c, quad, num, den, &st)
+		r, ok := e.testBody(set, recViews{b, v2, v3, c}, extrap{num, den, quad}, &st)
 		n := e.arena.BitLen()
 		return fmt.Sprint(n, e.arena.Bytes(), e.compBody), r, st, ok
 	}
@@ -194,7 +194,14 @@ func TestDeltaOfNoComponents(t *testing.T) {
 	mask, pred := e.deltaMasks(0, nil, nil, nil, false)
 	require.Zero(t, mask)
 	require.False(t, pred)
-	_, ok := e.deltaBody(0, nil, nil, nil, nil, false, 1, 1, &st)
+	_, ok := e.testBody(0, recViews{}, extrap{1, 1, false}, &st)
 	require.True(t, ok)
 	require.Zero(t, e.arena.BitLen())
+}
+
+// testBody runs deltaBody on views v with prediction x.
+func (e *Encoder) testBody(set uint64, v recViews, x extrap, st *recStats) (bodyResult, bool) {
+	c := bodyCtx{extrap: x, st: st}
+	ok := e.deltaBody(set, &v, &c)
+	return c.res, ok
 }

@@ -381,7 +381,7 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) (*c
 			bi = bf.Lookup(slot)
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
-			if e.deltaRecord(ce, m, bf.EntityLanes(bi), cur, owner, k.pb, k.pb2, k.src2, k.src3, k.quad, f.Tick, slot) {
+			if e.deltaRecord(ce, m, &recViews{base: bf.EntityLanes(bi), cur: cur}, &k, f.Tick, slot) {
 				return ce, x
 			}
 		}
@@ -415,44 +415,20 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) (*c
 // With quad, positions of an entity that view pb3 also holds (value tick
 // src3) are extrapolated quadratically; without, src3 ≠ 0 only measures
 // what that would save.
-func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner bool, pb, pb2, src2, src3 uint32, quad bool, S, slot uint32) bool {
-	var prev []uint64 // the entity's value in the prediction view
-	if pb != 0 && src2 != 0 {
-		pf := e.w.Frame(src2)
-		if pf == nil {
-			return false // the receiver would predict from a value gone from the ring
-		}
-		pi := pf.Lookup(slot)
-		if pi < 0 {
-			return false
-		}
-		if pf.Metas[pi] == m {
-			prev = pf.EntityLanes(pi)
-		}
-	}
-	var v3 []uint64 // the entity's value in the third view
-	if prev != nil && src3 != 0 {
-		pf := e.w.Frame(src3)
-		pi := -1
-		if pf != nil {
-			pi = pf.Lookup(slot)
-		}
-		switch {
-		case pi >= 0 && pf.Metas[pi] == m:
-			v3 = pf.EntityLanes(pi)
-		case pi < 0 && quad:
-			return false // the receiver holds a value the encoder does not
-		}
+func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, v *recViews, k *recKey, S, slot uint32) bool {
+	if !e.predictionViews(m, v, k, slot) {
+		return false
 	}
 	e.arena.Align()
 	start := e.arena.BitLen()
-	mask, maskPred := e.deltaMasks(m.Set, base, prev, cur, owner)
+	mask, maskPred := e.deltaMasks(m.Set, v.base, v.prev, v.cur, k.owner)
 	maskBits := e.arena.BitLen() - start
 	e.arena.Align()
 	bodyStart := e.arena.BitLen()
-	r, ok := e.deltaBody(m.Set, base, prev, v3, cur, quad, int64(S-pb), int64(pb-pb2), &ce.stats)
+	x := bodyCtx{extrap: extrap{num: int64(S - k.pb), den: int64(k.pb - k.pb2), quad: k.quad}, st: &ce.stats}
+	ok := e.deltaBody(m.Set, v, &x)
 	bodyBits := e.arena.BitLen() - bodyStart
-	if !ok || maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, cur, owner) {
+	if !ok || maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, v.cur, k.owner) {
 		e.arena.Truncate(start)
 		return false
 	}
@@ -460,20 +436,57 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, base, cur []uint64, owner 
 	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
 	// The receiver predicts the masks from its views: the groups that
 	// changed from view pb2 to the baseline.
-	ce.maskPred = prev != nil && maskPred
-	ce.stats.quadGain = int16(max(-1<<15, min(r.quadGain, 1<<15-1)))
-	ce.stats.quadN = uint8(min(r.quadN, 255))
+	ce.maskPred = v.prev != nil && maskPred
+	ce.stats.quadGain = int16(max(-1<<15, min(x.res.quadGain, 1<<15-1)))
+	ce.stats.quadN = uint8(min(x.res.quadN, 255))
 	ce.kind = kindDelta
 	ce.bodyOff = uint32(bodyStart / 8)
 	ce.bodyBits = uint32(bodyBits)
 	ce.short, ce.hasShort = e.arena.Tail(bodyStart)
-	if prev != nil {
+	if v.prev != nil {
 		ce.usePred = true
-		ce.saved = int32(r.plain - bodyBits)
+		ce.saved = int32(x.res.plain - bodyBits)
 		e.Predicted++
 	}
 	if e.acct != nil {
-		e.acct.noteDelta(e, slot, ce, m.Set, owner)
+		e.acct.noteDelta(e, slot, ce, m.Set, k.owner)
+	}
+	return true
+}
+
+// predictionViews sets v.prev and v.third to the entity's values in the
+// prediction views of k (left nil where the entity has another Meta there,
+// or prediction is off). It reports false when the client's view holds a
+// value the encoder no longer has (or never had): then no delta is coded.
+func (e *Encoder) predictionViews(m Meta, v *recViews, k *recKey, slot uint32) bool {
+	if k.pb == 0 || k.src2 == 0 {
+		return true
+	}
+	pf := e.w.Frame(k.src2)
+	if pf == nil {
+		return false // the receiver would predict from a value gone from the ring
+	}
+	pi := pf.Lookup(slot)
+	if pi < 0 {
+		return false
+	}
+	if pf.Metas[pi] != m {
+		return true
+	}
+	v.prev = pf.EntityLanes(pi)
+	if k.src3 == 0 {
+		return true
+	}
+	tf := e.w.Frame(k.src3)
+	ti := -1
+	if tf != nil {
+		ti = tf.Lookup(slot)
+	}
+	switch {
+	case ti >= 0 && tf.Metas[ti] == m:
+		v.third = tf.EntityLanes(ti)
+	case ti < 0 && k.quad:
+		return false // the receiver holds a value the encoder does not
 	}
 	return true
 }
@@ -655,7 +668,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 			e.touchFrames[2], e.touchFrames[3] = e.w.Frame(e.pc.B2), e.w.Frame(e.pc.B3)
 		}
 	}
-	e.collect(c, f, e.relevant(opt.Relevant), baseMembers, behind, changed, B)
+	e.collect(&candSource{c: c, f: f, rel: e.relevant(opt.Relevant), base: baseMembers, behind: behind, changed: changed, B: B})
 
 	hdr := e.header(S, B, base, opt)
 	e.selectRecords(c, opt.Weights, total, mtu, &hdr)
@@ -754,15 +767,27 @@ func (e *Encoder) relevant(interest Bitset) Bitset {
 	return m
 }
 
+// candSource is what one client's candidates are collected from: its
+// state, the frame, the entities relevant to it, its baseline view (tick B:
+// its members and the entries deferred in it) and the slots changed since.
+type candSource struct {
+	c         *Client
+	f         *Frame
+	rel, base Bitset
+	behind    []behindEntry
+	changed   Bitset
+	B         uint32
+}
+
 // collect gathers the candidates (collectAll; collectSimple when no view
 // has deferred entries) with their size estimates and the best gap order
 // for all of them. O(words + candidates).
-func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32) {
+func (e *Encoder) collect(cs *candSource) {
 	e.cands = e.cands[:0]
-	if e.pc.simple && len(behind) == 0 && !e.touchOn {
-		e.collectSimple(c, f, rel, baseMembers, changed, B)
+	if e.pc.simple && len(cs.behind) == 0 && !e.touchOn {
+		e.collectSimple(cs)
 	} else {
-		e.collectAll(c, f, rel, baseMembers, behind, changed, B)
+		e.collectAll(cs)
 	}
 	// Size estimates use the gap to the previous candidate; packing computes
 	// exact sizes. The gap order for all of them is found on the way.
@@ -785,23 +810,23 @@ func (e *Encoder) collect(c *Client, f *Frame, rel, baseMembers Bitset, behind [
 // collect does not read ahead (small worlds): a leaf scan of the words
 // lists the candidate slots, then their candidates are made. (One loop
 // doing both keeps too much in registers.)
-func (e *Encoder) collectSimple(c *Client, f *Frame, rel, baseMembers, changed Bitset, B uint32) {
-	words := max(len(rel), len(baseMembers))
+func (e *Encoder) collectSimple(cs *candSource) {
+	words := max(len(cs.rel), len(cs.base))
 	if cap(e.slotBuf) < 64*words {
 		e.slotBuf = make([]uint32, 64*words)
 	}
 	var owned Bitset
-	if c.ID != 0 && e.ownerComps != 0 {
+	if cs.c.ID != 0 && e.ownerComps != 0 {
 		owned = e.owned
 	}
-	n := scanWords(e.slotBuf[:64*words], rel, baseMembers, changed, owned, e.w.layoutAt, B)
+	n := scanWords(e.slotBuf[:64*words], cs, owned, e.w.layoutAt)
 	for _, slot := range e.slotBuf[:n] {
 		if slot&otherCand == 0 {
-			e.deltaCand(f, slot, B)
+			e.deltaCand(cs.f, slot, cs.B)
 			continue
 		}
 		slot &^= otherCand
-		e.classify(c, f, slot, B, baseMembers.Has(slot), rel.Has(slot))
+		e.classify(cs.c, cs.f, slot, cs.B, cs.base.Has(slot), cs.rel.Has(slot))
 	}
 }
 
@@ -813,7 +838,8 @@ const otherCand = 1 << 31
 // held, or entering or leaving the client's view. The common delta —
 // changed, held, relevant, same layout since B, not in owned — is listed as
 // is; others carry otherCand. It returns how many it listed.
-func scanWords(out []uint32, rel, base, changed, owned Bitset, layoutAt []uint32, B uint32) int {
+func scanWords(out []uint32, cs *candSource, owned Bitset, layoutAt []uint32) int {
+	rel, base, changed, B := cs.rel, cs.base, cs.changed, cs.B
 	n := 0
 	words := max(len(rel), len(base))
 	for wi := range words {
@@ -838,7 +864,8 @@ func scanWords(out []uint32, rel, base, changed, owned Bitset, layoutAt []uint32
 // collectAll gathers the candidates, word by word: changed since the
 // baseline and relevant or held by the client, entering or leaving the
 // client's view, and entries deferred earlier ("behind").
-func (e *Encoder) collectAll(c *Client, f *Frame, rel, baseMembers Bitset, behind []behindEntry, changed Bitset, B uint32) {
+func (e *Encoder) collectAll(cs *candSource) {
+	c, f, rel, baseMembers, behind, changed, B := cs.c, cs.f, cs.rel, cs.base, cs.behind, cs.changed, cs.B
 	words := max(len(rel), len(baseMembers))
 	ownerPossible := c.ID != 0 && e.ownerComps != 0
 	bi := 0

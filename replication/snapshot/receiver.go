@@ -283,7 +283,8 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	}
 	out := &r.spare
 	out.valid = false
-	if err := r.merge(rd, from, p.B, p.base2, p.base3, out, S, h.Count, uint(h.GapOrder), p.coding); err != nil {
+	mg := merger{r: r, rd: rd, base: from, base2: p.base2, base3: p.base3, out: out, S: S, baseTick: p.B, cod: p.coding}
+	if err := mg.merge(h.Count, uint(h.GapOrder)); err != nil {
 		return S, err
 	}
 	out.Tick = S
@@ -421,16 +422,18 @@ func (r *Receiver) noteDecoded(S uint32) {
 	}
 }
 
-// merge writes into out the view base (nil: empty) with count records from
-// rd applied. Deltas are against base's values; predicted ones against the
-// extrapolation of base's values through base2, as they were at tick baseTick
-// (base may be a view of tick S itself, for a tick's later parts).
-func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, base3, out *View, S uint32, count int, k uint, cod Coding) error {
+// merge writes into mg.out the view mg.base (nil: empty) with count
+// records from mg.rd applied (gap order k). Deltas are against base's
+// values; predicted ones against the extrapolation of base's values through
+// base2, as they were at tick baseTick (base may be a view of tick S
+// itself, for a tick's later parts).
+func (mg *merger) merge(count int, k uint) error {
+	r, out := mg.r, mg.out
 	out.reset()
 	out.Srcs = out.Srcs[:0]
-	mg := merger{r: r, rd: rd, base: base, base2: base2, base3: base3, out: out, S: S, baseTick: baseTick, prev: -1, run: newMaskRun(), cod: cod}
-	if base != nil {
-		mg.nb = len(base.Slots)
+	mg.prev, mg.run = -1, newMaskRun()
+	if mg.base != nil {
+		mg.nb = len(mg.base.Slots)
 	}
 	for n := 0; n < count; n++ {
 		if err := mg.record(k); err != nil {
@@ -444,7 +447,7 @@ func (r *Receiver) merge(rd *bitio.Reader, base *View, baseTick uint32, base2, b
 	if len(out.Slots) > r.MaxEntities {
 		return ErrTooManyEntities
 	}
-	return rd.Err()
+	return mg.rd.Err()
 }
 
 // merger is the state of one merge: the baseline view walked in slot order
@@ -559,21 +562,22 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	if err := mg.masks(slot, m, owner, maskCode, baseLanes, lanes2); err != nil {
 		return err
 	}
-	pred := baseLanes
-	r.orders = append(r.orders[:0], make([]uint8, len(baseLanes))...)
+	sh := recShape{set: m.Set, masks: r.masks[:bits.OnesCount64(m.Set)]}
+	pred := lanePred{lanes: baseLanes, orders: append(r.orders[:0], make([]uint8, len(baseLanes))...)}
+	r.orders = pred.orders
 	if lanes2 != nil {
 		// Residuals against the extrapolation through view base2.
 		r.pred = append(r.pred[:0], baseLanes...)
-		predict(r.plans, m.Set, r.masks[:bits.OnesCount64(m.Set)], baseLanes, lanes2, lanes3, int64(mg.S-mg.baseTick), int64(mg.baseTick-mg.base2.Tick), r.pred, &mg.cod, r.orders)
-		pred = r.pred
+		pred.lanes = r.pred
+		x := extrap{num: int64(mg.S - mg.baseTick), den: int64(mg.baseTick - mg.base2.Tick)}
+		predict(r.plans, &sh, &recViews{base: baseLanes, prev: lanes2, third: lanes3}, x, &mg.cod, &pred)
 	} else {
 		plainOrders(r.plans, m.Set, &mg.cod, r.orders)
 	}
 	out := mg.out
 	start := len(out.Lanes)
 	out.Lanes = append(out.Lanes, baseLanes...)
-	nc := bits.OnesCount64(m.Set)
-	if err := readDeltaBody(rd, r.plans, m.Set, r.masks[:nc], out.Lanes[start:], pred, r.orders, owner); err != nil {
+	if err := readDeltaBody(rd, r.plans, &sh, out.Lanes[start:], &pred); err != nil {
 		return err
 	}
 	mg.emit(slot, m, start)

@@ -117,18 +117,33 @@ func readMasks(r *bitio.Reader, plans []*schema.Plan, set uint64, owner bool, ma
 	return raw, nbits
 }
 
-// readDeltaBody reads a delta record's residuals (for the groups masks
-// selects) into cur: each numeric lane is pred plus its residual, read at
-// the Rice order orders gives for the lane.
-func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []uint64, cur, pred []uint64, orders []uint8, owner bool) error {
+// recShape is what a delta record's body holds: residuals for the groups
+// masks selects (one word per component of set, as readMasks gives them;
+// nil: all groups).
+type recShape struct {
+	set   uint64
+	masks []uint64
+}
+
+// lanePred is what a record's residuals are read against: each lane's
+// predicted value and the Rice order of its residual.
+type lanePred struct {
+	lanes  []uint64
+	orders []uint8
+}
+
+// readDeltaBody reads a delta record's residuals (for the groups sh
+// selects) into cur: each numeric lane is its prediction plus its residual,
+// read at the lane's order.
+func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, sh *recShape, cur []uint64, pred *lanePred) error {
 	off := 0
 	ci := 0
-	for s := set; s != 0; s &= s - 1 {
+	for s := sh.set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
-		c, pr, ks := cur[off:off+n], pred[off:off+n], orders[off:off+n]
+		c, pr, ks := cur[off:off+n], pred.lanes[off:off+n], pred.orders[off:off+n]
 		off += n
-		mask := masks[ci]
+		mask := sh.masks[ci]
 		ci++
 		if mask == 0 {
 			continue
@@ -171,36 +186,36 @@ func readDeltaBody(r *bitio.Reader, plans []*schema.Plan, set uint64, masks []ui
 }
 
 // predict fills out with the linear extrapolation of each lane from its
-// value in an older view (v2, view tick t2) through its value in the
-// baseline view (v1, tick t1) to tick t: v1 + round((v1 − v2)·(t − t1)/(t1 − t2)),
-// in exact integer arithmetic (wrapping for angles) so encoder and decoder
-// agree bit for bit. Bools, rest flags and quaternion indexes are not
-// extrapolated (out = v1), nor are the lanes of a quaternion whose dropped
-// component differs between the two views. It fills orders with each lane's
-// residual order under cod: from the extrapolation's step for extrapolated
-// lanes (a jump counts as a zero step), the class's plain order for the
-// lanes of a quaternion that is not, 0 for quaternion indexes (see Coding).
+// value in an older view (v.prev, view tick t2) through its value in the
+// baseline view (v.base, tick t1) to tick t: base + round((base − prev)·(t − t1)/(t1 − t2)),
+// x.num = t − t1 and x.den = t1 − t2, in exact integer arithmetic (wrapping
+// for angles) so encoder and decoder agree bit for bit. Bools, rest flags
+// and quaternion indexes are not extrapolated (out = base), nor are the
+// lanes of a quaternion whose dropped component differs between the two
+// views. It fills out.orders with each lane's residual order under cod:
+// from the extrapolation's step for extrapolated lanes (a jump counts as a
+// zero step), the class's plain order for the lanes of a quaternion that
+// is not, 0 for quaternion indexes (see Coding).
 //
-// With v3 (the values in the view den ticks before v2's), world lanes are
-// extrapolated quadratically instead (quadStep).
+// With v.third (the values in the view den ticks before prev's), world
+// lanes are extrapolated quadratically instead (quadFrom).
 //
-// Only the groups masks selects (one word per component of set, as
-// readDeltaBody takes them; nil selects all) are filled: a record carries
-// no residual for the others, which keep out's and orders' values.
-func predict(plans []*schema.Plan, set uint64, masks []uint64, v1, v2, v3 []uint64, num, den int64, out []uint64, cod *Coding, orders []uint8) {
+// Only the groups sh selects are filled: a record carries no residual for
+// the others, which keep out's values.
+func predict(plans []*schema.Plan, sh *recShape, v *recViews, x extrap, cod *Coding, out *lanePred) {
 	off, ci := 0, 0
-	for s := set; s != 0; s &= s - 1 {
+	for s := sh.set; s != 0; s &= s - 1 {
 		p := plans[bits.TrailingZeros64(s)]
 		n := p.NumLanes()
-		a, b, o, ks := v1[off:off+n], v2[off:off+n], out[off:off+n], orders[off:off+n]
+		a, b, o, ks := v.base[off:off+n], v.prev[off:off+n], out.lanes[off:off+n], out.orders[off:off+n]
 		var c []uint64
-		if v3 != nil {
-			c = v3[off : off+n]
+		if v.third != nil {
+			c = v.third[off : off+n]
 		}
 		off += n
 		mask := ^uint64(0)
-		if masks != nil {
-			mask = masks[ci]
+		if sh.masks != nil {
+			mask = sh.masks[ci]
 		}
 		ci++
 		lanes := p.Lanes()
@@ -227,10 +242,10 @@ func predict(plans []*schema.Plan, set uint64, masks []uint64, v1, v2, v3 []uint
 					d := ln.Delta(b[l], a[l])
 					var step int64
 					if d <= 1<<40 && d >= -(1<<40) { // else a jump, not motion
-						step = divRound(d*num, den)
+						step = divRound(d*x.num, x.den)
 					}
 					if c != nil && ln.Kind == schema.LaneWorld {
-						step = quadStep(ln, c[l], b[l], a[l], num, den, step)
+						step = quadFrom(d, ln.Delta(c[l], b[l]), x.num, x.den, step)
 					}
 					o[l] = a[l] + uint64(step)
 					ks[l] = uint8(cod.orderCtx(laneClass(ln.Kind), stepCtx(step)))
@@ -285,18 +300,12 @@ func plainOrders(plans []*schema.Plan, set uint64, cod *Coding, orders []uint8) 
 	}
 }
 
-// quadStep returns the step of a world lane's quadratic extrapolation num
+// quadFrom returns the step of a world lane's quadratic extrapolation num
 // ticks past its value a, through its values b and c den and 2·den ticks
-// before a: velocity (3a − 4b + c)/(2·den) and acceleration
-// (a − 2b + c)/den², in exact integer arithmetic. Views whose values jump
-// (more than 2^40 steps apart) or lie more than 256 ticks apart give the
-// linear step lin.
-func quadStep(ln *schema.Lane, c, b, a uint64, num, den int64, lin int64) int64 {
-	return quadFrom(ln.Delta(b, a), ln.Delta(c, b), num, den, lin)
-}
-
-// quadFrom is quadStep from the lane's last two deltas db = a − b and
-// dc = b − c.
+// before a, from its last two deltas db = a − b and dc = b − c: velocity
+// (3a − 4b + c)/(2·den) and acceleration (a − 2b + c)/den², in exact
+// integer arithmetic. Views whose values jump (more than 2^40 steps apart)
+// or lie more than 256 ticks apart give the linear step lin.
 func quadFrom(db, dc, num, den, lin int64) int64 {
 	if db > 1<<40 || db < -(1<<40) || dc > 1<<40 || dc < -(1<<40) || num > 256 || den > 256 {
 		return lin // (and no overflow below: |terms| < 2^59)

@@ -201,7 +201,7 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		plainOK := writeDeltaBody(&ref, plans, set, base, base, cur, orders, owner)
 		plainBits := ref.BitLen()
 		e.arena.Reset(nil)
-		r, ok := e.deltaBody(set, base, nil, nil, cur, quad, num, den, &recStats{})
+		r, ok := e.testBody(set, recViews{base: base, cur: cur}, extrap{num, den, quad}, &recStats{})
 		require.Equal(t, plainOK, ok, "iter %d", iter)
 		if ok {
 			require.Equal(t, plainBits, r.plain, "iter %d", iter)
@@ -209,11 +209,11 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		}
 
 		p := append([]uint64(nil), base...)
-		predict(plans, set, nil, base, prev, pv3, num, den, p, &e.coding, orders)
+		predict(plans, &recShape{set: set}, &recViews{base: base, prev: prev, third: pv3}, extrap{num, den, false}, &e.coding, &lanePred{p, orders})
 		ref.Reset(nil)
 		predOK := writeDeltaBody(&ref, plans, set, base, p, cur, orders, owner)
 		e.arena.Reset(nil)
-		r, ok = e.deltaBody(set, base, prev, v3, cur, quad, num, den, &recStats{})
+		r, ok = e.testBody(set, recViews{base, prev, v3, cur}, extrap{num, den, quad}, &recStats{})
 		require.Equal(t, plainOK && predOK, ok, "iter %d", iter)
 		if ok {
 			require.Equal(t, plainBits, r.plain, "iter %d", iter)
