@@ -200,16 +200,12 @@ func (b *budgetController) onAck(now time.Time) {
 // onDelivered counts bytes the client acked.
 func (b *budgetController) onDelivered(bytes float64) { b.delivered += bytes }
 
-// account judges a sent record old enough to have been acked: of its
-// datagrams, those the client did not ack were lost.
-func (b *budgetController) account(r *sentRecord) {
-	if r.at.Before(b.ignoreBefore) {
+// account judges the n datagrams of a tick sent at sentAt, old enough to
+// have been acked: of them, those the client did not ack (all but got)
+// were lost.
+func (b *budgetController) account(n, got int, sentAt time.Time) {
+	if sentAt.Before(b.ignoreBefore) {
 		return
-	}
-	n := max(r.parts, 1)
-	got := 0
-	if r.acked {
-		got = heldParts(r.held, n)
 	}
 	b.sent += n
 	b.lost += n - got

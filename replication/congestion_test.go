@@ -74,7 +74,16 @@ type ctlLink struct {
 	down     bool
 	demand   float64 // bytes per second the scene would send
 	pending  []pendingAck
-	sent     []sentRecord
+	sent     []ctlRecord
+}
+
+// ctlRecord is a tick the model link carried.
+type ctlRecord struct {
+	at    time.Time
+	bytes int
+	parts int
+	held  uint64 // parts that arrived
+	acked bool
 }
 
 type pendingAck struct {
@@ -122,14 +131,18 @@ func (l *ctlLink) run(d time.Duration, each func()) {
 				continue
 			}
 			if r.acked || newest-i >= reorderThreshold || l.now.Sub(r.at) > max(4*l.rtt.srtt, minLossHorizon) {
-				l.b.account(r)
+				got := 0
+				if r.acked {
+					got = heldParts(r.held, r.parts)
+				}
+				l.b.account(r.parts, got, r.at)
 				r.bytes = -r.bytes - 1 // judged
 			}
 		}
 		l.b.update(l.now, &l.rtt)
 		bytes := min(l.b.rate, l.demand) / 30
 		parts := min(64, max(1, int(bytes/1200)))
-		r := sentRecord{at: l.now, bytes: int(bytes), parts: parts}
+		r := ctlRecord{at: l.now, bytes: int(bytes), parts: parts}
 		delay := l.base + time.Duration(l.rng.Int64N(int64(l.jitter)+1))
 		if l.capacity > 0 {
 			l.queue = max(0, l.queue-l.capacity/30)
@@ -158,7 +171,7 @@ func (l *ctlLink) run(d time.Duration, each func()) {
 	}
 }
 
-func (r *sentRecord) judged() bool { return r.bytes < 0 }
+func (r *ctlRecord) judged() bool { return r.bytes < 0 }
 
 func TestBudgetSlowStartReachesTheMaximumFast(t *testing.T) {
 	l := newCtlLink(1)

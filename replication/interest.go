@@ -234,6 +234,8 @@ type relevance struct {
 	focusX         float64 // x of the focus at the last update (orders clients for the workers)
 }
 
+func (r *relevance) memoryBytes() int { return (cap(r.relevant) + cap(r.next)) * 8 }
+
 // relX returns the grid column of cell coordinate cx, clamped to one
 // column beyond either edge.
 func (g *interestGrid) relX(cx int32) int32 {

@@ -3,8 +3,8 @@ package replication
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/snapshot"
@@ -26,10 +26,11 @@ type peer struct {
 	id   ClientID
 	snap *snapshot.Client
 
-	spawned    snapshot.Bitset // told to spawn over the reliable channel
-	spawnedGen []uint32
-	spawnedSet []uint64
-	ready      bool // the ready message went out
+	// spawned is what the client was told to spawn over the reliable
+	// channel; each with the Meta of its slot at the last frame (what
+	// changed since, peerTick.relayout says).
+	spawned snapshot.Bitset
+	ready   bool // the ready message went out
 	// synced: spawned equalled relevant after the last spawnDiff
 	synced bool
 
@@ -46,6 +47,7 @@ type peer struct {
 
 	out    peerOutput // this tick's output, for the server to send
 	msgBuf []byte     // the spawn batch's buffer
+	msgLen int        // the last batch's length
 
 	heard     time.Time // the last datagram from the client (or the Welcome)
 	welcomed  time.Time
@@ -63,10 +65,10 @@ type peerTick struct {
 	netRate int // net ticks per second (the budget's refill)
 	world   *snapshot.World
 	// slots is the slot table (slot → alive, generation, Meta, predicted
-	// spawn key); relayout the slots whose generation or component set
-	// changed this tick.
+	// spawn key); relayout the slots whose generation, owner or component
+	// set changed this tick, with their Meta before.
 	slots    []slotInfo
-	relayout []uint32
+	relayout []relaidOut
 	plans    []*schema.Plan
 	weights  []float32 // per-slot priority weights
 }
@@ -112,14 +114,28 @@ type peerOutput struct {
 // before it counts as lost (at least 4 smoothed RTTs).
 const minLossHorizon = 300 * time.Millisecond
 
-// sentRecord is what the server sent a client at one tick.
+// sentRecord is what the server sent a client at one tick: 24 bytes, no
+// pointer.
 type sentRecord struct {
+	at    int64 // when: the peer's clock (peer.clock)
 	tick  uint32
-	at    time.Time
+	bytes uint32 // of its datagrams
+	parts uint8  // datagrams (≤ snapshot.MaxParts)
+	got   uint8  // of them, the client acked (valid once acked)
 	acked bool
-	bytes int
-	parts int    // datagrams
-	held  uint64 // parts the client acked (valid once acked)
+}
+
+// sentRing is the length of a peer's ring of sentRecords: longer than the
+// snapshot ring, so that RTT is still measured when a congested queue
+// delays acks by seconds (8.5 s at 30 Hz).
+const sentRing = 256
+
+// clock returns now on the peer's clock: nanoseconds since its Welcome.
+func (p *peer) clock(now time.Time) int64 { return int64(now.Sub(p.welcomed)) }
+
+// sentAt returns when r was sent.
+func (p *peer) sentAt(r *sentRecord, now time.Time) time.Time {
+	return now.Add(-time.Duration(p.clock(now) - r.at))
 }
 
 // newPeer returns the state of client id, welcomed at now.
@@ -130,9 +146,7 @@ func newPeer(id ClientID, cfg *ServerConfig, now time.Time) *peer {
 }
 
 func (p *peer) init(id ClientID, cfg *ServerConfig, now time.Time) {
-	// The sent ring is longer than the snapshot ring so that RTT is still
-	// measured when a congested queue delays acks by seconds.
-	*p = peer{id: id, snap: snapshot.NewClient(id, cfg.Depth), sent: make([]sentRecord, 512), heard: now, welcomed: now}
+	*p = peer{id: id, snap: snapshot.NewClient(id, cfg.Depth), sent: make([]sentRecord, sentRing), heard: now, welcomed: now}
 	p.budget = newBudgetController(float64(cfg.MinBytesPerSecond), float64(cfg.MaxBytesPerSecond))
 	p.snap.SetRate(int(p.budget.rate), p.burst(cfg.MTU))
 }
@@ -156,6 +170,17 @@ func (p *peer) silent(now time.Time, timeout, joinTimeout time.Duration, sender 
 		return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and %s?)", timeout, sender)
 	}
 	return fmt.Sprintf("no datagram from the client for %v (dead link, or the client stopped running %s)", timeout, sender)
+}
+
+// memoryBytes returns the bytes the peer holds for its client (capacities;
+// not the output it lends the server for the tick, which the worker's
+// encoder owns).
+func (p *peer) memoryBytes() int {
+	n := int(unsafe.Sizeof(*p)) + p.snap.MemoryBytes()
+	n += cap(p.spawned) * 8
+	n += cap(p.sent)*int(unsafe.Sizeof(sentRecord{})) + cap(p.acks)*int(unsafe.Sizeof(heardAck{}))
+	n += cap(p.rx)*int(unsafe.Sizeof(rxInput{})) + cap(p.msgBuf)
+	return n
 }
 
 // burst is the token bucket's depth: an eighth of a second, at least two
@@ -238,14 +263,16 @@ func (p *peer) onAck(a *snapshot.Ack, now time.Time) {
 			return
 		}
 		r.acked = true
-		r.held, _ = a.Holds(t)
-		if n := max(r.parts, 1); r.bytes > 0 {
-			p.budget.onDelivered(float64(r.bytes) * float64(heldParts(r.held, n)) / float64(n))
+		held, _ := a.Holds(t)
+		n := max(int(r.parts), 1)
+		r.got = uint8(heldParts(held, n))
+		if r.bytes > 0 {
+			p.budget.onDelivered(float64(r.bytes) * float64(r.got) / float64(n))
 		}
-		if sample && !r.at.Before(p.budget.ignoreBefore) {
+		if at := p.sentAt(r, now); sample && !at.Before(p.budget.ignoreBefore) {
 			// (Datagrams sent before an outage ended measure the outage, or
 			// the queues it filled, not the path.)
-			p.rtt.sample(now.Sub(r.at), now)
+			p.rtt.sample(now.Sub(at), now)
 		}
 	}
 	for f := fresh; f != 0; f &= f - 1 {
@@ -272,10 +299,15 @@ func (p *peer) judgeLoss(tick uint32, now time.Time) {
 			continue
 		}
 		skipped := newest != 0 && int32(newest-r.tick) >= reorderThreshold && int32(newest-r.tick) < snapshot.AckWindow
-		if !r.acked && !skipped && now.Sub(r.at) < horizon {
+		at := p.sentAt(r, now)
+		if !r.acked && !skipped && now.Sub(at) < horizon {
 			return
 		}
-		p.budget.account(r)
+		got := 0
+		if r.acked {
+			got = int(r.got)
+		}
+		p.budget.account(max(int(r.parts), 1), got, at)
 	}
 }
 
@@ -306,7 +338,7 @@ func (p *peer) tick(t *peerTick, plan *peerPlan, w *worker) {
 	if p.firstSent.IsZero() {
 		p.firstSent = t.now
 	}
-	p.sent[t.tick%uint32(len(p.sent))] = sentRecord{tick: t.tick, at: t.now, bytes: p.out.info.Bytes, parts: p.out.pkts.Len()}
+	p.sent[t.tick%uint32(len(p.sent))] = sentRecord{tick: t.tick, at: p.clock(t.now), bytes: uint32(p.out.info.Bytes), parts: uint8(p.out.pkts.Len())}
 	p.snapBytes += uint64(p.out.info.Bytes)
 	p.datagrams += uint64(p.out.pkts.Len())
 	p.spawnBytes += uint64(len(p.out.spawnMsg))
@@ -328,15 +360,9 @@ func (p *peer) spawnDiff(t *peerTick, plan *peerPlan, sw *spawnWriter) {
 	f := t.world.Current()
 	relevant := plan.relevant
 	sw.reset()
-	if n, old := len(t.slots), len(p.spawnedGen); old < n { // (one growth, not one append per slot)
-		p.spawnedGen = slices.Grow(p.spawnedGen, n-old)[:n]
-		p.spawnedSet = slices.Grow(p.spawnedSet, n-old)[:n]
-		clear(p.spawnedGen[old:])
-		clear(p.spawnedSet[old:])
-	}
 	synced := true
-	despawn := func(slot uint32) {
-		sw.add(t.plans, spawnEntry{Despawn: true, Slot: slot, Meta: snapshot.Meta{Gen: p.spawnedGen[slot]}}, false)
+	despawn := func(slot, gen uint32) {
+		sw.add(t.plans, spawnEntry{Despawn: true, Slot: slot, Meta: snapshot.Meta{Gen: gen}}, false)
 		p.spawned.Clear(slot)
 		p.out.despawns++
 	}
@@ -352,25 +378,26 @@ func (p *peer) spawnDiff(t *peerTick, plan *peerPlan, sw *spawnWriter) {
 		sw.add(t.plans, spawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i),
 			HasKey: owner && si.keyed && si.key.owner == p.id, Key: si.key.key}, owner)
 		p.spawned.Set(slot)
-		p.spawnedGen[slot], p.spawnedSet[slot] = m.Gen, m.Set
 		p.out.spawns++
 	}
-	for _, slot := range t.relayout {
-		if !p.spawned.Has(slot) {
+	for _, r := range t.relayout {
+		if !p.spawned.Has(r.slot) {
 			continue
 		}
-		si := &t.slots[slot]
+		// The client holds r.slot as it was at the last frame: r.was.
+		si := &t.slots[r.slot]
 		switch {
-		case !si.alive || si.gen != p.spawnedGen[slot]:
-			despawn(slot)
-		case si.meta.Set != p.spawnedSet[slot] && relevant.Has(slot):
-			spawn(slot) // component set change: same slot and generation
+		case !si.alive || si.gen != r.was.Gen:
+			despawn(r.slot, r.was.Gen)
+		case si.meta.Set != r.was.Set && relevant.Has(r.slot):
+			spawn(r.slot) // component set change: same slot and generation
 		}
 	}
 	words := max(len(relevant), len(p.spawned))
 	for wi := range words {
 		for rem := p.spawned.Word(wi) &^ relevant.Word(wi); rem != 0; rem &= rem - 1 {
-			despawn(uint32(wi*64 + tz64(rem)))
+			slot := uint32(wi*64 + tz64(rem))
+			despawn(slot, t.slots[slot].gen) // (a slot whose generation changed is gone already)
 		}
 	}
 	for wi := range words {
@@ -379,7 +406,11 @@ func (p *peer) spawnDiff(t *peerTick, plan *peerPlan, sw *spawnWriter) {
 		}
 	}
 	p.synced = synced
+	if cap(p.msgBuf) > 4096 && p.msgLen < cap(p.msgBuf)/8 {
+		p.msgBuf = nil // (a burst of spawns is over)
+	}
+	p.msgLen = 0
 	if msg := sw.bytes(t.tick, p.msgBuf); msg != nil {
-		p.msgBuf, p.out.spawnMsg = msg, msg
+		p.msgBuf, p.out.spawnMsg, p.msgLen = msg, msg, len(msg)
 	}
 }

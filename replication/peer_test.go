@@ -24,7 +24,7 @@ type peerRig struct {
 	wk       *worker
 	slots    []slotInfo
 	values   []components.Transform // by slot
-	relayout []uint32
+	relayout []relaidOut
 	tick     uint32
 	now      time.Time
 	peers    []*peer
@@ -53,6 +53,17 @@ func (r *peerRig) addPeer(id ClientID) *peer {
 	return p
 }
 
+// note lists slot in relayout with its state before this tick's first
+// change to it, as Server.noteLayout does.
+func (r *peerRig) note(slot uint32) {
+	for _, o := range r.relayout {
+		if o.slot == slot {
+			return
+		}
+	}
+	r.relayout = append(r.relayout, relaidOut{slot: slot, was: r.slots[slot].meta, wasAlive: r.slots[slot].alive})
+}
+
 // spawn adds an entity at pos in the lowest free slot (a new generation of
 // a reused one) and returns its slot.
 func (r *peerRig) spawn(pos components.Vec3) uint32 {
@@ -66,34 +77,35 @@ func (r *peerRig) spawn(pos components.Vec3) uint32 {
 	if int(slot) == len(r.slots) {
 		r.slots = append(r.slots, slotInfo{})
 		r.values = append(r.values, components.Transform{})
+		r.note(slot)
 	} else {
+		r.note(slot)
 		r.slots[slot].gen++
 	}
 	si := &r.slots[slot]
 	si.alive = true
 	si.meta = snapshot.Meta{Gen: si.gen, Set: 1}
 	r.values[slot] = components.Transform{Pos: pos, Rot: components.QuatIdentity()}
-	r.relayout = append(r.relayout, slot)
 	return slot
 }
 
 // remove despawns the entity of slot.
 func (r *peerRig) remove(slot uint32) {
+	r.note(slot)
 	r.slots[slot].alive = false
-	r.relayout = append(r.relayout, slot)
 }
 
 // setOwner gives the entity of slot to client id.
 func (r *peerRig) setOwner(slot uint32, id ClientID) {
+	r.note(slot)
 	r.slots[slot].meta.Owner = id
-	r.relayout = append(r.relayout, slot)
 }
 
 // addVelocity adds a Velocity (zero) to the entity of slot: its component
 // set changes, its slot and generation do not.
 func (r *peerRig) addVelocity(slot uint32) {
+	r.note(slot)
 	r.slots[slot].meta.Set |= 2
-	r.relayout = append(r.relayout, slot)
 }
 
 func (r *peerRig) pos(slot uint32) *components.Vec3 { return &r.values[slot].Pos }

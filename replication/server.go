@@ -48,7 +48,7 @@ type Server struct {
 	byEntity map[arche.Entity]uint32
 	touched  map[arche.Entity]struct{}
 	order    []arche.Entity // touched entities in event order (deterministic)
-	relayout []uint32       // slots whose gen or set changed this tick
+	relayout []relaidOut    // slots whose gen, owner or set changed this tick
 	weights  []float32
 	alive    snapshot.Bitset
 
@@ -290,6 +290,10 @@ type ClientInfo struct {
 	// Transport is the connection's own counters: datagrams dropped before
 	// they left (a stalled path), the reliable backlog, ...
 	Transport transport.Stats
+	// StateBytes is the memory the server holds for the client's
+	// replication: its acked and sent views, spawned set, send history and
+	// relevance.
+	StateBytes int
 }
 
 // Client returns the replication state of client id.
@@ -301,7 +305,7 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 	ts := c.conn.Stats()
 	return ClientInfo{ID: id, Ready: c.ready, RTT: ts.RTT, AckDelay: c.rtt.srtt, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
 		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.rel.relevant.Count(),
-		NewestAck: c.snap.NewestAck, Transport: ts}, true
+		NewestAck: c.snap.NewestAck, Transport: ts, StateBytes: c.memoryBytes() + c.rel.memoryBytes()}, true
 }
 
 // RTT returns the round-trip time the server measured for client id: the

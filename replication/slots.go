@@ -20,6 +20,28 @@ type slotInfo struct {
 	rep    components.Replicated
 	keyed  bool     // a predicted spawn of its owner (Server.PredictedSpawn)
 	key    ownedKey // its owner and key
+	noted  uint32   // the tick of its last relaidOut entry
+}
+
+// relaidOut is a slot whose generation, owner or component set changed
+// this tick (a spawn, a despawn, a reuse, a component added or removed),
+// with what it was at the last frame: the Meta a client that holds it was
+// sent. Each slot is listed at most once per tick.
+type relaidOut struct {
+	slot     uint32
+	was      snapshot.Meta
+	wasAlive bool
+}
+
+// noteLayout lists slot in s.relayout with its state before this tick's
+// first change to it; call it before changing the slot.
+func (s *Server) noteLayout(slot uint32) {
+	si := &s.slots[slot]
+	if si.noted == s.tick {
+		return
+	}
+	si.noted = s.tick
+	s.relayout = append(s.relayout, relaidOut{slot: slot, was: si.meta, wasAlive: si.alive})
 }
 
 // structureListener is the arche listener the server installs: it collects
@@ -94,8 +116,8 @@ func (s *Server) applyStructure() {
 		si := &s.slots[slot]
 		m := snapshot.Meta{Gen: si.gen, Owner: owner, Set: set}
 		if !has || si.meta != m {
+			s.noteLayout(slot)
 			si.meta = m
-			s.relayout = append(s.relayout, slot)
 		}
 		si.rep = *(*components.Replicated)(s.world.Get(e, s.idRep))
 		w := si.rep.Priority
@@ -125,11 +147,13 @@ func (s *Server) allocSlot(e ecs.Entity) uint32 {
 	if n := len(s.free); n > 0 {
 		slot = s.free[n-1]
 		s.free = s.free[:n-1]
+		s.noteLayout(slot)
 		s.slots[slot].gen++ // a reused slot is a new incarnation
 	} else {
 		slot = uint32(len(s.slots))
 		s.slots = append(s.slots, slotInfo{})
 		s.weights = append(s.weights, 1)
+		s.noteLayout(slot)
 	}
 	si := &s.slots[slot]
 	si.entity, si.alive, si.dirty = e, true, true
@@ -142,6 +166,7 @@ func (s *Server) allocSlot(e ecs.Entity) uint32 {
 }
 
 func (s *Server) freeSlot(slot uint32) {
+	s.noteLayout(slot)
 	si := &s.slots[slot]
 	delete(s.byEntity, si.entity)
 	if si.keyed {
@@ -152,7 +177,6 @@ func (s *Server) freeSlot(slot uint32) {
 	si.entity = ecs.Entity{}
 	s.alive.Clear(slot)
 	s.free = append(s.free, slot)
-	s.relayout = append(s.relayout, slot)
 }
 
 // buildFrame runs the one pass over replicated entities.

@@ -68,6 +68,10 @@ type Report struct {
 	HeaderBytesPerDatagram float64 `json:"header_bytes_per_datagram"` // kind byte and header, mean
 
 	HeapMB      float64 `json:"heap_mbytes"` // HeapInuse of the whole process (server and every client world)
+	// StateKBPerClient is the server's replication state per client
+	// (ClientInfo.StateBytes): mean and largest.
+	StateKBPerClient    float64 `json:"server_state_kbytes_per_client_mean"`
+	StateKBPerClientMax float64 `json:"server_state_kbytes_per_client_max"`
 	WallSeconds float64 `json:"wall_seconds"`
 	GoVersion   string  `json:"go_version"`
 
@@ -143,6 +147,17 @@ func (rep *Report) finish(r *rig, start time.Time) {
 		mirrors += p.c.Mirrors()
 	}
 	rep.MirrorsPerClient = float64(mirrors) / float64(len(r.peers))
+	state, n := 0, 0
+	for _, p := range r.peers {
+		if ci, ok := r.srv.Client(p.c.ID()); ok && p.c.ID() != 0 {
+			state += ci.StateBytes
+			n++
+			rep.StateKBPerClientMax = max(rep.StateKBPerClientMax, float64(ci.StateBytes)/1e3)
+		}
+	}
+	if n > 0 {
+		rep.StateKBPerClient = float64(state) / 1e3 / float64(n)
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	rep.HeapMB = float64(ms.HeapInuse) / 1e6
@@ -179,7 +194,8 @@ func (rep *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  trace %s: %d frames at %d Hz, %.1f kbit/s per client; settled %.3f mm, %.4f°\n",
 			t.Trace, t.TraceFrames, t.TraceRateHz, t.DownKbitPerS, t.SettledPosErrMaxM*1e3, t.SettledRotErrMax)
 	}
-	fmt.Fprintf(w, "  heap in use %.1f MB (whole process), %.1f s wall\n", rep.HeapMB, rep.WallSeconds)
+	fmt.Fprintf(w, "  heap in use %.1f MB (whole process), %.1f s wall; server state per client %.1f KB mean, %.1f max\n",
+		rep.HeapMB, rep.WallSeconds, rep.StateKBPerClient, rep.StateKBPerClientMax)
 	if rep.Converged {
 		fmt.Fprintf(w, "  converged after %d settle ticks\n", rep.SettleTicks)
 	} else {

@@ -1,6 +1,9 @@
 package snapshot
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // Client is the server's replication state for one client: the views it
 // was sent (what it holds after each datagram, used as baselines once
@@ -11,7 +14,12 @@ type Client struct {
 	ID uint8
 
 	views []view
-	acc   []float32
+	// acc is the priority each entity deferred last tick accumulated
+	// since it was last sent (sorted by slot); accNext the spare list the
+	// next tick's is built in. An entity that stops being a candidate (it
+	// left the client's interest unsent, or its value came back to the
+	// client's) loses its accumulated priority.
+	acc, accNext []accEntry
 
 	undoBuf, mergeBuf []behindEntry
 
@@ -110,10 +118,48 @@ func NewClient(id uint8, depth int) *Client {
 	return &Client{ID: id, views: make([]view, depth)}
 }
 
-func (c *Client) grow(n int) {
-	if len(c.acc) < n {
-		c.acc = append(c.acc, make([]float32, n-len(c.acc))...)
+// accEntry is the priority a deferred entity accumulated.
+type accEntry struct {
+	slot uint32
+	acc  float32
+}
+
+// accMerge rebuilds a client's accumulators from the candidates of a tick,
+// which come in slot order: take returns a candidate's accumulated
+// priority, keep lists a candidate deferred again with its new one.
+type accMerge struct {
+	old, next []accEntry
+	j         int
+}
+
+func (c *Client) startAcc() accMerge { return accMerge{old: c.acc, next: c.accNext[:0]} }
+
+// take returns slot's accumulated priority (0: none).
+func (m *accMerge) take(slot uint32) float32 {
+	for m.j < len(m.old) && m.old[m.j].slot < slot {
+		m.j++
 	}
+	if m.j < len(m.old) && m.old[m.j].slot == slot {
+		return m.old[m.j].acc
+	}
+	return 0
+}
+
+// keep gives slot the accumulated priority a.
+func (m *accMerge) keep(slot uint32, a float32) {
+	m.next = append(m.next, accEntry{slot: slot, acc: a})
+}
+
+// finish installs the new list in c. Lists grown by a burst of deferrals
+// are let go once a tick needs far less.
+func (m *accMerge) finish(c *Client) {
+	if cap(m.old) > 512 && len(m.next) < cap(m.old)/8 {
+		m.old = nil
+	}
+	if cap(m.next) > 512 && len(m.next) < cap(m.next)/8 {
+		m.next = append([]accEntry(nil), m.next...)
+	}
+	c.acc, c.accNext = m.next, m.old[:0]
 }
 
 func (c *Client) viewFor(tick uint32) *view {
@@ -232,7 +278,19 @@ func (c *Client) Reset() {
 		c.views[i].used = false
 		c.views[i].acked = false
 	}
-	clear(c.acc)
+	c.acc = c.acc[:0]
 	c.NewestAck, c.bestAck = 0, 0
 	c.cover, c.coverNewest = 0, 0
+}
+
+// MemoryBytes returns the bytes the client's state holds (capacities, not
+// lengths): its views and their member sets, deferred entries and records,
+// and its priority accumulators.
+func (c *Client) MemoryBytes() int {
+	n := int(unsafe.Sizeof(*c)) + (cap(c.acc)+cap(c.accNext))*int(unsafe.Sizeof(accEntry{})) + (cap(c.undoBuf)+cap(c.mergeBuf))*int(unsafe.Sizeof(behindEntry{}))
+	for i := range c.views {
+		v := &c.views[i]
+		n += int(unsafe.Sizeof(*v)) + cap(v.members)*8 + cap(v.behind)*int(unsafe.Sizeof(behindEntry{})) + cap(v.recs)*int(unsafe.Sizeof(sentRec{}))
+	}
+	return n
 }

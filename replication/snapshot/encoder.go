@@ -648,7 +648,6 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 		info.Starved = true
 		return info // nothing worth sending this tick
 	}
-	c.grow(len(e.w.changedAt))
 
 	base, changed := e.pickBaseline(c, S)
 	var B uint32
@@ -1045,20 +1044,23 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 	} else {
 		nv.members = append(nv.members[:0], baseMembers...)
 	}
-	nv.behind = nv.behind[:0]
-	nv.recs = nv.recs[:0]
+	nv.behind = shrunk(nv.behind)
+	nv.recs = shrunk(nv.recs)
 	multi := len(e.parts) > 1 // (a one-datagram tick is acked whole or not at all)
+	acc := c.startAcc()
 	if e.selAll && !multi {
 		// Every candidate went out in one datagram (the common tick).
 		for i := range e.cands {
 			cd := &e.cands[i]
 			e.tally(cd, info)
-			c.acc[cd.slot] = 0
 			if cd.kind == kindRemoval {
 				nv.members.Clear(cd.slot)
 			} else if !cd.mem {
 				nv.members.Set(cd.slot) // (members already has the others)
 			}
+		}
+		if len(acc.old) > 0 { // (a client that never had to defer has none)
+			acc.finish(c)
 		}
 		return
 	}
@@ -1071,7 +1073,6 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 			}
 			si++
 			e.tally(cd, info)
-			c.acc[cd.slot] = 0
 			if multi {
 				nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
 			}
@@ -1083,11 +1084,12 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 			continue
 		}
 		info.Deferred++
-		c.acc[cd.slot] += weight(opt.Weights, cd.slot)
+		acc.keep(cd.slot, acc.take(cd.slot)+weight(opt.Weights, cd.slot))
 		if cd.mem { // the client keeps its older value
 			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
 		}
 	}
+	acc.finish(c)
 }
 
 // tally counts a sent record in info, and its residuals for the choice of
@@ -1123,4 +1125,14 @@ func valueTick(v uint32, behind []behindEntry, slot uint32) uint32 {
 		return behind[j].src
 	}
 	return v
+}
+
+// shrunk empties s for reuse, letting its array go if its last use (its
+// length) took less than an eighth of it: a burst (a client's first
+// ticks, a spawn wave) does not stay resident in every view.
+func shrunk[T any](s []T) []T {
+	if cap(s) > 256 && len(s) < cap(s)/8 {
+		return nil
+	}
+	return s[:0]
 }

@@ -25,13 +25,21 @@ func (e *Encoder) selectRecords(c *Client, ws []float32, total, mtu int, h *Head
 		return // (e.sel is filled when needed: fillSel)
 	}
 	e.fillSel()
+	acc, j := c.acc, 0 // (sorted by slot, as the candidates are)
 	for i := range e.cands {
 		cd := &e.cands[i]
 		if cd.kind == kindRemoval {
 			cd.pri = float32(math.Inf(1))
-		} else {
-			cd.pri = c.acc[cd.slot] + weight(ws, cd.slot)
+			continue
 		}
+		var a float32
+		for j < len(acc) && acc[j].slot < cd.slot {
+			j++
+		}
+		if j < len(acc) && acc[j].slot == cd.slot {
+			a = acc[j].acc
+		}
+		cd.pri = a + weight(ws, cd.slot)
 	}
 	e.byPriority()
 	used, n := 0, 0
