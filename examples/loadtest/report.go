@@ -67,13 +67,13 @@ type Report struct {
 	RecordsDeferred        uint64  `json:"records_deferred"`          // changed records a client's budget left for a later tick
 	HeaderBytesPerDatagram float64 `json:"header_bytes_per_datagram"` // kind byte and header, mean
 
-	HeapMB      float64 `json:"heap_mbytes"` // HeapInuse of the whole process (server and every client world)
+	HeapMB float64 `json:"heap_mbytes"` // HeapInuse of the whole process (server and every client world)
 	// StateKBPerClient is the server's replication state per client
 	// (ClientInfo.StateBytes): mean and largest.
 	StateKBPerClient    float64 `json:"server_state_kbytes_per_client_mean"`
 	StateKBPerClientMax float64 `json:"server_state_kbytes_per_client_max"`
-	WallSeconds float64 `json:"wall_seconds"`
-	GoVersion   string  `json:"go_version"`
+	WallSeconds         float64 `json:"wall_seconds"`
+	GoVersion           string  `json:"go_version"`
 
 	Converged     bool   `json:"converged"`
 	ConvergeError string `json:"converge_error,omitempty"`
