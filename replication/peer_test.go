@@ -17,7 +17,7 @@ import (
 // whose relevance the test chooses. A test plays each client with a
 // snapshot.Receiver and feeds its acks back.
 type peerRig struct {
-	t        *testing.T
+	t        testing.TB
 	cfg      ServerConfig
 	plans    []*schema.Plan
 	world    *snapshot.World
@@ -34,7 +34,7 @@ type peerRig struct {
 	relevant func(p *peer) (snapshot.Bitset, bool)
 }
 
-func newPeerRig(t *testing.T) *peerRig {
+func newPeerRig(t testing.TB) *peerRig {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
 	schema.MustRegister[components.Velocity](reg)
@@ -124,6 +124,12 @@ func (r *peerRig) alive() snapshot.Bitset {
 // step runs one net tick dt after the last: the frame, then every peer's
 // tick; the peers' output is left in p.out.
 func (r *peerRig) step(dt time.Duration) {
+	r.commit(dt)
+	r.tickPeers()
+}
+
+// commit builds the frame of the next net tick, dt after the last.
+func (r *peerRig) commit(dt time.Duration) {
 	r.now = r.now.Add(dt)
 	r.tick++
 	r.world.Begin(r.tick)
@@ -143,13 +149,18 @@ func (r *peerRig) step(dt time.Duration) {
 		r.world.PutLanes(uint32(slot), si.meta, lanes[:n])
 	}
 	r.world.Commit()
+}
+
+// tickPeers runs every peer's tick on the frame commit built.
+func (r *peerRig) tickPeers() {
 	t := peerTick{tick: r.tick, now: r.now, netRate: r.cfg.NetRate, world: r.world,
 		slots: r.slots, relayout: r.relayout, plans: r.plans}
 	for _, p := range r.peers {
 		plan := r.plan[p]
-		plan.relevant, plan.relevanceChanged = r.alive(), true
 		if r.relevant != nil {
 			plan.relevant, plan.relevanceChanged = r.relevant(p)
+		} else {
+			plan.relevant, plan.relevanceChanged = r.alive(), true
 		}
 		p.tick(&t, plan, r.wk)
 	}
