@@ -12,8 +12,8 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/interp"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/replication/timing"
 	"github.com/archenet/archenet/transport"
 	arche "github.com/mlange-42/arche/ecs"
@@ -182,6 +182,9 @@ type ClientStats struct {
 	// Datagrams counts the snapshot datagrams decoded; DatagramsDropped
 	// those that did not decode (stale, corrupt), and were dropped.
 	Datagrams, DatagramsDropped uint64
+	// Records counts the entity records of the snapshot datagrams decoded
+	// (entity updates, removals and entries).
+	Records uint64
 	// BytesIn counts every payload byte received: snapshot datagrams
 	// (DatagramBytesIn, those dropped included) and reliable messages
 	// (MessageBytesIn: the Welcome, spawn and despawn batches). BytesOut
@@ -396,9 +399,6 @@ func (c *Client) SimTick(netTick uint32) uint64 {
 // one estimate of the server's time. The pointer is valid for the client's
 // life; the estimator starts over at each Welcome.
 func (c *Client) Arrivals() *timing.Arrivals { return &c.arrivals }
-
-// Receiver returns the snapshot receiver (decoded views, ack state).
-func (c *Client) Receiver() *snapshot.Receiver { return c.rcv }
 
 // Entity returns the mirror entity of a net handle and generation.
 func (c *Client) Entity(id components.NetID) (arche.Entity, bool) {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/sim"
 	"github.com/mlange-42/arche/ecs"

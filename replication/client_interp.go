@@ -11,8 +11,8 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/interp"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 )
 
 // interpState is the client's interpolation of remote mirrors: the render

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/archenet/archenet/components"
-	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/mlange-42/arche/ecs"
 )
 

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/replication/timing"
 	"github.com/archenet/archenet/transport"
 )
@@ -226,12 +226,14 @@ func (l *link) spawns(m []byte, fn func(tick uint32, e spawnEntry)) error {
 func (l *link) onDatagram(d []byte, now time.Time) (tick uint32, first bool) {
 	l.stats.BytesIn += uint64(len(d))
 	l.stats.DatagramBytesIn += uint64(len(d))
+	records := l.rcv.Records
 	S, err := l.rcv.Decode(d)
 	if err != nil {
 		l.stats.DatagramsDropped++
 		return S, false
 	}
 	l.stats.Datagrams++
+	l.stats.Records += l.rcv.Records - records
 	if got, _ := l.rcv.Parts(S); got == 1 {
 		first = true
 		l.arrivals.Observe(S, now)

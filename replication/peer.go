@@ -6,8 +6,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 )
 
 // peer is the server's side of one client's channel, as a pure state

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
-	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 )
 
 // BenchmarkPeerTick times the server's per-client work of a net tick — a

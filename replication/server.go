@@ -11,8 +11,8 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication/internal/closing"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport"
 	arche "github.com/mlange-42/arche/ecs"
 )

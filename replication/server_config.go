@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -95,7 +95,7 @@ type ServerConfig struct {
 	// shrink; full records of similar entities (a join, a burst of spawns)
 	// often do. It costs CPU per datagram. False: never.
 	Compression bool
-	// CompressionDictionary is a zstd dictionary (snapshot.TrainDictionary)
+	// CompressionDictionary is a zstd dictionary (TrainDictionary)
 	// for Compression; clients must be given the same one (a client with
 	// another is refused at the Welcome). Nil: none.
 	CompressionDictionary []byte

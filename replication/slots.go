@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/archenet/archenet/components"
-	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/mlange-42/arche/ecs"
 	"github.com/mlange-42/arche/ecs/event"
 )

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport"
 )
 

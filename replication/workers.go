@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 )
 
 // worker is one goroutine's scratch for building peers' ticks: its own

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/replication/replicationtest"
 	"github.com/archenet/archenet/tests/internal/pagegame"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/quic"
@@ -135,22 +136,22 @@ func (m *browserMatch) dialNative(sample func(uint32, *pagegame.Body) pagegame.M
 
 // pageReport is what tests/internal/pageclient publishes.
 type pageReport struct {
-	State         string                `json:"state"`
-	Error         string                `json:"error"`
-	ID            int                   `json:"id"`
-	Snapshots     int                   `json:"snapshots"`
-	Mirrors       int                   `json:"mirrors"`
-	Predicted     bool                  `json:"predicted"`
-	InputTicks    uint64                `json:"inputTicks"`
-	Matches       uint64                `json:"matches"`
-	Corrections   uint64                `json:"corrections"`
-	Resets        uint64                `json:"resets"`
-	FrameMs       float64               `json:"frameMs"`
-	Checks        int                   `json:"checks"`
-	Converged     bool                  `json:"converged"`
-	ConvergeError string                `json:"convergeError"`
-	Records       []pagegame.TickRecord `json:"records"`
-	Transport     map[string]float64    `json:"transport"`
+	State         string                       `json:"state"`
+	Error         string                       `json:"error"`
+	ID            int                          `json:"id"`
+	Snapshots     int                          `json:"snapshots"`
+	Mirrors       int                          `json:"mirrors"`
+	Predicted     bool                         `json:"predicted"`
+	InputTicks    uint64                       `json:"inputTicks"`
+	Matches       uint64                       `json:"matches"`
+	Corrections   uint64                       `json:"corrections"`
+	Resets        uint64                       `json:"resets"`
+	FrameMs       float64                      `json:"frameMs"`
+	Checks        int                          `json:"checks"`
+	Converged     bool                         `json:"converged"`
+	ConvergeError string                       `json:"convergeError"`
+	Records       []replicationtest.TickRecord `json:"records"`
+	Transport     map[string]float64           `json:"transport"`
 }
 
 // open loads the page in mode and waits until it plays (and the natives are ready).
@@ -259,10 +260,10 @@ func TestBrowserAndNativeGetTheSameBytes(t *testing.T) {
 	r, stillAt := m.still(ctx, &stop)
 	require.True(t, r.Converged, r.ConvergeError)
 	require.Equal(t, browserMovers, r.Mirrors)
-	var mine []pagegame.TickRecord
+	var mine []replicationtest.TickRecord
 	m.do(func() { mine = native.Recorder.Records() })
 
-	byTick := map[uint32]pagegame.TickRecord{}
+	byTick := map[uint32]replicationtest.TickRecord{}
 	for _, rec := range mine {
 		byTick[rec.Tick] = rec
 	}

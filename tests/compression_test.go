@@ -5,7 +5,6 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication"
-	"github.com/archenet/archenet/replication/snapshot"
 	"github.com/archenet/archenet/transport/sim"
 	"github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
@@ -42,7 +41,7 @@ func TestCompressionNegotiated(t *testing.T) {
 	})
 	compressionScene(h)
 	h.run(60)
-	dict, err := snapshot.TrainDictionary(samples)
+	dict, err := replication.TrainDictionary(samples)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {

@@ -22,7 +22,7 @@ var DocumentedPackages = []string{
 	"transport/webtransport/webtransporttest",
 	"components",
 	"ecs",
-	"replication/snapshot",
+	"replication/internal/snapshot",
 	"replication/bitio",
 	"replication/timing",
 	"replication/quant",

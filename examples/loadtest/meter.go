@@ -20,8 +20,8 @@ type meter struct {
 	downKBps   []float64 // one sample per client per full second
 	upKBps     []float64
 
-	// Bytes and entity records of the ticks whose datagrams all arrived in
-	// one client step (so the newest view's records are exactly theirs).
+	// Bytes and entity records of the client steps whose datagrams all
+	// decoded and brought a newer tick (ClientStats.Records).
 	recBytes, records, samples uint64
 
 	// Per client step: snapshot bytes and datagrams received.
@@ -56,24 +56,21 @@ func (m *meter) client(p *peer) {
 	p.datagrams, p.dropped, p.bytesIn = st.Datagrams, st.DatagramsDropped, st.DatagramBytesIn
 	m.tickBytes = append(m.tickBytes, float64(in))
 	m.tickDatagrams = append(m.tickDatagrams, float64(dg))
-	v := p.c.Receiver().Latest()
-	if v == nil || v.Tick == p.serverTick {
+	recs := st.Records - p.records
+	p.records = st.Records
+	tick := p.c.ServerTick()
+	if tick == p.serverTick {
 		return
 	}
-	p.serverTick = v.Tick
-	// Bytes per record only where this step's datagrams are exactly the
-	// newest tick's, all of them (its records are then the view's).
-	if got, parts := p.c.Receiver().Parts(v.Tick); drop != 0 || got != parts || uint64(parts) != dg {
+	p.serverTick = tick
+	// Bytes per record only where this step's datagrams all decoded and
+	// brought a newer tick.
+	if drop != 0 || dg == 0 {
 		return
 	}
-	n := 0
-	for _, src := range v.Srcs {
-		if src == v.Tick {
-			n++
-		}
-	}
+	n := recs
 	m.recBytes += in
-	m.records += uint64(n)
+	m.records += n
 	m.samples++
 }
 

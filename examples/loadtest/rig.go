@@ -154,6 +154,7 @@ type peer struct {
 	// Meter state: datagram counters at the previous tick.
 	datagrams, dropped, bytesIn uint64
 	serverTick                  uint32
+	records                     uint64 // Stats.Records at the last step
 }
 
 // newRegistry registers the Transform at the configured precision.

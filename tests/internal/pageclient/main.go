@@ -31,24 +31,24 @@ import (
 
 // report is window.pageReport.
 type report struct {
-	Mode         string                `json:"mode"`
-	State        string                `json:"state"` // connecting, playing, converged, error
-	Error        string                `json:"error,omitempty"`
-	ID           int                   `json:"id"`
-	Snapshots    int                   `json:"snapshots"`
-	Mirrors      int                   `json:"mirrors"`
-	Predicted    bool                  `json:"predicted"` // the player's body is predicted
-	InputTicks   uint64                `json:"inputTicks"`
-	Matches      uint64                `json:"matches"`
-	Corrections  uint64                `json:"corrections"`
-	Resets       uint64                `json:"resets"`
-	FrameMs      float64               `json:"frameMs"` // mean CPU time of a frame
-	Checks       int                   `json:"checks"`  // convergence checks run
-	Converged    bool                  `json:"converged"`
-	ConvergeErr  string                `json:"convergeError,omitempty"`
-	Records      []pagegame.TickRecord `json:"records,omitempty"`
-	Transport    map[string]any        `json:"transport,omitempty"`
-	MessagesRecv uint64                `json:"messagesReceived"`
+	Mode         string                       `json:"mode"`
+	State        string                       `json:"state"` // connecting, playing, converged, error
+	Error        string                       `json:"error,omitempty"`
+	ID           int                          `json:"id"`
+	Snapshots    int                          `json:"snapshots"`
+	Mirrors      int                          `json:"mirrors"`
+	Predicted    bool                         `json:"predicted"` // the player's body is predicted
+	InputTicks   uint64                       `json:"inputTicks"`
+	Matches      uint64                       `json:"matches"`
+	Corrections  uint64                       `json:"corrections"`
+	Resets       uint64                       `json:"resets"`
+	FrameMs      float64                      `json:"frameMs"` // mean CPU time of a frame
+	Checks       int                          `json:"checks"`  // convergence checks run
+	Converged    bool                         `json:"converged"`
+	ConvergeErr  string                       `json:"convergeError,omitempty"`
+	Records      []replicationtest.TickRecord `json:"records,omitempty"`
+	Transport    map[string]any               `json:"transport,omitempty"`
+	MessagesRecv uint64                       `json:"messagesReceived"`
 }
 
 func main() {

@@ -19,7 +19,7 @@ type Client struct {
 	World    *arche.World
 	Net      *replication.Client
 	Player   *input.Player[Body, Move]
-	Recorder *Recorder
+	Recorder *replicationtest.Recorder
 }
 
 // NewClient joins the server at the other end of conn and sends the Hello; sample
@@ -27,7 +27,7 @@ type Client struct {
 // ticks.
 func NewClient(conn transport.Conn, sample func(uint32, *Body) Move, maxTicks int, logger *slog.Logger) (*Client, error) {
 	w := arche.NewWorld()
-	c := &Client{World: &w, Recorder: NewRecorder(conn, maxTicks)}
+	c := &Client{World: &w, Recorder: replicationtest.NewRecorder(conn, maxTicks)}
 	var err error
 	if c.Net, err = replication.NewClient(&w, c.Recorder, replication.ClientConfig{Registry: Registry(), Logger: logger}); err != nil {
 		return nil, err

@@ -2,7 +2,7 @@
 // headless Chromium with the same code (tests/internal/pageclient is its page): a
 // server whose movers circle the field and whose players steer predicted bodies
 // ([Server]), a client that mirrors it, predicts its own body with input.Player and
-// records the snapshot datagrams it receives ([Client], [Recorder]), and the
+// records the snapshot datagrams it receives ([Client], replicationtest.Recorder), and the
 // convergence check a page runs against the server's [replicationtest.State].
 package pagegame
 

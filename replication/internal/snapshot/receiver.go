@@ -70,6 +70,8 @@ type Receiver struct {
 
 	// Counters.
 	Decoded, Dropped uint64
+	// Records counts the records of the datagrams decoded.
+	Records uint64
 	// Late counts parts that arrived after their tick's view was sealed by an
 	// Ack: shown, not merged.
 	Late uint64
@@ -287,6 +289,7 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	if err := mg.merge(h.Count, uint(h.GapOrder)); err != nil {
 		return S, err
 	}
+	r.Records += uint64(h.Count)
 	out.Tick = S
 	out.coding = p.coding
 	out.InputAck, out.HasInputAck = p.inputAck, h.HasInputAck

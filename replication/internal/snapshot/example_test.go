@@ -5,8 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
-	"github.com/archenet/archenet/replication/snapshot"
 )
 
 type Body struct {

@@ -1,4 +1,4 @@
-package pagegame
+package replicationtest
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/archenet/archenet/replication/snapshot"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/transport"
 )
 
