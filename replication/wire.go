@@ -18,7 +18,7 @@ import (
 
 // ProtocolVersion is the replication wire version checked at connect.
 // 4: a Reject for a protocol hash mismatch carries the server's component
-// list (transport.Reject.Components). 6: an input section carries each
+// list (transport.Reject.Protocol). 6: an input section carries each
 // frame's view lag (package input's wire layout), for lag compensation, and
 // the server tells a client of its predicted spawns that ended before they
 // were sent (message kind 0x12).

@@ -51,6 +51,7 @@ func FuzzClientMessages(f *testing.F) {
 	f.Add(appendDrain(nil, 0, ""))
 	f.Add(appendSpawnsEnded(nil, []uint32{7}))
 	f.Add(appendSpawnsEnded(nil, []uint32{1, 1 << 31, 99}))
+	f.Add(appendComponents(nil, componentHashes(reg))) // a Reject's protocol description
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if d, err := parseDrain(b); err == nil {
 			if len(d.Reason) > transport.MaxReasonLen {
@@ -58,6 +59,20 @@ func FuzzClientMessages(f *testing.F) {
 			}
 			if again, err := parseDrain(appendDrain(nil, d.Left, d.Reason)); err != nil || again != d {
 				t.Fatalf("drain notice does not round-trip: %+v vs %+v (%v)", d, again, err)
+			}
+		}
+		if cs, err := parseComponents(b); err == nil {
+			if len(cs) > maxRejectComponents {
+				t.Fatalf("%d components accepted", len(cs))
+			}
+			for _, c := range cs {
+				if len(c.Name) > maxComponentNameLen || len(c.Fields) > maxComponentFieldsLen {
+					t.Fatalf("component of %d+%d bytes accepted", len(c.Name), len(c.Fields))
+				}
+			}
+			_ = diffComponents(cs, cs[min(1, len(cs)):])
+			if len(b) > 0 && string(appendComponents(nil, cs)) != string(b) {
+				t.Fatalf("component list does not round-trip: %x", b)
 			}
 		}
 		var keys []uint32

@@ -27,9 +27,9 @@
 // [HandshakeError.Reject] is the answer it implies. [ClientHandshake] runs the client's
 // side blocking, and a game loop can drive the same codec ([Hello.Append], [ParseHello],
 // ...) through Poll methods. Failures are *[HandshakeError]. On a protocol hash
-// mismatch a server may list its components in the Reject ([Reject.Components],
-// [NewComponentHash]); a client that knows its own fills [HandshakeError.Detail] with
-// [DiffComponents] to name the component that differs (replication's Client does).
+// mismatch a server may describe its protocol in the Reject ([Reject.Protocol], opaque
+// to the transport); a client that understands it fills [HandshakeError.Detail] (the
+// replication package lists its components there and names the one that differs).
 //
 // Implementations: package transport/quic (QUIC over UDP) and transport/sim (a
 // deterministic in-memory network); transport/transporttest is their conformance suite.

@@ -40,9 +40,7 @@ const (
 	MaxWelcomePayloadLen = 16 << 10 // bound of Welcome.Payload
 	MaxReasonLen         = 512      // bound of Reject.Reason
 
-	MaxRejectComponents   = 64  // bound of Reject.Components
-	MaxComponentNameLen   = 64  // bound of ComponentHash.Name
-	MaxComponentFieldsLen = 128 // bound of ComponentHash.Fields
+	MaxRejectProtocolLen = 16 << 10 // bound of Reject.Protocol
 
 	// MaxHandshakeMessageSize is the largest handshake message (a Welcome with the
 	// largest payload): the bound a connection applies to the first message it
@@ -154,40 +152,27 @@ func ParseWelcome(b []byte) (Welcome, error) {
 
 // Reject is the server's answer to a refused Hello. It carries the server's version and
 // protocol hash so that the client can report a mismatch precisely, and, on a hash
-// mismatch, the server's components so that it can say which one differs
-// ([DiffComponents]).
+// mismatch, what the application says about its protocol (Protocol: archenet's
+// replication lists its components there, so that its client can say which one
+// differs).
 type Reject struct {
 	Code         CloseCode // CodeHandshakeFailed (mismatch, malformed Hello) or CodeRejected
 	Version      uint16    // the server's protocol version
 	ProtocolHash uint64    // the server's protocol hash
 	Reason       string    // human-readable; at most MaxReasonLen bytes
-	// Components are the server's registered components in id order (at most
-	// MaxRejectComponents; nil: not sent).
-	Components []ComponentHash
-}
-
-// ComponentHash is one registered component as a Reject describes it: enough for a
-// client to tell which of its components differs from the server's.
-type ComponentHash struct {
-	Name   string // registered name; at most MaxComponentNameLen bytes
-	Hash   uint64 // hash of the component's replicated layout (name, fields, precision)
-	Fields string // its field paths, comma-separated; at most MaxComponentFieldsLen bytes
+	// Protocol is the application's description of its protocol, opaque to the
+	// transport, for the client to explain a protocol hash mismatch with (at most
+	// MaxRejectProtocolLen bytes; nil: none). It ends the message.
+	Protocol []byte
 }
 
 // Len is the encoded length of r.
 func (r Reject) Len() int {
-	n := 1 + 2 + 2 + 8 + uvarintLen(len(r.Reason)) + len(r.Reason)
-	if len(r.Components) > 0 {
-		n++
-		for _, c := range r.Components {
-			n += uvarintLen(len(c.Name)) + len(c.Name) + 8 + uvarintLen(len(c.Fields)) + len(c.Fields)
-		}
-	}
-	return n
+	return 1 + 2 + 2 + 8 + uvarintLen(len(r.Reason)) + len(r.Reason) + len(r.Protocol)
 }
 
 // Append appends the encoding of r to b. It does not check the bounds of Reason (see
-// [TruncateReason]) and of Components ([NewComponentHash] keeps to them).
+// [TruncateReason]) and of Protocol.
 func (r Reject) Append(b []byte) []byte {
 	b = append(b, byte(MessageReject))
 	b = binary.BigEndian.AppendUint16(b, uint16(r.Code))
@@ -195,17 +180,7 @@ func (r Reject) Append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, r.ProtocolHash)
 	b = binary.AppendUvarint(b, uint64(len(r.Reason)))
 	b = append(b, r.Reason...)
-	if len(r.Components) > 0 {
-		b = append(b, byte(len(r.Components)))
-		for _, c := range r.Components {
-			b = binary.AppendUvarint(b, uint64(len(c.Name)))
-			b = append(b, c.Name...)
-			b = binary.BigEndian.AppendUint64(b, c.Hash)
-			b = binary.AppendUvarint(b, uint64(len(c.Fields)))
-			b = append(b, c.Fields...)
-		}
-	}
-	return b
+	return append(b, r.Protocol...)
 }
 
 // ParseReject decodes a Reject. Errors match ErrMalformed.
@@ -215,15 +190,10 @@ func ParseReject(b []byte) (Reject, error) {
 	r := Reject{Code: CloseCode(rd.u16()), Version: rd.u16(), ProtocolHash: rd.u64()}
 	r.Reason = string(rd.bytes("reason", MaxReasonLen))
 	if rd.err == nil && len(rd.b) > 0 {
-		n := int(rd.u8())
-		if n == 0 || n > MaxRejectComponents {
-			rd.fail("component count %d not in 1..%d", n, MaxRejectComponents)
-		}
-		for i := 0; i < n && rd.err == nil; i++ {
-			c := ComponentHash{Name: string(rd.bytes("component name", MaxComponentNameLen))}
-			c.Hash = rd.u64()
-			c.Fields = string(rd.bytes("component fields", MaxComponentFieldsLen))
-			r.Components = append(r.Components, c)
+		if len(rd.b) > MaxRejectProtocolLen {
+			rd.fail("protocol description of %d bytes exceeds %d", len(rd.b), MaxRejectProtocolLen)
+		} else {
+			r.Protocol = append([]byte(nil), rd.take(len(rd.b), "protocol description")...)
 		}
 	}
 	if err := rd.finish(); err != nil {
@@ -241,8 +211,7 @@ func (r Reject) Err(clientVersion uint16, clientHash uint64) *HandshakeError {
 		Kind:          HandshakeRejected,
 		ServerVersion: r.Version, ClientVersion: clientVersion,
 		ServerHash: r.ProtocolHash, ClientHash: clientHash,
-		Reason:           r.Reason,
-		ServerComponents: r.Components,
+		Reason: r.Reason,
 	}
 	if r.Code != CodeRejected && r.Code != CodeHandshakeFailed {
 		// A refusal with a code of its own (CodeDraining): errors.As finds it.
@@ -294,11 +263,8 @@ type HandshakeError struct {
 	ClientHash    uint64
 	Reason        string // for HandshakeRejected and HandshakeMalformed
 	Err           error  // the underlying cause, if any (Authenticator error, decoding error, close error)
-	// ServerComponents are the server's components from its Reject, if it sent them
-	// (on a hash mismatch).
-	ServerComponents []ComponentHash
-	// Detail says, on a hash mismatch, which components differ (see
-	// [DiffComponents]); the message appends it.
+	// Detail says, on a hash mismatch, what differs (archenet's replication
+	// names the components, from the Reject's Protocol); the message appends it.
 	Detail string
 }
 

@@ -38,13 +38,10 @@ func FuzzParseServerReply(f *testing.F) {
 	f.Add(transport.Welcome{ClientID: 3, Payload: []byte("tick=60")}.Append(nil))
 	f.Add(transport.Reject{Code: transport.CodeRejected, Version: 1, ProtocolHash: 2, Reason: "full"}.Append(nil))
 	f.Add([]byte{0x03, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff, 0x0f})
-	// Rejects with the server's component list (a hash mismatch).
+	// Rejects with the application's protocol description (a hash mismatch).
 	f.Add(transport.Reject{Code: transport.CodeHandshakeFailed, Version: 4, ProtocolHash: 9, Reason: "protocol hash mismatch",
-		Components: []transport.ComponentHash{{Name: "Transform", Hash: 1, Fields: "Pos.X,Pos.Y,Pos.Z,Rot"}, {Name: "Avatar", Hash: 2, Fields: "X,Z"}}}.Append(nil))
-	f.Add(transport.Reject{Code: transport.CodeHandshakeFailed, Components: []transport.ComponentHash{{}}}.Append(nil))
-	f.Add([]byte{0x03, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 65})                                         // too many components
-	f.Add([]byte{0x03, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0x41, 'A'})                               // name longer than the bound, truncated
-	f.Add([]byte{0x03, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 1, 'A', 0, 0, 0, 0, 0, 0, 0, 7, 0, 0xff}) // trailing byte
+		Protocol: []byte{1, 1, 'A', 0, 0, 0, 0, 0, 0, 0, 7, 0}}.Append(nil))
+	f.Add([]byte{0x03, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 65})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		switch transport.TypeOf(b) {
 		case transport.MessageWelcome:
@@ -64,15 +61,9 @@ func FuzzParseServerReply(f *testing.F) {
 			if len(r.Reason) > transport.MaxReasonLen {
 				t.Fatalf("reason of %d bytes accepted", len(r.Reason))
 			}
-			if len(r.Components) > transport.MaxRejectComponents {
-				t.Fatalf("%d components accepted", len(r.Components))
+			if len(r.Protocol) > transport.MaxRejectProtocolLen {
+				t.Fatalf("protocol description of %d bytes accepted", len(r.Protocol))
 			}
-			for _, c := range r.Components {
-				if len(c.Name) > transport.MaxComponentNameLen || len(c.Fields) > transport.MaxComponentFieldsLen {
-					t.Fatalf("component of %d+%d bytes accepted", len(c.Name), len(c.Fields))
-				}
-			}
-			_ = transport.DiffComponents(r.Components, r.Components[min(1, len(r.Components)):])
 			r2, err := transport.ParseReject(r.Append(nil))
 			if err != nil || !reflect.DeepEqual(r2, r) || len(r.Append(nil)) != r.Len() {
 				t.Fatalf("reject does not round-trip: %v", err)

@@ -68,7 +68,20 @@ func TestRejectEncoding(t *testing.T) {
 	got, err := transport.ParseReject(want)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
-	requireTruncationsFail(t, want, func(b []byte) error { _, err := transport.ParseReject(b); return err })
+	for i := range len(want) {
+		_, err := transport.ParseReject(want[:i])
+		require.ErrorIs(t, err, transport.ErrMalformed, "prefix of %d bytes", i)
+	}
+	// What follows the reason is the application's protocol description,
+	// up to its bound.
+	r.Protocol = []byte{1, 2, 3}
+	got, err = transport.ParseReject(r.Append(nil))
+	require.NoError(t, err)
+	require.Equal(t, r, got)
+	require.Equal(t, r.Len(), len(r.Append(nil)))
+	r.Protocol = make([]byte, transport.MaxRejectProtocolLen+1)
+	_, err = transport.ParseReject(r.Append(nil))
+	require.ErrorIs(t, err, transport.ErrMalformed)
 }
 
 func requireTruncationsFail(t *testing.T, full []byte, parse func([]byte) error) {
