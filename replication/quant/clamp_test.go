@@ -21,13 +21,13 @@ func TestClamped(t *testing.T) {
 	}
 	require.Equal(t, ClampNaN, s.Clamped(nan))
 
-	w, err := NewWorld(0.001, 16)
+	w, err := NewGrid(0.001, 16)
 	require.NoError(t, err)
-	lim := float64(WorldLimitSteps) * 0.001
+	lim := float64(GridLimitSteps) * 0.001
 	for v, want := range map[float64]Clamp{0: ClampNone, lim: ClampNone, -lim: ClampNone, 1e15: ClampRange, -1e15: ClampRange, inf: ClampInf, -inf: ClampInf} {
 		require.Equal(t, want, w.Clamped(v), "%v", v)
 		if want != ClampNone {
-			require.Zero(t, w.Quantize(v)&(WorldLimitSteps-1))
+			require.Zero(t, w.Quantize(v)&(GridLimitSteps-1))
 		}
 	}
 	require.Equal(t, ClampNaN, w.Clamped(nan))

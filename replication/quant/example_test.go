@@ -23,9 +23,9 @@ func ExampleNewQuat() {
 	// Output: 29 bits, error 0.142°
 }
 
-func ExampleNewWorld() {
-	g, _ := quant.NewWorld(0.001, 16) // 1 mm, 65.536 m cells
-	q := g.Quantize(1_000_000.0004)   // a thousand kilometres out
+func ExampleNewGrid() {
+	g, _ := quant.NewGrid(0.001, 16) // 1 mm, 65.536 m cells
+	q := g.Quantize(1_000_000.0004)  // a thousand kilometres out
 	cell, off := g.Split(q)
 	fmt.Printf("%d %d %.4f\n", cell, off, g.Dequantize(q))
 	// Output: 15258 51712 1000000.0000

@@ -75,8 +75,8 @@ func TestScalarBadParams(t *testing.T) {
 		func() error { _, err := NewAngle(1); return err },
 		func() error { _, err := NewQuat(3); return err },
 		func() error { _, err := NewQuat(21); return err },
-		func() error { _, err := NewWorld(0, 16); return err },
-		func() error { _, err := NewWorld(0.001, 0); return err },
+		func() error { _, err := NewGrid(0, 16); return err },
+		func() error { _, err := NewGrid(0.001, 0); return err },
 		func() error { _, err := NewInt(5, 4); return err },
 		func() error { _, err := NewVelocity(10, 0.01, math.NaN()); return err },
 	} {
@@ -199,8 +199,8 @@ func TestQuatSignAndTieBreak(t *testing.T) {
 	require.InDelta(t, 1.0, x*x+y*y+z*z+w*w, 1e-12)
 }
 
-func TestWorldPrecisionEverywhere(t *testing.T) {
-	g, err := NewWorld(0.001, 16)
+func TestGridPrecisionEverywhere(t *testing.T) {
+	g, err := NewGrid(0.001, 16)
 	require.NoError(t, err)
 	require.InDelta(t, 65.536, g.CellSize(), 1e-12)
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -227,9 +227,9 @@ func TestWorldPrecisionEverywhere(t *testing.T) {
 	_, ok = g.Join(0, 1<<16)
 	require.False(t, ok)
 	require.Equal(t, int64(0), g.Quantize(math.NaN()))
-	require.Equal(t, WorldLimitSteps, g.Quantize(math.Inf(1)))
-	require.Equal(t, -WorldLimitSteps, g.Quantize(math.Inf(-1)))
-	require.Equal(t, WorldLimitSteps, g.Quantize(1e300))
+	require.Equal(t, GridLimitSteps, g.Quantize(math.Inf(1)))
+	require.Equal(t, -GridLimitSteps, g.Quantize(math.Inf(-1)))
+	require.Equal(t, GridLimitSteps, g.Quantize(1e300))
 }
 
 func TestVelocityRest(t *testing.T) {

@@ -64,7 +64,7 @@ func (p *Plan) checkClamp(o *op, v float64) {
 // worldEdge reports whether world code q of input v may be a clamp's:
 // ±WorldLimitSteps, or 0 from a NaN (the multiples of the limit within it).
 func worldEdge(q int64, v float64) bool {
-	return q&(quant.WorldLimitSteps-1) == 0 && (q != 0 || v != v)
+	return q&(quant.GridLimitSteps-1) == 0 && (q != 0 || v != v)
 }
 
 // Clamps returns, per field that was clamped at least once, how often

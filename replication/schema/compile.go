@@ -120,7 +120,7 @@ type op struct {
 	off  [4]uintptr
 	sc   quant.Scalar
 	ang  quant.Angle
-	wld  quant.World
+	wld  quant.Grid
 	irng quant.Int
 	qt   quant.Quat
 	vel  quant.Velocity
@@ -358,12 +358,12 @@ func (c *compiler) floatLeaf(o *op, path string, tg tag) (Lane, error) {
 		if cb == 0 {
 			cb = quant.DefaultCellBits
 		}
-		g, err := quant.NewWorld(tg.step, uint(cb))
+		g, err := quant.NewGrid(tg.step, uint(cb))
 		if err != nil {
 			return Lane{}, fieldErr(path, "%v", err)
 		}
 		o.kind, o.wld = opWorld, g
-		lane = Lane{Kind: LaneWorld, Bits: uint8(cb), Max: math.MaxUint64, World: g}
+		lane = Lane{Kind: LaneWorld, Bits: uint8(cb), Max: math.MaxUint64, Grid: g}
 		c.describe(path, num, tg.owner, "world step=%s cell=%d", ffmt(tg.step), cb)
 	case tg.varint || tg.limit != 0 || tg.rest != 0 || tg.cellBits != 0:
 		return Lane{}, fieldErr(path, "options varint, max, rest and cell do not apply to a float")

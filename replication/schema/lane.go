@@ -48,8 +48,8 @@ type Lane struct {
 	Group uint8
 	// Zero is the code of a resting axis (velocity lanes after a Rest lane).
 	Zero uint64
-	// World is the grid of a LaneWorld lane.
-	World quant.World
+	// Grid is the grid of a LaneWorld lane.
+	Grid quant.Grid
 }
 
 // Signed reports whether the lane's uint64 holds an int64 (two's
@@ -85,7 +85,7 @@ func (l *Lane) Apply(base uint64, d int64) (v uint64, ok bool) {
 		return v & (uint64(1)<<l.Bits - 1), true
 	case LaneWorld:
 		s := int64(v)
-		return v, s >= -quant.WorldLimitSteps && s <= quant.WorldLimitSteps
+		return v, s >= -quant.GridLimitSteps && s <= quant.GridLimitSteps
 	case LaneVarint:
 		s := int64(v)
 		return v, s >= l.Min && s <= int64(l.Max)

@@ -396,7 +396,7 @@ func WriteLane(w *bitio.Writer, l *Lane, v uint64) {
 	case LaneVarint:
 		w.WriteVarint(int64(v))
 	case LaneWorld:
-		cell, off := l.World.Split(int64(v))
+		cell, off := l.Grid.Split(int64(v))
 		w.WriteExpGolomb(bitio.ZigZag(cell), 0)
 		w.WriteBits(off, uint(l.Bits))
 	default:
@@ -425,7 +425,7 @@ func ReadLane(r *bitio.Reader, l *Lane) uint64 {
 	case LaneWorld:
 		cell := bitio.UnZigZag(r.ReadExpGolomb(0))
 		off := r.ReadBits(uint(l.Bits))
-		q, ok := l.World.Join(cell, off)
+		q, ok := l.Grid.Join(cell, off)
 		if !ok && r.Err() == nil {
 			r.SetErr(fmt.Errorf("%w: grid cell %d out of range", ErrCorrupt, cell))
 		}

@@ -20,7 +20,7 @@ import (
 type pose struct {
 	pos  [3]uintptr // offsets of X, Y, Z
 	rot  [4]uintptr // offsets of x, y, z, w
-	wld  quant.World
+	wld  quant.Grid
 	qt   quant.Quat
 	f32  bool
 	cb   uint8  // world cell bits
