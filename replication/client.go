@@ -202,43 +202,57 @@ type ClientStats struct {
 	PredictedSpawns, SpawnsAdopted, SpawnsEnded, SpawnsExpired uint64
 }
 
+// resolve returns c with every zero setting replaced by its default, or an
+// error naming the first invalid one: nothing is clamped silently.
+func (c ClientConfig) resolve() (ClientConfig, error) {
+	switch {
+	case c.Registry == nil:
+		return c, errors.New("replication: ClientConfig.Registry is required")
+	case len(c.Match) > transport.MaxMatchLen || !utf8.ValidString(c.Match):
+		return c, fmt.Errorf("replication: ClientConfig.Match of %d bytes: want at most %d bytes of UTF-8", len(c.Match), transport.MaxMatchLen)
+	case len(c.Token) > transport.MaxTokenLen:
+		return c, fmt.Errorf("replication: ClientConfig.Token of %d bytes exceeds %d", len(c.Token), transport.MaxTokenLen)
+	case c.MaxEntities < 0 || c.MaxPredictedSpawns < 0:
+		return c, fmt.Errorf("replication: ClientConfig.MaxEntities %d or MaxPredictedSpawns %d is negative", c.MaxEntities, c.MaxPredictedSpawns)
+	case c.PredictedSpawnTimeout < 0:
+		return c, fmt.Errorf("replication: ClientConfig.PredictedSpawnTimeout %v is negative", c.PredictedSpawnTimeout)
+	}
+	if c.MaxEntities == 0 {
+		c.MaxEntities = snapshot.DefaultMaxEntities
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	// Zero is the default; negative turns the timeout off (documented).
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultTimeout
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 30 * time.Second
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.PredictedSpawnTimeout == 0 {
+		c.PredictedSpawnTimeout = time.Second
+	}
+	if c.MaxPredictedSpawns == 0 {
+		c.MaxPredictedSpawns = DefaultMaxPredictedSpawns
+	}
+	return c, nil
+}
+
 // NewClient attaches replication to world over conn (already connected)
 // and sends the Hello. The handshake completes in later [Client.Receive]
 // calls; a mismatch ends in StateClosed with a *transport.HandshakeError
 // (e.g. "protocol hash mismatch: server 0x…, client 0x…") from [Client.Err].
 func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Client, error) {
-	if cfg.Registry == nil {
-		return nil, errors.New("replication: ClientConfig.Registry is required")
-	}
-	if len(cfg.Match) > transport.MaxMatchLen || !utf8.ValidString(cfg.Match) {
-		return nil, fmt.Errorf("replication: ClientConfig.Match of %d bytes: want at most %d bytes of UTF-8", len(cfg.Match), transport.MaxMatchLen)
-	}
-	if len(cfg.Token) > transport.MaxTokenLen {
-		return nil, fmt.Errorf("replication: ClientConfig.Token of %d bytes exceeds %d", len(cfg.Token), transport.MaxTokenLen)
-	}
-	if cfg.MaxEntities <= 0 {
-		cfg.MaxEntities = snapshot.DefaultMaxEntities
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = DefaultTimeout
-	}
-	if cfg.ReadyTimeout == 0 {
-		cfg.ReadyTimeout = 30 * time.Second
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.PredictedSpawnTimeout <= 0 {
-		cfg.PredictedSpawnTimeout = time.Second
-	}
-	if cfg.MaxPredictedSpawns <= 0 {
-		cfg.MaxPredictedSpawns = DefaultMaxPredictedSpawns
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
 	}
 	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans(), mirrors: newMirrorTable(cfg.MaxEntities)}
 	c.link.cfg, c.link.plans, c.link.stats = &c.cfg, c.plans, &c.Stats

@@ -38,8 +38,8 @@ func newPeerRig(t testing.TB) *peerRig {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
 	schema.MustRegister[components.Velocity](reg)
-	cfg := ServerConfig{Registry: reg, NetRate: 30}
-	require.NoError(t, cfg.defaults())
+	cfg, err := ServerConfig{Registry: reg, NetRate: 30}.resolve()
+	require.NoError(t, err)
 	w := snapshot.NewWorld(reg, cfg.Depth)
 	return &peerRig{t: t, cfg: cfg, plans: reg.Plans(), world: w, wk: &worker{enc: snapshot.NewEncoder(w)},
 		now: time.Unix(1000, 0), plan: map[*peer]*peerPlan{}}

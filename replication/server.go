@@ -148,7 +148,8 @@ type ServerStats struct {
 // arche listener through archenet's listener fan-out (arche.AddListener), so
 // the game's own listeners keep working.
 func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Server, error) {
-	if err := cfg.defaults(); err != nil {
+	cfg, err := cfg.resolve()
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{
@@ -162,7 +163,6 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	s.idRep = arche.ComponentID[components.Replicated](world)
 	s.idOwner = arche.ComponentID[components.Owner](world)
 	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
-	var err error
 	if s.workers, err = newWorkers(&s.cfg, s.snap); err != nil {
 		return nil, err
 	}

@@ -141,65 +141,61 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-func (c *ServerConfig) defaults() error {
+// resolve returns c with every zero setting replaced by its default, or
+// an error naming the first invalid one (a negative count or duration where
+// none is meaningful, a bound exceeded, MinBytesPerSecond above
+// MaxBytesPerSecond): nothing is clamped silently.
+func (c ServerConfig) resolve() (ServerConfig, error) {
 	if c.Registry == nil {
-		return errors.New("replication: ServerConfig.Registry is required")
+		return c, errors.New("replication: ServerConfig.Registry is required")
 	}
-	if c.NetRate <= 0 {
-		c.NetRate = 30
+	type intSetting struct {
+		name    string
+		v       *int
+		def, hi int
 	}
-	if c.NetRate > 1<<16-1 {
-		return fmt.Errorf("replication: NetRate %d > 65535", c.NetRate)
+	for _, f := range []intSetting{
+		{"NetRate", &c.NetRate, 30, 1<<16 - 1},
+		{"NetDivisor", &c.NetDivisor, 1, 1<<16 - 1},
+		{"Depth", &c.Depth, snapshot.DefaultDepth, 128},
+		{"MTU", &c.MTU, snapshot.DefaultMTU, 1 << 16},
+		{"MaxBytesPerSecond", &c.MaxBytesPerSecond, DefaultMaxBytesPerSecond, 1 << 40},
+		{"MaxClients", &c.MaxClients, 64, 254},
+		{"ParallelFrame", &c.ParallelFrame, 1024, 1 << 30},
+		{"Workers", &c.Workers, -1, 1024}, // (-1: resolved below)
+		{"MaxHandshakes", &c.MaxHandshakes, 256, 1 << 20},
+		{"MaxPredictedSpawns", &c.MaxPredictedSpawns, DefaultMaxPredictedSpawns, 1 << 20},
+	} {
+		if *f.v < 0 || *f.v > f.hi {
+			return c, fmt.Errorf("replication: ServerConfig.%s %d not in 0..%d (0: the default)", f.name, *f.v, f.hi)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
 	}
-	if c.NetDivisor <= 0 {
-		c.NetDivisor = 1
+	if c.Workers == -1 {
+		c.Workers = min(runtime.GOMAXPROCS(0), c.MaxClients) // (more would idle)
 	}
-	if c.NetDivisor > 1<<16-1 {
-		return fmt.Errorf("replication: NetDivisor %d > 65535", c.NetDivisor)
+	switch {
+	case c.MinBytesPerSecond < 0:
+		return c, fmt.Errorf("replication: ServerConfig.MinBytesPerSecond %d is negative", c.MinBytesPerSecond)
+	case c.MinBytesPerSecond == 0:
+		c.MinBytesPerSecond = min(DefaultMinBytesPerSecond, c.MaxBytesPerSecond)
+	case c.MinBytesPerSecond > c.MaxBytesPerSecond:
+		return c, fmt.Errorf("replication: ServerConfig.MinBytesPerSecond %d exceeds MaxBytesPerSecond %d", c.MinBytesPerSecond, c.MaxBytesPerSecond)
 	}
-	if c.Depth <= 0 {
-		c.Depth = snapshot.DefaultDepth
+	if c.HandshakeTimeout < 0 {
+		return c, fmt.Errorf("replication: ServerConfig.HandshakeTimeout %v is negative", c.HandshakeTimeout)
 	}
-	if c.Depth > 128 {
-		return fmt.Errorf("replication: Depth %d > 128", c.Depth)
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 5 * time.Second
 	}
-	if c.MTU <= 0 {
-		c.MTU = snapshot.DefaultMTU
-	}
-	if c.MaxBytesPerSecond <= 0 {
-		c.MaxBytesPerSecond = DefaultMaxBytesPerSecond
-	}
-	if c.MinBytesPerSecond <= 0 {
-		c.MinBytesPerSecond = DefaultMinBytesPerSecond
-	}
-	c.MinBytesPerSecond = min(c.MinBytesPerSecond, c.MaxBytesPerSecond)
-	if c.MaxClients <= 0 {
-		c.MaxClients = 64
-	}
-	if c.MaxClients > 254 {
-		return fmt.Errorf("replication: MaxClients %d > 254", c.MaxClients)
-	}
+	// Zero is the default; negative turns the bound off (documented).
 	if c.MaxClientsPerAddress == 0 {
 		c.MaxClientsPerAddress = DefaultMaxClientsPerAddress
 	}
 	if c.JoinTimeout == 0 {
 		c.JoinTimeout = DefaultJoinTimeout
-	}
-	if c.ParallelFrame <= 0 {
-		c.ParallelFrame = 1024
-	}
-	if c.Workers <= 0 {
-		c.Workers = runtime.GOMAXPROCS(0)
-	}
-	c.Workers = min(c.Workers, c.MaxClients)
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 5 * time.Second
-	}
-	if c.MaxHandshakes <= 0 {
-		c.MaxHandshakes = 256
-	}
-	if c.MaxPredictedSpawns <= 0 {
-		c.MaxPredictedSpawns = DefaultMaxPredictedSpawns
 	}
 	if c.ClientTimeout == 0 {
 		c.ClientTimeout = DefaultTimeout
@@ -213,7 +209,7 @@ func (c *ServerConfig) defaults() error {
 	// Connection events can come in floods (hostile peers): each kind of
 	// message is rate-limited, and the count of suppressed ones is reported.
 	c.Logger = slog.New(transport.RateLimit(c.Logger.Handler(), 10, time.Second))
-	return nil
+	return c, nil
 }
 
 // DefaultTimeout is the default of ServerConfig.ClientTimeout and of

@@ -61,19 +61,26 @@ const (
 	DefaultBacklogTimeout  = 10 * time.Second
 )
 
-func (c *OutboxConfig) resolve() {
-	if c.DatagramQueueLen <= 0 {
+// resolve returns c with every zero setting replaced by its default, or an
+// error for a negative one.
+func (c OutboxConfig) resolve() (OutboxConfig, error) {
+	if c.DatagramQueueLen < 0 || c.MaxBacklog < 0 || c.BacklogTimeout < 0 {
+		return c, fmt.Errorf("transport: OutboxConfig with a negative setting (DatagramQueueLen %d, MaxBacklog %d, BacklogTimeout %v)",
+			c.DatagramQueueLen, c.MaxBacklog, c.BacklogTimeout)
+	}
+	if c.DatagramQueueLen == 0 {
 		c.DatagramQueueLen = DefaultOutboxDatagrams
 	}
-	if c.MaxBacklog <= 0 {
+	if c.MaxBacklog == 0 {
 		c.MaxBacklog = DefaultMaxBacklog
 	}
-	if c.BacklogTimeout <= 0 {
+	if c.BacklogTimeout == 0 {
 		c.BacklogTimeout = DefaultBacklogTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	return c, nil
 }
 
 // errOutboxClosed is what sends return after Close; transports check their own close
@@ -123,8 +130,13 @@ type outMessage struct {
 // NewOutbox starts an Outbox's writer goroutines over w. fail is called at most once,
 // without locks held, when the backlog outgrows its bound; it should close the
 // connection with the code and reason it gets (which makes w's blocked calls return).
+// A negative setting in cfg is a programming error: NewOutbox panics (the transports
+// refuse one in their own configs first).
 func NewOutbox(w OutboxWriter, cfg OutboxConfig, fail func(code CloseCode, reason string)) *Outbox {
-	cfg.resolve()
+	cfg, err := cfg.resolve()
+	if err != nil {
+		panic(err) // (a transport's own config check refuses these first)
+	}
 	o := &Outbox{
 		w: w, cfg: cfg, fail: fail,
 		dgs:     make([][]byte, cfg.DatagramQueueLen),

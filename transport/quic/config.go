@@ -124,33 +124,54 @@ const (
 	defaultRetryAbove       = 64
 )
 
-// resolved returns a copy with every zero field replaced by its default.
-func (c *Config) resolved() Config {
+// resolve returns a copy with every zero field replaced by its default, or
+// an error naming the first invalid setting (a negative value where none is
+// documented): nothing is clamped silently.
+func (c *Config) resolve() (Config, error) {
 	var r Config
 	if c != nil {
 		r = *c
 	}
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"MaxMessageSize", &r.MaxMessageSize, defaultMaxMessageSize},
+		{"MessageQueueLen", &r.MessageQueueLen, defaultMessageQueueLen},
+		{"MessageQueueBytes", &r.MessageQueueBytes, defaultMessageQueueSize},
+		{"DatagramQueueLen", &r.DatagramQueueLen, defaultDatagramQueueLen},
+		{"AcceptBacklog", &r.AcceptBacklog, defaultAcceptBacklog},
+		{"DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams},
+		{"MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog},
+		{"HandshakeWindow", &r.HandshakeWindow, defaultHandshakeWindow},
+	} {
+		if *f.v < 0 {
+			return r, fmt.Errorf("quic: Config.%s %d is negative (0: the default, %d)", f.name, *f.v, f.def)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
 		}
 	}
-	if r.HandshakeTimeout <= 0 {
-		r.HandshakeTimeout = defaultHandshakeTimeout
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"HandshakeTimeout", &r.HandshakeTimeout, defaultHandshakeTimeout},
+		{"IdleTimeout", &r.IdleTimeout, defaultIdleTimeout},
+		{"SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout},
+	} {
+		if *f.v < 0 {
+			return r, fmt.Errorf("quic: Config.%s %v is negative (0: the default, %v)", f.name, *f.v, f.def)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
 	}
-	if r.IdleTimeout <= 0 {
-		r.IdleTimeout = defaultIdleTimeout
-	}
+	// Zero is the default; negative means none or no bound (documented).
 	if r.KeepAlivePeriod == 0 {
 		r.KeepAlivePeriod = r.IdleTimeout / 3
-	}
-	def(&r.MaxMessageSize, defaultMaxMessageSize)
-	def(&r.MessageQueueLen, defaultMessageQueueLen)
-	def(&r.MessageQueueBytes, defaultMessageQueueSize)
-	def(&r.DatagramQueueLen, defaultDatagramQueueLen)
-	def(&r.AcceptBacklog, defaultAcceptBacklog)
-	if r.HandshakeWindow == 0 {
-		r.HandshakeWindow = defaultHandshakeWindow
 	}
 	if r.MaxPendingPerAddress == 0 {
 		r.MaxPendingPerAddress = defaultPendingPerAddr
@@ -161,19 +182,17 @@ func (c *Config) resolved() Config {
 	if r.DatagramRateLimit == 0 {
 		r.DatagramRateLimit = defaultDatagramRate
 	}
-	if r.DatagramBurst <= 0 {
-		r.DatagramBurst = max(r.DatagramRateLimit, 1)
+	if r.DatagramBurst < 0 {
+		return r, fmt.Errorf("quic: Config.DatagramBurst %d is negative", r.DatagramBurst)
 	}
-	def(&r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
-	def(&r.MaxSendBacklog, transport.DefaultMaxBacklog)
-	if r.SendBacklogTimeout <= 0 {
-		r.SendBacklogTimeout = transport.DefaultBacklogTimeout
+	if r.DatagramBurst == 0 {
+		r.DatagramBurst = max(r.DatagramRateLimit, 1)
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}
 	r.Logger = slog.New(transport.RateLimit(r.Logger.Handler(), 10, time.Second))
-	return r
+	return r, nil
 }
 
 // checkListen reports a Listen setting no listener can work with.

@@ -37,7 +37,10 @@ var _ transport.Listener = (*Listener)(nil)
 // stream, all within cfg.HandshakeTimeout; the archenet handshake
 // (transport.ServerHandshake) is up to the caller.
 func Listen(addr string, cfg *Config) (*Listener, error) {
-	r := cfg.resolved()
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
 	if err := r.checkListen(); err != nil {
 		return nil, err
 	}
@@ -224,7 +227,10 @@ func checkDatagrams(qc *quicgo.Conn) error {
 // timeout of Dial.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	start := time.Now() // the caller's deadline is reported as of the call
-	r := cfg.resolved()
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, &dialError{addr: addr, phase: "resolving the address", err: err}
