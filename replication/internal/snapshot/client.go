@@ -14,6 +14,11 @@ type Client struct {
 	ID uint8
 
 	views []view
+	// sets holds the views' member sets: views whose members are the same
+	// share one (most ticks change no membership), copied when one of them
+	// changes (setMember). freeSets lists the unused ones.
+	sets     []memberSet
+	freeSets []int32
 	// acc is the priority each entity deferred last tick accumulated
 	// since it was last sent (sorted by slot); accNext the spare list the
 	// next tick's is built in. An entity that stops being a candidate (it
@@ -90,7 +95,7 @@ type view struct {
 	inputAck    uint32
 	hasInputAck bool
 	coding      Coding // the residual coding of the view's records
-	members     Bitset
+	members     int32  // its member set: an index of Client.sets (−1: none, empty)
 	behind      []behindEntry // sorted by slot
 	// parts is how many datagrams the tick was sent in, recs which records
 	// each carried (slot order; only with more than one part): what an ack
@@ -115,7 +120,75 @@ func NewClient(id uint8, depth int) *Client {
 	if depth <= 0 {
 		depth = DefaultDepth
 	}
-	return &Client{ID: id, views: make([]view, depth)}
+	c := &Client{ID: id, views: make([]view, depth)}
+	for i := range c.views {
+		c.views[i].members = -1
+	}
+	return c
+}
+
+// memberSet is a set of entities one or more views hold.
+type memberSet struct {
+	bits Bitset
+	refs int32 // views holding it
+}
+
+// membersOf returns the entities v holds (read-only: change them with
+// setMember).
+func (c *Client) membersOf(v *view) Bitset {
+	if v.members < 0 {
+		return nil
+	}
+	return c.sets[v.members].bits
+}
+
+// shareMembers makes v hold the member set of from (nil: none).
+func (c *Client) shareMembers(v, from *view) {
+	c.releaseMembers(v)
+	if from != nil && from.members >= 0 {
+		v.members = from.members
+		c.sets[v.members].refs++
+	}
+}
+
+// releaseMembers lets go of v's member set.
+func (c *Client) releaseMembers(v *view) {
+	if v.members < 0 {
+		return
+	}
+	s := &c.sets[v.members]
+	if s.refs--; s.refs == 0 {
+		c.freeSets = append(c.freeSets, v.members)
+	}
+	v.members = -1
+}
+
+// setMember adds slot to v's members (in) or takes it out, copying the
+// set first if other views share it; a set it does not change is not
+// copied.
+func (c *Client) setMember(v *view, slot uint32, in bool) {
+	if c.membersOf(v).Has(slot) == in {
+		return
+	}
+	if v.members < 0 || c.sets[v.members].refs > 1 {
+		var i int32
+		if n := len(c.freeSets); n > 0 {
+			i, c.freeSets = c.freeSets[n-1], c.freeSets[:n-1]
+		} else {
+			c.sets = append(c.sets, memberSet{})
+			i = int32(len(c.sets) - 1)
+		}
+		s := &c.sets[i]
+		s.bits = append(s.bits[:0], c.membersOf(v)...)
+		s.refs = 1
+		c.releaseMembers(v)
+		v.members = i
+	}
+	if s := &c.sets[v.members]; in {
+		s.bits.Set(slot)
+	} else {
+		s.bits.Clear(slot)
+	}
 }
 
 // accEntry is the priority a deferred entity accumulated.
@@ -164,6 +237,7 @@ func (m *accMerge) finish(c *Client) {
 
 func (c *Client) viewFor(tick uint32) *view {
 	v := &c.views[tick%uint32(len(c.views))]
+	c.releaseMembers(v)
 	v.tick = tick
 	v.used = true
 	v.acked = false
@@ -248,10 +322,10 @@ func (c *Client) undo(v *view, held uint64) {
 		switch {
 		case r.mem:
 			// The client keeps the value it had (a removal did not happen).
-			v.members.Set(r.slot)
+			c.setMember(v, r.slot, true)
 			c.undoBuf = append(c.undoBuf, behindEntry{slot: r.slot, src: r.src})
 		default:
-			v.members.Clear(r.slot) // a spawn that did not arrive
+			c.setMember(v, r.slot, false) // a spawn that did not arrive
 		}
 	}
 	if len(c.undoBuf) == 0 {
@@ -277,6 +351,7 @@ func (c *Client) Reset() {
 	for i := range c.views {
 		c.views[i].used = false
 		c.views[i].acked = false
+		c.releaseMembers(&c.views[i])
 	}
 	c.acc = c.acc[:0]
 	c.NewestAck, c.bestAck = 0, 0
@@ -290,7 +365,11 @@ func (c *Client) MemoryBytes() int {
 	n := int(unsafe.Sizeof(*c)) + (cap(c.acc)+cap(c.accNext))*int(unsafe.Sizeof(accEntry{})) + (cap(c.undoBuf)+cap(c.mergeBuf))*int(unsafe.Sizeof(behindEntry{}))
 	for i := range c.views {
 		v := &c.views[i]
-		n += int(unsafe.Sizeof(*v)) + cap(v.members)*8 + cap(v.behind)*int(unsafe.Sizeof(behindEntry{})) + cap(v.recs)*int(unsafe.Sizeof(sentRec{}))
+		n += int(unsafe.Sizeof(*v)) + cap(v.behind)*int(unsafe.Sizeof(behindEntry{})) + cap(v.recs)*int(unsafe.Sizeof(sentRec{}))
 	}
+	for i := range c.sets {
+		n += int(unsafe.Sizeof(c.sets[i])) + cap(c.sets[i].bits)*8
+	}
+	n += cap(c.freeSets) * 4
 	return n
 }

@@ -654,7 +654,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	var baseMembers Bitset
 	var behind []behindEntry
 	if base != nil {
-		B, baseMembers, behind = base.tick, base.members, base.behind
+		B, baseMembers, behind = base.tick, c.membersOf(base), base.behind
 	}
 	info.Baseline = B
 	e.setupPrediction(c, base, S)
@@ -672,7 +672,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	hdr := e.header(S, B, base, opt)
 	e.selectRecords(c, opt.Weights, total, mtu, &hdr)
 	e.emit(out, mtu, maxParts, total, &hdr, &info)
-	e.recordView(c, S, B, baseMembers, opt, &info)
+	e.recordView(c, S, base, opt, &info)
 	info.Bytes = out.Bytes()
 	if e.pc.on && info.Deltas >= 8 {
 		// Prediction pays if it saved bits.
@@ -737,11 +737,11 @@ func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 	}
 	v2 := &c.views[B2%uint32(len(c.views))]
 	if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
-		e.pc = predCtx{on: true, B: B, B2: B2, members: v2.members, behind: v2.behind}
+		e.pc = predCtx{on: true, B: B, B2: B2, members: c.membersOf(v2), behind: v2.behind}
 		B3 := B2 - (B - B2)
 		if v3 := &c.views[B3%uint32(len(c.views))]; B3 != 0 && int32(B2-B3) > 0 && v3.used && v3.tick == B3 && v3.acked && int32(S-B3) < int32(len(c.views)) {
 			e.pc.B3, e.pc.quad = B3, e.quad
-			e.pc.members3, e.pc.behind3 = v3.members, v3.behind
+			e.pc.members3, e.pc.behind3 = c.membersOf(v3), v3.behind
 		}
 	}
 }
@@ -1029,7 +1029,11 @@ func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool)
 // recordView records the view c will hold if every datagram of tick S
 // arrives, and which records each datagram carried, so that an ack naming
 // only some of them ([Client.Ack]) yields the exact view.
-func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt BuildOptions, info *BuildInfo) {
+func (e *Encoder) recordView(c *Client, S uint32, base *view, opt BuildOptions, info *BuildInfo) {
+	var B uint32
+	if base != nil {
+		B = base.tick
+	}
 	nv := c.viewFor(S)
 	nv.base = B
 	nv.coding = defaultCoding
@@ -1038,12 +1042,7 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 	}
 	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
 	nv.parts = len(e.parts)
-	if cap(nv.members) >= len(baseMembers) {
-		nv.members = nv.members[:len(baseMembers)] // (no pointer store: no GC write barrier)
-		copy(nv.members, baseMembers)
-	} else {
-		nv.members = append(nv.members[:0], baseMembers...)
-	}
+	c.shareMembers(nv, base) // (copied only if this tick changes them)
 	nv.behind = shrunk(nv.behind)
 	nv.recs = shrunk(nv.recs)
 	multi := len(e.parts) > 1 // (a one-datagram tick is acked whole or not at all)
@@ -1054,9 +1053,9 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 			cd := &e.cands[i]
 			e.tally(cd, info)
 			if cd.kind == kindRemoval {
-				nv.members.Clear(cd.slot)
+				c.setMember(nv, cd.slot, false)
 			} else if !cd.mem {
-				nv.members.Set(cd.slot) // (members already has the others)
+				c.setMember(nv, cd.slot, true) // (members already has the others)
 			}
 		}
 		if len(acc.old) > 0 { // (a client that never had to defer has none)
@@ -1076,11 +1075,7 @@ func (e *Encoder) recordView(c *Client, S, B uint32, baseMembers Bitset, opt Bui
 			if multi {
 				nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
 			}
-			if cd.kind == kindRemoval {
-				nv.members.Clear(cd.slot)
-			} else {
-				nv.members.Set(cd.slot)
-			}
+			c.setMember(nv, cd.slot, cd.kind != kindRemoval)
 			continue
 		}
 		info.Deferred++

@@ -26,7 +26,7 @@ func expectedView(w *World, c *Client, S uint32) (slots []uint32, lanes [][]uint
 		return nil, nil, false
 	}
 	bi := 0
-	for wi, word := range v.members {
+	for wi, word := range c.membersOf(v) {
 		for word != 0 {
 			slot := uint32(wi*64 + tz(word))
 			word &= word - 1
