@@ -153,11 +153,14 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 	}
 	g.cellStart[cells] = total
 	g.cellSlots = slices.Grow(g.cellSlots[:0], int(total))[:total]
+	g.cellXZ = slices.Grow(g.cellXZ[:0], int(total))[:total]
 	s.gang.each(len(chunks), func(i int) {
 		c := &chunks[i]
 		for slot := c.lo; slot < c.hi; slot++ {
 			if cell := g.cellOf[slot]; cell >= 0 {
-				g.cellSlots[c.counts[cell]] = uint32(slot)
+				j := c.counts[cell]
+				g.cellSlots[j] = uint32(slot)
+				g.cellXZ[j] = xz{g.pos[slot].X, g.pos[slot].Z}
 				c.counts[cell]++
 			}
 		}

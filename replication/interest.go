@@ -118,6 +118,7 @@ type interestGrid struct {
 	width, depth int32
 	cellStart    []int32  // per cell: first index into cellSlots (len cells+1)
 	cellSlots    []uint32 // slots, grouped by cell
+	cellXZ       []xz     // their positions, in the same order (scans read them in sequence)
 	cellOdd      []bool   // per cell: holds an entity whose x or z is not finite
 	cellOf       []int32  // per slot: its cell (−1: none)
 	pos          []components.Vec3
@@ -134,6 +135,9 @@ type interestGrid struct {
 	noted   bool            // beginPositions ran since the last rebuild
 	inv     float64         // 1 / cell
 }
+
+// xz is a position on the grid's plane.
+type xz struct{ x, z float64 }
 
 // maxGridSide bounds the grid's cells per side (memory and rebuild time).
 const maxGridSide = 1024
@@ -317,14 +321,15 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 // check sets in next the entities of cells c0..c1 (contiguous in
 // cellSlots) near focus (see scan).
 func (g *interestGrid) check(c0, c1 int32, focus components.Vec3, enter2, leave2 float64, prev, next snapshot.Bitset, accept func(uint32) bool) {
-	slots := g.cellSlots[g.cellStart[c0]:g.cellStart[c1+1]]
+	a, b := g.cellStart[c0], g.cellStart[c1+1]
+	slots, pos := g.cellSlots[a:b], g.cellXZ[a:b]
 	if accept == nil {
-		near(slots, g.pos, focus.X, focus.Z, enter2, leave2, prev, next)
+		near(slots, pos, focus.X, focus.Z, enter2, leave2, prev, next)
 		return
 	}
-	for _, slot := range slots {
-		p := g.pos[slot]
-		dx, dz := p.X-focus.X, p.Z-focus.Z
+	for i, slot := range slots {
+		p := pos[i]
+		dx, dz := p.x-focus.X, p.z-focus.Z
 		d2 := dx*dx + dz*dz
 		if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
 			next.Set(slot)
@@ -352,10 +357,11 @@ func (g *interestGrid) take(c int32, next snapshot.Bitset, accept func(uint32) b
 // radius of (fx, fz), or within the leave radius if prev has them (enter2
 // and leave2 are the radii squared). next must hold every slot. (A leaf of
 // its own: scan's loop keeps too much in registers.)
-func near(slots []uint32, pos []components.Vec3, fx, fz, enter2, leave2 float64, prev, next snapshot.Bitset) {
-	for _, slot := range slots {
-		p := &pos[slot]
-		dx, dz := p.X-fx, p.Z-fz
+func near(slots []uint32, pos []xz, fx, fz, enter2, leave2 float64, prev, next snapshot.Bitset) {
+	pos = pos[:len(slots)]
+	for i, slot := range slots {
+		p := &pos[i]
+		dx, dz := p.x-fx, p.z-fz
 		if d2 := dx*dx + dz*dz; d2 <= enter2 || (d2 <= leave2 && prev.Has(slot)) {
 			next[slot>>6] |= 1 << (slot & 63)
 		}
