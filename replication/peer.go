@@ -24,7 +24,7 @@ import (
 // itself and its worker's scratch.
 type peer struct {
 	id   ClientID
-	snap *snapshot.Client
+	snap snapshot.Client // (held inline: one block with the peer's own state)
 
 	// spawned is what the client was told to spawn over the reliable
 	// channel; each with the Meta of its slot at the last frame (what
@@ -146,7 +146,8 @@ func newPeer(id ClientID, cfg *ServerConfig, now time.Time) *peer {
 }
 
 func (p *peer) init(id ClientID, cfg *ServerConfig, now time.Time) {
-	*p = peer{id: id, snap: snapshot.NewClient(id, cfg.Depth), sent: make([]sentRecord, sentRing), heard: now, welcomed: now}
+	*p = peer{id: id, sent: make([]sentRecord, sentRing), heard: now, welcomed: now}
+	p.snap.Init(id, cfg.Depth)
 	p.budget = newBudgetController(float64(cfg.MinBytesPerSecond), float64(cfg.MaxBytesPerSecond))
 	p.snap.SetRate(int(p.budget.rate), p.burst(cfg.MTU))
 }
@@ -176,7 +177,7 @@ func (p *peer) silent(now time.Time, timeout, joinTimeout time.Duration, sender 
 // not the output it lends the server for the tick, which the worker's
 // encoder owns).
 func (p *peer) memoryBytes() int {
-	n := int(unsafe.Sizeof(*p)) + p.snap.MemoryBytes()
+	n := int(unsafe.Sizeof(*p)) - int(unsafe.Sizeof(p.snap)) + p.snap.MemoryBytes()
 	n += cap(p.spawned) * 8
 	n += cap(p.sent)*int(unsafe.Sizeof(sentRecord{})) + cap(p.acks)*int(unsafe.Sizeof(heardAck{}))
 	n += cap(p.rx)*int(unsafe.Sizeof(rxInput{})) + cap(p.msgBuf)
@@ -334,7 +335,7 @@ func (p *peer) tick(t *peerTick, plan *peerPlan, w *worker) {
 	}
 	opt := plan.opt
 	opt.Budget, opt.Relevant, opt.Weights = plan.mtu, p.spawned, t.weights
-	p.out.info = w.enc.Build(p.snap, opt, &p.out.pkts)
+	p.out.info = w.enc.Build(&p.snap, opt, &p.out.pkts)
 	if p.firstSent.IsZero() {
 		p.firstSent = t.now
 	}

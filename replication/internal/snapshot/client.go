@@ -117,14 +117,21 @@ type sentRec struct {
 // NewClient returns the state of a client with owner id id, keeping depth
 // views (0 = DefaultDepth; use the World's depth).
 func NewClient(id uint8, depth int) *Client {
+	c := &Client{}
+	c.Init(id, depth)
+	return c
+}
+
+// Init makes c the state of a new client (as NewClient), in place: a
+// server keeps it inside its own per-client state.
+func (c *Client) Init(id uint8, depth int) {
 	if depth <= 0 {
 		depth = DefaultDepth
 	}
-	c := &Client{ID: id, views: make([]view, depth)}
+	*c = Client{ID: id, views: make([]view, depth)}
 	for i := range c.views {
 		c.views[i].members = -1
 	}
-	return c
 }
 
 // memberSet is a set of entities one or more views hold.
