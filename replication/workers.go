@@ -33,17 +33,15 @@ func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
 	return ws, nil
 }
 
-// buildPeers runs every peer's tick, spread over the workers. What a peer
-// builds does not depend on which worker built it or in what order, so the
-// bytes every client gets are the same for any number of workers. With an
-// interest grid, peers are ordered by where their focus is, so that each
-// worker starts on clients of its own part of the world: they need much the
-// same records, which the worker's cache then encodes once.
-func (s *Server) buildPeers(peers []*remote, now time.Time) { s.buildPeersThen(peers, now, nil) }
-
-// buildPeersThen is buildPeers; the caller's goroutine (worker 0) also runs
-// then, if set, after each peer it builds.
-func (s *Server) buildPeersThen(peers []*remote, now time.Time, then func()) {
+// buildPeers runs every peer's tick, spread over the workers; the caller's
+// goroutine (worker 0) also runs then, if set, after each peer it builds.
+// What a peer builds does not depend on which worker built it or in what
+// order, so the bytes every client gets are the same for any number of
+// workers. With an interest grid, peers are ordered by where their focus
+// is, so that each worker starts on clients of its own part of the world:
+// they need much the same records, which the worker's cache then encodes
+// once.
+func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 	if s.interest != nil && len(s.workers) > 1 {
 		s.byFocus = append(s.byFocus[:0], peers...)
 		peers = s.byFocus
@@ -87,7 +85,7 @@ func (s *Server) sendPeers(now time.Time) {
 			next++
 		}
 	}
-	s.buildPeersThen(active, now, flushBuilt)
+	s.buildPeers(active, now, flushBuilt)
 	flushBuilt() // (every peer is built now)
 	for _, f := range s.failed {
 		s.sendFailed(f.p, f.err)
