@@ -94,8 +94,8 @@ type view struct {
 	// carried: later datagrams built on this view send theirs relative to it.
 	inputAck    uint32
 	hasInputAck bool
-	coding      Coding // the residual coding of the view's records
-	members     int32  // its member set: an index of Client.sets (−1: none, empty)
+	coding      Coding        // the residual coding of the view's records
+	members     int32         // its member set: an index of Client.sets (−1: none, empty)
 	behind      []behindEntry // sorted by slot
 	// parts is how many datagrams the tick was sent in, recs which records
 	// each carried (slot order; only with more than one part): what an ack
