@@ -15,6 +15,10 @@
 // entering or leaving the client's interest, entities deferred earlier),
 // selects records by priority within the client's byte budget, and packs
 // them in slot order into as many datagrams of at most the MTU as they need.
+// The Encoder's parts each keep their own state: the record cache
+// (cache.go: every record encoded this tick, shared by the clients with the
+// same key), the candidates (collect.go), and the selection and packer
+// (pack.go); the delta bodies are coded in delta.go and delta_pose.go.
 // Every datagram is decodable on its own against the tick's baseline;
 // losing one loses only its records, which stay changed against the
 // baseline. Records are:

@@ -1,10 +1,8 @@
 package snapshot
 
 import (
-	"math/bits"
 	"sort"
 
-	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 )
 
@@ -29,42 +27,16 @@ type Encoder struct {
 	plans      []*schema.Plan
 	ownerComps uint64 // components that have owner-only groups
 
-	tick uint32 // tick the cache belongs to
-	// keyIDs numbers the record keys of the tick (cache tags); lastKeys
-	// and lastTags: the common keys of the last Build and their tags
-	keyIDs   map[recKey]uint32
-	lastKeys [3]recKey
-	lastTags [3]uint64
-	arena    bitio.Writer
-	// entries holds two cache ways per slot (entries[2·slot+way]); evict
-	// says which way of a slot the next encode replaces
-	entries []cacheEntry
-	evict   []uint8
-	present Bitset // slots present in the current frame
-	// owned: slots of the current frame with an owner and owner-only
-	// groups (their records depend on the client: see ownerView)
-	owned Bitset
-	// presentLayout is the frame layout present and owned were made for
-	// (frames of one layout share their entries and Metas)
-	presentLayout uint32
+	// The encoder's parts, each with its own state: the tick's encoded
+	// records (cache.go), one client's candidate records (collect.go), the
+	// candidates its budget keeps and the datagrams they are packed into
+	// (pack.go). Build runs them in that order.
+	recordCache
+	candidates
+	selection
+	packer
 
-	// scratch, reused by Build
-	scratch3 bitio.Writer
-	partW    bitio.Writer
-	// partHdrBits: the kind byte and header bits of the part in partW
-	partHdrBits int
-	gmasks      []uint64 // per component of a delta: its changed groups
-	compBody    []uint32 // per component of a delta: its body bits (accounting)
-	pc          predCtx
-	cands       []cand
-	sel         []int    // selected candidates, slot order (unless selAll)
-	selAll      bool     // every candidate is selected (sel is not filled)
-	candBits    int      // the candidates' estimated bits together
-	slotBuf     []uint32 // (collectSimple)
-	packed      []int
-	parts       []part
-	members     Bitset
-	candGapK    uint // the best gap order for all of e.cands
+	pc predCtx // the client's prediction context (setupPrediction)
 
 	// coding is the residual coding of the current tick's records; quad:
 	// its packets extrapolate positions quadratically through a third
@@ -76,22 +48,9 @@ type Encoder struct {
 	shard  *codeShard
 	ops    []planOps // per component: its plan as the delta encoder reads it
 
-	// touchOn: collect reads ahead what the packet's records are built
-	// from (large worlds), from the current frame and the views'.
-	touchAt     int // frame size from which to (touchEntities)
-	touchOn     bool
-	touchFrames [4]*Frame
-	touched     uint64 // (the reads' sum, so that they are not dropped)
-
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see [Compressor]). Nil: never compress.
 	Compression *Compressor
-
-	// Cache statistics since the last Begin.
-	CacheHits, CacheMisses int
-	// Predicted counts records (since the last Begin) whose residuals are
-	// against the linear extrapolation.
-	Predicted int
 	// NoPrediction turns the linear-extrapolation predictor off (it is on by
 	// default: each record uses it only when it is shorter).
 	NoPrediction bool
@@ -99,42 +58,10 @@ type Encoder struct {
 	acct *bitAccount // nil: accounting off (account.go)
 }
 
-type cacheEntry struct {
-	// tag: the frame tick the entry is valid for (high 32 bits) and its
-	// record key's id in that tick (see Encoder.keyTag)
-	tag      uint64
-	usePred  bool     // the body's residuals are against the extrapolation
-	maskPred bool     // (with usePred) the field masks are the predicted ones: sent as one bit
-	saved    int32    // bits that prediction saved against the plain residuals (< 0: cost)
-	stats    recStats // its residuals, counted for each client it is sent to
-	sends    uint32   // times sent since its stats were last counted
-	kind     uint8    // kindDelta or kindFull
-	maskBits uint16
-	mask     uint64 // mask bits when maskBits ≤ 64
-	maskOff  uint32 // arena offset of the mask when maskBits > 64
-	bodyOff  uint32 // arena byte offset of the body
-	bodyBits uint32
-	// short holds the body itself when hasShort (at most 56 bits): the
-	// datagram writer takes it from here, not from the arena
-	short    uint64
-	hasShort bool
-}
-
-type cand struct {
-	slot uint32
-	src  uint32 // baseline tick of the client's value (0 = none)
-	kind uint8  // kindDelta, kindFull, kindRemoval
-	ent  uint32 // its record's index in e.entries (none for removals)
-	mem  bool   // member of the baseline view
-	// bits: its estimated size in a datagram; pri: its priority (set by
-	// selectRecords when not all fit)
-	bits int32
-	pri  float32
-}
-
 // NewEncoder returns an encoder over w.
 func NewEncoder(w *World) *Encoder {
-	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding, touchAt: touchEntities, keyIDs: map[recKey]uint32{}}
+	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding}
+	e.touchAt, e.keyIDs = touchEntities, map[recKey]uint32{}
 	e.shard = w.codes.newShard(e)
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
@@ -154,39 +81,6 @@ func (e *Encoder) EndTick() { e.shard.flush() }
 // World returns the encoder's world.
 func (e *Encoder) World() *World { return e.w }
 
-// begin prepares the per-tick cache for the newest frame.
-func (e *Encoder) begin() {
-	f := e.w.Current()
-	if f == nil || f.Tick == e.tick {
-		return
-	}
-	e.tick = f.Tick
-	clear(e.keyIDs)
-	e.lastTags = [3]uint64{}
-	e.arena.Reset(e.arena.Bytes())
-	e.CacheHits, e.CacheMisses, e.Predicted = 0, 0, 0
-	if e.acct != nil {
-		e.acct.begin()
-	}
-	e.coding, e.quad = e.w.codes.coding, e.w.codes.quad
-	if n := len(e.w.changedAt); len(e.evict) < n {
-		e.entries = append(e.entries, make([]cacheEntry, 2*n-len(e.entries))...)
-		e.evict = append(e.evict, make([]uint8, n-len(e.evict))...)
-	}
-	if f.layout == e.presentLayout {
-		return // (same entries and Metas as when present and owned were made)
-	}
-	e.presentLayout = f.layout
-	e.present.Reset()
-	e.owned.Reset()
-	for i, s := range f.Slots {
-		e.present.Set(s)
-		if m := f.Metas[i]; m.Owner != 0 && m.Set&e.ownerComps != 0 {
-			e.owned.Set(s)
-		}
-	}
-}
-
 // ownerView reports whether c sees slot (in frame f) with its owner-only
 // fields.
 func (e *Encoder) ownerView(c *Client, f *Frame, slot uint32) bool {
@@ -195,30 +89,6 @@ func (e *Encoder) ownerView(c *Client, f *Frame, slot uint32) bool {
 	}
 	m := f.Metas[f.Lookup(slot)]
 	return m.Owner == c.ID && m.Set&e.ownerComps != 0
-}
-
-// entry returns the cache entry of a candidate. Candidates hold an index,
-// not a pointer, so appending them needs no GC write barrier.
-func (e *Encoder) entry(cd *cand) *cacheEntry { return &e.entries[cd.ent] }
-
-// indexOf returns the index in e.entries of ce, one of slot's entries.
-func (e *Encoder) indexOf(slot uint32, ce *cacheEntry) uint32 {
-	if ce == &e.entries[2*slot] {
-		return 2 * slot
-	}
-	return 2*slot + 1
-}
-
-// find returns the index in e.entries of slot's record of tag, or −1.
-func (e *Encoder) find(slot uint32, tag uint64) int {
-	i := 2 * int(slot)
-	switch tag {
-	case e.entries[i].tag:
-		return i
-	case e.entries[i+1].tag:
-		return i + 1
-	}
-	return -1
 }
 
 // predCtx is a packet's prediction context: the baseline view B and its
@@ -307,229 +177,6 @@ func (pc *predCtx) setKeys(B uint32) {
 	if pc.on && pc.B3 != 0 {
 		pc.keys[2].pb3, pc.keys[2].quad, pc.keys[2].src3 = pc.B3, pc.quad, pc.B3
 	}
-}
-
-// record returns the cached record of slot (entry i of frame f, −1 to look
-// it up) for key k.
-func (e *Encoder) record(f *Frame, slot uint32, i int, k recKey) (*cacheEntry, uint32) {
-	tag := e.keyTag(k)
-	if x := e.find(slot, tag); x >= 0 {
-		e.CacheHits++
-		return &e.entries[x], uint32(x)
-	}
-	return e.encode(f, slot, i, k, tag)
-}
-
-// keyTag returns the cache tag of key k in the current tick: the tick and
-// the key's number among the tick's keys.
-func (e *Encoder) keyTag(k recKey) uint64 {
-	id, ok := e.keyIDs[k]
-	if !ok {
-		id = uint32(len(e.keyIDs)) + 1
-		e.keyIDs[k] = id
-	}
-	return uint64(e.tick)<<32 | uint64(id)
-}
-
-// setTags sets the tags of the packet's common keys (pc.keys), reusing
-// the last Build's where the keys are the same.
-func (e *Encoder) setTags() {
-	for i := range e.pc.keys {
-		if e.lastTags[i] == 0 || e.lastKeys[i] != e.pc.keys[i] {
-			e.lastKeys[i], e.lastTags[i] = e.pc.keys[i], e.keyTag(e.pc.keys[i])
-		}
-		e.pc.tags[i] = e.lastTags[i]
-	}
-}
-
-// entryTick returns the frame tick of a cache entry (0: none).
-func (ce *cacheEntry) entryTick() uint32 { return uint32(ce.tag >> 32) }
-
-// memberBits estimates a record's size in a datagram, for a slot the
-// client holds (gap code aside): kind, masks unless predicted, body.
-func memberBits(ce *cacheEntry) int {
-	b := int(ce.bodyBits) + 4
-	if ce.kind == kindDelta && !ce.maskPred {
-		b += int(ce.maskBits) - 1
-	} else if ce.kind == kindDelta {
-		b -= 3
-	}
-	return b
-}
-
-// encode encodes the record of slot for key k (cache tag tag) into a cache
-// entry, which it returns with its index.
-func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) (*cacheEntry, uint32) {
-	e.CacheMisses++
-	x := 2*slot + uint32(e.evict[slot])
-	e.evict[slot] ^= 1
-	ce := &e.entries[x]
-	if ce.sends != 0 {
-		e.shard.countN(&ce.stats, ce.sends)
-	}
-	*ce = cacheEntry{tag: tag}
-	if i < 0 {
-		i = f.Lookup(slot)
-	}
-	m := f.Metas[i]
-	cur := f.EntityLanes(i)
-	owner := k.owner
-	if src := k.src; src != 0 {
-		bf := e.w.Frame(src)
-		bi := -1
-		if bf != nil {
-			bi = bf.Lookup(slot)
-		}
-		if bi >= 0 && bf.Metas[bi] == m {
-			if e.deltaRecord(ce, m, &recViews{base: bf.EntityLanes(bi), cur: cur}, &k, f.Tick, slot) {
-				return ce, x
-			}
-		}
-	}
-	// Full record.
-	e.arena.Align()
-	start := e.arena.BitLen()
-	writeFull(&e.arena, e.plans, m, cur, owner)
-	ce.kind = kindFull
-	ce.maskBits = 0
-	ce.bodyOff = uint32(start / 8)
-	ce.bodyBits = uint32(e.arena.BitLen() - start)
-	ce.short, ce.hasShort = e.arena.Tail(start)
-	if e.acct != nil {
-		e.acct.noteFull(e, slot, ce, m, cur, owner)
-	}
-	return ce, x
-}
-
-// deltaRecord encodes the delta of an entity from base (its value at the
-// client's baseline) to cur into the arena — its field masks, then its body:
-// with prediction on (pb ≠ 0) and the entity in view pb2 with the same Meta,
-// the residuals against the linear extrapolation through its value there,
-// else the residuals against base. It reports false, leaving ce to a full
-// record, when a residual cannot be coded, the client's view pb2 holds a
-// value the encoder no longer has, or a full record is shorter. A value
-// that changed and changed back since base gets a delta with empty field masks: it tells the client its value is
-// current, so that a mirror that showed the intermediate value (from a
-// datagram of another baseline chain) comes back. A few bits.
-//
-// With quad, positions of an entity that view pb3 also holds (value tick
-// src3) are extrapolated quadratically; without, src3 ≠ 0 only measures
-// what that would save.
-func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, v *recViews, k *recKey, S, slot uint32) bool {
-	if !e.predictionViews(m, v, k, slot) {
-		return false
-	}
-	e.arena.Align()
-	start := e.arena.BitLen()
-	mask, maskPred := e.deltaMasks(m.Set, v.base, v.prev, v.cur, k.owner)
-	maskBits := e.arena.BitLen() - start
-	e.arena.Align()
-	bodyStart := e.arena.BitLen()
-	x := bodyCtx{extrap: extrap{num: int64(S - k.pb), den: int64(k.pb - k.pb2), quad: k.quad}, st: &ce.stats}
-	ok := e.deltaBody(m.Set, v, &x)
-	bodyBits := e.arena.BitLen() - bodyStart
-	if !ok || maskBits+bodyBits >= e.minFullBits(m.Set) && maskBits+bodyBits >= e.fullBits(m, v.cur, k.owner) {
-		e.arena.Truncate(start)
-		return false
-	}
-	ce.mask = mask
-	ce.maskOff, ce.maskBits = uint32(start/8), uint16(maskBits)
-	// The receiver predicts the masks from its views: the groups that
-	// changed from view pb2 to the baseline.
-	ce.maskPred = v.prev != nil && maskPred
-	ce.stats.quadGain = int16(max(-1<<15, min(x.res.quadGain, 1<<15-1)))
-	ce.stats.quadN = uint8(min(x.res.quadN, 255))
-	ce.kind = kindDelta
-	ce.bodyOff = uint32(bodyStart / 8)
-	ce.bodyBits = uint32(bodyBits)
-	ce.short, ce.hasShort = e.arena.Tail(bodyStart)
-	if v.prev != nil {
-		ce.usePred = true
-		ce.saved = int32(x.res.plain - bodyBits)
-		e.Predicted++
-	}
-	if e.acct != nil {
-		e.acct.noteDelta(e, slot, ce, m.Set, k.owner)
-	}
-	return true
-}
-
-// predictionViews sets v.prev and v.third to the entity's values in the
-// prediction views of k (left nil where the entity has another Meta there,
-// or prediction is off). It reports false when the client's view holds a
-// value the encoder no longer has (or never had): then no delta is coded.
-func (e *Encoder) predictionViews(m Meta, v *recViews, k *recKey, slot uint32) bool {
-	if k.pb == 0 || k.src2 == 0 {
-		return true
-	}
-	pf := e.w.Frame(k.src2)
-	if pf == nil {
-		return false // the receiver would predict from a value gone from the ring
-	}
-	pi := pf.Lookup(slot)
-	if pi < 0 {
-		return false
-	}
-	if pf.Metas[pi] != m {
-		return true
-	}
-	v.prev = pf.EntityLanes(pi)
-	if k.src3 == 0 {
-		return true
-	}
-	tf := e.w.Frame(k.src3)
-	ti := -1
-	if tf != nil {
-		ti = tf.Lookup(slot)
-	}
-	switch {
-	case ti >= 0 && tf.Metas[ti] == m:
-		v.third = tf.EntityLanes(ti)
-	case ti < 0 && k.quad:
-		return false // the receiver holds a value the encoder does not
-	}
-	return true
-}
-
-// sameGroup reports whether group g's lanes are equal in a and b.
-func sameGroup(g *schema.Group, a, b []uint64) bool {
-	if g.Count == 1 {
-		return a[g.First] == b[g.First]
-	}
-	return equalLanes(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
-}
-
-// changedGroups returns the groups of p whose lanes differ between a and b
-// (owner-only groups only when owner).
-func changedGroups(p *schema.Plan, a, b []uint64, owner bool) uint64 {
-	var gm uint64
-	groups := p.Groups()
-	for gi := range groups {
-		g := &groups[gi]
-		if !owner && g.OwnerOnly {
-			continue
-		}
-		if !sameGroup(g, a, b) {
-			gm |= 1 << gi
-		}
-	}
-	return gm
-}
-
-// minFullBits is a lower bound of a full record's size: when a delta is
-// below it, the full encoding need not be measured.
-func (e *Encoder) minFullBits(set uint64) int {
-	n := 3 // generation, owner, component set: at least 1 bit each
-	for s := set; s != 0; s &= s - 1 {
-		n += e.plans[bits.TrailingZeros64(s)].MinBits()
-	}
-	return n
-}
-
-func (e *Encoder) fullBits(m Meta, lanes []uint64, owner bool) int {
-	e.scratch3.Reset(e.scratch3.Bytes())
-	writeFull(&e.scratch3, e.plans, m, lanes, owner)
-	return e.scratch3.BitLen()
 }
 
 // BuildOptions selects what one tick's datagrams carry.
@@ -746,226 +393,6 @@ func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 	}
 }
 
-// relevant returns the client's interest set intersected with the entities
-// present in the newest frame.
-func (e *Encoder) relevant(interest Bitset) Bitset {
-	if interest == nil {
-		return e.present
-	}
-	n := len(e.present)
-	if cap(e.members) < n {
-		e.members = make(Bitset, n)
-	}
-	m, p := e.members[:n], e.present[:n]
-	k := min(n, len(interest))
-	for i := range k {
-		m[i] = p[i] & interest[i]
-	}
-	clear(m[k:])
-	e.members = m
-	return m
-}
-
-// candSource is what one client's candidates are collected from: its
-// state, the frame, the entities relevant to it, its baseline view (tick B:
-// its members and the entries deferred in it) and the slots changed since.
-type candSource struct {
-	c         *Client
-	f         *Frame
-	rel, base Bitset
-	behind    []behindEntry
-	changed   Bitset
-	B         uint32
-}
-
-// collect gathers the candidates (collectAll; collectSimple when no view
-// has deferred entries) with their size estimates and the best gap order
-// for all of them. O(words + candidates).
-func (e *Encoder) collect(cs *candSource) {
-	e.cands = e.cands[:0]
-	if e.pc.simple && len(cs.behind) == 0 && !e.touchOn {
-		e.collectSimple(cs)
-	} else {
-		e.collectAll(cs)
-	}
-	// Size estimates use the gap to the previous candidate; packing computes
-	// exact sizes. The gap order for all of them is found on the way.
-	var gh gapHist
-	prevSlot := int64(-1)
-	sum := 0
-	for i := range e.cands {
-		cd := &e.cands[i]
-		g := uint64(int64(cd.slot) - prevSlot - 1)
-		cd.bits += int32(egLen(g, 1))
-		sum += int(cd.bits)
-		gh.add(g)
-		prevSlot = int64(cd.slot)
-	}
-	e.candGapK, _ = gh.best()
-	e.candBits = sum
-}
-
-// collectSimple is collectAll when no view has deferred entries and
-// collect does not read ahead (small worlds): a leaf scan of the words
-// lists the candidate slots, then their candidates are made. (One loop
-// doing both keeps too much in registers.)
-func (e *Encoder) collectSimple(cs *candSource) {
-	words := max(len(cs.rel), len(cs.base))
-	if cap(e.slotBuf) < 64*words {
-		e.slotBuf = make([]uint32, 64*words)
-	}
-	var owned Bitset
-	if cs.c.ID != 0 && e.ownerComps != 0 {
-		owned = e.owned
-	}
-	n := scanWords(e.slotBuf[:64*words], cs, owned, e.w.layoutAt)
-	for _, slot := range e.slotBuf[:n] {
-		if slot&otherCand == 0 {
-			e.deltaCand(cs.f, slot, cs.B)
-			continue
-		}
-		slot &^= otherCand
-		e.classify(cs.c, cs.f, slot, cs.B, cs.base.Has(slot), cs.rel.Has(slot))
-	}
-}
-
-// otherCand flags a slot of scanWords' list that is not the common delta.
-const otherCand = 1 << 31
-
-// scanWords lists in out (64 per word of rel and base) the slots that are
-// candidates, in slot order: changed since the baseline B and relevant or
-// held, or entering or leaving the client's view. The common delta —
-// changed, held, relevant, same layout since B, not in owned — is listed as
-// is; others carry otherCand. It returns how many it listed.
-func scanWords(out []uint32, cs *candSource, owned Bitset, layoutAt []uint32) int {
-	rel, base, changed, B := cs.rel, cs.base, cs.changed, cs.B
-	n := 0
-	words := max(len(rel), len(base))
-	for wi := range words {
-		r, m, ch := rel.word(wi), base.word(wi), changed.word(wi)
-		cw := ch&(r|m) | (r ^ m)
-		fast := ch & r & m &^ owned.word(wi)
-		for ; cw != 0; cw &= cw - 1 {
-			bit := bits.TrailingZeros64(cw)
-			slot := uint32(wi<<6 | bit)
-			if fast>>bit&1 == 0 || int(slot) >= len(layoutAt) || layoutAt[slot] > B {
-				slot |= otherCand
-			}
-			if n < len(out) {
-				out[n] = slot
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// collectAll gathers the candidates, word by word: changed since the
-// baseline and relevant or held by the client, entering or leaving the
-// client's view, and entries deferred earlier ("behind").
-func (e *Encoder) collectAll(cs *candSource) {
-	c, f, rel, baseMembers, behind, changed, B := cs.c, cs.f, cs.rel, cs.base, cs.behind, cs.changed, cs.B
-	words := max(len(rel), len(baseMembers))
-	ownerPossible := c.ID != 0 && e.ownerComps != 0
-	bi := 0
-	for wi := 0; wi < words || bi < len(behind); wi++ {
-		r, m := rel.word(wi), baseMembers.word(wi)
-		if r|m == 0 && (bi == len(behind) || int(behind[bi].slot>>6) != wi) {
-			continue // (most words of a big world: nothing the client sees or holds)
-		}
-		cw := changed.word(wi)&(r|m) | (r ^ m)
-		// fast: changed since the baseline, held and relevant, not
-		// deferred: the common delta, whose key setupPrediction made.
-		fast := changed.word(wi) & r & m
-		if !e.pc.simple {
-			fast = 0
-		}
-		if ownerPossible {
-			fast &^= e.owned.word(wi) // (classify asks ownerView)
-		}
-		if fast != 0 && e.touchOn {
-			e.touch(fast, wi)
-		}
-		bj := bi
-		for bi < len(behind) && int(behind[bi].slot>>6) == wi {
-			cw |= 1 << (behind[bi].slot & 63)
-			fast &^= 1 << (behind[bi].slot & 63)
-			bi++
-		}
-		for ; cw != 0; cw &= cw - 1 {
-			bit := bits.TrailingZeros64(cw)
-			slot := uint32(wi<<6 | bit)
-			if fast>>bit&1 != 0 && e.w.layoutAt[slot] <= B {
-				e.deltaCand(f, slot, B)
-				continue
-			}
-			src := B
-			for bj < bi && behind[bj].slot < slot {
-				bj++
-			}
-			if bj < bi && behind[bj].slot == slot {
-				src = behind[bj].src
-			}
-			e.classify(c, f, slot, src, m>>(slot&63)&1 != 0, r>>(slot&63)&1 != 0)
-		}
-	}
-}
-
-// touchEntities is the frame size from which collect reads ahead (touch):
-// measured on this project's 2-core test machines, reading ahead saves 6%
-// of the per-client build at 10,000 entities and 12% at 50,000, and costs
-// a little at 2,000, whose frames and cache stay in the CPU's caches.
-const touchEntities = 8192
-
-// touch reads, for the fast candidates of word wi (see collect), the
-// memory their records are looked up and encoded from: their cache slots
-// and their lanes in the frames of the packet's views. The reads of
-// different slots do not depend on one another, so in a large world, whose
-// frames and cache do not fit in the CPU's caches, their misses overlap here
-// instead of stalling each record in turn.
-func (e *Encoder) touch(fast uint64, wi int) {
-	var sum uint64
-	for w := fast; w != 0; w &= w - 1 {
-		slot := wi<<6 | bits.TrailingZeros64(w)
-		sum += e.entries[2*slot].tag ^ e.entries[2*slot+1].tag
-		for _, f := range e.touchFrames {
-			if f == nil || slot >= len(f.index) {
-				continue
-			}
-			if i := f.index[slot]; int(i) < len(f.Offs) {
-				if o := f.Offs[i]; int(o) < len(f.Lanes) {
-					sum += f.Lanes[o]
-				}
-			}
-		}
-	}
-	e.touched += sum
-}
-
-// deltaCand adds the candidate of a slot the client holds at the
-// baseline's value B, changed since with the same layout, seen without
-// owner-only fields, when no view has deferred entries: classify's common
-// case without its searches.
-func (e *Encoder) deltaCand(f *Frame, slot, B uint32) {
-	ki := 0
-	if e.pc.members.Has(slot) {
-		ki = 1
-		if e.pc.B3 != 0 && e.pc.members3.Has(slot) {
-			ki = 2
-		}
-	}
-	tag := e.pc.tags[ki]
-	var ce *cacheEntry
-	var x uint32
-	if i := e.find(slot, tag); i >= 0 {
-		ce, x = &e.entries[i], uint32(i)
-		e.CacheHits++
-	} else {
-		ce, x = e.encode(f, slot, -1, e.pc.keys[ki], tag)
-	}
-	e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, ent: x, bits: int32(memberBits(ce)), mem: true})
-}
-
 // header returns the fields every datagram of the tick shares.
 func (e *Encoder) header(S, B uint32, base *view, opt BuildOptions) Header {
 	h := Header{Tick: S, Parts: 1, Coding: defaultCoding, Quad: e.pc.on && e.pc.quad}
@@ -995,35 +422,6 @@ func (e *Encoder) header(S, B uint32, base *view, opt BuildOptions) Header {
 		}
 	}
 	return h
-}
-
-func weight(ws []float32, slot uint32) float32 {
-	if int(slot) < len(ws) {
-		return ws[slot]
-	}
-	return 1
-}
-
-// classify adds slot to the candidates if the client's value differs from
-// the newest frame.
-func (e *Encoder) classify(c *Client, f *Frame, slot, src uint32, inB, inS bool) {
-	switch {
-	case inB && !inS:
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: kindRemoval, bits: 4, mem: true})
-	case !inB && inS:
-		ce, x := e.record(f, slot, -1, recKey{owner: e.ownerView(c, f, slot)})
-		e.cands = append(e.cands, cand{slot: slot, kind: kindFull, ent: x, bits: int32(ce.bodyBits)})
-	case inB && inS:
-		if e.w.changedAt[slot] <= src { // (a layout change is a change)
-			return // unchanged since the client's value
-		}
-		s := src
-		if e.w.layoutAt[slot] > src {
-			s = 0 // new incarnation or layout: full
-		}
-		ce, x := e.record(f, slot, -1, e.pc.key(slot, s, e.ownerView(c, f, slot)))
-		e.cands = append(e.cands, cand{slot: slot, src: src, kind: ce.kind, ent: x, bits: int32(memberBits(ce)), mem: true})
-	}
 }
 
 // recordView records the view c will hold if every datagram of tick S

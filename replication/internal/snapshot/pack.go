@@ -13,6 +13,22 @@ import (
 // byte, the header and the padding to a byte.
 func partOverheadBits(h *Header) int { return 8 + h.BitLen() + 7 + 2*egLen(MaxParts, 0) }
 
+// selection is the candidates a client's byte budget keeps.
+type selection struct {
+	sel    []int // selected candidates, slot order (unless selAll)
+	selAll bool  // every candidate is selected (sel is not filled)
+}
+
+// packer writes the selected records into datagrams.
+type packer struct {
+	scratch3 bitio.Writer
+	partW    bitio.Writer
+	// partHdrBits: the kind byte and header bits of the part in partW
+	partHdrBits int
+	packed      []int
+	parts       []part
+}
+
 // selectRecords keeps the candidates that fit total bytes (in datagrams of
 // at most mtu bytes), by priority. e.sel lists them in slot order.
 func (e *Encoder) selectRecords(c *Client, ws []float32, total, mtu int, h *Header) {
