@@ -125,10 +125,14 @@ type sentRecord struct {
 	acked bool
 }
 
-// sentRing is the length of a peer's ring of sentRecords: longer than the
-// snapshot ring, so that RTT is still measured when a congested queue
-// delays acks by seconds (8.5 s at 30 Hz).
-const sentRing = 256
+// sentWindow is how long a peer's ring of sentRecords reaches back: longer
+// than the snapshot ring, so that RTT is still measured when a congested
+// queue delays acks by seconds (an ack later than that finds its record
+// gone: the path is in an outage, which the budget handles).
+const sentWindow = 4 // seconds
+
+// sentRing is the length of the ring at netRate ticks per second.
+func sentRing(netRate int) int { return max(64, sentWindow*netRate) }
 
 // clock returns now on the peer's clock: nanoseconds since its Welcome.
 func (p *peer) clock(now time.Time) int64 { return int64(now.Sub(p.welcomed)) }
@@ -146,7 +150,7 @@ func newPeer(id ClientID, cfg *ServerConfig, now time.Time) *peer {
 }
 
 func (p *peer) init(id ClientID, cfg *ServerConfig, now time.Time) {
-	*p = peer{id: id, sent: make([]sentRecord, sentRing), heard: now, welcomed: now}
+	*p = peer{id: id, sent: make([]sentRecord, sentRing(cfg.NetRate)), heard: now, welcomed: now}
 	p.snap.Init(id, cfg.Depth)
 	p.budget = newBudgetController(float64(cfg.MinBytesPerSecond), float64(cfg.MaxBytesPerSecond))
 	p.snap.SetRate(int(p.budget.rate), p.burst(cfg.MTU))

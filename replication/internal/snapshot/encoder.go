@@ -524,7 +524,7 @@ func valueTick(v uint32, behind []behindEntry, slot uint32) uint32 {
 // length) took less than an eighth of it: a burst (a client's first
 // ticks, a spawn wave) does not stay resident in every view.
 func shrunk[T any](s []T) []T {
-	if cap(s) > 256 && len(s) < cap(s)/8 {
+	if cap(s) > 32 && len(s) < cap(s)/8 {
 		return nil
 	}
 	return s[:0]
