@@ -134,6 +134,9 @@ func (c *Client) Init(id uint8, depth int) {
 	}
 }
 
+// spareSets is how many unused member sets keep their arrays for reuse.
+const spareSets = 2
+
 // memberSet is a set of entities one or more views hold.
 type memberSet struct {
 	bits Bitset
@@ -165,6 +168,9 @@ func (c *Client) releaseMembers(v *view) {
 	}
 	s := &c.sets[v.members]
 	if s.refs--; s.refs == 0 {
+		if len(c.freeSets) >= spareSets {
+			s.bits = nil // (a burst of distinct sets is over: not kept resident)
+		}
 		c.freeSets = append(c.freeSets, v.members)
 	}
 	v.members = -1
