@@ -231,14 +231,13 @@ func (g *interestGrid) effective(s *Server, r *relevance) {
 }
 
 // relevance is what interest keeps for one client: the entities relevant
-// to it (last computed, then narrowed each tick) and a spare set to compute
-// the next into.
+// to it (last computed, then narrowed each tick).
 type relevance struct {
-	relevant, next snapshot.Bitset
-	focusX         float64 // x of the focus at the last update (orders clients for the workers)
+	relevant snapshot.Bitset
+	focusX   float64 // x of the focus at the last update (orders clients for the workers)
 }
 
-func (r *relevance) memoryBytes() int { return (cap(r.relevant) + cap(r.next)) * 8 }
+func (r *relevance) memoryBytes() int { return cap(r.relevant) * 8 }
 
 // relX returns the grid column of cell coordinate cx, clamped to one
 // column beyond either edge.
@@ -368,10 +367,11 @@ func near(slots []uint32, pos []xz, fx, fz, enter2, leave2 float64, prev, next s
 	}
 }
 
-// relevantFor computes c's relevance for this tick.
-func (g *interestGrid) relevantFor(s *Server, c *remote) {
+// relevantFor computes c's relevance for this tick, in scratch (the
+// worker's: the last relevance is needed until the new one is complete).
+func (g *interestGrid) relevantFor(s *Server, c *remote, scratch *snapshot.Bitset) {
 	prev := c.rel.relevant
-	next := c.rel.next[:0]
+	next := (*scratch)[:0]
 	for len(next) < len(s.alive) {
 		next = append(next, 0)
 	}
@@ -402,6 +402,6 @@ func (g *interestGrid) relevantFor(s *Server, c *remote) {
 	for _, slot := range g.ownedBy[c.id] {
 		next.Set(slot)
 	}
-	c.rel.next = prev
-	c.rel.relevant = next
+	*scratch = next
+	c.rel.relevant = append(prev[:0], next...)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/snapshot"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
@@ -80,7 +81,8 @@ func (is *interestServer) at(name string, x, z float64, owner uint8, global bool
 func (is *interestServer) relevant(p *remote) map[string]bool {
 	is.s.interest.rebuild(is.s)
 	p.focus, p.hasFocus = is.s.focusOf(p.id)
-	is.s.interest.relevantFor(is.s, p)
+	var scratch snapshot.Bitset
+	is.s.interest.relevantFor(is.s, p, &scratch)
 	out := map[string]bool{}
 	for name, slot := range is.slots {
 		if p.rel.relevant.Has(slot) {

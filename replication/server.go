@@ -695,13 +695,13 @@ func (s *Server) planPeer(p *remote, now time.Time, maxDatagram int) {
 // differ from the last tick's when recomputed or when an entity was
 // spawned, despawned or changed its components (s.relayout: the only
 // changes of the alive set).
-func (s *Server) updateRelevance(c *remote) {
+func (s *Server) updateRelevance(c *remote, w *worker) {
 	changed := len(s.relayout) > 0
 	switch {
 	case s.interest == nil:
 		c.rel.relevant = append(c.rel.relevant[:0], s.alive...)
 	case s.interest.due(s.tick) || c.rel.relevant == nil:
-		s.interest.relevantFor(s, c)
+		s.interest.relevantFor(s, c, &w.relevance)
 		changed = true
 	default:
 		s.interest.effective(s, &c.rel)

@@ -14,8 +14,9 @@ import (
 // on the entity, the baseline and the client's view, so which worker encodes
 // it does not change them), and its own spawn-batch writer.
 type worker struct {
-	enc    *snapshot.Encoder
-	spawns spawnWriter
+	enc       *snapshot.Encoder
+	spawns    spawnWriter
+	relevance snapshot.Bitset // a client's next relevance, while it is computed
 }
 
 func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
@@ -55,7 +56,7 @@ func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 	s.step = peerTick{tick: s.tick, now: now, netRate: s.cfg.NetRate, world: s.snap,
 		slots: s.slots, relayout: s.relayout, plans: s.plans, weights: s.weights}
 	s.eachPeer(peers, func(w *worker, p *remote) {
-		s.updateRelevance(p)
+		s.updateRelevance(p, w)
 		p.peer.tick(&s.step, &p.plan, w)
 		p.built.Store(true)
 		if then != nil && w == s.workers[0] {
