@@ -99,7 +99,7 @@ func (a *bitAccount) note(e *Encoder, slot uint32, ce *cacheEntry, set uint64) *
 		a.notes = append(a.notes, recNote{})
 	}
 	n := &a.notes[i]
-	*n = recNote{tick: ce.entryTick(), off: uint32(len(a.vals)), set: set}
+	*n = recNote{tick: e.entryTick(uint32(i)), off: uint32(len(a.vals)), set: set}
 	return n
 }
 
@@ -150,9 +150,8 @@ func (a *bitAccount) sent(e *Encoder, cd *cand, recBits int, maskSent bool) {
 		a.Records += uint64(recBits)
 		return
 	}
-	ce := e.entry(cd)
 	i := int(cd.ent)
-	if i >= len(a.notes) || a.notes[i].tick != ce.entryTick() || ce.entryTick() == 0 {
+	if t := e.entryTick(cd.ent); i >= len(a.notes) || a.notes[i].tick != t || t == 0 {
 		a.Unattributed += uint64(recBits)
 		return
 	}

@@ -216,7 +216,7 @@ func (e *Encoder) touch(fast uint64, wi int) {
 	var sum uint64
 	for w := fast; w != 0; w &= w - 1 {
 		slot := wi<<6 | bits.TrailingZeros64(w)
-		sum += e.entries[2*slot].tag ^ e.entries[2*slot+1].tag
+		sum += e.tags[2*slot] ^ e.tags[2*slot+1]
 		for _, f := range e.touchFrames {
 			if f == nil || slot >= len(f.index) {
 				continue
