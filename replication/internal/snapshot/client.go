@@ -27,6 +27,8 @@ type Client struct {
 	acc, accNext []accEntry
 
 	undoBuf, mergeBuf []behindEntry
+	// recsPool holds the record lists of acked views for the next ones.
+	recsPool [][]sentRec
 
 	// bestAck is the newest tick whose view was acked (0 = none): the
 	// baseline, while its view and frame are kept.
@@ -251,6 +253,7 @@ func (m *accMerge) finish(c *Client) {
 func (c *Client) viewFor(tick uint32) *view {
 	v := &c.views[tick%uint32(len(c.views))]
 	c.releaseMembers(v)
+	c.releaseRecs(v)
 	v.tick = tick
 	v.used = true
 	v.acked = false
@@ -323,6 +326,41 @@ func (c *Client) ackOne(t uint32, a *Ack) {
 		c.AckedPartial++
 		c.undo(v, held)
 	}
+	c.releaseRecs(v) // (needed only to undo what an ack says was lost)
+}
+
+// releaseRecs gives v's per-datagram record list back to the client's
+// pool: only views whose ack is still to come hold one.
+func (c *Client) releaseRecs(v *view) {
+	if r := shrunk(v.recs); r != nil && len(c.recsPool) < spareRecs {
+		c.recsPool = append(c.recsPool, r) // (a burst's long list is let go: shrunk)
+	}
+	v.recs = nil
+}
+
+// spareRecs is how many unused record lists a client keeps for reuse.
+const spareRecs = 4
+
+// dropSpareRecs lets one pooled record list go: a tick of one datagram
+// calls it, so that the lists of a burst of multi-datagram ticks do not stay
+// resident.
+func (c *Client) dropSpareRecs() {
+	if n := len(c.recsPool); n > 0 {
+		c.recsPool[n-1] = nil
+		c.recsPool = c.recsPool[:n-1]
+	}
+}
+
+// takeRecs returns an empty record list from the pool (nil if none).
+func (c *Client) takeRecs() []sentRec {
+	n := len(c.recsPool)
+	if n == 0 {
+		return nil
+	}
+	r := c.recsPool[n-1]
+	c.recsPool[n-1] = nil
+	c.recsPool = c.recsPool[:n-1]
+	return r
 }
 
 // undo takes the records of the parts not in held out of view v.
@@ -365,6 +403,7 @@ func (c *Client) Reset() {
 		c.views[i].used = false
 		c.views[i].acked = false
 		c.releaseMembers(&c.views[i])
+		c.releaseRecs(&c.views[i])
 	}
 	c.acc = c.acc[:0]
 	c.NewestAck, c.bestAck = 0, 0
@@ -379,6 +418,9 @@ func (c *Client) MemoryBytes() int {
 	for i := range c.views {
 		v := &c.views[i]
 		n += int(unsafe.Sizeof(*v)) + cap(v.behind)*int(unsafe.Sizeof(behindEntry{})) + cap(v.recs)*int(unsafe.Sizeof(sentRec{}))
+	}
+	for _, r := range c.recsPool {
+		n += int(unsafe.Sizeof(r)) + cap(r)*int(unsafe.Sizeof(sentRec{}))
 	}
 	for i := range c.sets {
 		n += int(unsafe.Sizeof(c.sets[i])) + cap(c.sets[i].bits)*8

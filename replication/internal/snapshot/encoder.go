@@ -442,8 +442,11 @@ func (e *Encoder) recordView(c *Client, S uint32, base *view, opt BuildOptions, 
 	nv.parts = len(e.parts)
 	c.shareMembers(nv, base) // (copied only if this tick changes them)
 	nv.behind = shrunk(nv.behind)
-	nv.recs = shrunk(nv.recs)
+	// (viewFor gave nv's record list back to the pool)
 	multi := len(e.parts) > 1 // (a one-datagram tick is acked whole or not at all)
+	if !multi {
+		c.dropSpareRecs()
+	}
 	acc := c.startAcc()
 	if e.selAll && !multi {
 		// Every candidate went out in one datagram (the common tick).
@@ -471,6 +474,9 @@ func (e *Encoder) recordView(c *Client, S uint32, base *view, opt BuildOptions, 
 			si++
 			e.tally(cd, info)
 			if multi {
+				if nv.recs == nil {
+					nv.recs = c.takeRecs()
+				}
 				nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
 			}
 			c.setMember(nv, cd.slot, cd.kind != kindRemoval)
