@@ -200,6 +200,7 @@ func BenchmarkAccounting(b *testing.B) {
 				b.StopTimer()
 				enc.tick = 0 // a fresh record cache, as on a new tick
 				clear(enc.entries)
+				clear(enc.tags)
 				b.StartTimer()
 				enc.Build(c, BuildOptions{}, &pk)
 			}
