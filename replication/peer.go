@@ -142,13 +142,7 @@ func (p *peer) sentAt(r *sentRecord, now time.Time) time.Time {
 	return now.Add(-time.Duration(p.clock(now) - r.at))
 }
 
-// newPeer returns the state of client id, welcomed at now.
-func newPeer(id ClientID, cfg *ServerConfig, now time.Time) *peer {
-	p := &peer{}
-	p.init(id, cfg, now)
-	return p
-}
-
+// init makes p the state of client id, welcomed at now.
 func (p *peer) init(id ClientID, cfg *ServerConfig, now time.Time) {
 	*p = peer{id: id, sent: make([]sentRecord, sentRing(cfg.NetRate)), heard: now, welcomed: now}
 	p.snap.Init(id, cfg.Depth)

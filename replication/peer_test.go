@@ -47,7 +47,8 @@ func newPeerRig(t testing.TB) *peerRig {
 
 // addPeer connects a client with id, as the handshake would.
 func (r *peerRig) addPeer(id ClientID) *peer {
-	p := newPeer(id, &r.cfg, r.now)
+	p := &peer{}
+	p.init(id, &r.cfg, r.now)
 	r.peers = append(r.peers, p)
 	r.plan[p] = &peerPlan{mtu: 1200}
 	return p

@@ -8,6 +8,7 @@ import (
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/admission"
+	"github.com/archenet/archenet/transport/internal/connio"
 
 	quicgo "github.com/quic-go/quic-go"
 )
@@ -132,42 +133,20 @@ func (c *Config) resolve() (Config, error) {
 	if c != nil {
 		r = *c
 	}
-	for _, f := range []struct {
-		name string
-		v    *int
-		def  int
-	}{
-		{"MaxMessageSize", &r.MaxMessageSize, defaultMaxMessageSize},
-		{"MessageQueueLen", &r.MessageQueueLen, defaultMessageQueueLen},
-		{"MessageQueueBytes", &r.MessageQueueBytes, defaultMessageQueueSize},
-		{"DatagramQueueLen", &r.DatagramQueueLen, defaultDatagramQueueLen},
-		{"AcceptBacklog", &r.AcceptBacklog, defaultAcceptBacklog},
-		{"DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams},
-		{"MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog},
-		{"HandshakeWindow", &r.HandshakeWindow, defaultHandshakeWindow},
-	} {
-		if *f.v < 0 {
-			return r, fmt.Errorf("quic: Config.%s %d is negative (0: the default, %d)", f.name, *f.v, f.def)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"HandshakeTimeout", &r.HandshakeTimeout, defaultHandshakeTimeout},
-		{"IdleTimeout", &r.IdleTimeout, defaultIdleTimeout},
-		{"SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout},
-	} {
-		if *f.v < 0 {
-			return r, fmt.Errorf("quic: Config.%s %v is negative (0: the default, %v)", f.name, *f.v, f.def)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
+	d := connio.Defaults{Pkg: "quic"}
+	connio.Set(&d, "MaxMessageSize", &r.MaxMessageSize, defaultMaxMessageSize)
+	connio.Set(&d, "MessageQueueLen", &r.MessageQueueLen, defaultMessageQueueLen)
+	connio.Set(&d, "MessageQueueBytes", &r.MessageQueueBytes, defaultMessageQueueSize)
+	connio.Set(&d, "DatagramQueueLen", &r.DatagramQueueLen, defaultDatagramQueueLen)
+	connio.Set(&d, "AcceptBacklog", &r.AcceptBacklog, defaultAcceptBacklog)
+	connio.Set(&d, "DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
+	connio.Set(&d, "MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog)
+	connio.Set(&d, "HandshakeWindow", &r.HandshakeWindow, defaultHandshakeWindow)
+	connio.Set(&d, "HandshakeTimeout", &r.HandshakeTimeout, defaultHandshakeTimeout)
+	connio.Set(&d, "IdleTimeout", &r.IdleTimeout, defaultIdleTimeout)
+	connio.Set(&d, "SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout)
+	if d.Err != nil {
+		return r, d.Err
 	}
 	// Zero is the default; negative means none or no bound (documented).
 	if r.KeepAlivePeriod == 0 {
@@ -182,11 +161,8 @@ func (c *Config) resolve() (Config, error) {
 	if r.DatagramRateLimit == 0 {
 		r.DatagramRateLimit = defaultDatagramRate
 	}
-	if r.DatagramBurst < 0 {
-		return r, fmt.Errorf("quic: Config.DatagramBurst %d is negative", r.DatagramBurst)
-	}
-	if r.DatagramBurst == 0 {
-		r.DatagramBurst = max(r.DatagramRateLimit, 1)
+	if connio.Set(&d, "DatagramBurst", &r.DatagramBurst, max(r.DatagramRateLimit, 1)); d.Err != nil {
+		return r, d.Err
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()

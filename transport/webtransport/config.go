@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/connio"
 )
 
 // Config configures [Listen], [NewListener] and [Dial]. A nil *Config is the zero value,
@@ -136,58 +137,40 @@ func (c *Config) resolve() (Config, error) {
 	if c != nil {
 		r = *c
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
+	d := connio.Defaults{Pkg: "webtransport"}
+	connio.Set(&d, "HandshakeTimeout", &r.HandshakeTimeout, defaultHandshakeTimeout)
+	connio.Set(&d, "IdleTimeout", &r.IdleTimeout, defaultIdleTimeout)
+	connio.Set(&d, "MaxMessageSize", &r.MaxMessageSize, defaultMaxMessageSize)
+	connio.Set(&d, "MessageQueueLen", &r.MessageQueueLen, defaultMessageQueueLen)
+	connio.Set(&d, "MessageQueueBytes", &r.MessageQueueBytes, defaultMessageQueueSize)
+	connio.Set(&d, "DatagramQueueLen", &r.DatagramQueueLen, defaultDatagramQueueLen)
+	connio.Set(&d, "AcceptBacklog", &r.AcceptBacklog, defaultAcceptBacklog)
+	connio.Set(&d, "MaxPendingSessions", &r.MaxPendingSessions, defaultPendingSessions)
+	connio.Set(&d, "HandshakeWindow", &r.HandshakeWindow, defaultHandshakeWindow)
+	connio.Set(&d, "DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
+	connio.Set(&d, "MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog)
+	connio.Set(&d, "SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout)
+	if d.Err != nil {
+		return r, d.Err
 	}
-	if r.HandshakeTimeout == 0 {
-		r.HandshakeTimeout = defaultHandshakeTimeout
-	}
-	if r.IdleTimeout == 0 {
-		r.IdleTimeout = defaultIdleTimeout
-	}
+	// Zero is the default; negative means none or no bound (documented).
 	if r.KeepAlivePeriod == 0 {
 		r.KeepAlivePeriod = r.IdleTimeout / 3
 	}
 	if r.Path == "" {
 		r.Path = DefaultPath
 	}
-	def(&r.MaxMessageSize, defaultMaxMessageSize)
-	def(&r.MessageQueueLen, defaultMessageQueueLen)
-	def(&r.MessageQueueBytes, defaultMessageQueueSize)
-	def(&r.DatagramQueueLen, defaultDatagramQueueLen)
-	def(&r.AcceptBacklog, defaultAcceptBacklog)
-	def(&r.MaxPendingSessions, defaultPendingSessions)
-	def(&r.HandshakeWindow, defaultHandshakeWindow)
-	def(&r.MaxPendingPerAddress, defaultPendingPerAddr)
-	def(&r.RetryAbove, defaultRetryAbove)
+	if r.MaxPendingPerAddress == 0 {
+		r.MaxPendingPerAddress = defaultPendingPerAddr
+	}
+	if r.RetryAbove == 0 {
+		r.RetryAbove = defaultRetryAbove
+	}
 	if r.DatagramRateLimit == 0 {
 		r.DatagramRateLimit = defaultDatagramRate
 	}
-	if r.DatagramBurst == 0 {
-		r.DatagramBurst = max(r.DatagramRateLimit, 1)
-	}
-	def(&r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
-	def(&r.MaxSendBacklog, transport.DefaultMaxBacklog)
-	if r.SendBacklogTimeout == 0 {
-		r.SendBacklogTimeout = transport.DefaultBacklogTimeout
-	}
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"HandshakeTimeout", int64(r.HandshakeTimeout)}, {"IdleTimeout", int64(r.IdleTimeout)},
-		{"MaxMessageSize", int64(r.MaxMessageSize)}, {"MessageQueueLen", int64(r.MessageQueueLen)},
-		{"MessageQueueBytes", int64(r.MessageQueueBytes)}, {"DatagramQueueLen", int64(r.DatagramQueueLen)},
-		{"DatagramBurst", int64(r.DatagramBurst)}, {"DatagramSendQueueLen", int64(r.DatagramSendQueueLen)},
-		{"MaxSendBacklog", int64(r.MaxSendBacklog)}, {"SendBacklogTimeout", int64(r.SendBacklogTimeout)},
-		{"AcceptBacklog", int64(r.AcceptBacklog)}, {"MaxPendingSessions", int64(r.MaxPendingSessions)},
-		{"HandshakeWindow", int64(r.HandshakeWindow)},
-	} {
-		if f.v < 0 {
-			return r, fmt.Errorf("webtransport: Config.%s is negative (%d)", f.name, f.v)
-		}
+	if connio.Set(&d, "DatagramBurst", &r.DatagramBurst, max(r.DatagramRateLimit, 1)); d.Err != nil {
+		return r, d.Err
 	}
 	if r.Path[0] != '/' {
 		return r, fmt.Errorf("webtransport: Config.Path %q does not start with /", r.Path)

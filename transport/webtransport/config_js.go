@@ -3,10 +3,10 @@
 package webtransport
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/connio"
 )
 
 // Config configures the browser's [Dial]. A nil *Config is the zero value, and every
@@ -52,32 +52,17 @@ func (c *Config) resolve() (Config, error) {
 	if c != nil {
 		r = *c
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	if r.HandshakeTimeout == 0 {
-		r.HandshakeTimeout = 10 * time.Second
-	}
-	if r.SendBacklogTimeout == 0 {
-		r.SendBacklogTimeout = transport.DefaultBacklogTimeout
-	}
-	def(&r.MaxMessageSize, 1<<20)
-	def(&r.MessageQueueLen, 1024)
-	def(&r.MessageQueueBytes, 4<<20)
-	def(&r.DatagramQueueLen, 1024)
-	def(&r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
-	def(&r.MaxSendBacklog, transport.DefaultMaxBacklog)
-	for name, v := range map[string]int64{
-		"HandshakeTimeout": int64(r.HandshakeTimeout), "SendBacklogTimeout": int64(r.SendBacklogTimeout),
-		"MaxMessageSize": int64(r.MaxMessageSize), "MessageQueueLen": int64(r.MessageQueueLen),
-		"MessageQueueBytes": int64(r.MessageQueueBytes), "DatagramQueueLen": int64(r.DatagramQueueLen),
-		"DatagramSendQueueLen": int64(r.DatagramSendQueueLen), "MaxSendBacklog": int64(r.MaxSendBacklog),
-	} {
-		if v < 0 {
-			return r, fmt.Errorf("webtransport: Config.%s is negative (%d)", name, v)
-		}
+	d := connio.Defaults{Pkg: "webtransport"}
+	connio.Set(&d, "HandshakeTimeout", &r.HandshakeTimeout, 10*time.Second)
+	connio.Set(&d, "SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout)
+	connio.Set(&d, "MaxMessageSize", &r.MaxMessageSize, 1<<20)
+	connio.Set(&d, "MessageQueueLen", &r.MessageQueueLen, 1024)
+	connio.Set(&d, "MessageQueueBytes", &r.MessageQueueBytes, 4<<20)
+	connio.Set(&d, "DatagramQueueLen", &r.DatagramQueueLen, 1024)
+	connio.Set(&d, "DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
+	connio.Set(&d, "MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog)
+	if d.Err != nil {
+		return r, d.Err
 	}
 	return r, nil
 }
