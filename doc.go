@@ -7,9 +7,9 @@
 //
 //	replication            Server and Client: the ECS systems users add to their worlds
 //	replication/bitio      bit writer/reader (LSB-first, fail-closed)
-//	replication/quant      bounded scalars, angles, smallest-three quaternions, grid-origin positions
 //	replication/schema     `net` struct tags → compiled field plans, registry, protocol hash
 //	replication/internal/snapshot  (internal) shared frame ring, per-client delta datagrams, acks, zstd
+//	replication/internal/quant     (internal) bounded scalars, angles, smallest-three quaternions, grid-origin positions
 //	replication/host       many matches behind one listener: routing by Hello, isolation, drain, probes
 //	replication/host/token connect tokens: minted by a matchmaker, checked by servers (AEAD, expiry, replay)
 //	replication/host/agones the Agones sidecar over REST: Ready, Health, allocation, players, Shutdown

@@ -1,10 +1,6 @@
 package components
 
-import (
-	"math"
-
-	"github.com/archenet/archenet/replication/quant"
-)
+import "math"
 
 // Vec3 is a 3D vector in metres (positions) or metres per second
 // (velocities). It uses float64 so that positions stay exact far from the
@@ -104,9 +100,24 @@ func Nlerp(a, b Quat, t float64) Quat {
 
 // Slerp returns the spherical linear interpolation between unit quaternions
 // a and b along the shorter arc, at constant angular speed (nearly equal
-// ones linearly, normalized): the interpolation replication uses
-// (quant.Slerp).
+// ones linearly), normalized; the identity when the result is degenerate.
+// It gives the same bits as the interpolation replication applies to
+// quaternion fields (a test holds the two together).
 func Slerp(a, b Quat, t float64) Quat {
-	q := quant.Slerp([4]float64{a.X, a.Y, a.Z, a.W}, [4]float64{b.X, b.Y, b.Z, b.W}, t)
-	return Quat{q[0], q[1], q[2], q[3]}
+	d := a.Dot(b)
+	if d < 0 {
+		b, d = Quat{-b.X, -b.Y, -b.Z, -b.W}, -d
+	}
+	wa, wb := 1-t, t
+	if d <= 0.9995 {
+		th := math.Acos(d)
+		s := math.Sin(th)
+		wa, wb = math.Sin((1-t)*th)/s, math.Sin(t*th)/s
+	}
+	q := Quat{a.X*wa + b.X*wb, a.Y*wa + b.Y*wb, a.Z*wa + b.Z*wb, a.W*wa + b.W*wb}
+	n := math.Sqrt(q.X*q.X + q.Y*q.Y + q.Z*q.Z + q.W*q.W)
+	if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+		return QuatIdentity()
+	}
+	return Quat{q.X / n, q.Y / n, q.Z / n, q.W / n}
 }

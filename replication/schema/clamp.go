@@ -3,7 +3,7 @@ package schema
 import (
 	"sync/atomic"
 
-	"github.com/archenet/archenet/replication/quant"
+	"github.com/archenet/archenet/replication/internal/quant"
 )
 
 // ClampCount is how often quantization clamped one field of one component

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/archenet/archenet/replication/quant"
+	"github.com/archenet/archenet/replication/internal/quant"
 )
 
 // Limits of one component plan.

@@ -1,7 +1,7 @@
 package schema
 
 import (
-	"github.com/archenet/archenet/replication/quant"
+	"github.com/archenet/archenet/replication/internal/quant"
 	"math"
 	"unsafe"
 )

@@ -1,7 +1,7 @@
 package schema
 
 import (
-	"github.com/archenet/archenet/replication/quant"
+	"github.com/archenet/archenet/replication/internal/quant"
 )
 
 // LaneKind says how one quantized integer of a component is put on the wire.

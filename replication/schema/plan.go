@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/archenet/archenet/replication/bitio"
-	"github.com/archenet/archenet/replication/quant"
+	"github.com/archenet/archenet/replication/internal/quant"
 )
 
 // ErrCorrupt is wrapped by decode errors for values no encoder produces

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/archenet/archenet/replication/bitio"
-	"github.com/archenet/archenet/replication/quant"
+	"github.com/archenet/archenet/replication/internal/quant"
 )
 
 // Most of what a game replicates is poses: a large-world position and a

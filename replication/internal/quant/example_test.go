@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/archenet/archenet/replication/quant"
+	"github.com/archenet/archenet/replication/internal/quant"
 )
 
 func ExampleNewScalarStep() {
