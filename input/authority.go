@@ -60,7 +60,7 @@ type AuthorityStats struct {
 }
 
 // Authority is the server side of predicted entities: it keeps an input
-// [Log] per connected client, fed from the replication server's input hook,
+// inputLog per connected client, fed from the replication server's input hook,
 // and each simulation tick steps every entity with component S and a
 // components.Owner with its owner's input for that tick, with the same step
 // function the owner predicts with ([Player]). Each snapshot tells the
@@ -75,9 +75,9 @@ type AuthorityStats struct {
 type Authority[S, I any] struct {
 	cfg    AuthorityConfig[S, I]
 	world  *arche.World
-	codec  *Codec[I]
-	round  *Rounder[S]
-	logs   [256]*Log[I]
+	codec  *codec[I]
+	round  *rounder[S]
+	logs   [256]*inputLog[I]
 	info   generic.Resource[ecs.TickInfo]
 	in     I
 	before S // the state before the step, for OnStep (a field: no allocation)
@@ -110,13 +110,13 @@ func NewAuthority[S, I any](world *arche.World, cfg AuthorityConfig[S, I]) (*Aut
 	}
 	a := &Authority[S, I]{cfg: cfg, world: world, info: generic.NewResource[ecs.TickInfo](world)}
 	var err error
-	if a.codec, err = NewCodec[I](cfg.Input); err != nil {
+	if a.codec, err = newCodec[I](cfg.Input); err != nil {
 		return nil, err
 	}
-	if a.round, err = NewRounder[S](plan); err != nil {
+	if a.round, err = newRounder[S](plan); err != nil {
 		return nil, err
 	}
-	if _, err = NewLog(a.codec, cfg.Log); err != nil {
+	if _, err = newInputLog(a.codec, cfg.Log); err != nil {
 		return nil, err
 	}
 	if _, err = lagcomp.NewRewinds(cfg.Rewind); err != nil {
@@ -143,7 +143,7 @@ func (a *Authority[S, I]) Configure(cfg *replication.ServerConfig) error {
 		if connect != nil {
 			connect(c)
 		}
-		a.logs[c], _ = NewLog(a.codec, a.cfg.Log) // checked in NewAuthority
+		a.logs[c], _ = newInputLog(a.codec, a.cfg.Log) // checked in NewAuthority
 		a.views[c], a.ackAge[c] = viewReport{}, 0
 		if a.rewinds != nil {
 			a.rewinds.Reset(c)
@@ -271,7 +271,7 @@ func (a *Authority[S, I]) Step() {
 		if l == nil {
 			continue // not connected: no input, no step
 		}
-		if l.Consume(tick, &a.in) == StatusOutage {
+		if l.Consume(tick, &a.in) == statusOutage {
 			a.in = outageInput(a.cfg.Outage, a.in)
 		}
 		lag, viewed := l.View()
@@ -318,8 +318,14 @@ func (a *Authority[S, I]) System() ecs.System { return ecs.Func(func(*arche.Worl
 // add it after the systems that change S.
 func (a *Authority[S, I]) RoundSystem() ecs.System { return ecs.Func(func(*arche.World) { a.Round() }) }
 
-// Log returns the input log of client c (nil if not connected).
-func (a *Authority[S, I]) Log(c replication.ClientID) *Log[I] { return a.logs[c] }
+// ClientStats returns the input counters of client c's log: late,
+// missing, duplicate and refused frames (false if c is not connected).
+func (a *Authority[S, I]) ClientStats(c replication.ClientID) (Stats, bool) {
+	if l := a.logs[c]; l != nil {
+		return l.Stats(), true
+	}
+	return Stats{}, false
+}
 
 // Stats returns the counters, including the logs of connected clients.
 func (a *Authority[S, I]) Stats() AuthorityStats {

@@ -20,19 +20,19 @@ var (
 	// count above the limit, a code outside its lane's range, a residual
 	// that leaves the range). Drop the datagram; count it against the client.
 	ErrMalformed = errors.New("input: malformed input section")
-	// ErrNoBaseline: the section is coded against an acked frame the
+	// errNoBaseline: the section is coded against an acked frame the
 	// receiver no longer holds. Drop the datagram; an honest sender falls
 	// back to the zero baseline on its own once its ack ages out.
-	ErrNoBaseline = errors.New("input: baseline frame not held")
-	// ErrFlood: the client sends more input datagrams than its rate limit
+	errNoBaseline = errors.New("input: baseline frame not held")
+	// errFlood: the client sends more input datagrams than its rate limit
 	// allows ([LogConfig.DatagramsPerTick], [LogConfig.Burst]); the datagram
 	// was not decoded. A caller may disconnect a client that keeps flooding.
-	ErrFlood = errors.New("input: client exceeds its input datagram rate")
+	errFlood = errors.New("input: client exceeds its input datagram rate")
 	// ErrInvalidConfig wraps every configuration error.
 	ErrInvalidConfig = errors.New("input: invalid configuration")
 )
 
-// Config configures a [Codec]. Its zero value is a codec with its own schema
+// Config configures a codec. Its zero value is a codec with its own schema
 // registry, 4 frames per datagram and a 32-tick baseline window.
 type Config struct {
 	// Registry compiles the input type. Nil: a private registry. Passing the
@@ -76,10 +76,10 @@ const (
 // helpers make their argument escape (it appears in a panic message), which
 // would cost an allocation per frame.
 
-// Codec encodes and decodes input frames of the game's input type I: plain
-// structs with `net` precision tags (see package schema). A Codec is
-// immutable after [NewCodec] and safe for concurrent use.
-type Codec[I any] struct {
+// codec encodes and decodes input frames of the game's input type I: plain
+// structs with `net` precision tags (see package schema). A codec is
+// immutable after newCodec and safe for concurrent use.
+type codec[I any] struct {
 	plan   *schema.Plan
 	lanes  []schema.Lane
 	groups []schema.Group
@@ -91,10 +91,10 @@ type Codec[I any] struct {
 	ng     uint
 }
 
-// NewCodec compiles input type I. It fails if I cannot be registered (see
+// newCodec compiles input type I. It fails if I cannot be registered (see
 // schema.Register) or cfg is out of range (wrapping [ErrInvalidConfig]).
 // Cost: reflection once.
-func NewCodec[I any](cfg Config) (*Codec[I], error) {
+func newCodec[I any](cfg Config) (*codec[I], error) {
 	if cfg.Redundancy < 0 || cfg.Redundancy > MaxRedundancy {
 		return nil, fmt.Errorf("%w: Redundancy %d not in 0..%d", ErrInvalidConfig, cfg.Redundancy, MaxRedundancy)
 	}
@@ -121,7 +121,7 @@ func NewCodec[I any](cfg Config) (*Codec[I], error) {
 			return nil, err
 		}
 	}
-	c := &Codec[I]{
+	c := &codec[I]{
 		plan:   plan,
 		lanes:  plan.Lanes(),
 		groups: plan.Groups(),
@@ -155,32 +155,32 @@ func NewCodec[I any](cfg Config) (*Codec[I], error) {
 }
 
 // Plan returns the compiled schema plan of I.
-func (c *Codec[I]) Plan() *schema.Plan { return c.plan }
+func (c *codec[I]) Plan() *schema.Plan { return c.plan }
 
 // NumLanes returns the number of quantized lanes per frame.
-func (c *Codec[I]) NumLanes() int { return len(c.lanes) }
+func (c *codec[I]) NumLanes() int { return len(c.lanes) }
 
 // Redundancy returns N, the number of frames per section.
-func (c *Codec[I]) Redundancy() int { return c.n }
+func (c *codec[I]) Redundancy() int { return c.n }
 
 // Hold returns [Config].Hold resolved: ticks of missing input that repeat
 // the last one before the outage input applies; negative: forever.
-func (c *Codec[I]) Hold() int { return c.hold }
+func (c *codec[I]) Hold() int { return c.hold }
 
 // BaselineWindow returns the configured baseline window in ticks.
-func (c *Codec[I]) BaselineWindow() int { return c.window }
+func (c *codec[I]) BaselineWindow() int { return c.window }
 
 // Quantize converts an input value to lanes (len ≥ NumLanes). Values outside
 // a field's range clamp to its ends; NaN becomes 0 (see package quant).
 // Allocation-free.
-func (c *Codec[I]) Quantize(in *I, lanes []uint64) { c.plan.Quantize(unsafe.Pointer(in), lanes) }
+func (c *codec[I]) Quantize(in *I, lanes []uint64) { c.plan.Quantize(unsafe.Pointer(in), lanes) }
 
 // Dequantize converts lanes back to an input value. Allocation-free.
-func (c *Codec[I]) Dequantize(lanes []uint64, out *I) { c.plan.Dequantize(lanes, unsafe.Pointer(out)) }
+func (c *codec[I]) Dequantize(lanes []uint64, out *I) { c.plan.Dequantize(lanes, unsafe.Pointer(out)) }
 
 // Round replaces *in by the value the server will decode: what a client must
 // feed its own prediction so it matches the server bit for bit.
-func (c *Codec[I]) Round(in *I, scratch []uint64) {
+func (c *codec[I]) Round(in *I, scratch []uint64) {
 	c.Quantize(in, scratch)
 	c.Dequantize(scratch, in)
 }

@@ -12,7 +12,7 @@
 //     sends it, and draws the prediction with corrections smoothed.
 //
 //   - [Authority] (server, [NewAuthority]): [Authority.Configure] sets the
-//     replication server's input hooks (one [Log] per client, acks and
+//     replication server's input hooks (one inputLog per client, acks and
 //     feedback in every snapshot); [Authority.System] steps every S entity
 //     with a components.Owner with its owner's input each tick, with the same
 //     step function; [Authority.RoundSystem] rounds them at the end of the
@@ -24,33 +24,24 @@
 //     tick) and moved on the Player's timeline with the game's step, from
 //     the server's newest state of each once its spawn adopted it.
 //
-// The parts they are built from:
-//
-//   - [Codec]: the game's input struct, compiled from `net` precision tags
-//     (package schema) by [NewCodec]. [Codec.AppendFrames] /
-//     [Codec.ReadFrames] write and read an input section; [Frames] holds a
-//     decoded one; [Codec.Round] gives the exact value the server will see.
-//   - [Sender] (client): [Sender.Push] one frame per input tick,
-//     [Sender.AppendFrames] the newest N into each datagram, [Sender.Ack]
-//     the server's [Feedback].Ack.
-//   - [Log] (server, one per client): [Log.Receive] stores frames
-//     (deduplicated, at most [LogConfig].MaxLead ahead, rate-limited with
-//     [ErrFlood]); [Log.Consume] returns the input of a tick once, or
-//     repeats the last one ([StatusMissing]); [Log.Feedback] and
-//     [AppendFeedback] / [ReadFeedback] tell the client its ack and input
-//     buffer depth; [Log.Stats] counts late, missing, duplicate, rejected.
-//   - [TickSync] (client): estimates the server tick from snapshot arrivals
-//     — best from the client's own estimator, shared with its render clock
-//     ([SyncConfig].Arrivals = replication.Client.Arrivals), else fed by
-//     [TickSync.ObserveSnapshot] — and the RTT ([TickSync.ObserveRTT]),
-//     adapts the lead from server feedback ([TickSync.ObserveFeedback]), and
-//     [TickSync.Advance] says which input ticks to run now.
-//   - [Predictor] (client): [Predictor.Predict] runs the game's [StepFunc]
-//     with local input and records (tick, input, rounded state);
-//     [Predictor.Reconcile] compares the server's state with the prediction
-//     in quantized lanes and rewinds and replays on a difference, returning a
-//     [Correction] for smoothing. [Rounder] is the server's end-of-tick
-//     rounding of predicted entities.
+// Inside, they are built from parts this package keeps to itself: a codec
+// compiled from the input struct's `net` precision tags (package schema)
+// that writes and reads input sections; a sender on the client that keeps
+// the frames not yet acked and writes the newest N into every datagram; an
+// input log per client on the server that stores frames (deduplicated, at
+// most [LogConfig].MaxLead ahead, rate-limited), hands out one input per
+// tick (repeating the last one when a frame is missing) and tells the
+// client its ack and buffer depth in every snapshot; and a predictor that
+// runs the game's [StepFunc], records (tick, input, rounded state) and
+// rewinds and replays when the server's state differs, returning a
+// [Correction] for smoothing. [TickSync] (client) is public: it estimates
+// the server tick from snapshot arrivals — best from the client's own
+// estimator, shared with its render clock ([SyncConfig].Arrivals =
+// replication.Client.Arrivals), else fed by [TickSync.ObserveSnapshot] —
+// and the RTT ([TickSync.ObserveRTT]), adapts the lead from server feedback
+// ([TickSync.ObserveFeedback]), and [TickSync.Advance] says which input
+// ticks to run now. [Authority.ClientStats] and [Player.Stats] report what
+// the parts counted.
 //
 // # Wire layout of an input section
 //
@@ -83,21 +74,21 @@
 //
 // Each section decodes on its own: its oldest frame is coded either against
 // the zero input or against a frame the server has told the client it holds
-// ([Feedback].Ack, the newest frame the [Log] stored; the log's ring keeps
+// (the ack in its feedback: the newest frame the input log stored; the log's ring keeps
 // stored frames, consumed or not, for MaxLead+128 ticks). Later frames are
 // coded against earlier frames of the same section. No section depends on
 // another section having arrived, so loss, duplication and reordering cost
 // only latency; with redundancy N a frame is lost only if N consecutive
 // datagrams are. If a baseline is nonetheless gone (only a misbehaving or
-// very stale client), decoding fails with [ErrNoBaseline] and nothing is
+// very stale client), decoding fails and nothing is
 // guessed; an honest client stops using an ack once it is more than
 // BaselineWindow ticks older than its oldest frame.
 //
 // # Outages
 //
-// When a client's frames stop arriving, the [Log] repeats its last input
+// When a client's frames stop arriving, the input log repeats its last input
 // for [Config].Hold ticks (a burst of loss); past that the client's inputs
-// are taken to be cut off and Consume reports [StatusOutage]: the
+// are taken to be cut off ([Stats].Outage counts those ticks): the
 // [Authority] then steps the entity with the outage input
 // ([AuthorityConfig].Outage, e.g. keys released; the zero input by
 // default). The [Player] sees the same from its side — snapshots that
@@ -124,10 +115,10 @@
 //
 // # Prediction and rounding
 //
-// The server must round ([Rounder.Round], schema Plan.Round) every
-// predicted entity's state at the end of each tick, and the [Predictor]
-// rounds its own state after every step the same way; inputs are rounded by
-// [Sender.Push] to what the server decodes. With the same deterministic step
+// The server must round ([Authority.RoundSystem], schema Plan.Round) every
+// predicted entity's state at the end of each tick, and the client's
+// predictor rounds its own state after every step the same way; inputs are
+// rounded, when sampled, to what the server decodes. With the same deterministic step
 // function, the same rounded inputs give bit-identical states, so a
 // reconciliation finds an exact match unless the server saw something the
 // client did not (another player's push, a missing input): only then does the
@@ -136,16 +127,14 @@
 // # Task → API
 //
 //	predict an owned entity (both sides)        NewPlayer + NewAuthority (the rest is done)
-//	declare the input                           struct with net tags; NewCodec[I]
-//	client: each input tick                     TickSync.Advance → Sender.Push, Predictor.Predict
-//	client: write the input section             Sender.AppendFrames
-//	client: set up the input clock              NewTickSync(SyncConfig{Arrivals: client.Arrivals()})
-//	client: on a snapshot                       TickSync.ObserveRTT/ObserveFeedback,
-//	                                            Sender.Ack, Predictor.Reconcile → interp.Smoother.Correct
-//	server: on an input datagram                Log.Receive (ErrFlood → consider disconnecting)
-//	server: each tick                           Log.Consume, step, Rounder.Round
-//	server: each snapshot                       Log.Feedback → AppendFeedback, Log.LastApplied
-//	watch a client's input health               Log.Stats, TickSync.Lead, Predictor.Stats
+//	declare the input                           a struct with net tags, the I of both
+//	server: step and round owned entities       Authority.System, Authority.RoundSystem
+//	client: each frame                          Player.Update (or Player.System)
+//	client: draw the own entity                 Player.Visual; Player.State for gameplay
+//	client: shots that move without input       NewProjectiles, Projectiles.Spawn
+//	client: an input clock of your own          NewTickSync(SyncConfig{Arrivals: client.Arrivals()})
+//	lag compensation                            Authority.ViewTick, Authority.Rewinds
+//	watch a client's input health               Authority.ClientStats, Player.Stats, TickSync.Lead
 //
 // # Costs
 //
@@ -155,9 +144,9 @@
 //
 //	input section                      11.5 bytes per datagram, 2.9 bytes per frame
 //	marginal frame in a section        13.6 bits
-//	Sender.Push + AppendFrames         ≈ 360 ns, 0 allocs
-//	Log.Receive + Consume              ≈ 330 ns, 0 allocs
-//	Predictor.Predict                  ≈ 70 ns + the step, 0 allocs
+//	push + write the section (client)  ≈ 360 ns, 0 allocs
+//	receive + consume (server)         ≈ 330 ns, 0 allocs
+//	predict                            ≈ 70 ns + the step, 0 allocs
 //	Reconcile with a 9-tick replay     ≈ 0.9 µs, 0 allocs
 //
 // Over transport/sim with 150 ms RTT, ±10 ms jitter and 10% loss each way

@@ -6,28 +6,28 @@ import (
 	"github.com/archenet/archenet/replication/bitio"
 )
 
-// MaxFeedbackDepth bounds [Feedback].Depth on the wire; larger magnitudes
+// maxFeedbackDepth bounds feedback.Depth on the wire; larger magnitudes
 // are clamped when written and rejected when read.
-const MaxFeedbackDepth = 255
+const maxFeedbackDepth = 255
 
-// AppendFeedback writes f: 1 bit HasAck, then the low 16 bits of Ack if set,
-// then Depth (clamped to ±[MaxFeedbackDepth]) as an order-0 exp-Golomb code
+// appendFeedback writes f: 1 bit HasAck, then the low 16 bits of Ack if set,
+// then Depth (clamped to ±maxFeedbackDepth) as an order-0 exp-Golomb code
 // of its zigzag value. Typically 20–26 bits. Allocation-free once w's buffer
 // has grown.
-func AppendFeedback(w *bitio.Writer, f Feedback) {
+func appendFeedback(w *bitio.Writer, f feedback) {
 	w.WriteBool(f.HasAck)
 	if f.HasAck {
 		w.WriteBits(uint64(f.Ack), tickBits)
 	}
-	d := min(max(f.Depth, -MaxFeedbackDepth), MaxFeedbackDepth)
+	d := min(max(f.Depth, -maxFeedbackDepth), maxFeedbackDepth)
 	w.WriteExpGolomb(bitio.ZigZag(int64(d)), 0)
 }
 
-// ReadFeedback reads what [AppendFeedback] wrote. ref is the client's newest
+// readFeedback reads what appendFeedback wrote. ref is the client's newest
 // input tick: the ack is extended to the tick nearest to it. Errors wrap
 // [ErrMalformed]. Never panics.
-func ReadFeedback(r *bitio.Reader, ref uint32) (Feedback, error) {
-	var f Feedback
+func readFeedback(r *bitio.Reader, ref uint32) (feedback, error) {
+	var f feedback
 	f.HasAck = r.ReadBool()
 	if f.HasAck {
 		low := uint16(r.ReadBits(tickBits))
@@ -35,10 +35,10 @@ func ReadFeedback(r *bitio.Reader, ref uint32) (Feedback, error) {
 	}
 	d := bitio.UnZigZag(r.ReadExpGolomb(0))
 	if err := r.Err(); err != nil {
-		return Feedback{}, fmt.Errorf("%w: feedback: %w", ErrMalformed, err)
+		return feedback{}, fmt.Errorf("%w: feedback: %w", ErrMalformed, err)
 	}
-	if d < -MaxFeedbackDepth || d > MaxFeedbackDepth {
-		return Feedback{}, fmt.Errorf("%w: feedback depth %d", ErrMalformed, d)
+	if d < -maxFeedbackDepth || d > maxFeedbackDepth {
+		return feedback{}, fmt.Errorf("%w: feedback depth %d", ErrMalformed, d)
 	}
 	f.Depth = int(d)
 	return f, nil

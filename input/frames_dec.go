@@ -8,16 +8,16 @@ import (
 	"github.com/archenet/archenet/replication/schema"
 )
 
-// Baselines gives a decoder the frames the receiver acknowledged, by tick.
-// [Log] implements it; the returned lanes must not be modified.
-type Baselines interface {
+// baselines gives a decoder the frames the receiver acknowledged, by tick.
+// inputLog implements it; the returned lanes must not be modified.
+type baselines interface {
 	Baseline(tick uint32) (lanes []uint64, ok bool)
 }
 
-// Frames is a decoded input section: Count frames for ticks First,
-// First+1, …. Reuse one Frames per connection: after its first use,
-// [Codec.ReadFrames] into it does not allocate.
-type Frames struct {
+// frameSection is a decoded input section: Count frames for ticks First,
+// First+1, …. Reuse one frameSection per connection: after its first use,
+// codec.ReadFrames into it does not allocate.
+type frameSection struct {
 	// First is the tick of the oldest frame, extended to 32 bits around the
 	// reference tick given to ReadFrames.
 	First uint32
@@ -27,7 +27,7 @@ type Frames struct {
 	// baseline, BaseTick.
 	Based    bool
 	BaseTick uint32
-	// HasView reports whether the frames carry view lags ([Frames.View]).
+	// HasView reports whether the frames carry view lags (frameSection.View).
 	HasView bool
 
 	nl    int
@@ -38,7 +38,7 @@ type Frames struct {
 // View returns frame i's view lag in quarter ticks: how far behind tick i
 // the client's render clock was when it sampled the frame. ok is false if
 // the section carried none. Panics if i is not in 0..Count−1.
-func (f *Frames) View(i int) (quarterTicks uint16, ok bool) {
+func (f *frameSection) View(i int) (quarterTicks uint16, ok bool) {
 	if i < 0 || i >= f.Count {
 		panic("input: Frames.View index out of range")
 	}
@@ -46,18 +46,18 @@ func (f *Frames) View(i int) (quarterTicks uint16, ok bool) {
 }
 
 // Tick returns the tick of frame i.
-func (f *Frames) Tick(i int) uint32 { return f.First + uint32(i) }
+func (f *frameSection) Tick(i int) uint32 { return f.First + uint32(i) }
 
 // Lanes returns the quantized lanes of frame i (valid until the next
 // ReadFrames into f). Panics if i is not in 0..Count−1.
-func (f *Frames) Lanes(i int) []uint64 {
+func (f *frameSection) Lanes(i int) []uint64 {
 	if i < 0 || i >= f.Count {
 		panic("input: Frames.Lanes index out of range")
 	}
 	return f.lanes[i*f.nl : (i+1)*f.nl]
 }
 
-// ReadFrames decodes an input section written by [Codec.AppendFrames] from r
+// ReadFrames decodes an input section written by codec.AppendFrames from r
 // into dst, leaving r just past the section. ref is the receiver's current
 // tick: the 16-bit tick on the wire is extended to the tick nearest to ref,
 // so ticks must stay within ±32767 of ref (a server rejects frames that far
@@ -66,10 +66,10 @@ func (f *Frames) Lanes(i int) []uint64 {
 //
 // Errors: truncated or invalid input wraps [ErrMalformed] (and the
 // underlying bitio or schema error); a count above the codec's Redundancy is
-// [ErrMalformed]; a baseline bases does not hold is [ErrNoBaseline]. Never
+// [ErrMalformed]; a baseline bases does not hold is errNoBaseline. Never
 // panics; the count is bounded before anything is sized by it, and dst's
 // buffer is sized once for Redundancy frames.
-func (c *Codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases Baselines, dst *Frames) error {
+func (c *codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases baselines, dst *frameSection) error {
 	nl := len(c.lanes)
 	if dst.nl != nl || cap(dst.lanes) < c.n*nl {
 		dst.nl = nl
@@ -102,7 +102,7 @@ func (c *Codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases Baselines, dst 
 			base, ok = bases.Baseline(dst.BaseTick)
 		}
 		if !ok || len(base) < nl {
-			return fmt.Errorf("%w: tick %d", ErrNoBaseline, dst.BaseTick)
+			return fmt.Errorf("%w: tick %d", errNoBaseline, dst.BaseTick)
 		}
 	}
 	dst.First = first
@@ -133,7 +133,7 @@ func (c *Codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases Baselines, dst 
 }
 
 // readViews reads the section's view flag and the frames' view lags.
-func readViews(r *bitio.Reader, count int, dst *Frames) error {
+func readViews(r *bitio.Reader, count int, dst *frameSection) error {
 	dst.HasView = r.ReadBool()
 	if !dst.HasView {
 		return r.Err()
@@ -142,8 +142,8 @@ func readViews(r *bitio.Reader, count int, dst *Frames) error {
 	dst.views[0] = uint16(v)
 	for f := 1; f < count; f++ {
 		v += bitio.UnZigZag(r.ReadExpGolomb(0))
-		if v < 0 || v > MaxViewLag {
-			return fmt.Errorf("%w: view lag of frame %d out of 0..%d", ErrMalformed, f, MaxViewLag)
+		if v < 0 || v > maxViewLag {
+			return fmt.Errorf("%w: view lag of frame %d out of 0..%d", ErrMalformed, f, maxViewLag)
 		}
 		dst.views[f] = uint16(v)
 	}
@@ -153,7 +153,7 @@ func readViews(r *bitio.Reader, count int, dst *Frames) error {
 	return nil
 }
 
-func (c *Codec[I]) readGroup(r *bitio.Reader, g int, base, cur []uint64, ord *[256]uint8) {
+func (c *codec[I]) readGroup(r *bitio.Reader, g int, base, cur []uint64, ord *[256]uint8) {
 	gr := &c.groups[g]
 	switch c.kinds[g] {
 	case groupFlip:

@@ -13,16 +13,16 @@ const (
 	viewBits  = 10 // the oldest frame's view lag, quarter ticks
 )
 
-// MaxViewLag is the largest view lag a frame carries, in quarter ticks: how
+// maxViewLag is the largest view lag a frame carries, in quarter ticks: how
 // far behind its tick the client's render clock was when it sampled it.
-const MaxViewLag = 1<<viewBits - 1
+const maxViewLag = 1<<viewBits - 1
 
 // AppendFrames writes an input section to w: count = len(frames)/NumLanes
 // consecutive frames for ticks first, first+1, …; frames holds their lanes
-// back to back (from [Codec.Quantize], so every code is valid). views, if
+// back to back (from codec.Quantize, so every code is valid). views, if
 // not nil, holds each frame's view lag in quarter ticks (at most
-// [MaxViewLag]; larger ones are written as it): the server's lag
-// compensation reads it ([Log.View]).
+// maxViewLag; larger ones are written as it): the server's lag
+// compensation reads it (inputLog.View).
 //
 // The oldest frame is coded against base, the lanes of the frame of
 // baseTick that the receiver has acknowledged holding, when base is non-nil
@@ -34,8 +34,8 @@ const MaxViewLag = 1<<viewBits - 1
 //
 // Panics if the frame count is not in 1..[MaxRedundancy] or frames is not a
 // multiple of NumLanes (a programming error). Allocation-free once w's buffer
-// has grown. See also [Sender.AppendFrames], which keeps the history for you.
-func (c *Codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, views []uint16, baseTick uint32, base []uint64) {
+// has grown. See also sender.AppendFrames, which keeps the history for you.
+func (c *codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, views []uint16, baseTick uint32, base []uint64) {
 	nl := len(c.lanes)
 	count := len(frames) / nl
 	if count < 1 || count > MaxRedundancy || count*nl != len(frames) || (views != nil && len(views) != count) {
@@ -84,17 +84,17 @@ func writeViews(w *bitio.Writer, views []uint16) {
 		return
 	}
 	w.WriteBits(1, 1)
-	prev := int64(min(views[0], MaxViewLag))
+	prev := int64(min(views[0], maxViewLag))
 	w.WriteBits(uint64(prev), viewBits)
 	for _, v := range views[1:] {
-		cur := int64(min(v, MaxViewLag))
+		cur := int64(min(v, maxViewLag))
 		w.WriteExpGolomb(bitio.ZigZag(cur-prev), 0)
 		prev = cur
 	}
 }
 
 // diffMask returns the groups whose lanes differ between a and b.
-func (c *Codec[I]) diffMask(a, b []uint64) uint64 {
+func (c *codec[I]) diffMask(a, b []uint64) uint64 {
 	var mask uint64
 	for i := range c.lanes {
 		if a[i] != b[i] {
@@ -109,7 +109,7 @@ func egLen(z uint64, k uint8) int {
 	return 2*bits.Len64(z+1<<k) - int(k) - 1
 }
 
-func (c *Codec[I]) writeGroup(w *bitio.Writer, g int, base, cur []uint64, ord *[256]uint8) {
+func (c *codec[I]) writeGroup(w *bitio.Writer, g int, base, cur []uint64, ord *[256]uint8) {
 	gr := &c.groups[g]
 	switch c.kinds[g] {
 	case groupFlip:

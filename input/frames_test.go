@@ -24,9 +24,9 @@ type shooterInput struct {
 	Note    string  `net:"-"`
 }
 
-func newShooterCodec(t testing.TB, cfg Config) *Codec[shooterInput] {
+func newShooterCodec(t testing.TB, cfg Config) *codec[shooterInput] {
 	t.Helper()
-	c, err := NewCodec[shooterInput](cfg)
+	c, err := newCodec[shooterInput](cfg)
 	require.NoError(t, err)
 	return c
 }
@@ -75,7 +75,7 @@ func TestFramesRoundTrip(t *testing.T) {
 		frames = append(frames, lanes...)
 	}
 	var w bitio.Writer
-	var dst Frames
+	var dst frameSection
 	for trial := 0; trial < 500; trial++ {
 		n := 1 + rng.IntN(6)
 		start := 70 + rng.IntN(300)
@@ -133,7 +133,7 @@ func TestFramesExactBytes(t *testing.T) {
 	c.AppendFrames(&w, 1, two, []uint16{40, 41}, 0, nil)
 	// (frame 1 equals frame 0: a new mask, of no group)
 	require.Equal(t, 31+10+egLen(bitio.ZigZag(1), 0)+1+egLen(9, 2)+1+int(c.ng), w.BitLen())
-	var dst Frames
+	var dst frameSection
 	require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 1, nil, &dst))
 	for i, want := range []uint16{40, 41} {
 		v, ok := dst.View(i)
@@ -145,7 +145,7 @@ func TestFramesExactBytes(t *testing.T) {
 	c.AppendFrames(&w, 1, lanes, []uint16{5000}, 0, nil)
 	require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 1, nil, &dst))
 	v, _ := dst.View(0)
-	require.Equal(t, uint16(MaxViewLag), v)
+	require.Equal(t, uint16(maxViewLag), v)
 }
 
 func TestFramesTruncated(t *testing.T) {
@@ -161,7 +161,7 @@ func TestFramesTruncated(t *testing.T) {
 	var w bitio.Writer
 	c.AppendFrames(&w, 100, frames, nil, 0, nil)
 	full := w.Bytes()
-	var dst Frames
+	var dst frameSection
 	require.NoError(t, c.ReadFrames(bitio.NewReader(full), 100, nil, &dst))
 	for n := 0; n < len(full); n++ {
 		err := c.ReadFrames(bitio.NewReader(full[:n]), 100, nil, &dst)
@@ -172,7 +172,7 @@ func TestFramesTruncated(t *testing.T) {
 
 func TestFramesHostile(t *testing.T) {
 	c := newShooterCodec(t, Config{Redundancy: 4})
-	var dst Frames
+	var dst frameSection
 	t.Run("count above redundancy", func(t *testing.T) {
 		var w bitio.Writer
 		w.WriteBits(10, tickBits)
@@ -221,9 +221,9 @@ func TestFramesHostile(t *testing.T) {
 		var w bitio.Writer
 		c.AppendFrames(&w, 10, lanes, nil, 5, make([]uint64, nl))
 		err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, mapBaselines{}, &dst)
-		require.ErrorIs(t, err, ErrNoBaseline)
+		require.ErrorIs(t, err, errNoBaseline)
 		err = c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
-		require.ErrorIs(t, err, ErrNoBaseline)
+		require.ErrorIs(t, err, errNoBaseline)
 	})
 	t.Run("baseline outside window", func(t *testing.T) {
 		var w bitio.Writer
@@ -238,7 +238,7 @@ func TestFramesHostile(t *testing.T) {
 		type small struct {
 			A uint8 `net:"range=0:3"`
 		}
-		cs, err := NewCodec[small](Config{})
+		cs, err := newCodec[small](Config{})
 		require.NoError(t, err)
 		var w bitio.Writer
 		w.WriteBits(10, tickBits)
@@ -259,7 +259,7 @@ func TestFramesHostile(t *testing.T) {
 			w.WriteBits(1, countBits)
 			w.WriteBits(0, 1)
 			w.WriteBits(1, 1)
-			w.WriteBits(map[int64]uint64{+1: MaxViewLag, -21: 20}[d], viewBits)
+			w.WriteBits(map[int64]uint64{+1: maxViewLag, -21: 20}[d], viewBits)
 			w.WriteExpGolomb(bitio.ZigZag(d), 0)
 			w.WriteBits(0, 64)
 			err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
@@ -281,7 +281,7 @@ func TestFramesHostile(t *testing.T) {
 				ok++
 				require.LessOrEqual(t, dst.Count, 4)
 			} else {
-				require.True(t, errors.Is(err, ErrMalformed) || errors.Is(err, ErrNoBaseline), "%v", err)
+				require.True(t, errors.Is(err, ErrMalformed) || errors.Is(err, errNoBaseline), "%v", err)
 			}
 		}
 		t.Logf("%d of 20000 random sections decoded", ok)
@@ -289,23 +289,23 @@ func TestFramesHostile(t *testing.T) {
 }
 
 func TestCodecConfig(t *testing.T) {
-	_, err := NewCodec[shooterInput](Config{Redundancy: 33})
+	_, err := newCodec[shooterInput](Config{Redundancy: 33})
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = NewCodec[shooterInput](Config{BaselineWindow: -1})
+	_, err = newCodec[shooterInput](Config{BaselineWindow: -1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	type bad struct{ X float32 }
-	_, err = NewCodec[bad](Config{})
+	_, err = newCodec[bad](Config{})
 	require.Error(t, err)
 	type none struct {
 		X float32 `net:"-"`
 	}
-	_, err = NewCodec[none](Config{})
+	_, err = newCodec[none](Config{})
 	require.Error(t, err)
 
 	reg := schema.NewRegistry()
-	c1, err := NewCodec[shooterInput](Config{Registry: reg})
+	c1, err := newCodec[shooterInput](Config{Registry: reg})
 	require.NoError(t, err)
-	c2, err := NewCodec[shooterInput](Config{Registry: reg})
+	c2, err := newCodec[shooterInput](Config{Registry: reg})
 	require.NoError(t, err)
 	require.Same(t, c1.Plan(), c2.Plan(), "an already registered input type reuses its plan")
 }

@@ -12,7 +12,7 @@ import (
 // untrusted count; whatever decodes must re-encode (against the same
 // baseline) to a section that decodes to the same frames.
 func FuzzReadFrames(f *testing.F) {
-	c, err := NewCodec[shooterInput](Config{})
+	c, err := newCodec[shooterInput](Config{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func FuzzReadFrames(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var dst, back Frames
+		var dst, back frameSection
 		if err := c.ReadFrames(bitio.NewReader(data), 1030, bases, &dst); err != nil {
 			return
 		}

@@ -10,13 +10,13 @@ import (
 // steadyShooter returns a Sender and Log that have exchanged 200 ticks of a
 // held key set (forward + sprint) with a moving mouse and the acks of a
 // 150 ms round trip (9 ticks at 60 Hz), and the next input script.
-func steadyShooter(b *testing.B) (*Codec[fpsInput], *Sender[fpsInput], *Log[fpsInput], func(tick uint32) fpsInput) {
-	c, err := NewCodec[fpsInput](Config{})
+func steadyShooter(b *testing.B) (*codec[fpsInput], *sender[fpsInput], *inputLog[fpsInput], func(tick uint32) fpsInput) {
+	c, err := newCodec[fpsInput](Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := NewSender(c)
-	l, err := NewLog(c, LogConfig{MaxLead: MaxLeadLimit, Burst: 1 << 30, DatagramsPerTick: 1 << 20})
+	s := newSender(c)
+	l, err := newInputLog(c, LogConfig{MaxLead: MaxLeadLimit, Burst: 1 << 30, DatagramsPerTick: 1 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

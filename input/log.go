@@ -13,7 +13,7 @@ import (
 // ticks the 16-bit tick on the wire can resolve.
 const MaxLeadLimit = 1024
 
-// LogConfig configures a [Log]. Its zero value accepts input up to 64 ticks
+// LogConfig configures a inputLog. Its zero value accepts input up to 64 ticks
 // ahead and at most 3 datagrams per tick on average with bursts of 30.
 type LogConfig struct {
 	// MaxLead is how far ahead of the next consumed tick a frame may be:
@@ -21,7 +21,7 @@ type LogConfig struct {
 	// [Stats].Ahead). Zero: 64 (about 1 s at 60 Hz). At most [MaxLeadLimit].
 	MaxLead int
 	// DatagramsPerTick is the sustained rate of input datagrams a client may
-	// send, per consumed server tick; [Log.Receive] returns [ErrFlood] above
+	// send, per consumed server tick; the log refuses sections above
 	// it. Zero: 3.
 	DatagramsPerTick float64
 	// Burst is how many datagrams above the sustained rate a client may send
@@ -29,47 +29,47 @@ type LogConfig struct {
 	Burst int
 }
 
-// Status says where the input [Log.Consume] returned came from.
-type Status uint8
+// logStatus says where the input inputLog.Consume returned came from.
+type logStatus uint8
 
 const (
-	// StatusNone: no input has been received yet; the zero input.
-	StatusNone Status = iota
-	// StatusReceived: the client's own frame for this tick.
-	StatusReceived
-	// StatusMissing: the frame did not arrive in time; the last applied
+	// statusNone: no input has been received yet; the zero input.
+	statusNone logStatus = iota
+	// statusReceived: the client's own frame for this tick.
+	statusReceived
+	// statusMissing: the frame did not arrive in time; the last applied
 	// input is repeated (predicted-missing). The client predicted with its
 	// real input, so expect a correction if the two differ.
-	StatusMissing
-	// StatusOutage: no frame arrived for more than [Config].Hold ticks
+	statusMissing
+	// statusOutage: no frame arrived for more than [Config].Hold ticks
 	// since the last applied one: the client's inputs are cut off. Consume
 	// returns the last applied input; the caller applies the outage input
 	// made from it ([AuthorityConfig].Outage), which the client predicts
 	// too.
-	StatusOutage
+	statusOutage
 )
 
 // String names the status.
-func (s Status) String() string {
+func (s logStatus) String() string {
 	switch s {
-	case StatusNone:
+	case statusNone:
 		return "none"
-	case StatusReceived:
+	case statusReceived:
 		return "received"
-	case StatusMissing:
+	case statusMissing:
 		return "missing"
-	case StatusOutage:
+	case statusOutage:
 		return "outage"
 	}
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
 
-// Stats counts what a [Log] saw. All counters only grow.
+// Stats counts what a inputLog saw. All counters only grow.
 type Stats struct {
 	Datagrams  uint64 // input sections decoded successfully
 	Malformed  uint64 // sections rejected as [ErrMalformed]
-	NoBaseline uint64 // sections rejected as [ErrNoBaseline]
-	Flooded    uint64 // sections refused with [ErrFlood]
+	NoBaseline uint64 // sections coded against a frame the log no longer holds
+	Flooded    uint64 // sections refused by the rate limit
 	Frames     uint64 // new frames stored
 	Duplicate  uint64 // frames already held (redundant copies)
 	Late       uint64 // frames that arrived after their tick was consumed
@@ -80,10 +80,10 @@ type Stats struct {
 	Outage     uint64 // of those, ticks past Config.Hold (StatusOutage)
 }
 
-// Feedback is what the server tells a client about its inputs, in each
-// snapshot datagram: the client's [Sender.Ack] and [TickSync.ObserveFeedback]
-// inputs. Write it with [AppendFeedback].
-type Feedback struct {
+// feedback is what the server tells a client about its inputs, in each
+// snapshot datagram: the client's sender.Ack and [TickSync.ObserveFeedback]
+// inputs. Write it with appendFeedback.
+type feedback struct {
 	// Ack is the newest tick whose frame the server holds, valid if HasAck.
 	Ack    uint32
 	HasAck bool
@@ -93,13 +93,13 @@ type Feedback struct {
 	Depth int
 }
 
-// Log is the server's per-client input log: a ring of received frames,
-// indexed by tick. [Log.Receive] stores the frames of an input section
-// (deduplicated, bounded lead, rate-limited); [Log.Consume] returns the input
+// inputLog is the server's per-client input log: a ring of received frames,
+// indexed by tick. inputLog.Receive stores the frames of an input section
+// (deduplicated, bounded lead, rate-limited); inputLog.Consume returns the input
 // for a tick exactly once, or repeats the last input when it is missing.
 // Not safe for concurrent use.
-type Log[I any] struct {
-	c      *Codec[I]
+type inputLog[I any] struct {
+	c      *codec[I]
 	cfg    LogConfig
 	nl     int
 	mask   uint32 // ring size − 1
@@ -108,7 +108,7 @@ type Log[I any] struct {
 	lanes  []uint64
 	views  []uint16 // per slot: the frame's view lag (viewed: it had one)
 	viewed []bool
-	batch  Frames
+	batch  frameSection
 
 	view    uint16 // the view lag of the frame the last Consume returned
 	hasView bool
@@ -128,10 +128,10 @@ type Log[I any] struct {
 	stats Stats
 }
 
-// NewLog returns an empty log for codec c. It fails with
+// newInputLog returns an empty log for codec c. It fails with
 // [ErrInvalidConfig]. Allocates its ring once: (MaxLead+128 rounded up to a
 // power of two) × NumLanes × 8 bytes.
-func NewLog[I any](c *Codec[I], cfg LogConfig) (*Log[I], error) {
+func newInputLog[I any](c *codec[I], cfg LogConfig) (*inputLog[I], error) {
 	if cfg.MaxLead < 0 || cfg.MaxLead > MaxLeadLimit {
 		return nil, fmt.Errorf("%w: MaxLead %d not in 0..%d", ErrInvalidConfig, cfg.MaxLead, MaxLeadLimit)
 	}
@@ -153,7 +153,7 @@ func NewLog[I any](c *Codec[I], cfg LogConfig) (*Log[I], error) {
 	// Room for MaxLead ahead plus baselines and late copies behind.
 	size := 1 << bits.Len(uint(cfg.MaxLead+128-1))
 	nl := c.NumLanes()
-	return &Log[I]{
+	return &inputLog[I]{
 		c: c, cfg: cfg, nl: nl, mask: uint32(size - 1),
 		ticks:  make([]uint32, size),
 		held:   make([]bool, size),
@@ -166,15 +166,15 @@ func NewLog[I any](c *Codec[I], cfg LogConfig) (*Log[I], error) {
 }
 
 // Config returns the configuration with defaults filled in.
-func (l *Log[I]) Config() LogConfig { return l.cfg }
+func (l *inputLog[I]) Config() LogConfig { return l.cfg }
 
 // Stats returns the counters.
-func (l *Log[I]) Stats() Stats { return l.stats }
+func (l *inputLog[I]) Stats() Stats { return l.stats }
 
-func (l *Log[I]) slot(tick uint32) int { return int(tick & l.mask) }
+func (l *inputLog[I]) slot(tick uint32) int { return int(tick & l.mask) }
 
-// Baseline returns the held frame of tick, implementing [Baselines].
-func (l *Log[I]) Baseline(tick uint32) ([]uint64, bool) {
+// Baseline returns the held frame of tick, implementing baselines.
+func (l *inputLog[I]) Baseline(tick uint32) ([]uint64, bool) {
 	i := l.slot(tick)
 	if !l.held[i] || l.ticks[i] != tick {
 		return nil, false
@@ -189,19 +189,19 @@ func (l *Log[I]) Baseline(tick uint32) ([]uint64, bool) {
 // (counted in Ahead), frames already held are duplicates (the first copy
 // wins). It returns the number of new frames stored.
 //
-// Errors: [ErrFlood] when the client is over its datagram rate (nothing was
+// Errors: errFlood when the client is over its datagram rate (nothing was
 // decoded; the caller may disconnect a client that keeps doing this);
-// [ErrMalformed] or [ErrNoBaseline] from decoding (drop the datagram). Quantized
+// [ErrMalformed] or errNoBaseline from decoding (drop the datagram). Quantized
 // codes are validated while decoding, so every stored value is in range.
 // Never panics; allocation-free on success.
-func (l *Log[I]) Receive(r *bitio.Reader, now uint32) (int, error) {
+func (l *inputLog[I]) Receive(r *bitio.Reader, now uint32) (int, error) {
 	if l.tokens < 1 {
 		l.stats.Flooded++
-		return 0, ErrFlood
+		return 0, errFlood
 	}
 	l.tokens--
 	if err := l.c.ReadFrames(r, now, l, &l.batch); err != nil {
-		if errors.Is(err, ErrNoBaseline) {
+		if errors.Is(err, errNoBaseline) {
 			l.stats.NoBaseline++
 		} else {
 			l.stats.Malformed++
@@ -237,11 +237,11 @@ func (l *Log[I]) Receive(r *bitio.Reader, now uint32) (int, error) {
 }
 
 // Consume returns in *dst the input to apply at tick: the client's frame if
-// held, else the last applied input repeated ([StatusMissing]), else the
-// zero input ([StatusNone]). Call it once per server tick with increasing
+// held, else the last applied input repeated (statusMissing), else the
+// zero input (statusNone). Call it once per server tick with increasing
 // ticks; it also refills the flood budget and measures the input buffer
-// depth for [Log.Feedback]. Allocation-free, O(NumLanes).
-func (l *Log[I]) Consume(tick uint32, dst *I) Status {
+// depth for inputLog.Feedback. Allocation-free, O(NumLanes).
+func (l *inputLog[I]) Consume(tick uint32, dst *I) logStatus {
 	l.tokens = min(l.tokens+l.cfg.DatagramsPerTick, float64(l.cfg.Burst))
 	l.stats.Consumed++
 	if l.hasNewest {
@@ -258,7 +258,7 @@ func (l *Log[I]) Consume(tick uint32, dst *I) Status {
 		l.stats.Received++
 		s := l.slot(tick)
 		l.view, l.hasView = l.views[s], l.viewed[s]
-		return StatusReceived
+		return statusReceived
 	}
 	l.hasView = false
 	if l.hasLast {
@@ -266,31 +266,31 @@ func (l *Log[I]) Consume(tick uint32, dst *I) Status {
 		l.stats.Missing++
 		if h := l.c.hold; h >= 0 && int32(tick-l.lastTick) > int32(h) {
 			l.stats.Outage++
-			return StatusOutage
+			return statusOutage
 		}
-		return StatusMissing
+		return statusMissing
 	}
 	var zero I
 	*dst = zero
-	return StatusNone
+	return statusNone
 }
 
 // View returns the view lag the client reported with the frame the last
-// [Log.Consume] returned: how far behind that tick, in quarter ticks, its
+// inputLog.Consume returned: how far behind that tick, in quarter ticks, its
 // render clock was when it sampled the input (what it saw when it acted,
 // for lag compensation). ok is false if that Consume did not return the
 // client's own frame for the tick, or the frame carried no view lag.
-func (l *Log[I]) View() (quarterTicks uint16, ok bool) { return l.view, l.hasView }
+func (l *inputLog[I]) View() (quarterTicks uint16, ok bool) { return l.view, l.hasView }
 
 // LastApplied returns the tick of the client frame whose values the last
-// [Log.Consume] returned (older than the consumed tick when the frame was
+// inputLog.Consume returned (older than the consumed tick when the frame was
 // missing); ok is false before the first received frame. The server sends it
-// with the predicted entity's state (see [Predictor.Reconcile]).
-func (l *Log[I]) LastApplied() (tick uint32, ok bool) { return l.lastTick, l.hasLast }
+// with the predicted entity's state (see predictor.Reconcile).
+func (l *inputLog[I]) LastApplied() (tick uint32, ok bool) { return l.lastTick, l.hasLast }
 
 // Feedback returns the client's feedback and starts a new depth window.
-func (l *Log[I]) Feedback() Feedback {
-	f := Feedback{Ack: l.newest, HasAck: l.hasNewest, Depth: l.depth}
+func (l *inputLog[I]) Feedback() feedback {
+	f := feedback{Ack: l.newest, HasAck: l.hasNewest, Depth: l.depth}
 	if l.hasDepth {
 		f.Depth = l.minDepth
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // section encodes frames for ticks first.. with keys values ks.
-func section(t *testing.T, c *Codec[shooterInput], first uint32, ks ...uint16) []byte {
+func section(t *testing.T, c *codec[shooterInput], first uint32, ks ...uint16) []byte {
 	t.Helper()
 	nl := c.NumLanes()
 	frames := make([]uint64, len(ks)*nl)
@@ -24,11 +24,11 @@ func section(t *testing.T, c *Codec[shooterInput], first uint32, ks ...uint16) [
 
 func TestLogStoreAndConsume(t *testing.T) {
 	c := newShooterCodec(t, Config{})
-	l, err := NewLog(c, LogConfig{MaxLead: 8})
+	l, err := newInputLog(c, LogConfig{MaxLead: 8})
 	require.NoError(t, err)
 	var in shooterInput
 
-	require.Equal(t, StatusNone, l.Consume(9, &in))
+	require.Equal(t, statusNone, l.Consume(9, &in))
 	require.Equal(t, shooterInput{}, in)
 
 	n, err := l.Receive(bitio.NewReader(section(t, c, 10, 1, 2, 3, 4)), 10)
@@ -44,18 +44,18 @@ func TestLogStoreAndConsume(t *testing.T) {
 	require.Equal(t, 2, n)
 
 	for tick := uint32(10); tick <= 14; tick++ {
-		require.Equal(t, StatusReceived, l.Consume(tick, &in))
+		require.Equal(t, statusReceived, l.Consume(tick, &in))
 		require.Equal(t, uint16(tick-9), in.Keys)
 		last, ok := l.LastApplied()
 		require.True(t, ok)
 		require.Equal(t, tick, last)
 	}
 	// 15 missing: the input of 14 repeats.
-	require.Equal(t, StatusMissing, l.Consume(15, &in))
+	require.Equal(t, statusMissing, l.Consume(15, &in))
 	require.Equal(t, uint16(5), in.Keys)
 	last, _ := l.LastApplied()
 	require.Equal(t, uint32(14), last)
-	require.Equal(t, StatusReceived, l.Consume(16, &in))
+	require.Equal(t, statusReceived, l.Consume(16, &in))
 	require.Equal(t, uint16(7), in.Keys)
 
 	// A frame for 15 now is late; 16 is a duplicate.
@@ -86,7 +86,7 @@ func TestLogStoreAndConsume(t *testing.T) {
 
 func TestLogFirstCopyWins(t *testing.T) {
 	c := newShooterCodec(t, Config{})
-	l, err := NewLog(c, LogConfig{})
+	l, err := newInputLog(c, LogConfig{})
 	require.NoError(t, err)
 	_, err = l.Receive(bitio.NewReader(section(t, c, 5, 1)), 5)
 	require.NoError(t, err)
@@ -99,7 +99,7 @@ func TestLogFirstCopyWins(t *testing.T) {
 
 func TestLogFlood(t *testing.T) {
 	c := newShooterCodec(t, Config{})
-	l, err := NewLog(c, LogConfig{DatagramsPerTick: 2, Burst: 5})
+	l, err := newInputLog(c, LogConfig{DatagramsPerTick: 2, Burst: 5})
 	require.NoError(t, err)
 	data := section(t, c, 1, 1)
 	for i := 0; i < 5; i++ {
@@ -107,7 +107,7 @@ func TestLogFlood(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err = l.Receive(bitio.NewReader(data), 1)
-	require.ErrorIs(t, err, ErrFlood)
+	require.ErrorIs(t, err, errFlood)
 	var in shooterInput
 	l.Consume(1, &in) // refills 2
 	for i := 0; i < 2; i++ {
@@ -115,7 +115,7 @@ func TestLogFlood(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err = l.Receive(bitio.NewReader(data), 2)
-	require.ErrorIs(t, err, ErrFlood)
+	require.ErrorIs(t, err, errFlood)
 	require.Equal(t, uint64(2), l.Stats().Flooded)
 
 	// A well-behaved client at one datagram per tick is never refused.
@@ -128,7 +128,7 @@ func TestLogFlood(t *testing.T) {
 
 func TestLogHostile(t *testing.T) {
 	c := newShooterCodec(t, Config{})
-	l, err := NewLog(c, LogConfig{MaxLead: 32, Burst: 1000})
+	l, err := newInputLog(c, LogConfig{MaxLead: 32, Burst: 1000})
 	require.NoError(t, err)
 	var in shooterInput
 	for tick := uint32(0); tick < 100; tick++ {
@@ -154,11 +154,11 @@ func TestLogHostile(t *testing.T) {
 	require.ErrorIs(t, err, ErrMalformed)
 	require.Equal(t, uint64(2), l.Stats().Malformed)
 
-	_, err = NewLog(c, LogConfig{MaxLead: MaxLeadLimit + 1})
+	_, err = newInputLog(c, LogConfig{MaxLead: MaxLeadLimit + 1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = NewLog(c, LogConfig{DatagramsPerTick: -1})
+	_, err = newInputLog(c, LogConfig{DatagramsPerTick: -1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = NewLog(c, LogConfig{Burst: -1})
+	_, err = newInputLog(c, LogConfig{Burst: -1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 
@@ -166,8 +166,8 @@ func TestLogHostile(t *testing.T) {
 // at the log, and a baseline the log no longer holds fails cleanly.
 func TestSenderLogAckedBaseline(t *testing.T) {
 	c := newShooterCodec(t, Config{})
-	s := NewSender(c)
-	l, err := NewLog(c, LogConfig{Burst: 1000})
+	s := newSender(c)
+	l, err := newInputLog(c, LogConfig{Burst: 1000})
 	require.NoError(t, err)
 	var w bitio.Writer
 	require.Equal(t, 0, s.AppendFrames(&w))
@@ -179,7 +179,7 @@ func TestSenderLogAckedBaseline(t *testing.T) {
 		require.Equal(t, min(4, int(tick)), s.AppendFrames(&w))
 		_, err := l.Receive(bitio.NewReader(w.Bytes()), tick)
 		require.NoError(t, err)
-		require.Equal(t, StatusReceived, l.Consume(tick, &got))
+		require.Equal(t, statusReceived, l.Consume(tick, &got))
 		require.Equal(t, in, got)
 		if tick%5 == 0 {
 			f := l.Feedback()
@@ -202,42 +202,42 @@ func TestSenderLogAckedBaseline(t *testing.T) {
 	require.Equal(t, uint16(999), got.Keys)
 
 	// A fresh log does not hold the sender's baseline.
-	l2, err := NewLog(c, LogConfig{})
+	l2, err := newInputLog(c, LogConfig{})
 	require.NoError(t, err)
 	_, err = l2.Receive(bitio.NewReader(w.Bytes()), 200)
-	require.ErrorIs(t, err, ErrNoBaseline)
+	require.ErrorIs(t, err, errNoBaseline)
 	require.Equal(t, uint64(1), l2.Stats().NoBaseline)
 }
 
 func TestFeedbackRoundTrip(t *testing.T) {
-	for _, f := range []Feedback{{}, {Ack: 70000, HasAck: true, Depth: 3}, {Ack: 5, HasAck: true, Depth: -7}, {Depth: 1000}} {
+	for _, f := range []feedback{{}, {Ack: 70000, HasAck: true, Depth: 3}, {Ack: 5, HasAck: true, Depth: -7}, {Depth: 1000}} {
 		var w bitio.Writer
-		AppendFeedback(&w, f)
-		got, err := ReadFeedback(bitio.NewReader(w.Bytes()), f.Ack+100)
+		appendFeedback(&w, f)
+		got, err := readFeedback(bitio.NewReader(w.Bytes()), f.Ack+100)
 		require.NoError(t, err)
 		want := f
-		want.Depth = min(max(f.Depth, -MaxFeedbackDepth), MaxFeedbackDepth)
+		want.Depth = min(max(f.Depth, -maxFeedbackDepth), maxFeedbackDepth)
 		if !f.HasAck {
 			want.Ack = 0
 		}
 		require.Equal(t, want, got)
 		full := w.Bytes()
 		for n := 0; n < len(full)-1; n++ {
-			_, err := ReadFeedback(bitio.NewReader(full[:n]), 0)
+			_, err := readFeedback(bitio.NewReader(full[:n]), 0)
 			require.ErrorIs(t, err, ErrMalformed)
 		}
 	}
 	var w bitio.Writer
 	w.WriteBool(false)
 	w.WriteExpGolomb(bitio.ZigZag(1000), 0)
-	_, err := ReadFeedback(bitio.NewReader(w.Bytes()), 0)
+	_, err := readFeedback(bitio.NewReader(w.Bytes()), 0)
 	require.ErrorIs(t, err, ErrMalformed)
 }
 
 func TestSteadyStateAllocs(t *testing.T) {
 	c := newShooterCodec(t, Config{})
-	s := NewSender(c)
-	l, err := NewLog(c, LogConfig{})
+	s := newSender(c)
+	l, err := newInputLog(c, LogConfig{})
 	require.NoError(t, err)
 	var w bitio.Writer
 	var r bitio.Reader

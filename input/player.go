@@ -80,9 +80,8 @@ type PlayerStats struct {
 // authoritative state, samples the input of the input ticks due, predicts
 // them with the game's step function, sends the input (redundantly, only
 // changed fields), and draws the predicted pose with corrections smoothed.
-// It wires the low-level parts together — [Codec], [Sender], [TickSync],
-// [Predictor], interp.Smoother — which stay available for games that need
-// another arrangement.
+// It wires the input codec, the sender of redundant frames, a [TickSync],
+// the predictor and an interp.Smoother together.
 //
 // The predicted entity is the client's mirror of the entity with component S
 // whose owner is this client (the server's [Authority] steps it). Between
@@ -99,10 +98,10 @@ type Player[S, I any] struct {
 	cl    *replication.Client
 	world *arche.World
 
-	codec  *Codec[I]
-	sender *Sender[I]
+	codec  *codec[I]
+	sender *sender[I]
 	sync   *TickSync
-	pred   *Predictor[S, I]
+	pred   *predictor[S, I]
 	smooth interp.Smoother
 	w      bitio.Writer
 
@@ -140,12 +139,12 @@ func NewPlayer[S, I any](cl *replication.Client, cfg PlayerConfig[S, I]) (*Playe
 	}
 	p := &Player[S, I]{cfg: cfg, cl: cl, world: cl.World(), smooth: interp.Smoother{Config: cfg.Smoother}}
 	var err error
-	if p.codec, err = NewCodec[I](cfg.Input); err != nil {
+	if p.codec, err = newCodec[I](cfg.Input); err != nil {
 		return nil, err
 	}
-	p.sender = NewSender(p.codec)
+	p.sender = newSender(p.codec)
 	// Dt is set from the server's tick rate at the Welcome (see start).
-	if p.pred, err = NewPredictor(plan, cfg.Step, PredictorConfig{History: cfg.History}); err != nil {
+	if p.pred, err = newPredictor(plan, cfg.Step, predictorConfig{History: cfg.History}); err != nil {
 		return nil, err
 	}
 	p.idState = arche.TypeID(p.world, reflect.TypeFor[S]())
@@ -251,7 +250,7 @@ func (p *Player[S, I]) Update() error {
 func (p *Player[S, I]) push(t uint32, in *I) {
 	if clk := p.cl.InterpClock(); clk != nil && clk.Ready() {
 		q := math.Round(p.ViewLag(t) * 4)
-		p.sender.PushView(t, in, uint16(min(max(q, 0), MaxViewLag)))
+		p.sender.PushView(t, in, uint16(min(max(q, 0), maxViewLag)))
 		return
 	}
 	p.sender.Push(t, in)
@@ -442,6 +441,3 @@ func (p *Player[S, I]) ViewLag(tick uint32) float64 {
 
 // Clock returns the input clock (nil before the Welcome): lead, jitter.
 func (p *Player[S, I]) Clock() *TickSync { return p.sync }
-
-// Predictor returns the underlying predictor.
-func (p *Player[S, I]) Predictor() *Predictor[S, I] { return p.pred }

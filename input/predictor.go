@@ -15,36 +15,36 @@ import (
 // prediction to match.
 type StepFunc[S, I any] func(state *S, in *I, dt float64)
 
-// Rounder rounds a state to its quantized value in place: what the server
+// rounder rounds a state to its quantized value in place: what the server
 // must do to the authoritative state of every predicted entity at the end
 // of each tick (after the game's systems), so that server and client
 // continue from identical values — the client only ever sees the rounded
-// state, and the [Predictor] rounds its own state after every step the same
+// state, and the predictor rounds its own state after every step the same
 // way. Not safe for concurrent use (it owns scratch lanes).
-type Rounder[S any] struct {
+type rounder[S any] struct {
 	plan  *schema.Plan
 	lanes []uint64
 }
 
-// NewRounder returns a rounder for S with its schema plan; it fails if plan
+// newRounder returns a rounder for S with its schema plan; it fails if plan
 // is not S's plan.
-func NewRounder[S any](plan *schema.Plan) (*Rounder[S], error) {
+func newRounder[S any](plan *schema.Plan) (*rounder[S], error) {
 	if plan == nil || plan.Type != reflect.TypeFor[S]() {
 		return nil, fmt.Errorf("%w: plan is not the plan of %s", ErrInvalidConfig, reflect.TypeFor[S]())
 	}
-	return &Rounder[S]{plan: plan, lanes: make([]uint64, plan.NumLanes())}, nil
+	return &rounder[S]{plan: plan, lanes: make([]uint64, plan.NumLanes())}, nil
 }
 
 // Round quantizes *s and writes the dequantized value back (schema
 // Plan.Round). Allocation-free.
-func (r *Rounder[S]) Round(s *S) {
+func (r *rounder[S]) Round(s *S) {
 	r.plan.Quantize(unsafe.Pointer(s), r.lanes)
 	r.plan.Dequantize(r.lanes, unsafe.Pointer(s))
 }
 
-// PredictorConfig configures a [Predictor]. Its zero value keeps 128 ticks
+// predictorConfig configures a predictor. Its zero value keeps 128 ticks
 // of history at a 60 Hz step.
-type PredictorConfig struct {
+type predictorConfig struct {
 	// History is the number of ticks of (input, predicted state) kept; a
 	// server state older than that cannot be reconciled and is ignored
 	// ([ReconcileTooOld]). Zero: 128 (rounded up to a power of two).
@@ -53,7 +53,7 @@ type PredictorConfig struct {
 	Dt float64
 }
 
-// ReconcileStatus says what [Predictor.Reconcile] did.
+// ReconcileStatus says what predictor.Reconcile did.
 type ReconcileStatus uint8
 
 const (
@@ -82,7 +82,7 @@ func (s ReconcileStatus) String() string {
 	return fmt.Sprintf("ReconcileStatus(%d)", uint8(s))
 }
 
-// Correction is the result of [Predictor.Reconcile].
+// Correction is the result of predictor.Reconcile.
 type Correction[S any] struct {
 	Status ReconcileStatus
 	// Replayed is the number of ticks re-simulated.
@@ -100,14 +100,14 @@ type Correction[S any] struct {
 	MaxError uint64
 }
 
-// Predictor runs client-side prediction of one entity this client owns:
-// [Predictor.Predict] applies the game's step with the local input each tick
+// predictor runs client-side prediction of one entity this client owns:
+// predictor.Predict applies the game's step with the local input each tick
 // and keeps a ring of (tick, input, rounded predicted state as quantized
-// lanes); [Predictor.Reconcile] compares the server's authoritative state for
+// lanes); predictor.Reconcile compares the server's authoritative state for
 // a tick with the prediction for that tick, lane by lane, and on any
 // difference rewinds to the server's state and re-simulates the later ticks
 // with the stored inputs. Not safe for concurrent use.
-type Predictor[S, I any] struct {
+type predictor[S, I any] struct {
 	plan  *schema.Plan
 	step  StepFunc[S, I]
 	dt    float64
@@ -126,19 +126,19 @@ type Predictor[S, I any] struct {
 	scratch       []uint64
 	old           []uint64
 
-	stats PredictorStats
+	stats predictorStats
 }
 
-// PredictorStats counts reconciliations.
-type PredictorStats struct {
+// predictorStats counts reconciliations.
+type predictorStats struct {
 	Predicted, Matches, Corrections, Replayed, Stale, TooOld, Resets uint64
 }
 
-// NewPredictor returns a predictor for state S (with its schema plan, the
+// newPredictor returns a predictor for state S (with its schema plan, the
 // precision the server sends S with) and input I. It fails with
 // [ErrInvalidConfig] if plan is not S's plan, step is nil or cfg is out of
 // range. Allocates the history once.
-func NewPredictor[S, I any](plan *schema.Plan, step StepFunc[S, I], cfg PredictorConfig) (*Predictor[S, I], error) {
+func newPredictor[S, I any](plan *schema.Plan, step StepFunc[S, I], cfg predictorConfig) (*predictor[S, I], error) {
 	if plan == nil || plan.Type != reflect.TypeFor[S]() {
 		return nil, fmt.Errorf("%w: plan is not the plan of %s", ErrInvalidConfig, reflect.TypeFor[S]())
 	}
@@ -156,7 +156,7 @@ func NewPredictor[S, I any](plan *schema.Plan, step StepFunc[S, I], cfg Predicto
 	}
 	size := 1 << bits.Len(uint(cfg.History-1))
 	nl := plan.NumLanes()
-	return &Predictor[S, I]{
+	return &predictor[S, I]{
 		plan: plan, step: step, dt: cfg.Dt, mask: uint32(size - 1), nl: nl,
 		ticks:   make([]uint32, size),
 		ins:     make([]I, size),
@@ -166,19 +166,19 @@ func NewPredictor[S, I any](plan *schema.Plan, step StepFunc[S, I], cfg Predicto
 	}, nil
 }
 
-func (p *Predictor[S, I]) slot(tick uint32) int { return int(tick & p.mask) }
+func (p *predictor[S, I]) slot(tick uint32) int { return int(tick & p.mask) }
 
-func (p *Predictor[S, I]) slotLanes(i int) []uint64 { return p.lanes[i*p.nl : (i+1)*p.nl] }
+func (p *predictor[S, I]) slotLanes(i int) []uint64 { return p.lanes[i*p.nl : (i+1)*p.nl] }
 
 // round rounds p.state and stores its lanes in dst.
-func (p *Predictor[S, I]) round(dst []uint64) {
+func (p *predictor[S, I]) round(dst []uint64) {
 	p.plan.Quantize(unsafe.Pointer(&p.state), dst)
 	p.plan.Dequantize(dst, unsafe.Pointer(&p.state))
 }
 
 // Reset starts predicting from state, the state at the end of tick (e.g.
 // the entity's first authoritative state). The history is cleared.
-func (p *Predictor[S, I]) Reset(tick uint32, state *S) {
+func (p *predictor[S, I]) Reset(tick uint32, state *S) {
 	for i := range p.ticks {
 		p.ticks[i] = tick + 1 // never matches a tick ≤ tick until written
 	}
@@ -193,13 +193,13 @@ func (p *Predictor[S, I]) Reset(tick uint32, state *S) {
 }
 
 // Predict simulates tick with input in (already rounded by
-// [Sender.Push]), rounds the result, records it and returns the predicted
+// sender.Push), rounds the result, records it and returns the predicted
 // state (valid until the next call). Ticks skipped since the last Predict are
-// simulated with the previous input, as [Sender.Push] sends them. A tick not
-// after the last one is ignored. Before [Predictor.Reset], prediction starts
+// simulated with the previous input, as sender.Push sends them. A tick not
+// after the last one is ignored. Before predictor.Reset, prediction starts
 // from the zero state. Allocation-free; cost: one step and one
 // quantize/dequantize per tick (more after a gap, at most History).
-func (p *Predictor[S, I]) Predict(tick uint32, in *I) *S {
+func (p *predictor[S, I]) Predict(tick uint32, in *I) *S {
 	if !p.started {
 		var zero S
 		p.Reset(tick-1, &zero)
@@ -218,7 +218,7 @@ func (p *Predictor[S, I]) Predict(tick uint32, in *I) *S {
 	return &p.state
 }
 
-func (p *Predictor[S, I]) advance(tick uint32, in *I) {
+func (p *predictor[S, I]) advance(tick uint32, in *I) {
 	i := p.slot(tick)
 	p.ins[i] = *in
 	p.step(&p.state, &p.ins[i], p.dt)
@@ -230,7 +230,7 @@ func (p *Predictor[S, I]) advance(tick uint32, in *I) {
 
 // StateAt writes into dst the predicted state after tick (rounded, as
 // recorded) and reports whether tick is still in the history.
-func (p *Predictor[S, I]) StateAt(tick uint32, dst *S) bool {
+func (p *predictor[S, I]) StateAt(tick uint32, dst *S) bool {
 	i := p.slot(tick)
 	if !p.started || p.ticks[i] != tick || int32(tick-p.tick) > 0 {
 		return false
@@ -239,24 +239,24 @@ func (p *Predictor[S, I]) StateAt(tick uint32, dst *S) bool {
 	return true
 }
 
-// State returns the current predicted state (at [Predictor.Tick]).
-func (p *Predictor[S, I]) State() *S { return &p.state }
+// State returns the current predicted state (at predictor.Tick).
+func (p *predictor[S, I]) State() *S { return &p.state }
 
 // Tick returns the newest predicted tick.
-func (p *Predictor[S, I]) Tick() uint32 { return p.tick }
+func (p *predictor[S, I]) Tick() uint32 { return p.tick }
 
 // Stats returns the counters.
-func (p *Predictor[S, I]) Stats() PredictorStats { return p.stats }
+func (p *predictor[S, I]) Stats() predictorStats { return p.stats }
 
 // Reconcile takes the server's authoritative state at the end of tick and
 // lastInput, the tick of this client's input the server applied at tick
-// (older when it was missing; see [Log.LastApplied]). It compares the
+// (older when it was missing; see inputLog.LastApplied). It compares the
 // quantized state with the prediction for tick; if any lane differs, it
 // rewinds to the server's state and re-simulates ticks tick+1 … Tick() with
 // the stored inputs. Older or repeated states are ignored. The result says
 // what happened and carries the current state before and after.
 // Allocation-free; cost: O(lanes), plus one step per replayed tick.
-func (p *Predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[S] {
+func (p *predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[S] {
 	c := Correction[S]{InputMissing: int32(tick-lastInput) > 0, Old: p.state}
 	switch {
 	case !p.started || int32(tick-p.tick) > 0:

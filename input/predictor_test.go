@@ -8,17 +8,17 @@ import (
 	"github.com/archenet/archenet/replication/schema"
 )
 
-func newPlayerPredictor(t *testing.T) (*Predictor[player, fpsInput], *schema.Plan) {
+func newPlayerPredictor(t *testing.T) (*predictor[player, fpsInput], *schema.Plan) {
 	t.Helper()
 	plan := schema.MustRegister[player](schema.NewRegistry())
-	p, err := NewPredictor(plan, stepPlayer, PredictorConfig{History: 32})
+	p, err := newPredictor(plan, stepPlayer, predictorConfig{History: 32})
 	require.NoError(t, err)
 	return p, plan
 }
 
-func newPlayerPredictorB(b *testing.B) (*Predictor[player, fpsInput], *schema.Plan) {
+func newPlayerPredictorB(b *testing.B) (*predictor[player, fpsInput], *schema.Plan) {
 	plan := schema.MustRegister[player](schema.NewRegistry())
-	p, err := NewPredictor(plan, stepPlayer, PredictorConfig{})
+	p, err := newPredictor(plan, stepPlayer, predictorConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func newPlayerPredictorB(b *testing.B) (*Predictor[player, fpsInput], *schema.Pl
 
 func TestPredictorMatchAndCorrect(t *testing.T) {
 	p, plan := newPlayerPredictor(t)
-	r, err := NewRounder[player](plan)
+	r, err := newRounder[player](plan)
 	require.NoError(t, err)
 	var srv player
 	p.Reset(0, &srv)
@@ -99,13 +99,13 @@ func TestPredictorGapAndConfig(t *testing.T) {
 	p.Predict(3, &in)
 	require.Equal(t, before, *p.State(), "old ticks are ignored")
 
-	_, err := NewPredictor[player, fpsInput](plan, nil, PredictorConfig{})
+	_, err := newPredictor[player, fpsInput](plan, nil, predictorConfig{})
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	other := schema.MustRegister[fpsInput](schema.NewRegistry())
-	_, err = NewPredictor(other, stepPlayer, PredictorConfig{})
+	_, err = newPredictor(other, stepPlayer, predictorConfig{})
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = NewRounder[player](other)
+	_, err = newRounder[player](other)
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = NewPredictor(plan, stepPlayer, PredictorConfig{History: -1})
+	_, err = newPredictor(plan, stepPlayer, predictorConfig{History: -1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }

@@ -2,16 +2,16 @@ package input
 
 import "github.com/archenet/archenet/replication/bitio"
 
-// senderRing is the number of frames a [Sender] remembers: the newest
+// senderRing is the number of frames a sender remembers: the newest
 // MaxRedundancy frames plus a baseline up to 64 ticks older, rounded up to a
 // power of two.
 const senderRing = 128
 
-// Sender is the client side of input frames: it keeps the newest frames the
+// sender is the client side of input frames: it keeps the newest frames the
 // client produced, and the newest tick the server acknowledged holding, and
 // writes input sections for outgoing datagrams. Not safe for concurrent use.
-type Sender[I any] struct {
-	c      *Codec[I]
+type sender[I any] struct {
+	c      *codec[I]
 	nl     int
 	lanes  []uint64 // senderRing frames
 	has    bool
@@ -25,13 +25,13 @@ type Sender[I any] struct {
 	outV   [MaxRedundancy]uint16
 }
 
-// NewSender returns a sender for codec c. Allocates its history once.
-func NewSender[I any](c *Codec[I]) *Sender[I] {
+// newSender returns a sender for codec c. Allocates its history once.
+func newSender[I any](c *codec[I]) *sender[I] {
 	nl := c.NumLanes()
-	return &Sender[I]{c: c, nl: nl, lanes: make([]uint64, senderRing*nl), out: make([]uint64, MaxRedundancy*nl)}
+	return &sender[I]{c: c, nl: nl, lanes: make([]uint64, senderRing*nl), out: make([]uint64, MaxRedundancy*nl)}
 }
 
-func (s *Sender[I]) slot(tick uint32) []uint64 {
+func (s *sender[I]) slot(tick uint32) []uint64 {
 	i := int(tick%senderRing) * s.nl
 	return s.lanes[i : i+s.nl]
 }
@@ -43,17 +43,17 @@ func (s *Sender[I]) slot(tick uint32) []uint64 {
 // A gap (ticks skipped after a clock resync) is filled with copies of the
 // previous input, so sections always hold consecutive ticks.
 // Allocation-free, O(NumLanes).
-func (s *Sender[I]) Push(tick uint32, in *I) bool { return s.push(tick, in, 0, false) }
+func (s *sender[I]) Push(tick uint32, in *I) bool { return s.push(tick, in, 0, false) }
 
 // PushView is Push with the frame's view lag: how far behind tick, in
 // quarter ticks, the client's render clock was when it sampled in (at most
-// [MaxViewLag]), for the server's lag compensation ([Log.View]). A section
+// maxViewLag), for the server's lag compensation (inputLog.View). A section
 // carries view lags when every frame in it has one.
-func (s *Sender[I]) PushView(tick uint32, in *I, quarterTicks uint16) bool {
-	return s.push(tick, in, min(quarterTicks, MaxViewLag), true)
+func (s *sender[I]) PushView(tick uint32, in *I, quarterTicks uint16) bool {
+	return s.push(tick, in, min(quarterTicks, maxViewLag), true)
 }
 
-func (s *Sender[I]) push(tick uint32, in *I, view uint16, viewed bool) bool {
+func (s *sender[I]) push(tick uint32, in *I, view uint16, viewed bool) bool {
 	if s.has && int32(tick-s.newest) <= 0 {
 		return false
 	}
@@ -78,13 +78,13 @@ func (s *Sender[I]) push(tick uint32, in *I, view uint16, viewed bool) bool {
 }
 
 // Newest returns the newest pushed tick; ok is false before the first Push.
-func (s *Sender[I]) Newest() (tick uint32, ok bool) { return s.newest, s.has }
+func (s *sender[I]) Newest() (tick uint32, ok bool) { return s.newest, s.has }
 
 // Ack records that the server holds the frame of tick (from its feedback,
-// [Feedback].Ack). Older and duplicate acks are ignored. Sections then code
+// feedback.Ack). Older and duplicate acks are ignored. Sections then code
 // their oldest frame against that frame while it is within the baseline
 // window. O(1).
-func (s *Sender[I]) Ack(tick uint32) {
+func (s *sender[I]) Ack(tick uint32) {
 	if !s.has || int32(tick-s.newest) > 0 {
 		return // acks a tick never sent: ignore
 	}
@@ -97,7 +97,7 @@ func (s *Sender[I]) Ack(tick uint32) {
 // AppendFrames writes an input section with the newest min(N, frames held)
 // frames to w and returns how many it wrote (0, writing nothing, before the
 // first Push). Allocation-free once w's buffer has grown; O(N·NumLanes).
-func (s *Sender[I]) AppendFrames(w *bitio.Writer) int {
+func (s *sender[I]) AppendFrames(w *bitio.Writer) int {
 	if !s.has {
 		return 0
 	}

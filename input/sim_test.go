@@ -58,7 +58,7 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 	require.True(t, ok)
 	sconn := sconnT.(*sim.Conn)
 
-	codec, err := NewCodec[fpsInput](Config{})
+	codec, err := newCodec[fpsInput](Config{})
 	require.NoError(t, err)
 	reg := schema.NewRegistry()
 	plan := schema.MustRegister[player](reg)
@@ -66,9 +66,9 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 	tickDur := func(n int) time.Duration { return time.Duration(n) * time.Second / 60 }
 
 	// Server.
-	log, err := NewLog(codec, LogConfig{})
+	log, err := newInputLog(codec, LogConfig{})
 	require.NoError(t, err)
-	rounder, err := NewRounder[player](plan)
+	rounder, err := newRounder[player](plan)
 	require.NoError(t, err)
 	var srv player
 	srvLanes := map[uint32][]uint64{}
@@ -78,8 +78,8 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 	// Client.
 	sync, err := NewTickSync(SyncConfig{})
 	require.NoError(t, err)
-	sender := NewSender(codec)
-	pred, err := NewPredictor(plan, stepPlayer, PredictorConfig{})
+	sender := newSender(codec)
+	pred, err := newPredictor(plan, stepPlayer, predictorConfig{})
 	require.NoError(t, err)
 	script := inputScript{rng: rand.New(rand.NewPCG(seed, 99))}
 	lastReconciled := uint32(0)
@@ -104,17 +104,17 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 			}
 			st := log.Consume(tick, &in)
 			measured := nextServer > warm && nextServer <= ticks
-			if st != StatusReceived {
+			if st != statusReceived {
 				missingAt[tick] = true
 			}
-			if st == StatusMissing {
+			if st == statusMissing {
 				if measured {
 					res.missing++
 				} else {
 					res.warmMissing++
 				}
 			}
-			if measured && st == StatusReceived {
+			if measured && st == statusReceived {
 				res.received++
 			}
 			if measured {
@@ -139,7 +139,7 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 			sw.Reset(sw.Bytes()[:0])
 			sw.WriteBits(uint64(tick), 32)
 			sw.WriteBits(uint64(last), 32)
-			AppendFeedback(&sw, fb)
+			appendFeedback(&sw, fb)
 			plan.Write(&sw, lanes, true)
 			require.NoError(t, sconn.SendDatagram(append([]byte(nil), sw.Bytes()...)))
 			nextServer++
@@ -158,7 +158,7 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 			tick := uint32(r.ReadBits(32))
 			last := uint32(r.ReadBits(32))
 			newest, _ := sender.Newest()
-			fb, err := ReadFeedback(r, newest)
+			fb, err := readFeedback(r, newest)
 			require.NoError(t, err)
 			var lanes = make([]uint64, plan.NumLanes())
 			require.NoError(t, plan.Read(r, lanes, true))

@@ -98,7 +98,7 @@ const (
 //	lead = upstream delay + JitterMargin × jitter + Safety   (ticks)
 //
 // The upstream delay starts as RTT/2 and is then measured from the server's
-// [Feedback].Depth: an input for tick T was stamped when the client ran lead
+// feedback.Depth: an input for tick T was stamped when the client ran lead
 // ticks ahead, and the server held it depth ticks before consuming T, so the
 // upstream delay was lead − depth. The client tick rate is scaled within
 // 1±MaxScale to follow the target lead smoothly; only an error above
@@ -169,7 +169,7 @@ func (s *TickSync) ObserveRTT(rtt time.Duration) {
 	s.rtt += (rtt.Seconds() - s.rtt) * rttGain
 }
 
-// ObserveFeedback records the server's [Feedback].Depth for this client
+// ObserveFeedback records the server's feedback.Depth for this client
 // (call it only when the feedback has an ack, i.e. the server has input).
 // It refines the upstream-delay estimate that the target lead is built on.
 func (s *TickSync) ObserveFeedback(depth int) {

@@ -372,7 +372,7 @@ type InputReport struct {
 	// the snapshot: the reconciliation point of predicted entities.
 	Applied uint32
 	// Held and Depth, if HasFeedback, are the input feedback: the newest
-	// input tick the server holds (input.Sender.Ack) and the ticks of input
+	// input tick the server holds (the input sender stops resending up to it) and the ticks of input
 	// it held beyond the one consumed (input.TickSync.ObserveFeedback).
 	Held        uint32
 	Depth       int

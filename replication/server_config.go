@@ -123,12 +123,12 @@ type ServerConfig struct {
 	// a client; it rides in that client's snapshot datagrams (see
 	// Client.InputAck) so predicted entities reconcile at the right tick.
 	InputAck func(c ClientID) (tick uint32, ok bool)
-	// InputFeedback, if set, returns a client's input feedback, e.g. from
-	// input.Log.Feedback: the newest input tick the server holds and the
+	// InputFeedback, if set, returns a client's input feedback (input's
+	// Authority sets it from each client's input log): the newest input tick the server holds and the
 	// depth (ticks of input held beyond the one consumed, negative when
 	// inputs arrive late). It is called once per snapshot datagram built for
 	// the client, when InputAck reports a tick, and rides along with it
-	// (Client.InputReport) for the client's input sender (Sender.Ack) and
+	// (Client.InputReport) for the client's input sender (its resend window) and
 	// clock (TickSync.ObserveFeedback).
 	InputFeedback func(c ClientID) (held uint32, depth int, ok bool)
 	// OnConnect and OnDisconnect, if set, are called when a client completes

@@ -25,7 +25,7 @@ var DocumentedPackages = []string{
 	"replication/internal/snapshot",
 	"replication/bitio",
 	"replication/timing",
-	"replication/quant",
+	"replication/internal/quant",
 	"replication/replicationtest",
 	"replication",
 	"replication/schema",

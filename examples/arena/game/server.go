@@ -247,10 +247,7 @@ func (g *ServerGame) Pushes(id replication.ClientID) uint64 {
 
 // InputStats returns the input log counters of client id.
 func (g *ServerGame) InputStats(id replication.ClientID) (input.Stats, bool) {
-	if l := g.auth.Log(id); l != nil {
-		return l.Stats(), true
-	}
-	return input.Stats{}, false
+	return g.auth.ClientStats(id)
 }
 
 // Entities returns the number of replicated entities.

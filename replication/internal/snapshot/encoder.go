@@ -201,7 +201,7 @@ type BuildOptions struct {
 	HasInputAck bool
 	// InputHeld and InputDepth, when HasInputFeedback is set (and
 	// HasInputAck), are the input feedback for the client's sender and
-	// clock (input.Log.Feedback): the newest input tick the server holds
+	// clock (from the server's input log): the newest input tick the server holds
 	// (the client may stop resending up to it) and how many ticks of input
 	// it held beyond the one it consumed (negative when inputs arrive late).
 	// InputHeld is sent relative to InputAck and clamped to ±MaxInputLead
