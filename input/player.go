@@ -154,7 +154,7 @@ func NewPlayer[S, I any](cl *replication.Client, cfg PlayerConfig[S, I]) (*Playe
 	}
 	cl.SetInput(p.appendInput)
 	cl.OnSnapshot(p.onSnapshot)
-	cl.ExpectSystem(replication.SystemPredict) // (the client warns if Update does not run)
+	cl.ExpectPredictSystem() // (the client warns if Update does not run)
 	return p, nil
 }
 
@@ -191,7 +191,7 @@ func (p *Player[S, I]) start() error {
 // client is ready.
 func (p *Player[S, I]) Update() error {
 	now := p.cfg.Now()
-	p.cl.SystemRan(replication.SystemPredict)
+	p.cl.PredictSystemRan()
 	if !p.cl.Ready() {
 		// Ack the snapshots while the initial world arrives: the server
 		// drops a client that acknowledges none (ServerConfig.JoinTimeout),

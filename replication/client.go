@@ -115,7 +115,8 @@ type ClientConfig struct {
 	// The client also logs it at ERROR.
 	OnError func(err error)
 	// Logger receives connection events and the warnings about systems of
-	// the client's frame that do not run (ClientSystem). Nil:
+	// the client's frame that do not run (Receive, Send, Interpolate and a
+	// declared prediction system; see Client.ExpectPredictSystem). Nil:
 	// slog.Default().
 	Logger *slog.Logger
 }
@@ -468,7 +469,7 @@ func (c *Client) Receive() {
 		return
 	}
 	now := c.cfg.Now()
-	c.watch.note(SystemReceive, now)
+	c.watch.note(systemReceive, now)
 	defer c.checkLiveness(now)
 	for {
 		m, ok := c.conn.PollMessage()
@@ -681,7 +682,7 @@ func (c *Client) applyView(v *snapshot.View) {
 // configured, the input section.
 func (c *Client) Send() {
 	now := c.cfg.Now()
-	c.watch.note(SystemSend, now)
+	c.watch.note(systemSend, now)
 	c.checkSystems(now)
 	if c.state != StateJoined && c.state != StateReady {
 		return

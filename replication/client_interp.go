@@ -198,7 +198,7 @@ func (c *Client) laneOffset(set uint64, id uint8) int {
 // [Client.InterpolationSystem]. Allocation-free.
 func (c *Client) Interpolate() {
 	now := c.cfg.Now()
-	c.watch.note(SystemInterpolate, now)
+	c.watch.note(systemInterpolate, now)
 	c.checkSystems(now)
 	if c.clock == nil {
 		return

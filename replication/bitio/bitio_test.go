@@ -84,7 +84,7 @@ func writeOps(w *Writer, ops []op) {
 		case 4:
 			w.WriteBool(o.v == 1)
 		case 5:
-			w.WriteZigZag(int64(o.v), o.n)
+			w.WriteBits(ZigZag(int64(o.v)), o.n)
 		}
 	}
 }
@@ -105,7 +105,7 @@ func readOp(r *Reader, o op) uint64 {
 		}
 		return 0
 	default:
-		return uint64(r.ReadZigZag(o.n))
+		return uint64(UnZigZag(r.ReadBits(o.n)))
 	}
 }
 
@@ -205,7 +205,8 @@ func TestAppendBitsAndAlign(t *testing.T) {
 	}
 	var w Writer
 	w.WriteBits(1, 3)
-	w.WriteBytesAligned([]byte{0xaa, 0xbb})
+	w.Align()
+	w.WriteBits(0xbbaa, 16)
 	require.Equal(t, []byte{1, 0xaa, 0xbb}, w.Bytes())
 	r := NewReader(w.Bytes())
 	require.Equal(t, uint64(1), r.ReadBits(3))
@@ -322,7 +323,7 @@ func TestRiceCodeMatchesWriter(t *testing.T) {
 			b.WriteBits(5, 3)
 			a.WriteRice(v, k)
 			code, n, ok := RiceCode(v, k)
-			if ok != (v>>k < RiceLimit) {
+			if ok != (v>>k < riceLimit) {
 				t.Fatalf("RiceCode(%d, %d) ok = %v", v, k, ok)
 			}
 			if !ok {

@@ -13,7 +13,7 @@
 //
 //   - [Writer]: append-style, reusable ([Writer.Reset]); [Writer.WriteBits],
 //     [Writer.WriteBool], [Writer.WriteUvarint], [Writer.WriteVarint],
-//     [Writer.WriteZigZag], [Writer.WriteExpGolomb], [Writer.WriteRice],
+//     [Writer.WriteExpGolomb], [Writer.WriteRice],
 //     [Writer.AppendBits], [Writer.Align], [Writer.Truncate], [Writer.Bytes].
 //     Allocation-free once its buffer has grown. [Writer.PutBits] is
 //     WriteBits without its checks, for hot loops (it inlines), with

@@ -168,9 +168,6 @@ func (r *Reader) ReadUvarint() uint64 {
 // ReadVarint reads a value written by [Writer.WriteVarint].
 func (r *Reader) ReadVarint() int64 { return UnZigZag(r.ReadUvarint()) }
 
-// ReadZigZag reads an n-bit zigzag field written by [Writer.WriteZigZag].
-func (r *Reader) ReadZigZag(n uint) int64 { return UnZigZag(r.ReadBits(n)) }
-
 // ReadExpGolomb reads a value written by [Writer.WriteExpGolomb] with the
 // same k. At most 62−k leading zero bits are accepted (the writer's range), so
 // the loop is bounded; more is [ErrOverflow].
@@ -235,7 +232,7 @@ func (r *Reader) ReadRice(k uint) uint64 {
 	// Fast path: a short code in the next 8 bytes of the buffer.
 	if i := r.pos >> 3; uint64(i)+8 <= uint64(len(r.buf)) && k <= 29 {
 		win := binary.LittleEndian.Uint64(r.buf[i:]) >> (r.pos & 7)
-		if q := uint(bits.TrailingZeros64(win)); q < RiceLimit {
+		if q := uint(bits.TrailingZeros64(win)); q < riceLimit {
 			r.pos += q + 1 + k
 			return uint64(q)<<k | win>>(q+1)&(1<<k-1)
 		}
@@ -252,7 +249,7 @@ func (r *Reader) readRice(k uint) uint64 {
 	if k > 29 {
 		return r.fail(ErrOverflow)
 	}
-	for q := uint64(0); q < RiceLimit; q++ {
+	for q := uint64(0); q < riceLimit; q++ {
 		b := r.ReadBits(1)
 		if r.err != nil {
 			return 0
@@ -272,7 +269,7 @@ func (r *Reader) readRice(k uint) uint64 {
 	if e >= 1<<62 {
 		return r.fail(ErrOverflow)
 	}
-	return e + RiceLimit<<k
+	return e + riceLimit<<k
 }
 
 // Align skips to the next byte boundary.

@@ -111,10 +111,6 @@ func (w *Writer) WriteUvarint(v uint64) {
 // WriteVarint writes the zigzag encoding of v with [Writer.WriteUvarint].
 func (w *Writer) WriteVarint(v int64) { w.WriteUvarint(ZigZag(v)) }
 
-// WriteZigZag writes the zigzag encoding of v in exactly n bits. The caller
-// guarantees that ZigZag(v) fits; higher bits are dropped.
-func (w *Writer) WriteZigZag(v int64, n uint) { w.WriteBits(ZigZag(v), n) }
-
 // WriteExpGolomb writes v with an order-k exponential-Golomb code laid out
 // least significant bit first: for x = v + 2^k with bit length L, the code
 // is L−k−1 zero bits, a one bit, then the L−1 bits of x below its leading
@@ -201,18 +197,6 @@ func (w *Writer) Align() {
 	}
 }
 
-// WriteBytesAligned appends whole bytes; it first pads to a byte boundary.
-func (w *Writer) WriteBytesAligned(p []byte) {
-	w.Align()
-	for w.n > 0 && len(p) > 0 {
-		w.WriteBits(uint64(p[0]), 8)
-		p = p[1:]
-	}
-	if w.n == 0 {
-		w.buf = append(w.buf, p...)
-	}
-}
-
 // AppendBits appends the first nbits bits of src (a stream produced by
 // another Writer) at the current bit position. Cost: O(nbits/64), one
 // 64-bit write per word.
@@ -263,12 +247,12 @@ func ZigZag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 // UnZigZag inverts [ZigZag].
 func UnZigZag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
-// RiceLimit is the longest unary quotient of a Rice code ([Writer.WriteRice]);
+// riceLimit is the longest unary quotient of a Rice code ([Writer.WriteRice]);
 // larger values take the escape.
-const RiceLimit = 3
+const riceLimit = 3
 
 // WriteRice writes v as a Golomb–Rice code of order k whose unary quotient
-// is limited: for q = v>>k below [RiceLimit], q zero bits, a one bit and
+// is limited: for q = v>>k below [riceLimit], q zero bits, a one bit and
 // the k low bits of v; otherwise RiceLimit zero bits, then the order-(k+1)
 // exp-Golomb code of v − RiceLimit·2^k. Residuals near their typical size
 // take fewer bits than with exp-Golomb; the tail grows as exp-Golomb.
@@ -281,16 +265,16 @@ func (w *Writer) WriteRice(v uint64, k uint) {
 		w.PutBits(code, n)
 		return
 	}
-	w.WriteBits(0, RiceLimit)
-	w.WriteExpGolomb(v-RiceLimit<<k, k+1)
+	w.WriteBits(0, riceLimit)
+	w.WriteExpGolomb(v-riceLimit<<k, k+1)
 }
 
 // RiceCode returns [Writer.WriteRice]'s code of v at order k ≤ 29 and its
-// length when its quotient is below [RiceLimit] (ok; else the code takes
+// length when its quotient is below [riceLimit] (ok; else the code takes
 // the escape, which WriteRice writes), for [Writer.PutBits] in hot loops.
 func RiceCode(v uint64, k uint) (code uint64, n uint, ok bool) {
 	k &= 63
-	if q := v >> k; q < RiceLimit {
+	if q := v >> k; q < riceLimit {
 		return (v&(1<<k-1))<<(q+1) | 1<<q, uint(q) + 1 + k, true
 	}
 	return 0, 0, false
@@ -299,9 +283,9 @@ func RiceCode(v uint64, k uint) (code uint64, n uint, ok bool) {
 // RiceLen returns the length in bits of [Writer.WriteRice]'s code of v at
 // order k.
 func RiceLen(v uint64, k uint) int {
-	if q := v >> k; q < RiceLimit {
+	if q := v >> k; q < riceLimit {
 		return int(q) + 1 + int(k)
 	}
-	x := v - RiceLimit<<k + 1<<(k+1)
-	return RiceLimit + 2*bits.Len64(x) - int(k) - 2
+	x := v - riceLimit<<k + 1<<(k+1)
+	return riceLimit + 2*bits.Len64(x) - int(k) - 2
 }

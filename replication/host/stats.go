@@ -93,7 +93,7 @@ type MatchStats struct {
 	// behind).
 	Frames, Late uint64
 	// FrameMean, FrameP99 and FrameWorst are the wall time of Game.Frame
-	// over the last FrameWindow frames (0 before the first).
+	// over the last tickWindowLen frames (0 before the first).
 	FrameMean, FrameP99, FrameWorst time.Duration
 	// Routed counts connections the host handed to the match.
 	Routed uint64
@@ -104,21 +104,21 @@ type MatchStats struct {
 	Ending string
 }
 
-// FrameWindow is how many of a match's latest frames its frame-time
+// tickWindowLen is how many of a match's latest frames its frame-time
 // figures cover.
-const FrameWindow = 1024
+const tickWindowLen = 1024
 
 // frameWindow is a ring of a match's latest frame times.
 type frameWindow struct {
-	d    [FrameWindow]time.Duration
-	n    int // frames recorded (capped at FrameWindow)
+	d    [tickWindowLen]time.Duration
+	n    int // frames recorded (capped at tickWindowLen)
 	next int
 }
 
 func (w *frameWindow) add(d time.Duration) {
 	w.d[w.next] = d
-	w.next = (w.next + 1) % FrameWindow
-	w.n = min(w.n+1, FrameWindow)
+	w.next = (w.next + 1) % tickWindowLen
+	w.n = min(w.n+1, tickWindowLen)
 }
 
 // figures returns the window's mean, 99th percentile and worst.

@@ -53,7 +53,7 @@
 //   - [Registry.Clamps], [Registry.ClampGeneration]: values quantization
 //     clamped, per component type and field.
 //   - [Plan.Write] / [Plan.Read]: the full bit-packed encoding; [Plan.WriteGroup],
-//     [Plan.ReadGroup], [WriteLane], [ReadLane] for field-level encoders;
+//     [Plan.ReadGroup], [writeLane], [ReadLane] for field-level encoders;
 //     [Lane.Delta] / [Lane.Apply] for delta coders.
 //
 // # Clamps
@@ -76,7 +76,7 @@
 // [Registry.Hash] is FNV-1a 64 over a canonical text: a format version, then
 // per component (in id order) its id, name, and per replicated field its path,
 // Go kind, codec and exact precision parameters and owner flag
-// ([Plan.Describe]). It changes whenever a replicated type, a precision, an
+// ([Plan.describe]). It changes whenever a replicated type, a precision, an
 // owner flag, a name or the registration order changes.
 //
 // # Costs

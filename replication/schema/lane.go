@@ -52,10 +52,6 @@ type Lane struct {
 	Grid quant.Grid
 }
 
-// Signed reports whether the lane's uint64 holds an int64 (two's
-// complement): World and Varint lanes.
-func (l *Lane) Signed() bool { return l.Kind == LaneWorld || l.Kind == LaneVarint }
-
 // Delta returns cur − base as a signed step count: modulo 2^Bits for angle
 // lanes (the shortest way around), two's complement for signed lanes.
 func (l *Lane) Delta(base, cur uint64) int64 {

@@ -177,14 +177,6 @@ func (p *Plan) Groups() []Group { return p.groups }
 // OwnerOnlyMask returns the field-mask bits of owner-only groups.
 func (p *Plan) OwnerOnlyMask() uint64 { return p.ownerOnly }
 
-// AllGroups returns the field mask with every group set.
-func (p *Plan) AllGroups() uint64 {
-	if len(p.groups) == 64 {
-		return math.MaxUint64
-	}
-	return 1<<len(p.groups) - 1
-}
-
 // MinBits returns a lower bound of the full encoding's size in bits, for
 // any owner flag.
 func (p *Plan) MinBits() int { return p.minBits }
@@ -192,9 +184,9 @@ func (p *Plan) MinBits() int { return p.minBits }
 // MaxBits returns an upper bound of the full encoding's size in bits.
 func (p *Plan) MaxBits() int { return p.maxBits }
 
-// Describe returns the canonical text of the layout that the protocol hash
+// describe returns the canonical text of the layout that the protocol hash
 // covers: one line per field with its Go kind and precision.
-func (p *Plan) Describe() string { return p.desc }
+func (p *Plan) describe() string { return p.desc }
 
 func f64(ptr unsafe.Pointer, off uintptr, n numKind) float64 {
 	if n == numF32 {
@@ -388,8 +380,8 @@ func (p *Plan) Round(ptr unsafe.Pointer, lanes []uint64) {
 	p.Dequantize(lanes, ptr)
 }
 
-// WriteLane writes lane value v with lane l's full (absolute) encoding.
-func WriteLane(w *bitio.Writer, l *Lane, v uint64) {
+// writeLane writes lane value v with lane l's full (absolute) encoding.
+func writeLane(w *bitio.Writer, l *Lane, v uint64) {
 	switch l.Kind {
 	case LaneUvarint:
 		w.WriteUvarint(v)
@@ -404,7 +396,7 @@ func WriteLane(w *bitio.Writer, l *Lane, v uint64) {
 	}
 }
 
-// ReadLane reads a value written by [WriteLane] and validates it; an invalid
+// ReadLane reads a value written by [writeLane] and validates it; an invalid
 // value sets r's sticky error (wrapping [ErrCorrupt]) and returns 0.
 func ReadLane(r *bitio.Reader, l *Lane) uint64 {
 	var v uint64
@@ -448,7 +440,7 @@ func (p *Plan) WriteGroup(w *bitio.Writer, g int, lanes []uint64) {
 	gr := &p.groups[g]
 	for i := gr.First; i < gr.First+gr.Count; i++ {
 		l := &p.lanes[i]
-		WriteLane(w, l, lanes[i])
+		writeLane(w, l, lanes[i])
 		if l.Kind == LaneRest && lanes[i] != 0 {
 			return // a resting velocity sends no axes
 		}
@@ -496,7 +488,7 @@ func (p *Plan) writeProg(w *bitio.Writer, lanes []uint64, owner bool) {
 		i := int(st.first) + wj
 		w.WriteBits(acc, n)
 		acc, n = 0, 0
-		WriteLane(w, &p.lanes[i], lanes[i])
+		writeLane(w, &p.lanes[i], lanes[i])
 		if wj++; st.kind != stepWorld || wj == int(st.count) {
 			si, wj = si+1, 0
 		}

@@ -138,7 +138,7 @@ func PlanOf[T any](r *Registry) *Plan { return r.byType[reflect.TypeFor[T]()] }
 // Hash returns the protocol hash: 64-bit FNV-1a over a canonical text of
 // every registered component in id order — its name and, per replicated
 // field, the field path, Go kind, codec and precision (see
-// [Plan.Describe]) — prefixed with the wire-format version. Any change of a
+// [Plan.describe]) — prefixed with the wire-format version. Any change of a
 // replicated type, its precision, owner-only flags or registration order
 // changes the hash.
 func (r *Registry) Hash() uint64 {
@@ -151,7 +151,7 @@ func (r *Registry) Hash() uint64 {
 }
 
 // Hash returns the component's own hash: 64-bit FNV-1a over its name and
-// [Plan.Describe] (not its id). Two registries whose protocol hashes differ
+// [Plan.describe] (not its id). Two registries whose protocol hashes differ
 // can compare these to find the component that differs.
 func (p *Plan) Hash() uint64 {
 	h := fnv.New64a()

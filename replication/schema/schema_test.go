@@ -87,7 +87,7 @@ func TestCompileShipLayout(t *testing.T) {
 	require.Equal(t, LaneUvarint, lanes[4].Kind)
 	require.Equal(t, uint64(math.MaxUint16), lanes[4].Max)
 	require.Equal(t, 24, p.NumLanes()) // 18 groups; Vel and Scale take 4 lanes each
-	require.Contains(t, p.Describe(), "Ammo u8 int min=0 max=200 owner\n")
+	require.Contains(t, p.describe(), "Ammo u8 int min=0 max=200 owner\n")
 }
 
 func TestBadTags(t *testing.T) {

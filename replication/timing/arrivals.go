@@ -9,13 +9,13 @@ import (
 // Estimator constants. They are fixed because the callers' delay and lead
 // formulas and their tests are derived from them.
 const (
-	// OffsetGain is the EWMA gain of the arrival-offset estimate after
+	// offsetGain is the EWMA gain of the arrival-offset estimate after
 	// warm-up (the first samples are averaged exactly, gain 1/n). 1/16 keeps
 	// the offset noise at σ·√(g/(2−g)) ≈ 0.18σ of the per-packet jitter σ.
-	OffsetGain = 1.0 / 16
-	// JitterGain is the EWMA gain of the mean absolute deviation of arrival
+	offsetGain = 1.0 / 16
+	// jitterGain is the EWMA gain of the mean absolute deviation of arrival
 	// offsets, as in RFC 3550's interarrival jitter.
-	JitterGain = 1.0 / 16
+	jitterGain = 1.0 / 16
 	// OutlierRun is how many consecutive arrivals more than the outlier
 	// threshold off the estimate restart the estimator; fewer are ignored as
 	// one-off late packets.
@@ -105,8 +105,8 @@ func (a *Arrivals) Observe(tick uint32, arrival time.Time) {
 	a.samples++
 	clip := 4*a.jitter + a.t/4
 	dev = min(max(dev, -clip), clip)
-	a.offset += dev * max(OffsetGain, 1/float64(a.samples))
-	a.jitter += (math.Abs(dev) - a.jitter) * JitterGain
+	a.offset += dev * max(offsetGain, 1/float64(a.samples))
+	a.jitter += (math.Abs(dev) - a.jitter) * jitterGain
 	switch d := ext - a.lastExt; {
 	case d > 0:
 		if d >= 64 {

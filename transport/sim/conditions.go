@@ -68,11 +68,11 @@ type Link struct {
 }
 
 // Retransmission timeout: a lost transmission of a reliable message costs
-// max(2 × base RTT, MinRTO), where base RTT = Up.Latency + Down.Latency. A message is
+// max(2 × base RTT, minRTO), where base RTT = Up.Latency + Down.Latency. A message is
 // retransmitted at most MaxRetransmissions times; model a total outage with
 // [Conn.SetLinkDown] instead of Loss = 1.
 const (
-	MinRTO             = 20 * time.Millisecond
+	minRTO             = 20 * time.Millisecond
 	MaxRetransmissions = 32
 )
 

@@ -17,7 +17,7 @@
 //
 // Reliable messages arrive exactly once and in order. Each simulated loss of a
 // transmission delays the message by one retransmission timeout, max(2 × base RTT,
-// [MinRTO]), and blocks the messages behind it.
+// [minRTO]), and blocks the messages behind it.
 //
 // # Tasks
 //

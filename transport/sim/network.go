@@ -436,7 +436,7 @@ type pair struct {
 }
 
 func (l *pair) rto() time.Duration {
-	return max(2*(l.up.cond.Latency+l.down.cond.Latency), MinRTO)
+	return max(2*(l.up.cond.Latency+l.down.cond.Latency), minRTO)
 }
 
 // direction is one way of a link.

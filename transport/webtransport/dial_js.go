@@ -125,28 +125,28 @@ func (e *SessionRefusedError) Error() string {
 // Unwrap returns the browser's error.
 func (e *SessionRefusedError) Unwrap() error { return e.Err }
 
-// FetchEndpoint fetches and parses the [Endpoint] document at rawURL (relative to the
+// fetchEndpoint fetches and parses the endpoint document at rawURL (relative to the
 // page, e.g. "/archenet.json"), as [EndpointHandler] serves it.
-func FetchEndpoint(ctx context.Context, rawURL string) (Endpoint, error) {
+func fetchEndpoint(ctx context.Context, rawURL string) (endpoint, error) {
 	fetch := js.Global().Get("fetch")
 	rsp, err := await(ctx, fetch.Invoke(rawURL, map[string]any{"cache": "no-store"}))
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("webtransport: fetching %s: %w", rawURL, err)
+		return endpoint{}, fmt.Errorf("webtransport: fetching %s: %w", rawURL, err)
 	}
 	if !rsp.Get("ok").Bool() {
-		return Endpoint{}, fmt.Errorf("webtransport: fetching %s: HTTP %d", rawURL, rsp.Get("status").Int())
+		return endpoint{}, fmt.Errorf("webtransport: fetching %s: HTTP %d", rawURL, rsp.Get("status").Int())
 	}
 	buf, err := await(ctx, rsp.Call("arrayBuffer"))
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("webtransport: reading %s: %w", rawURL, err)
+		return endpoint{}, fmt.Errorf("webtransport: reading %s: %w", rawURL, err)
 	}
 	n := buf.Get("byteLength").Int()
-	if n > MaxEndpointSize {
-		return Endpoint{}, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformedEndpoint, n, MaxEndpointSize)
+	if n > maxEndpointSize {
+		return endpoint{}, fmt.Errorf("%w: %d bytes, more than %d", errMalformedEndpoint, n, maxEndpointSize)
 	}
 	b := make([]byte, n)
 	js.CopyBytesToGo(b, js.Global().Get("Uint8Array").New(buf))
-	return ParseEndpoint(b)
+	return parseEndpoint(b)
 }
 
 // DialEndpoint fetches the endpoint document at endpointURL and dials the session it
@@ -157,7 +157,7 @@ func DialEndpoint(ctx context.Context, endpointURL string, cfg *Config) (*Conn, 
 	if cfg != nil {
 		c = *cfg
 	}
-	e, err := FetchEndpoint(ctx, endpointURL)
+	e, err := fetchEndpoint(ctx, endpointURL)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func DialEndpoint(ctx context.Context, endpointURL string, cfg *Config) (*Conn, 
 	if err == nil {
 		return conn, nil
 	}
-	e2, err2 := FetchEndpoint(ctx, endpointURL)
+	e2, err2 := fetchEndpoint(ctx, endpointURL)
 	if err2 != nil || e2.URL == e.URL && sameHashes(e2.Hashes, e.Hashes) {
 		return nil, err
 	}

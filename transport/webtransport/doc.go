@@ -8,7 +8,7 @@
 // socket and an HTTP/3 server, and [NewListener] one to mount on an HTTP/3 server of
 // the caller's; [Dial] opens a session from a native program (bots, tools, tests). In a
 // js/wasm build, [Dial] opens the session with the browser's WebTransport API
-// (syscall/js) and [DialEndpoint] first fetches the server's [Endpoint] document. Both
+// (syscall/js) and [DialEndpoint] first fetches the server's endpoint document (JSON: {"url": …, "hashes": [{"algorithm": "sha-256", "value": base64}]}). Both
 // return a Conn implementing transport.Conn, so replication.NewClient runs unchanged in
 // a page.
 //
@@ -38,7 +38,7 @@
 // [SelfSigned] keeps such a certificate and its successor (13 days each by default),
 // hands over before expiry, and publishes both hashes, so a page loaded before a
 // rotation still connects after it; [EndpointHandler] serves them with the session URL
-// as JSON ([Endpoint], decoded by [ParseEndpoint]). A server with a CA-signed
+// as JSON (parsed fail-closed on the page: at most 16 KiB and 8 hashes). A server with a CA-signed
 // certificate publishes no hashes. A page pinned to a hash the server no longer has
 // fails with an error that says to reload ([SessionRefusedError]).
 //

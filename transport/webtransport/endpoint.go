@@ -6,7 +6,7 @@ import (
 	"net/http"
 )
 
-// EndpointHandler serves the [Endpoint] document a page fetches before it dials: the
+// EndpointHandler serves the endpoint document a page fetches before it dials: the
 // session URL for the host the page was loaded from (sessionURL, e.g.
 // [Listener.URL]) and hashes(), the certificate hashes to pin (e.g.
 // [SelfSigned.Hashes]; nil for a server with a CA-signed certificate). The response is
@@ -17,7 +17,7 @@ func EndpointHandler(sessionURL func(host string) string, hashes func() []CertHa
 			http.Error(w, "GET only", http.StatusMethodNotAllowed)
 			return
 		}
-		e := Endpoint{URL: sessionURL(r.Host)}
+		e := endpoint{URL: sessionURL(r.Host)}
 		if hashes != nil {
 			e.Hashes = hashes()
 		}

@@ -43,8 +43,8 @@ func Example() {
 	}()
 
 	// A page gets these from EndpointHandler's JSON.
-	e := webtransport.Endpoint{URL: l.URL(""), Hashes: certs.Hashes()}
-	c, err := webtransport.Dial(ctx, e.URL, &webtransport.Config{CertHashes: e.Hashes})
+	url, hashes := l.URL(""), certs.Hashes()
+	c, err := webtransport.Dial(ctx, url, &webtransport.Config{CertHashes: hashes})
 	if err != nil {
 		panic(err)
 	}

@@ -19,7 +19,7 @@ func HashCertificate(der []byte) CertHash { return sha256.Sum256(der) }
 // String is the hash in standard base64 (the "value" of its JSON form).
 func (h CertHash) String() string { return base64.StdEncoding.EncodeToString(h[:]) }
 
-// Endpoint is what a page needs to open a session: the session URL and the hashes of
+// endpoint is what a page needs to open a session: the session URL and the hashes of
 // the certificates the server presents now and will present after its next rotation
 // (none when the server has a CA-signed certificate). Servers publish it as JSON
 // ([EndpointHandler]):
@@ -27,15 +27,15 @@ func (h CertHash) String() string { return base64.StdEncoding.EncodeToString(h[:
 //	{"url":"https://127.0.0.1:8080/archenet","hashes":[{"algorithm":"sha-256","value":"<base64>"}]}
 //
 // the "hashes" entries in the form the browser's serverCertificateHashes takes.
-type Endpoint struct {
+type endpoint struct {
 	URL    string
 	Hashes []CertHash
 }
 
-// Bounds of [ParseEndpoint].
+// Bounds of [parseEndpoint].
 const (
-	MaxEndpointSize   = 16 << 10 // bytes of JSON
-	MaxEndpointHashes = 8
+	maxEndpointSize   = 16 << 10 // bytes of JSON
+	maxEndpointHashes = 8
 )
 
 type jsonHash struct {
@@ -49,7 +49,7 @@ type jsonEndpoint struct {
 }
 
 // AppendJSON appends the endpoint's JSON document to b.
-func (e Endpoint) AppendJSON(b []byte) []byte {
+func (e endpoint) AppendJSON(b []byte) []byte {
 	j := jsonEndpoint{URL: e.URL, Hashes: make([]jsonHash, len(e.Hashes))}
 	for i, h := range e.Hashes {
 		j.Hashes[i] = jsonHash{Algorithm: "sha-256", Value: h.String()}
@@ -61,18 +61,18 @@ func (e Endpoint) AppendJSON(b []byte) []byte {
 	return append(b, out...)
 }
 
-// ErrMalformedEndpoint is matched (errors.Is) by every error of [ParseEndpoint].
-var ErrMalformedEndpoint = errors.New("webtransport: malformed endpoint document")
+// errMalformedEndpoint is matched (errors.Is) by every error of [parseEndpoint].
+var errMalformedEndpoint = errors.New("webtransport: malformed endpoint document")
 
-// ParseEndpoint decodes an endpoint document. The URL must be an https URL; every hash
-// must be "sha-256" with a base64 value of 32 bytes; at most [MaxEndpointHashes] hashes
-// and [MaxEndpointSize] bytes. It never panics; errors match [ErrMalformedEndpoint].
-func ParseEndpoint(b []byte) (Endpoint, error) {
-	bad := func(format string, args ...any) (Endpoint, error) {
-		return Endpoint{}, fmt.Errorf("%w: %s", ErrMalformedEndpoint, fmt.Sprintf(format, args...))
+// parseEndpoint decodes an endpoint document. The URL must be an https URL; every hash
+// must be "sha-256" with a base64 value of 32 bytes; at most [maxEndpointHashes] hashes
+// and [maxEndpointSize] bytes. It never panics; errors match [errMalformedEndpoint].
+func parseEndpoint(b []byte) (endpoint, error) {
+	bad := func(format string, args ...any) (endpoint, error) {
+		return endpoint{}, fmt.Errorf("%w: %s", errMalformedEndpoint, fmt.Sprintf(format, args...))
 	}
-	if len(b) > MaxEndpointSize {
-		return bad("%d bytes, more than %d", len(b), MaxEndpointSize)
+	if len(b) > maxEndpointSize {
+		return bad("%d bytes, more than %d", len(b), maxEndpointSize)
 	}
 	var j jsonEndpoint
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -82,10 +82,10 @@ func ParseEndpoint(b []byte) (Endpoint, error) {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return bad("url %q is not an https URL", j.URL)
 	}
-	if len(j.Hashes) > MaxEndpointHashes {
-		return bad("%d hashes, more than %d", len(j.Hashes), MaxEndpointHashes)
+	if len(j.Hashes) > maxEndpointHashes {
+		return bad("%d hashes, more than %d", len(j.Hashes), maxEndpointHashes)
 	}
-	e := Endpoint{URL: j.URL, Hashes: make([]CertHash, len(j.Hashes))}
+	e := endpoint{URL: j.URL, Hashes: make([]CertHash, len(j.Hashes))}
 	for i, h := range j.Hashes {
 		if h.Algorithm != "sha-256" {
 			return bad("hash %d: algorithm %q, want sha-256", i, h.Algorithm)

@@ -20,7 +20,7 @@ import (
 // Bounds of a token's contents.
 const (
 	KeySize      = chacha20poly1305.KeySize // bytes of a Key
-	NonceSize    = chacha20poly1305.NonceSizeX
+	nonceSize    = chacha20poly1305.NonceSizeX
 	MaxMatch     = transport.MaxMatchLen // bytes of Claims.Match
 	MaxUserData  = 256                   // bytes of Claims.UserData
 	MaxServers   = 8                     // addresses in Claims.Servers
@@ -30,11 +30,11 @@ const (
 	MaxSize = headerLen + maxPlain + chacha20poly1305.Overhead
 
 	version   = 1
-	headerLen = 1 + 4 + 8 + 2 + NonceSize
+	headerLen = 1 + 4 + 8 + 2 + nonceSize
 	minPlain  = 8 + 1 + 1 + 1 + 1 + 1 // client id, match len, user data len, server count, one 1-byte address
 	maxPlain  = 8 + 1 + MaxMatch + 2 + MaxUserData + 1 + MaxServers*(1+MaxServerLen)
-	// MinSize is the smallest well-formed token.
-	MinSize = headerLen + minPlain + chacha20poly1305.Overhead
+	// minSize is the smallest well-formed token.
+	minSize = headerLen + minPlain + chacha20poly1305.Overhead
 )
 
 // Key is a token key: 32 secret bytes shared by the matchmaker that mints
@@ -145,7 +145,7 @@ func (m *Minter) Mint(c Claims) ([]byte, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	var nonce [NonceSize]byte
+	var nonce [nonceSize]byte
 	if _, err := io.ReadFull(m.rand, nonce[:]); err != nil {
 		return nil, fmt.Errorf("token: nonce: %w", err)
 	}
@@ -169,15 +169,15 @@ func (m *Minter) Mint(c Claims) ([]byte, error) {
 type header struct {
 	keyID   uint32
 	expires int64 // unix milliseconds
-	nonce   [NonceSize]byte
+	nonce   [nonceSize]byte
 }
 
 // parseHeader splits a token into its header and sealed part; it checks
 // only sizes and the version.
 func parseHeader(tok []byte) (header, []byte, error) {
 	var h header
-	if len(tok) < MinSize || len(tok) > MaxSize {
-		return h, nil, fmt.Errorf("%w: %d bytes, want %d..%d", ErrMalformed, len(tok), MinSize, MaxSize)
+	if len(tok) < minSize || len(tok) > MaxSize {
+		return h, nil, fmt.Errorf("%w: %d bytes, want %d..%d", ErrMalformed, len(tok), minSize, MaxSize)
 	}
 	if tok[0] != version {
 		return h, nil, fmt.Errorf("%w: format version %d, want %d", ErrMalformed, tok[0], version)

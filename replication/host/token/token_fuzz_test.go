@@ -33,7 +33,7 @@ func FuzzVerify(f *testing.F) {
 		f.Add(tok)
 	}
 	f.Add([]byte{})
-	f.Add(make([]byte, MinSize))
+	f.Add(make([]byte, minSize))
 	// Sealed parts in the clear, for the decoder behind the AEAD.
 	c := testClaims()
 	f.Add(c.appendPlain(nil))

@@ -108,7 +108,7 @@ func (v *Verifier) Verify(tok []byte, hosted func(match string) bool) (Claims, e
 var plainBufs = sync.Pool{New: func() any { return new([maxPlain]byte) }}
 
 // open checks everything but the match and replay.
-func (v *Verifier) open(tok []byte) (Claims, [NonceSize]byte, error) {
+func (v *Verifier) open(tok []byte) (Claims, [nonceSize]byte, error) {
 	h, sealed, err := parseHeader(tok)
 	if err != nil {
 		return Claims{}, h.nonce, err
@@ -161,7 +161,7 @@ func (v *Verifier) ReplayEntries() int { return v.replay.len() }
 type replayCache struct {
 	mu        sync.Mutex
 	capacity  int
-	spent     map[[NonceSize]byte]int64 // nonce → expiry (unix ms)
+	spent     map[[nonceSize]byte]int64 // nonce → expiry (unix ms)
 	lastSweep time.Time
 }
 
@@ -171,12 +171,12 @@ const sweepEvery = 10 * time.Second
 
 func (r *replayCache) init(capacity int) {
 	r.capacity = capacity
-	r.spent = make(map[[NonceSize]byte]int64)
+	r.spent = make(map[[nonceSize]byte]int64)
 }
 
 // spend records nonce (expiring at expires) as used at now; ErrReplayed if
 // it was, ErrBusy if the cache is full.
-func (r *replayCache) spend(nonce [NonceSize]byte, expires, now time.Time) error {
+func (r *replayCache) spend(nonce [nonceSize]byte, expires, now time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.spent[nonce]; ok {
