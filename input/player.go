@@ -137,8 +137,11 @@ func NewPlayer[S, I any](cl *replication.Client, cfg PlayerConfig[S, I]) (*Playe
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &Player[S, I]{cfg: cfg, cl: cl, world: cl.World(), smooth: interp.Smoother{Config: cfg.Smoother}}
-	var err error
+	smooth, err := interp.NewSmoother(cfg.Smoother)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	p := &Player[S, I]{cfg: cfg, cl: cl, world: cl.World(), smooth: smooth}
 	if p.codec, err = newCodec[I](cfg.Input); err != nil {
 		return nil, err
 	}

@@ -9,8 +9,9 @@ import (
 	"github.com/archenet/archenet/replication/timing"
 )
 
-// ErrInvalidClockConfig reports a [ClockConfig] field out of range.
-var ErrInvalidClockConfig = errors.New("interp: invalid clock config")
+// ErrInvalidConfig reports a [ClockConfig] or [SmootherConfig] field out of
+// range.
+var ErrInvalidConfig = errors.New("interp: invalid config")
 
 // Fixed delay constants. They are not configurable because the delay
 // formula and its tests are derived from them.
@@ -65,11 +66,11 @@ type ClockConfig struct {
 
 func (c ClockConfig) resolve() (ClockConfig, error) {
 	if c.TickInterval <= 0 {
-		return c, fmt.Errorf("%w: TickInterval %v must be > 0", ErrInvalidClockConfig, c.TickInterval)
+		return c, fmt.Errorf("%w: TickInterval %v must be > 0", ErrInvalidConfig, c.TickInterval)
 	}
 	if c.JitterFactor < 0 || c.MaxTimeScale < 0 || c.MaxTimeScale > 0.5 || c.Convergence < 0 ||
 		c.MinDelay < 0 || c.MaxDelay < 0 || c.ResetThreshold < 0 || c.InitialJitter < 0 {
-		return c, fmt.Errorf("%w: negative field or MaxTimeScale > 0.5: %+v", ErrInvalidClockConfig, c)
+		return c, fmt.Errorf("%w: negative field or MaxTimeScale > 0.5: %+v", ErrInvalidConfig, c)
 	}
 	if c.JitterFactor == 0 {
 		c.JitterFactor = 3
@@ -84,7 +85,7 @@ func (c ClockConfig) resolve() (ClockConfig, error) {
 		c.MaxDelay = time.Second
 	}
 	if c.MinDelay > c.MaxDelay {
-		return c, fmt.Errorf("%w: MinDelay %v > MaxDelay %v", ErrInvalidClockConfig, c.MinDelay, c.MaxDelay)
+		return c, fmt.Errorf("%w: MinDelay %v > MaxDelay %v", ErrInvalidConfig, c.MinDelay, c.MaxDelay)
 	}
 	if c.ResetThreshold == 0 {
 		c.ResetThreshold = time.Second
@@ -138,7 +139,7 @@ type Clock struct {
 	resets  int
 }
 
-// NewClock returns a render clock. It fails with [ErrInvalidClockConfig].
+// NewClock returns a render clock. It fails with [ErrInvalidConfig].
 func NewClock(cfg ClockConfig) (*Clock, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {

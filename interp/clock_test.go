@@ -26,7 +26,7 @@ func TestClockConfig(t *testing.T) {
 		{TickInterval: time.Millisecond, MinDelay: 2 * time.Second},
 	} {
 		_, err := interp.NewClock(bad)
-		assert.ErrorIs(t, err, interp.ErrInvalidClockConfig, "%+v", bad)
+		assert.ErrorIs(t, err, interp.ErrInvalidConfig, "%+v", bad)
 	}
 }
 

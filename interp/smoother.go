@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -8,7 +9,9 @@ import (
 )
 
 // SmootherConfig configures a [Smoother]. Every zero field means its
-// documented default.
+// documented default; negative, NaN and infinite settings are invalid:
+// [NewSmoother] (and input.NewPlayer, which uses it) refuses them. A
+// Smoother whose Config is set by hand with such values uses the defaults.
 type SmootherConfig struct {
 	// HalfLife is the time in which a correction offset halves. Zero means
 	// 100 ms (about 93% gone after 400 ms).
@@ -40,6 +43,21 @@ func (c SmootherConfig) snapAngle() float64 {
 		return math.Pi / 2
 	}
 	return c.SnapAngle
+}
+
+// NewSmoother returns a Smoother with no offset and configuration cfg, or
+// an error (wrapping [ErrInvalidConfig]) naming a negative, NaN or infinite
+// setting.
+func NewSmoother(cfg SmootherConfig) (Smoother, error) {
+	switch {
+	case cfg.HalfLife < 0:
+		return Smoother{}, fmt.Errorf("%w: SmootherConfig.HalfLife %v is negative", ErrInvalidConfig, cfg.HalfLife)
+	case !(cfg.SnapDistance >= 0) || math.IsInf(cfg.SnapDistance, 0):
+		return Smoother{}, fmt.Errorf("%w: SmootherConfig.SnapDistance %v is not a distance", ErrInvalidConfig, cfg.SnapDistance)
+	case !(cfg.SnapAngle >= 0) || math.IsInf(cfg.SnapAngle, 0):
+		return Smoother{}, fmt.Errorf("%w: SmootherConfig.SnapAngle %v is not an angle", ErrInvalidConfig, cfg.SnapAngle)
+	}
+	return Smoother{Config: cfg}, nil
 }
 
 // Smoother hides prediction corrections of a locally predicted entity: after

@@ -119,3 +119,19 @@ func TestSmoothSystem(t *testing.T) {
 	assert.Equal(t, 100.0, vis.Pos.X)
 	require.Equal(t, components.Vec3{}, sm.PosOffset)
 }
+
+func TestNewSmootherRefusesBadSettings(t *testing.T) {
+	for _, bad := range []interp.SmootherConfig{
+		{HalfLife: -time.Millisecond},
+		{SnapDistance: -1},
+		{SnapDistance: math.NaN()},
+		{SnapAngle: math.Inf(1)},
+		{SnapAngle: -0.1},
+	} {
+		_, err := interp.NewSmoother(bad)
+		require.ErrorIs(t, err, interp.ErrInvalidConfig, "%+v", bad)
+	}
+	s, err := interp.NewSmoother(interp.SmootherConfig{HalfLife: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.Equal(t, 50*time.Millisecond, s.Config.HalfLife)
+}

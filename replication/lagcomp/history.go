@@ -23,8 +23,8 @@ type Config struct {
 	// Depth is the number of net ticks kept. Zero: 32 (about 1 s at 30 Hz).
 	Depth int
 	// MaxRewind bounds how far behind the newest recorded tick a query may
-	// reach, in net ticks ([History.Clamp]). Zero: Depth − 1. At most
-	// Depth − 1.
+	// reach, in net ticks ([History.Clamp]). Zero: Depth − 1. More than
+	// Depth − 1 is an error.
 	MaxRewind float64
 }
 
@@ -69,10 +69,13 @@ func New[T any](world *arche.World, reg *schema.Registry, cfg Config) (*History[
 	if cfg.Depth == 0 {
 		cfg.Depth = 32
 	}
-	if cfg.Depth < 2 || cfg.Depth > 1024 || cfg.MaxRewind < 0 || cfg.MaxRewind != cfg.MaxRewind {
-		return nil, fmt.Errorf("%w: Depth %d not in 2..1024 or MaxRewind %v negative", ErrInvalidConfig, cfg.Depth, cfg.MaxRewind)
+	if cfg.Depth < 2 || cfg.Depth > 1024 {
+		return nil, fmt.Errorf("%w: Depth %d not in 2..1024", ErrInvalidConfig, cfg.Depth)
 	}
-	if cfg.MaxRewind == 0 || cfg.MaxRewind > float64(cfg.Depth-1) {
+	if !(cfg.MaxRewind >= 0 && cfg.MaxRewind <= float64(cfg.Depth-1)) {
+		return nil, fmt.Errorf("%w: MaxRewind %v not in 0..Depth−1 (%d)", ErrInvalidConfig, cfg.MaxRewind, cfg.Depth-1)
+	}
+	if cfg.MaxRewind == 0 {
 		cfg.MaxRewind = float64(cfg.Depth - 1)
 	}
 	h := &History[T]{cfg: cfg, world: world, plan: plan, nl: plan.NumLanes(), frames: make([]frame, cfg.Depth)}

@@ -86,9 +86,16 @@ func TestHistoryConfig(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	_, err = New[components.Transform](&r.w, r.reg, Config{Depth: 1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	h, err := New[components.Transform](&r.w, r.reg, Config{Depth: 16, MaxRewind: 100})
+	for _, bad := range []float64{100, 15.5, -1, math.NaN()} {
+		_, err = New[components.Transform](&r.w, r.reg, Config{Depth: 16, MaxRewind: bad})
+		require.ErrorIs(t, err, ErrInvalidConfig, "MaxRewind %v is refused, not capped", bad)
+	}
+	h, err := New[components.Transform](&r.w, r.reg, Config{Depth: 16, MaxRewind: 15})
 	require.NoError(t, err)
-	require.Equal(t, 15.0, h.Config().MaxRewind, "capped by the depth")
+	require.Equal(t, 15.0, h.Config().MaxRewind)
+	h, err = New[components.Transform](&r.w, r.reg, Config{Depth: 16})
+	require.NoError(t, err)
+	require.Equal(t, 15.0, h.Config().MaxRewind, "zero: Depth − 1")
 }
 
 // BenchmarkHistory: 2000 moving transforms, 32 ticks of history: the cost

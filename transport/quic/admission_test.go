@@ -59,7 +59,7 @@ func TestHandshakeWindow(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := e.l.AcceptConn(ctx)
+	s, err := e.l.Accept(ctx)
 	require.NoError(t, err)
 
 	// A Hello of 100 bytes, then a message of almost 1 MiB: nothing reads
@@ -97,10 +97,10 @@ func TestMaxPendingPerAddress(t *testing.T) {
 	for i := range 3 {
 		_, _, err := rawDialFrom(t, e, net.IPv4(127, 0, 0, 1))
 		require.NoError(t, err)
-		s, err := e.l.AcceptConn(ctx)
+		s, err := e.l.Accept(ctx)
 		require.NoError(t, err)
 		if i == 0 {
-			first = s
+			first = s.(*quic.Conn)
 		}
 	}
 	require.Equal(t, 3, e.l.Admission().Pending)
@@ -116,7 +116,7 @@ func TestMaxPendingPerAddress(t *testing.T) {
 	// Another address is not affected.
 	_, _, err = rawDialFrom(t, e, net.IPv4(127, 0, 0, 2))
 	require.NoError(t, err)
-	_, err = e.l.AcceptConn(ctx)
+	_, err = e.l.Accept(ctx)
 	require.NoError(t, err)
 
 	// The server's Welcome ends one handshake: its place is free.
@@ -145,7 +145,7 @@ func TestRetryAbove(t *testing.T) {
 	for range 3 {
 		_, _, err := rawDialFrom(t, e, net.IPv4(127, 0, 0, 1))
 		require.NoError(t, err)
-		_, err = e.l.AcceptConn(ctx)
+		_, err = e.l.Accept(ctx)
 		require.NoError(t, err)
 	}
 	require.Equal(t, 3, e.l.Admission().Pending)

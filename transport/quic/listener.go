@@ -131,17 +131,8 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 	}
 }
 
-// Accept implements [transport.Listener].
+// Accept implements [transport.Listener]; the connection is a *[Conn].
 func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
-	c, err := l.AcceptConn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// AcceptConn is Accept returning the concrete type.
-func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
 	c, ok, err := l.conns.Accept(ctx)
 	if err != nil {
 		return nil, err

@@ -42,9 +42,9 @@ func (e *env) dial(t testing.TB, cfg quic.Config) (*quic.Conn, *quic.Conn) {
 	c, err := quic.Dial(ctx, e.l.Addr().String(), &cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	s, err := e.l.AcceptConn(ctx)
+	s, err := e.l.Accept(ctx)
 	require.NoError(t, err)
-	return c, s
+	return c, s.(*quic.Conn)
 }
 
 func TestConformance(t *testing.T) {
@@ -194,12 +194,12 @@ func TestHostilePeers(t *testing.T) {
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s, err := e.l.AcceptConn(ctx)
+		s, err := e.l.Accept(ctx)
 		require.NoError(t, err)
 		st.Write(payload)
 		app := closedWith(t, qc)
 		<-s.Done()
-		return app, s
+		return app, s.(*quic.Conn)
 	}
 
 	t.Run("4 GiB length prefix", func(t *testing.T) {
@@ -225,7 +225,7 @@ func TestHostilePeers(t *testing.T) {
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s, err := e.l.AcceptConn(ctx)
+		s, err := e.l.Accept(ctx)
 		require.NoError(t, err)
 		b, err := s.ReceiveMessage(ctx) // taking the first message lets the next be read
 		require.NoError(t, err)
@@ -259,7 +259,7 @@ func TestHostilePeers(t *testing.T) {
 		require.Equal(t, "stream ended inside a message", app.ErrorMessage)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s, err := e.l.AcceptConn(ctx) // it was accepted before it misbehaved
+		s, err := e.l.Accept(ctx) // it was accepted before it misbehaved
 		require.NoError(t, err)
 		<-s.Done()
 		require.ErrorIs(t, s.Err(), transport.ErrClosed)
@@ -272,7 +272,7 @@ func TestHostilePeers(t *testing.T) {
 		st.Write([]byte{0xA1})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s, err := e.l.AcceptConn(ctx)
+		s, err := e.l.Accept(ctx)
 		require.NoError(t, err)
 		payload := make([]byte, 100)
 		floodStart := time.Now()

@@ -1,6 +1,10 @@
 package sim
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Conditions describe one direction of a simulated link. The zero value is a perfect
 // link: no delay (delivery at the next Advance), no loss, unlimited bandwidth, 1200-byte MTU.
@@ -29,7 +33,7 @@ type Conditions struct {
 	// ReorderDelay is the extra delay of a reordered datagram. Zero: Latency + 10ms.
 	ReorderDelay time.Duration
 	// Bandwidth caps the link at this many payload bytes per second; packets queue behind
-	// each other at the bottleneck. Zero or negative: unlimited.
+	// each other at the bottleneck. Zero: unlimited.
 	Bandwidth int
 	// QueueBytes bounds the bottleneck queue when Bandwidth is set: a datagram that does
 	// not fit is tail-dropped (reliable messages wait instead). Zero: 64 KiB.
@@ -51,6 +55,50 @@ type GilbertElliott struct {
 	PBadToGood float64
 	// LossBad is the loss probability in the bad state. Zero: 1 (every packet lost).
 	LossBad float64
+}
+
+// ErrInvalidConditions is wrapped by the errors of [Network.Dial] and
+// [Conn.SetConditions] for a negative duration, size or rate, or a
+// probability outside [0, 1] (or NaN).
+var ErrInvalidConditions = errors.New("sim: invalid link conditions")
+
+// check returns an error naming the first invalid setting of c.
+func (c Conditions) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Latency", c.Latency}, {"Jitter", c.Jitter}, {"ReorderDelay", c.ReorderDelay}} {
+		if d.v < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrInvalidConditions, d.name, d.v)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"Loss", c.Loss}, {"Duplicate", c.Duplicate}, {"Reorder", c.Reorder},
+		{"Burst.PGoodToBad", c.Burst.PGoodToBad}, {"Burst.PBadToGood", c.Burst.PBadToGood}, {"Burst.LossBad", c.Burst.LossBad}} {
+		if !(p.v >= 0 && p.v <= 1) {
+			return fmt.Errorf("%w: %s %v is not a probability", ErrInvalidConditions, p.name, p.v)
+		}
+	}
+	if c.Bandwidth < 0 || c.QueueBytes < 0 || c.MTU < 0 {
+		return fmt.Errorf("%w: negative Bandwidth %d, QueueBytes %d or MTU %d", ErrInvalidConditions, c.Bandwidth, c.QueueBytes, c.MTU)
+	}
+	return nil
+}
+
+// check returns an error naming the first invalid setting of l.
+func (l Link) check() error {
+	if err := l.Up.check(); err != nil {
+		return fmt.Errorf("link up: %w", err)
+	}
+	if err := l.Down.check(); err != nil {
+		return fmt.Errorf("link down: %w", err)
+	}
+	if l.DatagramQueueLen < 0 || l.MaxMessageSize < 0 {
+		return fmt.Errorf("%w: negative DatagramQueueLen %d or MaxMessageSize %d", ErrInvalidConditions, l.DatagramQueueLen, l.MaxMessageSize)
+	}
+	return nil
 }
 
 // Link configures a connection made by [Network.Dial].

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"net"
 
 	"github.com/archenet/archenet/transport"
@@ -192,10 +193,18 @@ func (c *Conn) Conditions() (send, receive Conditions) {
 
 // SetConditions changes both directions of the link from this end's point of view,
 // effective for packets sent from now on (packets in flight keep their schedule).
-func (c *Conn) SetConditions(send, receive Conditions) {
+// Invalid settings are an error ([ErrInvalidConditions]) and change nothing.
+func (c *Conn) SetConditions(send, receive Conditions) error {
+	if err := send.check(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if err := receive.check(); err != nil {
+		return fmt.Errorf("receive: %w", err)
+	}
 	c.n.mu.Lock()
 	defer c.n.mu.Unlock()
 	c.out.cond, c.in.cond = send, receive
+	return nil
 }
 
 // SetLinkDown takes the link down or brings it back up, in both directions.

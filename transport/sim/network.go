@@ -155,6 +155,7 @@ func (n *Network) Listen(addr string) *Listener {
 // Dial connects a new client to the listener at addr and returns the client end; both
 // ends are connected immediately, and the server end is ready in the listener's
 // PollAccept and Accept. The client's address is "client-N", a new one per dial.
+// Invalid link settings are an error ([ErrInvalidConditions]).
 func (n *Network) Dial(addr string, link Link) (*Conn, error) {
 	return n.DialFrom(addr, "", link)
 }
@@ -163,6 +164,9 @@ func (n *Network) Dial(addr string, link Link) (*Conn, error) {
 // new "client-N"), which the server end's RemoteAddr returns: several connections
 // from one host, for tests of per-address limits.
 func (n *Network) DialFrom(addr, from string, link Link) (*Conn, error) {
+	if err := link.check(); err != nil {
+		return nil, err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	l, ok := n.listeners[Addr(addr)]

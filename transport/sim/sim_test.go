@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -483,4 +484,30 @@ func TestCloseFlushesHeldMessagesInOrder(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, bytes.Equal(b, []byte("last words")))
 	require.Error(t, s.Err())
+}
+
+func TestInvalidConditionsAreErrors(t *testing.T) {
+	n := sim.NewNetwork(1, time.Unix(0, 0))
+	n.Listen("server")
+	for _, bad := range []sim.Conditions{
+		{Latency: -time.Millisecond},
+		{Jitter: -1},
+		{Loss: 1.5},
+		{Loss: math.NaN()},
+		{Duplicate: -0.1},
+		{Burst: sim.GilbertElliott{LossBad: 2}},
+		{MTU: -1},
+		{Bandwidth: -1},
+	} {
+		_, err := n.Dial("server", sim.Link{Down: bad})
+		require.ErrorIs(t, err, sim.ErrInvalidConditions, "%+v", bad)
+	}
+	_, err := n.Dial("server", sim.Link{MaxMessageSize: -1})
+	require.ErrorIs(t, err, sim.ErrInvalidConditions)
+	c, err := n.Dial("server", sim.Link{})
+	require.NoError(t, err)
+	require.ErrorIs(t, c.SetConditions(sim.Conditions{Loss: -1}, sim.Conditions{}), sim.ErrInvalidConditions)
+	send, _ := c.Conditions()
+	require.Zero(t, send.Loss, "a refused change changes nothing")
+	require.NoError(t, c.SetConditions(sim.Conditions{Loss: 0.5}, sim.Conditions{}))
 }
