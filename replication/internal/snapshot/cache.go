@@ -77,7 +77,8 @@ func (e *Encoder) begin() {
 	if e.acct != nil {
 		e.acct.begin()
 	}
-	e.coding, e.quad = e.w.codes.coding, e.w.codes.quad
+	e.setCoding(e.w.codes.coding)
+	e.quad = e.w.codes.quad
 	if n := len(e.w.changedAt); len(e.evict) < n {
 		e.entries = append(e.entries, make([]cacheEntry, 2*n-len(e.entries))...)
 		e.tags = append(e.tags, make([]uint64, 2*n-len(e.tags))...)
@@ -93,6 +94,17 @@ func (e *Encoder) begin() {
 		e.present.Set(s)
 		if m := f.Metas[i]; m.Owner != 0 && m.Set&e.ownerComps != 0 {
 			e.owned.Set(s)
+		}
+	}
+}
+
+// setCoding sets the residual coding of the tick's records (and its order
+// table).
+func (e *Encoder) setCoding(c Coding) {
+	e.coding = c
+	for cl := range numClasses {
+		for ctx := range maxCodeCtx + 1 {
+			e.orders[cl][ctx] = uint8(c.orderCtx(cl, ctx))
 		}
 	}
 }

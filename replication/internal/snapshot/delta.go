@@ -26,8 +26,18 @@ const (
 
 type laneOp struct {
 	kind uint8
-	bits uint8 // opAngle: the lane's width
+	// sh is 64 − the lane's width for an angle lane, else 0: a lane's delta
+	// is its difference sign-extended from its width (see delta), one
+	// formula for both.
+	sh uint8
+	cl uint8 // the lane's class (classWorld for opWorld, else classOther)
 }
+
+// Lane operations of the pose kernel's lanes.
+var (
+	worldOp = laneOp{kind: opWorld, cl: classWorld}
+	numOp   = laneOp{kind: opNum, cl: classOther}
+)
 
 type groupOp struct {
 	first, end uint16
@@ -51,12 +61,12 @@ type planOps struct {
 func newPlanOps(p *schema.Plan) planOps {
 	po := planOps{n: p.NumLanes()}
 	for _, ln := range p.Lanes() {
-		op := laneOp{kind: opNum}
+		op := numOp
 		switch ln.Kind {
 		case schema.LaneAngle:
-			op = laneOp{kind: opAngle, bits: ln.Bits}
+			op.kind, op.sh = opAngle, 64-ln.Bits
 		case schema.LaneWorld:
-			op.kind = opWorld
+			op = worldOp
 		case schema.LaneQuatIndex:
 			op.kind = opQuatIdx
 		case schema.LaneBool:
@@ -116,12 +126,11 @@ func (po *planOps) isPose() bool {
 	return po.groups[3] == groupOp{first: 3, end: poseLanes, qi: 3}
 }
 
-// delta returns the lane's delta from a to b (modulo 2^bits for angles).
+// delta returns the lane's delta from a to b: b − a, for angles modulo
+// 2^bits the shortest way around (schema.AngleDelta), branch-free.
 func (op laneOp) delta(a, b uint64) int64 {
-	if op.kind == opAngle {
-		return schema.AngleDelta(a, b, op.bits)
-	}
-	return int64(b - a)
+	sh := op.sh & 63
+	return int64((b-a)<<sh) >> sh
 }
 
 // deltaMasks finds the changed groups of each component of set between
@@ -388,15 +397,13 @@ func (e *Encoder) numLane(op laneOp, l int, v *recViews, pred bool, x *bodyCtx) 
 	if z1 >= 1<<62 {
 		return false
 	}
-	cl := classOther
-	if op.kind == opWorld {
-		cl = classWorld
-	}
+	cl := int(op.cl & 1)
 	k1 := x.plainK[cl]
 	x.res.plain += bitio.RiceLen(z1, k1)
 	z, k, ctx := z1, k1, -1
 	if pred {
-		d := op.delta(v.prev[l], b)
+		p := v.prev[l]
+		d := op.delta(p, b)
 		var step int64
 		if d <= 1<<40 && d >= -(1<<40) { // (else a jump, not motion)
 			step = d * x.num
@@ -406,12 +413,12 @@ func (e *Encoder) numLane(op laneOp, l int, v *recViews, pred bool, x *bodyCtx) 
 			z = bitio.ZigZag(op.delta(b+uint64(step), c))
 		}
 		ctx = stepCtx(step)
-		k = e.coding.orderCtx(cl, ctx)
-		if v.third != nil && op.kind == opWorld {
-			qs := quadFrom(d, int64(v.prev[l]-v.third[l]), x.num, x.den, step)
+		k = uint(e.orders[cl][ctx])
+		if op.kind == opWorld && v.third != nil {
+			qs := quadFrom(d, int64(p-v.third[l]), x.num, x.den, step)
 			zq := bitio.ZigZag(int64(c - (b + uint64(qs))))
 			cq := stepCtx(qs)
-			kq := e.coding.orderCtx(classWorld, cq)
+			kq := uint(e.orders[classWorld][cq])
 			if zq < 1<<62 && z < 1<<62 {
 				x.res.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
 				x.res.quadN++

@@ -37,7 +37,7 @@ func (e *Encoder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred boo
 func (e *Encoder) poseBody(gm uint64, v *recViews, x *bodyCtx) bool {
 	pred := v.prev != nil
 	for l := range 3 {
-		if gm>>l&1 != 0 && !e.numLane(laneOp{kind: opWorld}, l, v, pred, x) {
+		if gm>>l&1 != 0 && !e.numLane(worldOp, l, v, pred, x) {
 			return false
 		}
 	}
@@ -51,7 +51,7 @@ func (e *Encoder) poseBody(gm uint64, v *recViews, x *bodyCtx) bool {
 	}
 	pred = pred && v.prev[3] == v.base[3]
 	for l := 4; l < poseLanes; l++ {
-		if !e.numLane(laneOp{kind: opNum}, l, v, pred, x) {
+		if !e.numLane(numOp, l, v, pred, x) {
 			return false
 		}
 	}

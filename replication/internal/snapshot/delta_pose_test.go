@@ -130,11 +130,11 @@ func checkPoseKernel[P any](t *testing.T, withVel bool) {
 	}
 	fails := 0
 	for i := range 40000 {
-		e.coding = Coding{
+		e.setCoding(Coding{
 			Off:   [numClasses]int8{int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1)), int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1))},
 			Cap:   [numClasses]uint8{uint8(rng.IntN(maxCodeCap + 1)), uint8(rng.IntN(maxCodeCap + 1))},
 			Plain: [numClasses]uint8{uint8(rng.IntN(maxCodeCap + 1)), uint8(rng.IntN(maxCodeCap + 1))},
-		}
+		})
 		origin := make([]uint64, nl)
 		for l := range origin {
 			origin[l] = rng.Uint64() >> rng.UintN(64)

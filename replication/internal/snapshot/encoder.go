@@ -44,6 +44,9 @@ type Encoder struct {
 	// what the records its encoders sent showed (shard: this encoder's
 	// count, see coding.go).
 	coding Coding
+	// orders is coding's order of a predicted lane by class and context
+	// (Coding.orderCtx, looked up)
+	orders [numClasses][maxCodeCtx + 1]uint8
 	quad   bool
 	shard  *codeShard
 	ops    []planOps // per component: its plan as the delta encoder reads it

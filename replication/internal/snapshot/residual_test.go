@@ -173,10 +173,12 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		cur := perturb(base, set)
 		owner := rng.IntN(2) == 0
 		num, den := int64(1+rng.IntN(5)), int64(1+rng.IntN(4))
+		cod := e.coding
 		for cl := range numClasses {
-			e.coding.Off[cl] = int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1))
-			e.coding.Cap[cl] = uint8(rng.IntN(maxCodeCap + 1))
+			cod.Off[cl] = int8(minCodeOff + rng.IntN(maxCodeOff-minCodeOff+1))
+			cod.Cap[cl] = uint8(rng.IntN(maxCodeCap + 1))
 		}
+		e.setCoding(cod)
 		// Sometimes a third view: positions extrapolated quadratically
 		// (quad), or the quadratic extrapolation only measured.
 		var v3, pv3 []uint64
