@@ -109,6 +109,14 @@ type World struct {
 	// to be made (fillLanes); sharing: shares of StartAligned make it.
 	lanesPending, sharing bool
 	layouts               uint32 // the last Frame.layout handed out
+	// reuse: the frame being built was, before Begin recycled it, the
+	// frame of tick reuseTick in the previous frame's layout (no layout
+	// change since): its lanes still hold that tick's values, so making
+	// the copy of the previous lanes copies only the entities changed
+	// since (copyLanes). A 50,000-entity world of which a quarter moves
+	// copies a quarter of its lanes.
+	reuse     bool
+	reuseTick uint32
 
 	// per slot, current
 	changedAt  []uint32   // tick of the last change of lanes or layout
@@ -166,10 +174,12 @@ func (w *World) Begin(tick uint32) {
 	}
 	ri := tick % uint32(w.depth)
 	f := &w.ring[ri]
+	oldLayout, oldTick := uint32(0), f.Tick
 	if f.valid {
 		w.sinceMu.Lock()
 		delete(w.sinceCache, f.Tick)
 		w.sinceMu.Unlock()
+		oldLayout = f.layout
 	}
 	f.Tick = tick
 	w.detach(f)
@@ -185,12 +195,54 @@ func (w *World) Begin(tick uint32) {
 	// The previous lanes are copied in when first needed: by the first
 	// aligned Put or Keep, or range by range by the shares of StartAligned.
 	w.lanesPending = w.aligned
+	w.reuse = w.aligned && oldLayout != 0 && oldLayout == w.prev.layout && cap(f.Lanes) >= len(w.prev.Lanes)
+	w.reuseTick = oldTick
 }
 
 // fillLanes copies the previous frame's lanes into the aligned frame.
 func (w *World) fillLanes() {
-	w.cur.Lanes = append(w.cur.Lanes[:0], w.prev.Lanes...)
+	n := len(w.prev.Lanes)
+	if w.reuse {
+		w.cur.Lanes = w.cur.Lanes[:n]
+	} else {
+		w.cur.Lanes = append(w.cur.Lanes[:0], w.prev.Lanes...)
+	}
+	w.copyLanes(0, len(w.prev.Slots))
 	w.lanesPending = false
+}
+
+// copyLanes makes the lanes of the previous frame's entries [lo, hi) the
+// aligned frame's (sized already): all of them, or with reuse only those of
+// entities changed since reuseTick, in runs. It reads changedAt of the
+// range's slots only, which a share of StartAligned writes for its own
+// entries after this.
+func (w *World) copyLanes(lo, hi int) {
+	prev, cur := w.prev, w.cur
+	end := func(j int) int {
+		if j < len(prev.Offs) {
+			return int(prev.Offs[j])
+		}
+		return len(prev.Lanes)
+	}
+	if !w.reuse {
+		if lo < hi {
+			copy(cur.Lanes[prev.Offs[lo]:end(hi)], prev.Lanes[prev.Offs[lo]:end(hi)])
+		}
+		return
+	}
+	for j := lo; j < hi; {
+		if int32(w.changedAt[prev.Slots[j]]-w.reuseTick) <= 0 {
+			j++
+			continue
+		}
+		k := j + 1
+		for k < hi && int32(w.changedAt[prev.Slots[k]]-w.reuseTick) > 0 {
+			k++
+		}
+		a, b := prev.Offs[j], end(k)
+		copy(cur.Lanes[a:b], prev.Lanes[a:b])
+		j = k
+	}
 }
 
 // detach gives f arrays of its own if another frame shares them, so that
@@ -439,15 +491,7 @@ func (w *World) StartAligned() {
 func (a *AlignedPut) Range(lo, hi int) {
 	w := a.w
 	a.lo, a.hi = lo, hi
-	if lo >= hi {
-		return
-	}
-	from := int(w.prev.Offs[lo])
-	to := len(w.prev.Lanes)
-	if hi < len(w.prev.Offs) {
-		to = int(w.prev.Offs[hi])
-	}
-	copy(w.cur.Lanes[from:to], w.prev.Lanes[from:to])
+	w.copyLanes(lo, hi)
 }
 
 // PutAt is [World.Put] for entry j of an aligned frame (same slot and Meta

@@ -119,14 +119,16 @@ func TestWorldFastPathsMatchTheGeneralOne(t *testing.T) {
 
 // A frame filled by concurrent aligned shares equals the frame Put builds
 // entity by entity: lanes, layout and the changed slots, tick after tick,
-// with some entities moving, some kept (not put) and one share empty.
+// with some entities moving, some kept (not put) and one share empty, past
+// the ring's depth (recycled frames copy only what changed since).
 func TestAlignedSharesMatchPut(t *testing.T) {
 	const n = 700
 	serial, shared := newBenchScene(n), newBenchScene(n)
 	rng := rand.New(rand.NewPCG(3, 4))
 	ptr := make([]unsafe.Pointer, 1)
 	shares := []*AlignedPut{shared.w.NewAlignedPut(), shared.w.NewAlignedPut(), shared.w.NewAlignedPut()}
-	for tick := uint32(1); tick <= 30; tick++ {
+	const ticks = 3 * DefaultDepth
+	for tick := uint32(1); tick <= ticks; tick++ {
 		keep := map[int]bool{}
 		for i := range serial.ents {
 			switch rng.IntN(6) {
@@ -192,7 +194,7 @@ func TestAlignedSharesMatchPut(t *testing.T) {
 		shared.w.EndTick()
 	}
 	// Shares that leave entries out are refused.
-	shared.w.Begin(31)
+	shared.w.Begin(ticks + 1)
 	shared.w.StartAligned()
 	shares[0].Range(0, 10)
 	shares[1].Range(20, n)
