@@ -145,6 +145,16 @@ func NewWorld(reg *schema.Registry, depth int) *World {
 	return w
 }
 
+// ringIndex returns the ring index of tick's frame: a mask for the usual
+// power-of-two depth (a division takes tens of cycles, and the encoder
+// looks up a few frames per record).
+func (w *World) ringIndex(tick uint32) uint32 {
+	if d := uint32(w.depth); d&(d-1) == 0 {
+		return tick & (d - 1)
+	}
+	return tick % uint32(w.depth)
+}
+
 // Depth returns the ring depth.
 func (w *World) Depth() int { return w.depth }
 
@@ -172,7 +182,7 @@ func (w *World) Begin(tick uint32) {
 	if w.open {
 		panic("snapshot: Begin without Commit")
 	}
-	ri := tick % uint32(w.depth)
+	ri := w.ringIndex(tick)
 	f := &w.ring[ri]
 	oldLayout, oldTick := uint32(0), f.Tick
 	if f.valid {
@@ -652,7 +662,7 @@ func (w *World) Commit() *Frame {
 	if !slices.IsSorted(w.ch) {
 		slices.Sort(w.ch)
 	}
-	w.changes[f.Tick%uint32(w.depth)] = w.ch
+	w.changes[w.ringIndex(f.Tick)] = w.ch
 	if f.layout == 0 {
 		w.layouts++
 		f.layout = w.layouts
@@ -689,7 +699,7 @@ func (w *World) Frame(tick uint32) *Frame {
 	if tick == 0 {
 		return nil
 	}
-	f := &w.ring[tick%uint32(w.depth)]
+	f := &w.ring[w.ringIndex(tick)]
 	if !f.valid || f.Tick != tick {
 		return nil
 	}
@@ -746,7 +756,7 @@ func (w *World) ChangedSince(base uint32) (slots Bitset, ok bool) {
 	out = out[:words]
 	clear(out)
 	for t := base + 1; int32(t-w.tick) <= 0; t++ {
-		for _, s := range w.changes[t%uint32(w.depth)] {
+		for _, s := range w.changes[w.ringIndex(t)] {
 			out[s>>6] |= 1 << (s & 63)
 		}
 	}
