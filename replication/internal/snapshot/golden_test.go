@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/archenet/archenet/components"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,19 +60,7 @@ func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func()
 // coding updates the hashes and says so in its commit.
 func TestEncoderBytesGolden(t *testing.T) {
 	s := newBenchScene(250)
-	spin := make([]components.Quat, len(s.ents))
-	for i := range spin {
-		axis := components.Vec3{X: s.rng.NormFloat64(), Y: s.rng.NormFloat64(), Z: s.rng.NormFloat64()}
-		spin[i] = components.QuatAxisAngle(axis.Scale(1/axis.Len()), 0.05+s.rng.Float64()*0.1)
-	}
-	tumble := func() {
-		for i := range s.ents {
-			e := &s.ents[i]
-			e.Pos = e.Pos.Add(components.Vec3{X: 0.05 + float64(i%7)*0.01, Y: float64(i%3-1) * 0.02 * float64(s.tick%5), Z: 0.03})
-			e.Rot = spin[i].Mul(e.Rot).Normalize()
-		}
-		s.commit()
-	}
+	tumble := s.tumbler(true)
 	poses := goldenRun(t, s.w, func(id uint8) *Receiver { return NewReceiver(s.reg, id, 0) }, tumble, 150)
 
 	a := newAcctScene(300)

@@ -36,6 +36,29 @@ func newBenchScene(n int) *benchScene {
 	return s
 }
 
+// tumbler returns a step that turns every body about an axis of its own
+// and moves it on (wobble: its vertical speed changes with the tick), and
+// commits a frame.
+func (s *benchScene) tumbler(wobble bool) func() {
+	spin := make([]components.Quat, len(s.ents))
+	for i := range spin {
+		axis := components.Vec3{X: s.rng.NormFloat64(), Y: s.rng.NormFloat64(), Z: s.rng.NormFloat64()}
+		spin[i] = components.QuatAxisAngle(axis.Scale(1/axis.Len()), 0.05+s.rng.Float64()*0.1)
+	}
+	return func() {
+		for i := range s.ents {
+			e := &s.ents[i]
+			y := float64(i%3-1) * 0.02
+			if wobble {
+				y *= float64(s.tick % 5)
+			}
+			e.Pos = e.Pos.Add(components.Vec3{X: 0.05 + float64(i%7)*0.01, Y: y, Z: 0.03})
+			e.Rot = spin[i].Mul(e.Rot).Normalize()
+		}
+		s.commit()
+	}
+}
+
 // step moves a fraction of the entities and commits a frame.
 func (s *benchScene) step(moving float64) *Frame {
 	for i := range s.ents {
@@ -222,19 +245,7 @@ func BenchmarkHighMotionBuild(b *testing.B) {
 func benchHighMotion(b *testing.B, cached bool) {
 	const n, lag = 250, 3
 	s := newBenchScene(n)
-	spin := make([]components.Quat, n)
-	for i := range spin {
-		axis := components.Vec3{X: s.rng.NormFloat64(), Y: s.rng.NormFloat64(), Z: s.rng.NormFloat64()}
-		spin[i] = components.QuatAxisAngle(axis.Scale(1/axis.Len()), 0.05+s.rng.Float64()*0.1)
-	}
-	move := func() {
-		for i := range s.ents {
-			e := &s.ents[i]
-			e.Pos = e.Pos.Add(components.Vec3{X: 0.05 + float64(i%7)*0.01, Y: float64(i%3-1) * 0.02, Z: 0.03})
-			e.Rot = spin[i].Mul(e.Rot).Normalize()
-		}
-		s.commit()
-	}
+	move := s.tumbler(false)
 	enc := NewEncoder(s.w)
 	c, twin := NewClient(0, 0), NewClient(0, 0)
 	rcv := NewReceiver(s.reg, 0, 0)
