@@ -255,7 +255,7 @@ func (p *peer) onAck(a *snapshot.Ack, now time.Time) {
 	if a.Newest != p.snap.NewestAck {
 		p.budget.onAck(now)
 	}
-	fresh := p.snap.Ack(*a)
+	fresh := p.snap.Ack(a)
 	mark := func(t uint32, sample bool) {
 		r := &p.sent[t%uint32(len(p.sent))]
 		if r.tick != t || r.acked {

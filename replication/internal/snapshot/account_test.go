@@ -122,8 +122,8 @@ func TestAccountAttributesEveryBit(t *testing.T) {
 				_, err = b.rcv.Decode(pb.At(j))
 				require.NoError(t, err)
 			}
-			a.c.Ack(a.rcv.Ack())
-			b.c.Ack(b.rcv.Ack())
+			a.c.Ack(ptr(a.rcv.Ack()))
+			b.c.Ack(ptr(b.rcv.Ack()))
 		}
 		s.w.EndTick()
 	}

@@ -23,7 +23,9 @@ type Ack struct {
 	// Partial bit i says tick Newest−i (bit 0: Newest; bit i ≥ 1: the tick of
 	// Mask bit i−1) lacks some of its parts; Parts[i] then says which it holds.
 	Partial uint64
-	Parts   [AckWindow]uint64
+	// Parts and PartCount mean something only at Partial's bits (elsewhere
+	// they may hold an earlier Ack's).
+	Parts [AckWindow]uint64
 	// PartCount[i] is the number of parts of a partial tick (1..MaxParts).
 	PartCount [AckWindow]uint8
 }
@@ -95,9 +97,12 @@ func ParseAck(b []byte) (Ack, int, error) {
 }
 
 // ParseAckInto is [ParseAck] into *a (which it overwrites, also on error),
-// without copying the Ack.
+// without copying the Ack. It clears only Newest, Mask and Partial: Parts
+// and PartCount are read where Partial has a bit, which it writes, so
+// parsing into a reused Ack touches only the lines it needs (an Ack is 300
+// bytes; a client's usual ack, nothing partial, one of them).
 func ParseAckInto(a *Ack, b []byte) (int, error) {
-	*a = Ack{}
+	a.Newest, a.Mask, a.Partial = 0, 0, 0
 	if len(b) < ackFixedLen+1 {
 		return 0, fmt.Errorf("%w: ack of %d bytes", ErrCorrupt, len(b))
 	}
@@ -121,7 +126,7 @@ func ParseAckInto(a *Ack, b []byte) (int, error) {
 		}
 	}
 	if err := r.Err(); err != nil {
-		*a = Ack{}
+		a.Newest, a.Mask, a.Partial = 0, 0, 0
 		return 0, fmt.Errorf("%w: ack: %v", ErrCorrupt, err)
 	}
 	return ackFixedLen + (r.BitPos()+7)/8, nil

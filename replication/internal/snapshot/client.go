@@ -271,7 +271,7 @@ func (c *Client) viewFor(tick uint32) *view {
 // It returns the ticks the Ack acknowledged for the first time: bit i is
 // tick a.Newest−i. Ticks an earlier Ack named are skipped at the cost of a
 // shift, so a client's steady stream of Acks costs one tick each.
-func (c *Client) Ack(a Ack) (fresh uint64) {
+func (c *Client) Ack(a *Ack) (fresh uint64) {
 	if a.Newest == 0 {
 		return 0
 	}
@@ -290,7 +290,7 @@ func (c *Client) Ack(a Ack) (fresh uint64) {
 	for f := fresh; f != 0; f &= f - 1 {
 		i := uint32(bits.TrailingZeros64(f))
 		if a.Newest > i {
-			c.ackOne(a.Newest-i, &a)
+			c.ackOne(a.Newest-i, a)
 		}
 	}
 	if c.coverNewest == 0 || int32(a.Newest-c.coverNewest) >= 0 {

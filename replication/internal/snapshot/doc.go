@@ -90,7 +90,7 @@
 //
 //	build the shared frame            World.Begin / Put / Commit, World.EndTick
 //	one client's datagrams            Encoder.Build(client, BuildOptions{Relevant, Weights, Budget}, &packets)
-//	process an ack                    Client.Ack(ack); ParseAck / Ack.Append on the wire
+//	process an ack                    Client.Ack(&ack); ParseAck / Ack.Append on the wire
 //	limit a client's bandwidth        Client.SetRate, Client.Refill
 //	decode on the client              Receiver.Decode (each datagram), Receiver.Latest, Receiver.Ack
 //	reconnect                         Client.Reset, Receiver.Reset

@@ -41,7 +41,8 @@ func Example() {
 				panic(err)
 			}
 		}
-		client.Ack(rcv.Ack()) // the ack travels back to the server
+		ack := rcv.Ack() // it travels back to the server
+		client.Ack(&ack)
 		fmt.Printf("tick %d: baseline %d, %d full, %d delta, %d bytes in %d datagrams\n",
 			tick, info.Baseline, info.Fulls, info.Deltas, info.Bytes, info.Parts)
 	}

@@ -92,7 +92,7 @@ func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]
 				panic("tick 1 in one part")
 			}
 		}
-		c.Ack(Ack{Newest: tick})
+		c.Ack(&Ack{Newest: tick})
 		ships[0].Pos.X += 0.5 // steady: predicted deltas with the predicted field masks
 		ships[2].Vel.Z = 1
 		tags[0].On = !tags[0].On

@@ -45,7 +45,7 @@ func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func()
 			}
 			p.acks = append(p.acks, p.r.Ack())
 			if len(p.acks) > p.lag && rng.IntN(8) != 0 {
-				p.c.Ack(p.acks[len(p.acks)-1-p.lag])
+				p.c.Ack(&p.acks[len(p.acks)-1-p.lag])
 			}
 		}
 		w.EndTick()

@@ -279,7 +279,7 @@ func TestDatagramsFitTheirBudgetAndDecode(t *testing.T) {
 			}
 			acks = append(acks, rcv.Ack())
 			if len(acks) > lag && rng.IntN(6) != 0 {
-				c.Ack(acks[len(acks)-1-lag])
+				c.Ack(&acks[len(acks)-1-lag])
 			}
 		}
 	}

@@ -165,7 +165,7 @@ func TestConvergenceUnderLoss(t *testing.T) {
 			a, n, err := ParseAck(d)
 			require.NoError(t, err)
 			require.Equal(t, len(d), n)
-			c.Ack(a)
+			c.Ack(&a)
 			// Every view the ack names is now a baseline the server may code
 			// against: the client must hold exactly what the server thinks.
 			for i := uint32(0); i < AckWindow; i++ {

@@ -67,7 +67,7 @@ func smoothRun(t *testing.T, noPred bool, lag int) (float64, int) {
 		}
 		acks = append(acks, rcv.Ack())
 		if len(acks) > lag {
-			c.Ack(acks[len(acks)-1-lag])
+			c.Ack(&acks[len(acks)-1-lag])
 		}
 		if tick > 60 {
 			total += len(dg)
@@ -180,7 +180,7 @@ func TestQuadraticPredictionOnBallisticMotion(t *testing.T) {
 			}
 			acks = append(acks, rcv.Ack())
 			if len(acks) > 3 {
-				c.Ack(acks[len(acks)-4])
+				c.Ack(&acks[len(acks)-4])
 			}
 			if tick > 60 {
 				total += pk.Bytes()

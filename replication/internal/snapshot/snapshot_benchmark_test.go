@@ -121,7 +121,7 @@ func syncedClient(b *testing.B) (*benchScene, *Encoder, *Client, *Receiver) {
 				b.Fatal(err)
 			}
 		}
-		c.Ack(rcv.Ack())
+		c.Ack(ptr(rcv.Ack()))
 	}
 	s.step(0.1)
 	return s, enc, c, rcv
@@ -260,8 +260,8 @@ func benchHighMotion(b *testing.B, cached bool) {
 		}
 		acks = append(acks, rcv.Ack())
 		if len(acks) > lag {
-			c.Ack(acks[len(acks)-1-lag])
-			twin.Ack(acks[len(acks)-1-lag])
+			c.Ack(&acks[len(acks)-1-lag])
+			twin.Ack(&acks[len(acks)-1-lag])
 		}
 	}
 	for range 40 {

@@ -20,6 +20,9 @@ type refEnt struct {
 	Yaw float64 `net:"angle,bits=9"`
 }
 
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
+
 func refRegistry(t testing.TB) *schema.Registry {
 	reg := schema.NewRegistry()
 	_, err := schema.Register[refEnt](reg)
@@ -81,7 +84,7 @@ func TestReferenceCase(t *testing.T) {
 	_, err := rcv.Decode(dg)
 	require.NoError(t, err)
 	requireSameView(t, f1, rcv.Latest())
-	c.Ack(rcv.Ack())
+	c.Ack(ptr(rcv.Ack()))
 
 	w.Begin(2)
 	for i := uint32(0); i < 200; i++ {
@@ -131,7 +134,7 @@ func TestByteRateBudget(t *testing.T) {
 		if len(dg) > 0 {
 			_, err := rcv.Decode(dg)
 			require.NoError(t, err)
-			c.Ack(rcv.Ack())
+			c.Ack(ptr(rcv.Ack()))
 		} else {
 			require.True(t, info.Starved)
 		}
@@ -229,7 +232,7 @@ func TestInputAckRelativeToBaseline(t *testing.T) {
 		if tick != 5 {
 			require.Equal(t, ack, v.InputAck, "tick %d", tick)
 		}
-		c.Ack(rcv.Ack())
+		c.Ack(ptr(rcv.Ack()))
 		if tick != 5 { // tick 6's baseline (5) carried no ack: 6 sends it in full
 			rel := info.Baseline != 0 && tick != 6
 			sizes[rel] = append(sizes[rel], len(dg))
@@ -311,14 +314,14 @@ func TestAckPartsOfTick(t *testing.T) {
 	s.step(0)
 	enc.Build(c, BuildOptions{}, &pk)
 	require.Equal(t, 1, pk.Len())
-	c.Ack(Ack{Newest: s.tick, Partial: 1, PartCount: [AckWindow]uint8{1}})
+	c.Ack(&Ack{Newest: s.tick, Partial: 1, PartCount: [AckWindow]uint8{1}})
 	require.Zero(t, c.Acked, "a one-part tick acked without its part")
 
 	s.step(0)
 	info := enc.Build(c, BuildOptions{Budget: 400}, &pk)
 	require.Equal(t, uint32(0), info.Baseline, "the unusable view is no baseline")
 	require.Greater(t, pk.Len(), 1)
-	c.Ack(Ack{Newest: s.tick, Partial: 1, Parts: [AckWindow]uint64{1}, PartCount: [AckWindow]uint8{uint8(pk.Len())}})
+	c.Ack(&Ack{Newest: s.tick, Partial: 1, Parts: [AckWindow]uint64{1}, PartCount: [AckWindow]uint8{uint8(pk.Len())}})
 	require.EqualValues(t, 1, c.Acked)
 	require.EqualValues(t, 1, c.AckedPartial)
 	rcv := NewReceiver(s.reg, 0, 0)

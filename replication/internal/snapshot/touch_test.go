@@ -65,7 +65,7 @@ func TestTouchKeepsBytes(t *testing.T) {
 				}
 				sd.acks[ci] = append(sd.acks[ci], sd.rcvs[ci].Ack())
 				if lag := 1 + ci; len(sd.acks[ci]) > lag {
-					sd.cs[ci].Ack(sd.acks[ci][len(sd.acks[ci])-1-lag])
+					sd.cs[ci].Ack(&sd.acks[ci][len(sd.acks[ci])-1-lag])
 				}
 			}
 			require.True(t, bytes.Equal(out[0], out[1]), "tick %d client %d", tick, ci)

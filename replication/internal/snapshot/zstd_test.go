@@ -52,7 +52,7 @@ func walkDatagrams(t testing.TB, entities, n, lag int, comp *Compressor, rcv *Re
 		}
 		acks = append(acks, rcv.Ack())
 		if len(acks) > lag {
-			c.Ack(acks[len(acks)-1-lag])
+			c.Ack(&acks[len(acks)-1-lag])
 		}
 	}
 	return out, w
