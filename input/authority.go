@@ -59,8 +59,8 @@ type AuthorityStats struct {
 	NoInputLog uint64 // input sections from clients the Authority does not know
 }
 
-// Authority is the server side of predicted entities: it keeps an input
-// inputLog per connected client, fed from the replication server's input hook,
+// Authority is the server side of predicted entities: it keeps an
+// input log per connected client, fed from the replication server's input hook,
 // and each simulation tick steps every entity with component S and a
 // components.Owner with its owner's input for that tick, with the same step
 // function the owner predicts with ([Player]). Each snapshot tells the

@@ -32,7 +32,8 @@ var (
 	ErrInvalidConfig = errors.New("input: invalid configuration")
 )
 
-// Config configures a codec. Its zero value is a codec with its own schema
+// Config configures the input codec of a Player or Authority (both sides
+// must agree). Its zero value is a codec with its own schema
 // registry, 4 frames per datagram and a 32-tick baseline window.
 type Config struct {
 	// Registry compiles the input type. Nil: a private registry. Passing the

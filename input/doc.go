@@ -12,7 +12,7 @@
 //     sends it, and draws the prediction with corrections smoothed.
 //
 //   - [Authority] (server, [NewAuthority]): [Authority.Configure] sets the
-//     replication server's input hooks (one inputLog per client, acks and
+//     replication server's input hooks (one input log per client, acks and
 //     feedback in every snapshot); [Authority.System] steps every S entity
 //     with a components.Owner with its owner's input each tick, with the same
 //     step function; [Authority.RoundSystem] rounds them at the end of the

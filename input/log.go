@@ -13,7 +13,8 @@ import (
 // ticks the 16-bit tick on the wire can resolve.
 const MaxLeadLimit = 1024
 
-// LogConfig configures a inputLog. Its zero value accepts input up to 64 ticks
+// LogConfig configures the server's input log of each client (the
+// Authority keeps one per client). Its zero value accepts input up to 64 ticks
 // ahead and at most 3 datagrams per tick on average with bursts of 30.
 type LogConfig struct {
 	// MaxLead is how far ahead of the next consumed tick a frame may be:
@@ -64,7 +65,7 @@ func (s logStatus) String() string {
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
 
-// Stats counts what a inputLog saw. All counters only grow.
+// Stats counts what a client's input log saw. All counters only grow.
 type Stats struct {
 	Datagrams  uint64 // input sections decoded successfully
 	Malformed  uint64 // sections rejected as [ErrMalformed]
@@ -77,7 +78,7 @@ type Stats struct {
 	Consumed   uint64 // ticks consumed
 	Received   uint64 // ticks consumed with the client's frame
 	Missing    uint64 // ticks consumed without it (last input repeated, or the outage input)
-	Outage     uint64 // of those, ticks past Config.Hold (StatusOutage)
+	Outage     uint64 // of those, ticks past Config.Hold (the outage input)
 }
 
 // feedback is what the server tells a client about its inputs, in each

@@ -17,8 +17,9 @@
 //     scaling within ±10% and never jumps (except at start and on a reset).
 //   - [System]: archenet ecs.System writing [components.Visual] from every
 //     [Buffer] at the render tick; [Stats] counts modes.
-//   - [Smoother], [SmootherConfig]: hides prediction corrections;
-//     [Smoother.Correct] on reconciliation, [Smoother.Decay] and
+//   - [Smoother], [SmootherConfig]: hides prediction corrections
+//     ([NewSmoother] checks the configuration; the zero Smoother has the
+//     defaults); [Smoother.Correct] on reconciliation, [Smoother.Decay] and
 //     [Smoother.Apply] each frame; teleports snap. [SmoothSystem] does the
 //     per-frame part for entities with a Smoother, a Visual and the caller's
 //     transform component.
