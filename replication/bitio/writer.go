@@ -252,7 +252,7 @@ func UnZigZag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 const riceLimit = 3
 
 // WriteRice writes v as a Golomb–Rice code of order k whose unary quotient
-// is limited: for q = v>>k below [riceLimit], q zero bits, a one bit and
+// is limited: for q = v>>k below 3, q zero bits, a one bit and
 // the k low bits of v; otherwise RiceLimit zero bits, then the order-(k+1)
 // exp-Golomb code of v − RiceLimit·2^k. Residuals near their typical size
 // take fewer bits than with exp-Golomb; the tail grows as exp-Golomb.
@@ -270,7 +270,7 @@ func (w *Writer) WriteRice(v uint64, k uint) {
 }
 
 // RiceCode returns [Writer.WriteRice]'s code of v at order k ≤ 29 and its
-// length when its quotient is below [riceLimit] (ok; else the code takes
+// length when its quotient is below 3 (ok; else the code takes
 // the escape, which WriteRice writes), for [Writer.PutBits] in hot loops.
 func RiceCode(v uint64, k uint) (code uint64, n uint, ok bool) {
 	k &= 63

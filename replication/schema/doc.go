@@ -53,7 +53,7 @@
 //   - [Registry.Clamps], [Registry.ClampGeneration]: values quantization
 //     clamped, per component type and field.
 //   - [Plan.Write] / [Plan.Read]: the full bit-packed encoding; [Plan.WriteGroup],
-//     [Plan.ReadGroup], [writeLane], [ReadLane] for field-level encoders;
+//     [Plan.ReadGroup], [ReadLane] for field-level encoders;
 //     [Lane.Delta] / [Lane.Apply] for delta coders.
 //
 // # Clamps

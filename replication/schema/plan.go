@@ -396,7 +396,7 @@ func writeLane(w *bitio.Writer, l *Lane, v uint64) {
 	}
 }
 
-// ReadLane reads a value written by [writeLane] and validates it; an invalid
+// ReadLane reads a value written as the lane's code and validates it; an invalid
 // value sets r's sticky error (wrapping [ErrCorrupt]) and returns 0.
 func ReadLane(r *bitio.Reader, l *Lane) uint64 {
 	var v uint64

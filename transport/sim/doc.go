@@ -17,7 +17,7 @@
 //
 // Reliable messages arrive exactly once and in order. Each simulated loss of a
 // transmission delays the message by one retransmission timeout, max(2 × base RTT,
-// [minRTO]), and blocks the messages behind it.
+// 20 ms), and blocks the messages behind it.
 //
 // # Tasks
 //
