@@ -253,8 +253,8 @@ const riceLimit = 3
 
 // WriteRice writes v as a Golomb–Rice code of order k whose unary quotient
 // is limited: for q = v>>k below 3, q zero bits, a one bit and
-// the k low bits of v; otherwise RiceLimit zero bits, then the order-(k+1)
-// exp-Golomb code of v − RiceLimit·2^k. Residuals near their typical size
+// the k low bits of v; otherwise three zero bits, then the order-(k+1)
+// exp-Golomb code of v − 3·2^k. Residuals near their typical size
 // take fewer bits than with exp-Golomb; the tail grows as exp-Golomb.
 // It panics unless v < 2^62 and k ≤ 29.
 func (w *Writer) WriteRice(v uint64, k uint) {
