@@ -186,7 +186,7 @@ func (a *Authority[S, I]) receive(c replication.ClientID, ackTick uint32, sectio
 		a.stats.Dropped++
 		return fmt.Errorf("input: %w", err)
 	}
-	return nil // ErrNoBaseline, ErrFlood: counted by the log
+	return nil // a section against a frame the log no longer holds, or over the rate: counted by the log
 }
 
 // noteAck measures client c's round trip from the snapshot tick it acked

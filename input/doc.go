@@ -54,7 +54,7 @@
 //	based     1 bit    1: the oldest frame is coded against an acked baseline
 //	  off    EG0       zigzag(first − baseline − 1), within −33..BaselineWindow−1
 //	views     1 bit    1: each frame's view lag follows (quarter ticks its render clock
-//	                   trailed the frame's tick, 0..MaxViewLag: lag compensation)
+//	                   trailed the frame's tick, 0..1023: lag compensation)
 //	  lag 0  10 bits   the oldest frame's
 //	  lag i  EG0       zigzag(lag i − lag i−1) for each later frame
 //	frame 0  mask      one bit per field group: fields that differ from the baseline

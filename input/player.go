@@ -28,7 +28,7 @@ type PlayerConfig[S, I any] struct {
 	// Input configures the input codec; it must match the server's
 	// (AuthorityConfig.Input). Zero: the defaults.
 	Input Config
-	// History is the predictor's history in ticks (PredictorConfig.History).
+	// History is the predictor's history in ticks. Zero: 128.
 	History int
 	// Sync tunes the input clock; TickInterval defaults to the server's
 	// simulation tick interval from the Welcome and Arrivals to the client's

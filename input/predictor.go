@@ -146,7 +146,7 @@ func newPredictor[S, I any](plan *schema.Plan, step StepFunc[S, I], cfg predicto
 		return nil, fmt.Errorf("%w: nil step function", ErrInvalidConfig)
 	}
 	if cfg.History < 0 || cfg.History > 1<<16 || cfg.Dt < 0 || cfg.Dt != cfg.Dt {
-		return nil, fmt.Errorf("%w: PredictorConfig %+v", ErrInvalidConfig, cfg)
+		return nil, fmt.Errorf("%w: predictor history %d or step %v out of range", ErrInvalidConfig, cfg.History, cfg.Dt)
 	}
 	if cfg.History == 0 {
 		cfg.History = 128
