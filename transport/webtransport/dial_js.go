@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall/js"
 )
@@ -167,23 +168,11 @@ func DialEndpoint(ctx context.Context, endpointURL string, cfg *Config) (*Conn, 
 		return conn, nil
 	}
 	e2, err2 := fetchEndpoint(ctx, endpointURL)
-	if err2 != nil || e2.URL == e.URL && sameHashes(e2.Hashes, e.Hashes) {
+	if err2 != nil || e2.URL == e.URL && slices.Equal(e2.Hashes, e.Hashes) {
 		return nil, err
 	}
 	c.CertHashes = e2.Hashes
 	return Dial(ctx, e2.URL, &c)
-}
-
-func sameHashes(a, b []CertHash) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // streamReader reads the message stream's chunks as an io.Reader.

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/archenet/archenet/replication/bitio"
 
@@ -321,7 +322,7 @@ func sameGroup(g *schema.Group, a, b []uint64) bool {
 	if g.Count == 1 {
 		return a[g.First] == b[g.First]
 	}
-	return equalLanes(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
+	return slices.Equal(a[g.First:g.First+g.Count], b[g.First:g.First+g.Count])
 }
 
 // changedGroups returns the groups of p whose lanes differ between a and b

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/archenet/archenet/replication/bitio"
@@ -91,7 +92,7 @@ func writeDeltaMask(w *bitio.Writer, plans []*schema.Plan, set uint64, base, cur
 			if !owner && g.OwnerOnly {
 				continue
 			}
-			if !equalLanes(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count]) {
+			if !slices.Equal(b[g.First:g.First+g.Count], c[g.First:g.First+g.Count]) {
 				gm |= 1 << gi
 			}
 		}

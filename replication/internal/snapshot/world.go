@@ -401,7 +401,7 @@ func (w *World) put(slot uint32, m Meta, comps []unsafe.Pointer) {
 	}
 	w.rawSet[slot] = m.Set
 	w.Quantized++
-	if prevLanes != nil && !equalLanes(prevLanes, f.Lanes[start:]) {
+	if prevLanes != nil && !slices.Equal(prevLanes, f.Lanes[start:]) {
 		w.changed(slot, false)
 	}
 }
@@ -432,7 +432,7 @@ func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) b
 		p.Quantize(comps[0], cur)
 		if src := unsafe.Slice((*byte)(comps[0]), p.Size); len(old) == len(src) {
 			copy(old, src)
-			return !equalLanes(prevLanes, cur)
+			return !slices.Equal(prevLanes, cur)
 		}
 	}
 	raw := old[:0]
@@ -450,7 +450,7 @@ func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) b
 		w.raw[slot] = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
 	}
 	w.rawSet[slot] = m.Set
-	return !equalLanes(prevLanes, cur)
+	return !slices.Equal(prevLanes, cur)
 }
 
 // Aligned reports whether the frame being built can be filled by shares
@@ -564,7 +564,7 @@ func (w *World) PutLanes(slot uint32, m Meta, lanes []uint64) {
 	f.Lanes = append(f.Lanes, lanes...)
 	w.rawSet[slot] = 0 // raw cache unknown
 	w.Quantized++
-	if prevLanes != nil && !equalLanes(prevLanes, lanes) {
+	if prevLanes != nil && !slices.Equal(prevLanes, lanes) {
 		w.changed(slot, false)
 	}
 }
@@ -680,18 +680,6 @@ func (w *World) unalignAll() {
 	w.aligned = false
 	f.Slots, f.Metas, f.Offs, f.index, f.layout = prev.Slots, prev.Metas, prev.Offs, prev.index, prev.layout
 	w.pj = len(prev.Slots)
-}
-
-func equalLanes(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Frame returns the frame of tick if it is still in the ring, else nil.
