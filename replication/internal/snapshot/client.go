@@ -14,6 +14,7 @@ type Client struct {
 	ID uint8
 
 	views []view
+	lists []viewLists // per view, at the same index
 	// sets holds the views' member sets: views whose members are the same
 	// share one (most ticks change no membership), copied when one of them
 	// changes (setMember). freeSets lists the unused ones.
@@ -87,23 +88,38 @@ func (c *Client) spend(n int) {
 // view is what a client holds after decoding the datagram of tick: the
 // member entities, each at the newest frame's value except the "behind"
 // ones, which hold the value of an older frame (deferred by the budget).
+//
+// A view is 32 bytes, with no pointer: a Build reads the few views around
+// its baseline, two to a cache line. Its lists (viewLists) are apart, in
+// Client.lists at the same index, read only when hasBehind or hasRecs says
+// they hold something.
 type view struct {
-	tick  uint32
-	base  uint32 // the baseline tick the view was built against (0 = none)
-	used  bool
-	acked bool
+	tick uint32
+	base uint32 // the baseline tick the view was built against (0 = none)
 	// inputAck, if hasInputAck, is the input ack the view's datagram
 	// carried: later datagrams built on this view send theirs relative to it.
-	inputAck    uint32
+	inputAck uint32
+	members  int32  // its member set: an index of Client.sets (−1: none, empty)
+	coding   Coding // the residual coding of the view's records
+	// parts is how many datagrams the tick was sent in (≤ MaxParts)
+	parts       uint8
+	used        bool
+	acked       bool
 	hasInputAck bool
-	coding      Coding        // the residual coding of the view's records
-	members     int32         // its member set: an index of Client.sets (−1: none, empty)
-	behind      []behindEntry // sorted by slot
-	// parts is how many datagrams the tick was sent in, recs which records
-	// each carried (slot order; only with more than one part): what an ack
-	// naming only some parts undoes.
-	parts int
-	recs  []sentRec
+	// hasBehind: the view has deferred entries (viewLists.behind);
+	// behindArr: viewLists.behind keeps an array (for reuse); hasRecs: its
+	// datagrams' records are listed (viewLists.recs)
+	hasBehind, behindArr, hasRecs bool
+}
+
+// viewLists is what a view lists besides its scalars: its deferred
+// entries, sorted by slot, and, for a tick sent in more than one datagram
+// whose ack is still to come, which records each datagram carried (slot
+// order): what an ack naming only some parts undoes. Empty lists keep
+// their arrays for reuse.
+type viewLists struct {
+	behind []behindEntry
+	recs   []sentRec
 }
 
 type behindEntry struct{ slot, src uint32 }
@@ -130,7 +146,7 @@ func (c *Client) Init(id uint8, depth int) {
 	if depth <= 0 {
 		depth = DefaultDepth
 	}
-	*c = Client{ID: id, views: make([]view, depth)}
+	*c = Client{ID: id, views: make([]view, depth), lists: make([]viewLists, depth)}
 	for i := range c.views {
 		c.views[i].members = -1
 	}
@@ -250,14 +266,57 @@ func (m *accMerge) finish(c *Client) {
 	c.acc, c.accNext = m.next, m.old[:0]
 }
 
+// viewFor returns the view of tick, emptied: no members, no deferred
+// entries, no records.
 func (c *Client) viewFor(tick uint32) *view {
 	v := &c.views[tick%uint32(len(c.views))]
 	c.releaseMembers(v)
 	c.releaseRecs(v)
+	if v.behindArr {
+		// (an array a burst of deferrals grew is let go: shrunk)
+		l := c.listsOf(v)
+		l.behind = shrunk(l.behind)
+		v.behindArr = l.behind != nil
+	}
+	v.hasBehind = false
 	v.tick = tick
 	v.used = true
 	v.acked = false
 	return v
+}
+
+// listsOf returns the lists of v, one of c.views.
+func (c *Client) listsOf(v *view) *viewLists {
+	i := (uintptr(unsafe.Pointer(v)) - uintptr(unsafe.Pointer(unsafe.SliceData(c.views)))) / unsafe.Sizeof(view{})
+	return &c.lists[i]
+}
+
+// behindOf returns v's deferred entries (nil: none), sorted by slot.
+func (c *Client) behindOf(v *view) []behindEntry {
+	if !v.hasBehind {
+		return nil
+	}
+	return c.listsOf(v).behind
+}
+
+// addBehind appends a deferred entry to v's (in slot order).
+func (c *Client) addBehind(v *view, b behindEntry) {
+	l := c.listsOf(v)
+	if !v.hasBehind {
+		l.behind = l.behind[:0]
+	}
+	l.behind = append(l.behind, b)
+	v.hasBehind, v.behindArr = true, true
+}
+
+// addRec appends a sent record to v's list (in slot order).
+func (c *Client) addRec(v *view, r sentRec) {
+	l := c.listsOf(v)
+	if !v.hasRecs {
+		l.recs = c.takeRecs()
+		v.hasRecs = true
+	}
+	l.recs = append(l.recs, r)
 }
 
 // Ack records the client's acknowledgement (see [Ack]): the views it names
@@ -332,10 +391,15 @@ func (c *Client) ackOne(t uint32, a *Ack) {
 // releaseRecs gives v's per-datagram record list back to the client's
 // pool: only views whose ack is still to come hold one.
 func (c *Client) releaseRecs(v *view) {
-	if r := shrunk(v.recs); r != nil && len(c.recsPool) < spareRecs {
+	if !v.hasRecs {
+		return
+	}
+	l := c.listsOf(v)
+	if r := shrunk(l.recs); r != nil && len(c.recsPool) < spareRecs {
 		c.recsPool = append(c.recsPool, r) // (a burst's long list is let go: shrunk)
 	}
-	v.recs = nil
+	l.recs = nil
+	v.hasRecs = false
 }
 
 // spareRecs is how many unused record lists a client keeps for reuse.
@@ -366,7 +430,8 @@ func (c *Client) takeRecs() []sentRec {
 // undo takes the records of the parts not in held out of view v.
 func (c *Client) undo(v *view, held uint64) {
 	c.undoBuf = c.undoBuf[:0]
-	for _, r := range v.recs {
+	l := c.listsOf(v)
+	for _, r := range l.recs {
 		if held>>r.part&1 != 0 {
 			continue
 		}
@@ -383,18 +448,20 @@ func (c *Client) undo(v *view, held uint64) {
 		return
 	}
 	// Merge the two sorted, disjoint lists.
+	behind := c.behindOf(v)
 	merged := c.mergeBuf[:0]
 	i, j := 0, 0
-	for i < len(v.behind) || j < len(c.undoBuf) {
-		if j == len(c.undoBuf) || (i < len(v.behind) && v.behind[i].slot < c.undoBuf[j].slot) {
-			merged = append(merged, v.behind[i])
+	for i < len(behind) || j < len(c.undoBuf) {
+		if j == len(c.undoBuf) || (i < len(behind) && behind[i].slot < c.undoBuf[j].slot) {
+			merged = append(merged, behind[i])
 			i++
 		} else {
 			merged = append(merged, c.undoBuf[j])
 			j++
 		}
 	}
-	c.mergeBuf, v.behind = v.behind, merged
+	c.mergeBuf, l.behind = l.behind, merged
+	v.hasBehind, v.behindArr = true, true
 }
 
 // Reset forgets every view (after a reconnect the client starts empty).
@@ -402,6 +469,7 @@ func (c *Client) Reset() {
 	for i := range c.views {
 		c.views[i].used = false
 		c.views[i].acked = false
+		c.views[i].hasBehind = false
 		c.releaseMembers(&c.views[i])
 		c.releaseRecs(&c.views[i])
 	}
@@ -416,8 +484,8 @@ func (c *Client) Reset() {
 func (c *Client) MemoryBytes() int {
 	n := int(unsafe.Sizeof(*c)) + (cap(c.acc)+cap(c.accNext))*int(unsafe.Sizeof(accEntry{})) + (cap(c.undoBuf)+cap(c.mergeBuf))*int(unsafe.Sizeof(behindEntry{}))
 	for i := range c.views {
-		v := &c.views[i]
-		n += int(unsafe.Sizeof(*v)) + cap(v.behind)*int(unsafe.Sizeof(behindEntry{})) + cap(v.recs)*int(unsafe.Sizeof(sentRec{}))
+		l := &c.lists[i]
+		n += int(unsafe.Sizeof(c.views[i])) + int(unsafe.Sizeof(*l)) + cap(l.behind)*int(unsafe.Sizeof(behindEntry{})) + cap(l.recs)*int(unsafe.Sizeof(sentRec{}))
 	}
 	for _, r := range c.recsPool {
 		n += int(unsafe.Sizeof(r)) + cap(r)*int(unsafe.Sizeof(sentRec{}))

@@ -304,7 +304,7 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	var baseMembers Bitset
 	var behind []behindEntry
 	if base != nil {
-		B, baseMembers, behind = base.tick, c.membersOf(base), base.behind
+		B, baseMembers, behind = base.tick, c.membersOf(base), c.behindOf(base)
 	}
 	info.Baseline = B
 	e.setupPrediction(c, base, S)
@@ -387,11 +387,11 @@ func (e *Encoder) setupPrediction(c *Client, base *view, S uint32) {
 	}
 	v2 := &c.views[B2%uint32(len(c.views))]
 	if v2.used && v2.tick == B2 && int32(B-B2) > 0 && int32(S-B2) < int32(len(c.views)) {
-		e.pc = predCtx{on: true, B: B, B2: B2, members: c.membersOf(v2), behind: v2.behind}
+		e.pc = predCtx{on: true, B: B, B2: B2, members: c.membersOf(v2), behind: c.behindOf(v2)}
 		B3 := B2 - (B - B2)
 		if v3 := &c.views[B3%uint32(len(c.views))]; B3 != 0 && int32(B2-B3) > 0 && v3.used && v3.tick == B3 && v3.acked && int32(S-B3) < int32(len(c.views)) {
 			e.pc.B3, e.pc.quad = B3, e.quad
-			e.pc.members3, e.pc.behind3 = c.membersOf(v3), v3.behind
+			e.pc.members3, e.pc.behind3 = c.membersOf(v3), c.behindOf(v3)
 		}
 	}
 }
@@ -442,10 +442,9 @@ func (e *Encoder) recordView(c *Client, S uint32, base *view, opt BuildOptions, 
 		nv.coding = e.coding
 	}
 	nv.inputAck, nv.hasInputAck = opt.InputAck, opt.HasInputAck
-	nv.parts = len(e.parts)
-	c.shareMembers(nv, base) // (copied only if this tick changes them)
-	nv.behind = shrunk(nv.behind)
-	// (viewFor gave nv's record list back to the pool)
+	nv.parts = uint8(len(e.parts)) // (≤ MaxParts)
+	c.shareMembers(nv, base)       // (copied only if this tick changes them)
+	// (viewFor emptied nv's lists, giving its record list back to the pool)
 	multi := len(e.parts) > 1 // (a one-datagram tick is acked whole or not at all)
 	if !multi {
 		c.dropSpareRecs()
@@ -477,10 +476,7 @@ func (e *Encoder) recordView(c *Client, S uint32, base *view, opt BuildOptions, 
 			si++
 			e.tally(cd, info)
 			if multi {
-				if nv.recs == nil {
-					nv.recs = c.takeRecs()
-				}
-				nv.recs = append(nv.recs, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
+				c.addRec(nv, sentRec{slot: cd.slot, src: cd.src, part: uint8(pi), kind: cd.kind, mem: cd.mem})
 			}
 			c.setMember(nv, cd.slot, cd.kind != kindRemoval)
 			continue
@@ -488,7 +484,7 @@ func (e *Encoder) recordView(c *Client, S uint32, base *view, opt BuildOptions, 
 		info.Deferred++
 		acc.keep(cd.slot, acc.take(cd.slot)+weight(opt.Weights, cd.slot))
 		if cd.mem { // the client keeps its older value
-			nv.behind = append(nv.behind, behindEntry{slot: cd.slot, src: cd.src})
+			c.addBehind(nv, behindEntry{slot: cd.slot, src: cd.src})
 		}
 	}
 	acc.finish(c)

@@ -25,17 +25,17 @@ func expectedView(w *World, c *Client, S uint32) (slots []uint32, lanes [][]uint
 	if !v.used || v.tick != S {
 		return nil, nil, false
 	}
-	bi := 0
+	bi, behind := 0, c.behindOf(v)
 	for wi, word := range c.membersOf(v) {
 		for word != 0 {
 			slot := uint32(wi*64 + tz(word))
 			word &= word - 1
 			src := S
-			for bi < len(v.behind) && v.behind[bi].slot < slot {
+			for bi < len(behind) && behind[bi].slot < slot {
 				bi++
 			}
-			if bi < len(v.behind) && v.behind[bi].slot == slot {
-				src = v.behind[bi].src
+			if bi < len(behind) && behind[bi].slot == slot {
+				src = behind[bi].src
 			}
 			f := w.Frame(src)
 			if f == nil {

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -337,4 +338,20 @@ func TestAckPartsOfTick(t *testing.T) {
 		require.NoError(t, err)
 	}
 	requireSameView(t, f, rcv.View(f.Tick))
+}
+
+// TestViewStaysCompact: a Build reads the views around its client's
+// baseline; at 32 bytes without pointers two share a cache line, and the
+// GC does not scan them. Lists go in viewLists.
+func TestViewStaysCompact(t *testing.T) {
+	typ := reflect.TypeFor[view]()
+	if typ.Size() > 32 {
+		t.Errorf("view is %d bytes, want at most 32", typ.Size())
+	}
+	for f := range typ.Fields() {
+		switch f.Type.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.String, reflect.Interface, reflect.Func, reflect.Chan:
+			t.Errorf("view.%s is a %v: views hold no pointers", f.Name, f.Type.Kind())
+		}
+	}
 }
