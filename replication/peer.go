@@ -80,10 +80,12 @@ type rxInput struct {
 	section []byte
 }
 
-// heardAck is an ack and when it was received.
+// heardAck is an ack and when it was received: the time first, so that
+// it shares the Ack's first cache line (its header; Parts are read only
+// for a tick that lost datagrams).
 type heardAck struct {
-	ack snapshot.Ack
 	at  time.Time
+	ack snapshot.Ack
 }
 
 // peerPlan is what the server decides for one peer before its tick: the
