@@ -114,18 +114,24 @@ func (g *gang) run(fn func(i int)) {
 // each runs fn(i) for i in [0, n), the items handed out one at a time to
 // the caller and the helpers that join (one item runs on the caller alone).
 func (g *gang) each(n int, fn func(i int)) {
+	g.eachOn(n, func(_, i int) { fn(i) })
+}
+
+// eachOn is each, telling fn which goroutine runs item i: 0 the caller, j
+// helper j.
+func (g *gang) eachOn(n int, fn func(wi, i int)) {
 	if n == 1 {
-		fn(0)
+		fn(0, 0)
 		return
 	}
 	var next atomic.Int32
-	g.run(func(int) {
+	g.run(func(wi int) {
 		for {
 			i := int(next.Add(1)) - 1
 			if i >= n {
 				return
 			}
-			fn(i)
+			fn(wi, i)
 		}
 	})
 }

@@ -62,9 +62,10 @@ type Server struct {
 	draining *transport.CloseError
 	nextID   int
 	workers  []*worker
-	active   []*remote // the clients of this tick's Send
-	byFocus  []*remote // active, ordered by interest focus for the workers
-	step     peerTick  // what the peers of this tick's Send read
+	active   []*remote           // the clients of this tick's Send
+	byFocus  []*remote           // active, ordered by interest focus for the workers
+	encoders []*snapshot.Encoder // the workers', in worker order
+	step     peerTick            // what the peers of this tick's Send read
 	failed   []failedSend
 	gang     gang // the workers' goroutines (gang.go)
 	// frameShares: the chunks of a frame built on the workers
@@ -167,6 +168,9 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 		return nil, err
 	}
 	s.gang.start(len(s.workers) - 1)
+	for _, w := range s.workers {
+		s.encoders = append(s.encoders, w.enc)
+	}
 	if cfg.Interest != nil {
 		if err := cfg.Interest.validate(); err != nil {
 			return nil, err
@@ -636,6 +640,7 @@ func (s *Server) Send() {
 	s.earlyWake = !s.received.IsZero() && t0.Sub(s.received) < wakeEarly
 	defer s.gang.rest()
 	s.commitTick()
+	s.preencode()
 	t1 := time.Now()
 	s.Stats.BuildFrame += t1.Sub(t0)
 	now := s.cfg.Now()
@@ -667,6 +672,7 @@ func (s *Server) commitTick() {
 
 // endTick ends a net tick after its peers were built.
 func (s *Server) endTick() {
+	s.snap.EndPreencode(s.encoders)
 	s.snap.EndTick()
 	s.relayout = s.relayout[:0]
 	s.clearEndedKeys()

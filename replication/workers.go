@@ -34,6 +34,23 @@ func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
 	return ws, nil
 }
 
+// preencode encodes, on the workers, the records most clients' datagrams
+// need this tick (see snapshot.World.BeginPreencode): each once, from the
+// frame just built, before the clients' builds copy them.
+func (s *Server) preencode() {
+	n := s.snap.BeginPreencode()
+	if n == 0 {
+		return
+	}
+	// Shares of whole words (of 64 slots), about preencodeWords each.
+	k := min(max(n/preencodeWords, 1), maxFrameChunks)
+	s.gang.eachOn(k, func(wi, c int) { s.workers[wi].enc.Preencode(c*n/k, (c+1)*n/k) })
+}
+
+// preencodeWords is about how many 64-slot words of the world a worker
+// takes at a time when the workers pre-encode records together.
+const preencodeWords = 8
+
 // buildPeers runs every peer's tick, spread over the workers; the caller's
 // goroutine (worker 0) also runs then, if set, after each peer it builds.
 // What a peer builds does not depend on which worker built it or in what

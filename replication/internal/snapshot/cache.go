@@ -62,6 +62,7 @@ type cacheEntry struct {
 	// datagram writer takes it from here, not from the arena
 	short    uint64
 	hasShort bool
+	arena    uint8 // of a pre-encoded record: its encoder's arena (pre.go)
 }
 
 // begin prepares the per-tick cache for the newest frame.
@@ -110,9 +111,16 @@ func (e *Encoder) setCoding(c Coding) {
 	}
 }
 
-// entry returns the cache entry of a candidate. Candidates hold an index,
-// not a pointer, so appending them needs no GC write barrier.
-func (rc *recordCache) entry(cd *cand) *cacheEntry { return &rc.entries[cd.ent] }
+// entry returns the cache entry of a candidate: its record in the
+// encoder's cache or, with preBit, in the World's pre-encoded records.
+// Candidates hold an index, not a pointer, so appending them needs no GC
+// write barrier.
+func (e *Encoder) entry(cd *cand) *cacheEntry {
+	if cd.ent&preBit != 0 {
+		return &e.w.pre.entries[cd.ent&^preBit]
+	}
+	return &e.entries[cd.ent]
+}
 
 // indexOf returns the index in rc.entries of ce, one of slot's entries.
 func (rc *recordCache) indexOf(slot uint32, ce *cacheEntry) uint32 {
@@ -137,6 +145,9 @@ func (rc *recordCache) find(slot uint32, tag uint64) int {
 // record returns the cached record of slot (entry i of frame f, −1 to look
 // it up) for key k.
 func (e *Encoder) record(f *Frame, slot uint32, i int, k recKey) (*cacheEntry, uint32) {
+	if ce, ok := e.preRecord(slot, &k); ok {
+		return ce, preBit | slot
+	}
 	tag := e.keyTag(k)
 	if x := e.find(slot, tag); x >= 0 {
 		e.CacheHits++
@@ -194,6 +205,13 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) (*c
 	}
 	*ce = cacheEntry{}
 	e.tags[x] = tag
+	e.encodeInto(ce, f, slot, i, k)
+	return ce, x
+}
+
+// encodeInto encodes the record of slot (entry i of frame f, −1 to look
+// it up) for key k into ce, which is zero.
+func (e *Encoder) encodeInto(ce *cacheEntry, f *Frame, slot uint32, i int, k recKey) {
 	if i < 0 {
 		i = f.Lookup(slot)
 	}
@@ -208,7 +226,7 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) (*c
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
 			if e.deltaRecord(ce, m, &recViews{base: bf.EntityLanes(bi), cur: cur}, &k, f.Tick, slot) {
-				return ce, x
+				return
 			}
 		}
 	}
@@ -224,7 +242,6 @@ func (e *Encoder) encode(f *Frame, slot uint32, i int, k recKey, tag uint64) (*c
 	if e.acct != nil {
 		e.acct.noteFull(e, slot, ce, m, cur, owner)
 	}
-	return ce, x
 }
 
 // deltaRecord encodes the delta of an entity from base (its value at the

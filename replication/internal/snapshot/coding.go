@@ -193,8 +193,15 @@ func (s *codeShard) countN(st *recStats, n uint32) {
 	s.quadN += int(st.quadN) * int(n)
 }
 
-// flush counts the sends of the pending cache entries.
+// flush counts the sends of the pending cache entries and pre-encoded
+// records.
 func (s *codeShard) flush() {
+	e := s.enc
+	for _, slot := range e.prePending {
+		s.countN(&e.w.pre.entries[slot].stats, e.preSends[slot])
+		e.preSends[slot] = 0
+	}
+	e.prePending = e.prePending[:0]
 	for _, k := range s.pending {
 		ce := &s.enc.entries[k]
 		if ce.sends != 0 {

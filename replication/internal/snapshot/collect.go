@@ -173,7 +173,11 @@ func (e *Encoder) collectAll(cs *candSource) {
 			fast &^= e.owned.word(wi) // (classify asks ownerView)
 		}
 		if fast != 0 && e.touchOn {
-			e.touch(fast, wi)
+			t := fast
+			if e.preKi != [3]bool{} {
+				t &^= e.w.pre.has.word(wi) // (pre-encoded: nothing to read ahead)
+			}
+			e.touch(t, wi)
 		}
 		bj := bi
 		for bi < len(behind) && int(behind[bi].slot>>6) == wi {
@@ -242,6 +246,12 @@ func (e *Encoder) deltaCand(f *Frame, slot, B uint32) {
 		if e.pc.B3 != 0 && e.pc.members3.Has(slot) {
 			ki = 2
 		}
+	}
+	if e.preKi[ki] && e.w.pre.has.Has(slot) {
+		ce := &e.w.pre.entries[slot]
+		e.PreHits++
+		e.cands = append(e.cands, cand{slot: slot, src: B, kind: ce.kind, ent: preBit | slot, bits: int32(memberBits(ce)), mem: true})
+		return
 	}
 	tag := e.pc.tags[ki]
 	var ce *cacheEntry

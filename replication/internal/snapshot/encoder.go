@@ -3,6 +3,7 @@ package snapshot
 import (
 	"sort"
 
+	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 )
 
@@ -59,6 +60,21 @@ type Encoder struct {
 	NoPrediction bool
 
 	acct *bitAccount // nil: accounting off (account.go)
+
+	// Pre-encoding (pre.go): this encoder's arena of the World's
+	// pre-encoded records; which of the Build's common keys is the
+	// pre-encoded one; sends of pre-encoded records by slot (and the slots
+	// with some) for the coding's counts; the tick's Builds by common key.
+	preArena   int
+	preKi      [3]bool
+	preSends   []uint32
+	prePending []uint32
+	census     [maxCensus]censusEntry
+	censusN    int
+	preEncoded int
+	// PreHits counts candidates whose record was pre-encoded, since the
+	// World's last EndPreencode.
+	PreHits int
 }
 
 // NewEncoder returns an encoder over w.
@@ -66,6 +82,8 @@ func NewEncoder(w *World) *Encoder {
 	e := &Encoder{w: w, plans: w.reg.Plans(), coding: defaultCoding}
 	e.touchAt, e.keyIDs = touchEntities, map[recKey]uint32{}
 	e.shard = w.codes.newShard(e)
+	e.preArena = len(w.pre.arenas)
+	w.pre.arenas = append(w.pre.arenas, bitio.Writer{})
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
 			e.ownerComps |= 1 << p.ID
@@ -310,6 +328,17 @@ func (e *Encoder) Build(c *Client, opt BuildOptions, out *Packets) BuildInfo {
 	e.setupPrediction(c, base, S)
 	e.pc.setKeys(B)
 	e.setTags()
+	e.setPre(S)
+	if B != 0 {
+		ki := 0
+		if e.pc.on {
+			ki = 1
+			if e.pc.B3 != 0 {
+				ki = 2
+			}
+		}
+		e.noteCensus(e.pc.keys[ki])
+	}
 	e.touchOn = len(f.Slots) >= e.touchAt
 	if e.touchOn {
 		e.touchFrames = [4]*Frame{f, e.w.Frame(B)}
@@ -501,10 +530,14 @@ func (e *Encoder) tally(cd *cand, info *BuildInfo) {
 	default:
 		info.Deltas++
 		ce := e.entry(cd)
-		if ce.sends == 0 {
-			e.shard.pending = append(e.shard.pending, cd.ent)
+		if cd.ent&preBit != 0 {
+			e.preSend(cd.ent &^ preBit)
+		} else {
+			if ce.sends == 0 {
+				e.shard.pending = append(e.shard.pending, cd.ent)
+			}
+			ce.sends++
 		}
-		ce.sends++
 		if ce.usePred {
 			info.PredictedDeltas++
 			info.predSaved += int(ce.saved)

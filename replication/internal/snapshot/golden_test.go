@@ -11,10 +11,17 @@ import (
 
 // goldenRun drives encoders for clients with different ack lags and ack
 // loss over a scene for ticks ticks, decodes every datagram, and returns
-// the SHA-256 of all of them in order.
-func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func(), ticks int) string {
+// the SHA-256 of all of them in order. With pre, two encoders take turns
+// (as a server's workers do), pre-encoding the records of the most common
+// key first (World.BeginPreencode) in two halves.
+func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func(), ticks int, pre bool) string {
 	t.Helper()
-	enc := NewEncoder(w)
+	encs := []*Encoder{NewEncoder(w)}
+	if pre {
+		encs = append(encs, NewEncoder(w))
+		w.pre.minShare = 1 // (three clients of different lags share no key)
+	}
+	preHits := 0
 	rng := rand.New(rand.NewPCG(9, 9))
 	type peer struct {
 		c    *Client
@@ -32,7 +39,12 @@ func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func()
 	var pk Packets
 	for range ticks {
 		step()
-		for _, p := range peers {
+		if n := w.BeginPreencode(); n > 0 {
+			encs[0].Preencode(0, n/2)
+			encs[len(encs)-1].Preencode(n/2, n)
+		}
+		for i, p := range peers {
+			enc := encs[i%len(encs)]
 			enc.Build(p.c, p.opt, &pk)
 			for j := range pk.Len() {
 				d := pk.At(j)
@@ -48,7 +60,15 @@ func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func()
 				p.c.Ack(&p.acks[len(p.acks)-1-p.lag])
 			}
 		}
+		for _, e := range encs {
+			preHits += e.PreHits
+			e.EndTick()
+		}
+		w.EndPreencode(encs)
 		w.EndTick()
+	}
+	if pre {
+		require.Positive(t, preHits, "no Build used a pre-encoded record")
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -59,13 +79,15 @@ func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func()
 // change that alters a single bit shows. A deliberate change of the
 // coding updates the hashes and says so in its commit.
 func TestEncoderBytesGolden(t *testing.T) {
-	s := newBenchScene(250)
-	tumble := s.tumbler(true)
-	poses := goldenRun(t, s.w, func(id uint8) *Receiver { return NewReceiver(s.reg, id, 0) }, tumble, 150)
+	for _, pre := range []bool{false, true} {
+		s := newBenchScene(250)
+		tumble := s.tumbler(true)
+		poses := goldenRun(t, s.w, func(id uint8) *Receiver { return NewReceiver(s.reg, id, 0) }, tumble, 150, pre)
 
-	a := newAcctScene(300)
-	mixed := goldenRun(t, a.w, func(id uint8) *Receiver { return NewReceiver(a.reg, id, 0) }, a.step, 150)
+		a := newAcctScene(300)
+		mixed := goldenRun(t, a.w, func(id uint8) *Receiver { return NewReceiver(a.reg, id, 0) }, a.step, 150, pre)
 
-	require.Equal(t, "5b3ee6bc0ff21515f6fc887879f700e2cae80a6278dce5acfe5437865b58faa5", poses, "pose scene")
-	require.Equal(t, "0ed354e5725e80feac9f621b375b81f7d912c877d464444c55beae506dd6c6e4", mixed, "mixed scene")
+		require.Equal(t, "5b3ee6bc0ff21515f6fc887879f700e2cae80a6278dce5acfe5437865b58faa5", poses, "pose scene, pre-encoding %v", pre)
+		require.Equal(t, "0ed354e5725e80feac9f621b375b81f7d912c877d464444c55beae506dd6c6e4", mixed, "mixed scene, pre-encoding %v", pre)
+	}
 }

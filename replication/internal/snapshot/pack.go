@@ -322,7 +322,6 @@ func (e *Encoder) stitch(out *Packets, h *Header, info *BuildInfo) {
 // writePart writes part pi into e.partW: kind byte, header, records (bit
 // copies of the cached encodings). It returns the part's size in bits.
 func (e *Encoder) writePart(hp *Header, pi int) int {
-	arena := e.arena.Bytes()
 	pt := &e.parts[pi]
 	hp.Part, hp.Count, hp.GapOrder = pi, pt.to-pt.from, pt.k
 	w := &e.partW
@@ -371,7 +370,7 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 				if ce.maskBits <= 64 {
 					w.WriteBits(ce.mask, uint(ce.maskBits))
 				} else {
-					w.AppendBits(arena[ce.maskOff:], int(ce.maskBits))
+					w.AppendBits(e.arenaOf(cd, ce)[ce.maskOff:], int(ce.maskBits))
 				}
 				run.note(ce.mask, int(ce.maskBits))
 			}
@@ -382,12 +381,15 @@ func (e *Encoder) writePart(hp *Header, pi int) int {
 			w.PutBits(v, n)
 		case ce.hasShort && n+uint(ce.bodyBits) < 64:
 			w.PutBits(v|ce.short<<n, n+uint(ce.bodyBits))
-		case n+uint(ce.bodyBits) < 64 && int(ce.bodyOff)+8 <= len(arena):
-			body := binary.LittleEndian.Uint64(arena[ce.bodyOff:]) & (1<<ce.bodyBits - 1)
-			w.PutBits(v|body<<n, n+uint(ce.bodyBits))
 		default:
-			w.WriteBits(v, n)
-			w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
+			arena := e.arenaOf(cd, ce)
+			if n+uint(ce.bodyBits) < 64 && int(ce.bodyOff)+8 <= len(arena) {
+				body := binary.LittleEndian.Uint64(arena[ce.bodyOff:]) & (1<<ce.bodyBits - 1)
+				w.PutBits(v|body<<n, n+uint(ce.bodyBits))
+			} else {
+				w.WriteBits(v, n)
+				w.AppendBits(arena[ce.bodyOff:], int(ce.bodyBits))
+			}
 		}
 		if e.acct != nil {
 			e.acct.sent(e, cd, w.BitLen()-b0, maskSent)

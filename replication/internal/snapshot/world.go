@@ -85,7 +85,8 @@ func (f *Frame) Lookup(slot uint32) int {
 // slot, the tick of its last change and of its last layout change (spawn,
 // generation or component set change).
 type World struct {
-	codes codeState // residual coding (coding.go)
+	codes codeState  // residual coding (coding.go)
+	pre   preRecords // the tick's pre-encoded records (pre.go)
 	reg   *schema.Registry
 	depth int
 	ring  []Frame
@@ -142,6 +143,7 @@ func NewWorld(reg *schema.Registry, depth int) *World {
 		sinceCache: map[uint32]Bitset{}}
 	w.plans = reg.Plans()
 	w.codes.coding = defaultCoding
+	w.pre.minShare = 2
 	return w
 }
 
