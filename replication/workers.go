@@ -17,6 +17,9 @@ type worker struct {
 	enc       *snapshot.Encoder
 	spawns    spawnWriter
 	relevance snapshot.Bitset // a client's next relevance, while it is computed
+	// wanted: the relevance of the peers the worker built this tick, for
+	// the next tick's pre-encoding
+	wanted snapshot.Bitset
 }
 
 func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
@@ -74,6 +77,7 @@ func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 		slots: s.slots, relayout: s.relayout, plans: s.plans, weights: s.weights}
 	s.eachPeer(peers, func(w *worker, p *remote) {
 		s.updateRelevance(p, w)
+		w.wanted.Or(p.plan.relevant)
 		p.peer.tick(&s.step, &p.plan, w)
 		p.built.Store(true)
 		if then != nil && w == s.workers[0] {

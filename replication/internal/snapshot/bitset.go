@@ -50,3 +50,14 @@ func (b Bitset) word(i int) uint64 {
 
 // Word returns the i-th 64-slot word (0 beyond the end).
 func (b Bitset) Word(i int) uint64 { return b.word(i) }
+
+// Or adds the slots of o to b.
+func (b *Bitset) Or(o Bitset) {
+	for len(*b) < len(o) {
+		*b = append(*b, 0)
+	}
+	s := (*b)[:len(o)]
+	for i, w := range o {
+		s[i] |= w
+	}
+}

@@ -64,7 +64,7 @@ func goldenRun(t *testing.T, w *World, reg func(id uint8) *Receiver, step func()
 			preHits += e.PreHits
 			e.EndTick()
 		}
-		w.EndPreencode(encs)
+		w.EndPreencode(encs, nil)
 		w.EndTick()
 	}
 	if pre {

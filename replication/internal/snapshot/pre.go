@@ -29,6 +29,9 @@ type preRecords struct {
 	tick    uint32 // (0: none)
 	key     recKey
 	changed Bitset // the slots to encode: changed since key.src
+	// wanted is the slots some client held or was to hold last tick (nil:
+	// every slot): records of the others would be encoded for nobody
+	wanted Bitset
 	has     Bitset // slots whose record is in entries
 	entries []cacheEntry
 	// arenas holds the records' bits, one per encoder
@@ -115,7 +118,11 @@ func (e *Encoder) Preencode(lo, hi int) {
 	// The records' bits go to this encoder's pre-encoding arena.
 	e.arena, p.arenas[e.preArena] = p.arenas[e.preArena], e.arena
 	for wi := lo; wi < hi; wi++ {
-		for word := p.changed[wi] & e.present[wi]; word != 0; word &= word - 1 {
+		word := p.changed[wi] & e.present[wi]
+		if p.wanted != nil {
+			word &= p.wanted.word(wi)
+		}
+		for ; word != 0; word &= word - 1 {
 			slot := uint32(wi<<6 | bits.TrailingZeros64(word))
 			if e.w.layoutAt[slot] > p.key.src {
 				continue // a new incarnation or layout: a full record, of another key
@@ -133,10 +140,11 @@ func (e *Encoder) Preencode(lo, hi int) {
 
 // EndPreencode ends a tick's Builds on encs (every encoder of the World
 // that built this tick): the key most of them shared, a tick on, is the
-// one the next tick pre-encodes, when at least two Builds shared it;
-// pre-encoding pauses for a while when this tick's records were used less
-// than once each.
-func (w *World) EndPreencode(encs []*Encoder) {
+// one the next tick pre-encodes, when at least two Builds shared it, for
+// the slots in wanted (nil: all; the entities the clients hold or are to
+// hold: others would be encoded for nobody). Pre-encoding pauses for a
+// while when this tick's records were used less than once for every two.
+func (w *World) EndPreencode(encs []*Encoder, wanted Bitset) {
 	p := &w.pre
 	var all [maxCensus * 8]censusEntry
 	merged := all[:0]
@@ -158,8 +166,13 @@ func (w *World) EndPreencode(encs []*Encoder) {
 		hits, encoded = hits+e.PreHits, encoded+e.preEncoded
 		e.censusN, e.PreHits, e.preEncoded = 0, 0, 0
 	}
-	if p.on && encoded > 0 && hits < encoded {
+	if p.on && encoded > 0 && 2*hits < encoded {
 		p.idle = preIdle
+	}
+	if wanted == nil {
+		p.wanted = nil
+	} else {
+		p.wanted = append(p.wanted[:0], wanted...)
 	}
 	p.on = false
 	best := -1
