@@ -31,7 +31,7 @@ type preRecords struct {
 	changed Bitset // the slots to encode: changed since key.src
 	// wanted is the slots some client held or was to hold last tick (nil:
 	// every slot): records of the others would be encoded for nobody
-	wanted Bitset
+	wanted  Bitset
 	has     Bitset // slots whose record is in entries
 	entries []cacheEntry
 	// arenas holds the records' bits, one per encoder
