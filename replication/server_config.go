@@ -79,6 +79,14 @@ type ServerConfig struct {
 	// on two workers here: 2,254 entities took 0.13 ms instead of 0.15,
 	// 50,000 took 2.2 ms instead of 2.8). 0: 1024.
 	ParallelFrame int
+	// NoPreencode turns pre-encoding off. By default, right after each
+	// frame the workers encode once the records that most clients' last
+	// datagrams were coded for (the same baseline and prediction views), a
+	// tick on, for the entities some client holds; the clients' datagrams
+	// then copy them instead of each worker encoding them again. The bytes
+	// sent are the same either way. It pauses by itself while fewer than
+	// half the records it encodes are used.
+	NoPreencode bool
 	// Authenticator, if set, decides whether a client may join (after the
 	// version and protocol-hash checks, and only while the server is not
 	// full). It runs on a goroutine of its own, never on the simulation's,

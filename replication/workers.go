@@ -41,6 +41,9 @@ func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
 // need this tick (see snapshot.World.BeginPreencode): each once, from the
 // frame just built, before the clients' builds copy them.
 func (s *Server) preencode() {
+	if s.cfg.NoPreencode {
+		return
+	}
 	n := s.snap.BeginPreencode()
 	if n == 0 {
 		return

@@ -35,12 +35,17 @@ type wireRun struct {
 // one is replaced only every fourth tick (the ticks between keep last
 // frame's entities).
 func workersScenario(t *testing.T, workers int, big bool) wireRun {
+	return workersScenarioPre(t, workers, big, true)
+}
+
+func workersScenarioPre(t *testing.T, workers int, big, pre bool) wireRun {
 	var run wireRun
 	cond := sim.Conditions{Latency: 30 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.05, Reorder: 0.05, Duplicate: 0.02}
 	h := newHarness(t, 12, sim.Link{Up: cond, Down: cond}, func(c *replication.ServerConfig) {
 		c.Workers = workers
 		c.Interest = &replication.Interest{Radius: 60}
 		c.ParallelFrame = 1000 // (the big world's frames are built on the workers)
+		c.NoPreencode = !pre
 	})
 	for i, cs := range h.clients {
 		if i%2 == 1 {
@@ -135,5 +140,8 @@ func TestWorkersSendIdenticalBytes(t *testing.T) {
 	// A world the workers build the frames of together.
 	bigOne := workersScenario(t, 1, true)
 	require.Equal(t, bigOne, workersScenario(t, 2, true), "2 workers, 1500 entities")
+	// Pre-encoding changes no byte.
+	require.Equal(t, one, workersScenarioPre(t, 2, false, false), "2 workers without pre-encoding")
+	require.Equal(t, bigOne, workersScenarioPre(t, 2, true, false), "2 workers without pre-encoding, 1500 entities")
 	t.Logf("%d datagrams (%d bytes), %d messages, %d deferred records, %d spawns+despawns", one.datagrams, one.datagramBytes, one.msgs, one.deferred, one.changes)
 }
