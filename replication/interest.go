@@ -368,7 +368,9 @@ func near(slots []uint32, pos []xz, fx, fz, enter2, leave2 float64, prev, next s
 }
 
 // relevantFor computes c's relevance for this tick, in scratch (the
-// worker's: the last relevance is needed until the new one is complete).
+// worker's: the last relevance is needed until the new one is complete),
+// then swaps the two: c keeps the new one, scratch gets the old one's
+// array.
 func (g *interestGrid) relevantFor(s *Server, c *remote, scratch *snapshot.Bitset) {
 	prev := c.rel.relevant
 	next := (*scratch)[:0]
@@ -402,6 +404,5 @@ func (g *interestGrid) relevantFor(s *Server, c *remote, scratch *snapshot.Bitse
 	for _, slot := range g.ownedBy[c.id] {
 		next.Set(slot)
 	}
-	*scratch = next
-	c.rel.relevant = append(prev[:0], next...)
+	*scratch, c.rel.relevant = prev, next
 }

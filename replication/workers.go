@@ -55,7 +55,7 @@ func (s *Server) preencode() {
 
 // preencodeWords is about how many 64-slot words of the world a worker
 // takes at a time when the workers pre-encode records together.
-const preencodeWords = 8
+const preencodeWords = 2
 
 // buildPeers runs every peer's tick, spread over the workers; the caller's
 // goroutine (worker 0) also runs then, if set, after each peer it builds.
