@@ -39,7 +39,11 @@
 //   - removal: the entity left the client's view.
 //
 // A record for (entity, baseline tick, owner view) is encoded once per tick
-// and bit-copied into every datagram that needs it. Slots are gap-coded with
+// and bit-copied into every datagram that needs it. A server with several
+// workers (one Encoder each) also pre-encodes, right after the frame, the
+// records of the key most clients coded against last tick, a tick on
+// (pre.go: [World.BeginPreencode], [Encoder.Preencode],
+// [World.EndPreencode]): each once, for every worker's clients. Slots are gap-coded with
 // the exp-Golomb order that suits each datagram; a delta whose field masks
 // equal the previous delta's in the datagram sends two bits instead. When the
 // records exceed the budget (the client's byte rate, [Client.SetRate], and

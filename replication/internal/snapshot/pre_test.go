@@ -1,0 +1,107 @@
+package snapshot
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// preRig drives two encoders (a server's workers) for clients that ack
+// every tick one tick late, pre-encoding before their Builds as a server
+// does.
+type preRig struct {
+	s       *benchScene
+	step    func()
+	encs    []*Encoder
+	clients []*Client
+	rcvs    []*Receiver
+	rel     Bitset // every client's interest (nil: everything)
+	pk      Packets
+}
+
+func newPreRig(t *testing.T, n, clients int) *preRig {
+	r := &preRig{s: newBenchScene(n)}
+	r.step = r.s.tumbler(false)
+	r.encs = []*Encoder{NewEncoder(r.s.w), NewEncoder(r.s.w)}
+	for i := range clients {
+		r.clients = append(r.clients, NewClient(uint8(i+1), 0))
+		r.rcvs = append(r.rcvs, NewReceiver(r.s.reg, uint8(i+1), 0))
+	}
+	return r
+}
+
+// tick runs one tick and returns how many records were pre-encoded and how
+// many candidates used them; wanted goes to EndPreencode.
+func (r *preRig) tick(t *testing.T, wanted Bitset) (encoded, hits int) {
+	r.step()
+	if n := r.s.w.BeginPreencode(); n > 0 {
+		r.encs[0].Preencode(0, n/2)
+		r.encs[1].Preencode(n/2, n)
+	}
+	for _, e := range r.encs {
+		encoded += e.preEncoded
+	}
+	for i, c := range r.clients {
+		r.encs[i%2].Build(c, BuildOptions{Relevant: r.rel}, &r.pk)
+		for j := range r.pk.Len() {
+			_, err := r.rcvs[i].Decode(r.pk.At(j))
+			require.NoError(t, err)
+		}
+		a := r.rcvs[i].Ack()
+		c.Ack(&a)
+	}
+	for _, e := range r.encs {
+		hits += e.PreHits
+		e.EndTick()
+	}
+	r.s.w.EndPreencode(r.encs, wanted)
+	r.s.w.EndTick()
+	return encoded, hits
+}
+
+// TestPreencodeCommonKey: clients that ack at the same pace get their
+// records pre-encoded (after the first ticks, which settle the key), only
+// for the wanted entities.
+func TestPreencodeCommonKey(t *testing.T) {
+	const n = 200
+	r := newPreRig(t, n, 4)
+	for range 30 { // (the key settles as prediction starts: a pause)
+		r.tick(t, nil)
+	}
+	encoded, hits := r.tick(t, nil)
+	require.Equal(t, n, encoded, "every moving entity is pre-encoded")
+	require.Equal(t, 4*n, hits, "every client's every record came pre-encoded")
+
+	var wanted Bitset
+	for slot := uint32(0); slot < n; slot += 4 {
+		wanted.Set(slot)
+	}
+	r.tick(t, wanted)
+	encoded, hits = r.tick(t, wanted)
+	require.Equal(t, n/4, encoded, "only the wanted entities are pre-encoded")
+	require.Equal(t, 4*n/4, hits)
+}
+
+// TestPreencodePausesWhenUnused: records no client uses stop pre-encoding
+// for preIdle ticks.
+func TestPreencodePausesWhenUnused(t *testing.T) {
+	const n = 200
+	r := newPreRig(t, n, 2)
+	for range 30 { // (the key settles as prediction starts: a pause)
+		r.tick(t, nil)
+	}
+	// The clients now see a tenth of the entities, but every one is wanted.
+	r.rel = Bitset{}
+	for slot := uint32(0); slot < n; slot += 10 {
+		r.rel.Set(slot)
+	}
+	encoded, hits := r.tick(t, nil)
+	require.Equal(t, n, encoded)
+	require.Less(t, 2*hits, encoded, "a tenth of the records is used")
+	for i := range preIdle {
+		encoded, _ = r.tick(t, nil)
+		require.Zero(t, encoded, "paused tick %d", i)
+	}
+	encoded, _ = r.tick(t, nil)
+	require.Equal(t, n, encoded, "pre-encoding resumes")
+}
