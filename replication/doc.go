@@ -93,7 +93,11 @@
 // since a parked thread wakes slowly.
 // Worlds of at least [ServerConfig].ParallelFrame entities have the frame
 // itself built by the workers too, on ticks when no entity spawned,
-// despawned or changed its components. The
+// despawned or changed its components. Between the frame and the peers,
+// the workers pre-encode the delta records of the baseline and prediction
+// views most clients coded against last tick, a tick on, for the entities
+// some client holds: each record once, read by every worker's peers
+// ([ServerConfig].NoPreencode turns it off; the bytes are the same). The
 // handshake policy is transport.JudgeHello's, on both the blocking and the
 // tick-driven path. Snapshots may be zstd-compressed
 // ([ServerConfig].Compression, negotiated in the Welcome).
