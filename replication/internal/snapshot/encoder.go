@@ -84,6 +84,7 @@ func NewEncoder(w *World) *Encoder {
 	e.shard = w.codes.newShard(e)
 	e.preArena = len(w.pre.arenas)
 	w.pre.arenas = append(w.pre.arenas, bitio.Writer{})
+	w.pre.bytes = append(w.pre.bytes, nil)
 	for _, p := range e.plans {
 		if p.OwnerOnlyMask() != 0 {
 			e.ownerComps |= 1 << p.ID

@@ -35,8 +35,11 @@ type preRecords struct {
 	has     Bitset // slots whose record is in entries
 	entries []cacheEntry
 	// arenas holds the records' bits, one per encoder
-	// (Encoder.preArena; cacheEntry.arena says which)
+	// (Encoder.preArena; cacheEntry.arena says which); bytes each one's
+	// bytes as its encoder left them (Writer.Bytes writes: the Builds,
+	// on several goroutines, read these)
 	arenas []bitio.Writer
+	bytes  [][]byte
 
 	// next is the key the next tick pre-encodes (nextOK); minShare is how
 	// many Builds must have shared it (2; tests lower it).
@@ -99,6 +102,7 @@ func (w *World) BeginPreencode() int {
 	}
 	for i := range p.arenas {
 		p.arenas[i].Reset(p.arenas[i].Bytes())
+		p.bytes[i] = nil
 	}
 	return len(changed)
 }
@@ -136,6 +140,7 @@ func (e *Encoder) Preencode(lo, hi int) {
 		}
 	}
 	e.arena, p.arenas[e.preArena] = p.arenas[e.preArena], e.arena
+	p.bytes[e.preArena] = p.arenas[e.preArena].Bytes()
 }
 
 // EndPreencode ends a tick's Builds on encs (every encoder of the World
@@ -251,7 +256,7 @@ func (e *Encoder) preSend(slot uint32) {
 // arenaOf returns the bytes that candidate cd's record (ce) points into.
 func (e *Encoder) arenaOf(cd *cand, ce *cacheEntry) []byte {
 	if cd.ent&preBit != 0 {
-		return e.w.pre.arenas[ce.arena].Bytes()
+		return e.w.pre.bytes[ce.arena]
 	}
 	return e.arena.Bytes()
 }
