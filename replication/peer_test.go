@@ -22,6 +22,7 @@ type peerRig struct {
 	plans    []*schema.Plan
 	world    *snapshot.World
 	wk       *worker
+	encs     []*snapshot.Encoder // wk's, for EndPreencode
 	slots    []slotInfo
 	values   []components.Transform // by slot
 	relayout []relaidOut
@@ -152,10 +153,14 @@ func (r *peerRig) commit(dt time.Duration) {
 	r.world.Commit()
 }
 
-// tickPeers runs every peer's tick on the frame commit built.
+// tickPeers runs every peer's tick on the frame commit built, after
+// pre-encoding as a Server does.
 func (r *peerRig) tickPeers() {
 	t := peerTick{tick: r.tick, now: r.now, netRate: r.cfg.NetRate, world: r.world,
 		slots: r.slots, relayout: r.relayout, plans: r.plans}
+	if n := r.world.BeginPreencode(); n > 0 {
+		r.wk.enc.Preencode(0, n)
+	}
 	for _, p := range r.peers {
 		plan := r.plan[p]
 		if r.relevant != nil {
@@ -163,9 +168,15 @@ func (r *peerRig) tickPeers() {
 		} else {
 			plan.relevant, plan.relevanceChanged = r.alive(), true
 		}
+		r.wk.wanted.Or(plan.relevant)
 		p.tick(&t, plan, r.wk)
 	}
 	r.wk.enc.EndTick()
+	if r.encs == nil {
+		r.encs = []*snapshot.Encoder{r.wk.enc}
+	}
+	r.world.EndPreencode(r.encs, r.wk.wanted)
+	clear(r.wk.wanted)
 	r.world.EndTick()
 	r.relayout = r.relayout[:0]
 }
