@@ -80,7 +80,9 @@ func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 		slots: s.slots, relayout: s.relayout, plans: s.plans, weights: s.weights}
 	s.eachPeer(peers, func(w *worker, p *remote) {
 		s.updateRelevance(p, w)
-		w.wanted.Or(p.plan.relevant)
+		if !s.cfg.NoPreencode {
+			w.wanted.Or(p.plan.relevant)
+		}
 		p.peer.tick(&s.step, &p.plan, w)
 		p.built.Store(true)
 		if then != nil && w == s.workers[0] {
