@@ -46,14 +46,14 @@ type preRecords struct {
 	next     recKey
 	nextOK   bool
 	minShare int
-	// idle counts ticks left without pre-encoding: the last tick's records
-	// were not used once each on average (clients that see few of the
-	// changed entities).
+	// idle counts ticks left without pre-encoding: fewer than half of the
+	// records of a tick were used (clients that see few of the changed
+	// entities, or that coded against other keys).
 	idle int
 }
 
 // preIdle is how long pre-encoding pauses after a tick whose pre-encoded
-// records were used less than once each.
+// records were used fewer than once for every two encoded.
 const preIdle = 16
 
 // censusEntry counts the Builds of a tick that coded against one key.
