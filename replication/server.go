@@ -672,15 +672,7 @@ func (s *Server) commitTick() {
 
 // endTick ends a net tick after its peers were built.
 func (s *Server) endTick() {
-	if !s.cfg.NoPreencode {
-		wanted := &s.workers[0].wanted
-		for _, w := range s.workers[1:] {
-			wanted.Or(w.wanted)
-			clear(w.wanted)
-		}
-		s.snap.EndPreencode(s.encoders, *wanted)
-		clear(*wanted)
-	}
+	s.endPreencode()
 	s.snap.EndTick()
 	s.relayout = s.relayout[:0]
 	s.clearEndedKeys()

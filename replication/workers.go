@@ -53,6 +53,22 @@ func (s *Server) preencode() {
 	s.gang.eachOn(k, func(wi, c int) { s.workers[wi].enc.Preencode(c*n/k, (c+1)*n/k) })
 }
 
+// endPreencode hands the next tick's pre-encoding what this tick's peers
+// showed: the key they shared (the encoders' census) and the union of
+// their relevance, which the workers gathered as they built.
+func (s *Server) endPreencode() {
+	if s.cfg.NoPreencode {
+		return
+	}
+	wanted := &s.workers[0].wanted
+	for _, w := range s.workers[1:] {
+		wanted.Or(w.wanted)
+		clear(w.wanted)
+	}
+	s.snap.EndPreencode(s.encoders, *wanted)
+	clear(*wanted)
+}
+
 // preencodeWords is about how many 64-slot words of the world a worker
 // takes at a time when the workers pre-encode records together.
 const preencodeWords = 2

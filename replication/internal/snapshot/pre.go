@@ -231,10 +231,12 @@ func (e *Encoder) setPre(S uint32) {
 }
 
 // preRecord returns the pre-encoded record of slot for key k, if there is
-// one.
+// one. It looks only when one of the Build's common keys is the
+// pre-encoded one (setPre): other keys of the Build (a deferred entity's
+// older value) rarely are, and missing one costs an encode, not a byte.
 func (e *Encoder) preRecord(slot uint32, k *recKey) (*cacheEntry, bool) {
 	p := &e.w.pre
-	if !p.on || p.tick != e.tick || e.acct != nil || !p.has.Has(slot) || *k != p.key {
+	if e.preKi == [3]bool{} || !p.has.Has(slot) || *k != p.key {
 		return nil, false
 	}
 	e.PreHits++
