@@ -259,6 +259,69 @@ func (c *codeState) choose() {
 	}
 }
 
+// addBinCost adds n residuals of a bin whose code lengths per order are
+// bc to the context's cost per order (written out: it runs for every bin
+// of every context at each choice).
+func addBinCost(c *[maxCodeCap + 1]uint64, bc *[maxCodeCap + 1]uint8, n uint64) {
+	c[0] += n * uint64(bc[0])
+	c[1] += n * uint64(bc[1])
+	c[2] += n * uint64(bc[2])
+	c[3] += n * uint64(bc[3])
+	c[4] += n * uint64(bc[4])
+	c[5] += n * uint64(bc[5])
+	c[6] += n * uint64(bc[6])
+	c[7] += n * uint64(bc[7])
+	c[8] += n * uint64(bc[8])
+	c[9] += n * uint64(bc[9])
+	c[10] += n * uint64(bc[10])
+	c[11] += n * uint64(bc[11])
+	c[12] += n * uint64(bc[12])
+	c[13] += n * uint64(bc[13])
+	c[14] += n * uint64(bc[14])
+	c[15] += n * uint64(bc[15])
+}
+
+// bestOffCap returns the offset and cap of the predicted orders that code
+// the residuals of cost (cost[ctx+1][k]: bits of context ctx's residuals at
+// order k) in the fewest bits, and those bits; ties go to the smallest cap,
+// then the smallest offset. A context's order is clamp(ctx+off, 0, cap):
+// for each offset, the contexts at or below cap−off take their unclamped
+// order (a prefix sum over contexts) and those above take cap (a suffix sum
+// of column cap), so each (offset, cap) costs two lookups, not a pass over
+// the contexts.
+func bestOffCap(cost *[maxCodeCtx + 2][maxCodeCap + 1]uint64) (off int8, cp uint8, best uint64) {
+	const nctx = maxCodeCtx + 1
+	// above[k][i]: bits of contexts i… at order k.
+	var above [maxCodeCap + 1][nctx + 1]uint64
+	for k := range above {
+		for i := nctx - 1; i >= 0; i-- {
+			above[k][i] = above[k][i+1] + cost[i+1][k]
+		}
+	}
+	// upto[o][i]: bits of contexts 0…i−1 at order max(ctx+off, 0), for
+	// offset minCodeOff+o (an order beyond maxCodeCap is never taken: the
+	// cap clamps it first).
+	var upto [maxCodeOff - minCodeOff + 1][nctx + 1]uint64
+	for o := range upto {
+		for i := range nctx {
+			k := min(max(i+o+minCodeOff, 0), maxCodeCap)
+			upto[o][i+1] = upto[o][i] + cost[i+1][k]
+		}
+	}
+	best = ^uint64(0)
+	for c := 0; c <= maxCodeCap; c++ {
+		for o := minCodeOff; o <= maxCodeOff; o++ {
+			// Contexts ctx with ctx+o ≤ c keep their order: ctx < c−o+1.
+			n := min(max(c-o+1, 0), nctx)
+			sum := upto[o-minCodeOff][n] + above[c][n]
+			if sum < best {
+				best, off, cp = sum, int8(o), uint8(c)
+			}
+		}
+	}
+	return off, cp, best
+}
+
 // best returns the parameters that would have coded the counted residuals
 // in the fewest bits (each residual's code length estimated from the
 // typical residual of its bin), the bits they would have taken, and the
@@ -274,9 +337,7 @@ func (h *codeHist) best(cur *Coding) (c Coding, bitsBest, bitsCur uint64) {
 					continue
 				}
 				seen = true
-				for k, l := range binCost[b] {
-					cost[ctx][k] += uint64(cnt) * uint64(l)
-				}
+				addBinCost(&cost[ctx], &binCost[b], uint64(cnt))
 			}
 		}
 		if !seen {
@@ -294,20 +355,8 @@ func (h *codeHist) best(cur *Coding) (c Coding, bitsBest, bitsCur uint64) {
 		for ctx := 0; ctx <= maxCodeCtx; ctx++ {
 			bitsCur += cost[ctx+1][cur.orderCtx(cl, ctx)]
 		}
-		best := ^uint64(0)
-		t := *cur
-		for cp := 0; cp <= maxCodeCap; cp++ {
-			for off := minCodeOff; off <= maxCodeOff; off++ {
-				t.Off[cl], t.Cap[cl] = int8(off), uint8(cp)
-				sum := uint64(0)
-				for ctx := 0; ctx <= maxCodeCtx; ctx++ {
-					sum += cost[ctx+1][t.orderCtx(cl, ctx)]
-				}
-				if sum < best {
-					best, c.Off[cl], c.Cap[cl] = sum, int8(off), uint8(cp)
-				}
-			}
-		}
+		off, cp, best := bestOffCap(&cost)
+		c.Off[cl], c.Cap[cl] = off, cp
 		bitsBest += best
 	}
 	return c, bitsBest, bitsCur

@@ -224,3 +224,58 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		}
 	}
 }
+
+// TestBestOffCapIsTheExhaustiveSearch checks the prefix-sum search of the
+// predicted orders' offset and cap against trying every pair over every
+// context, ties included (sparse and dense costs, many equal ones).
+func TestBestOffCapIsTheExhaustiveSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 2000 {
+		var cost [maxCodeCtx + 2][maxCodeCap + 1]uint64
+		for ctx := range cost {
+			if trial%3 == 0 && rng.IntN(2) == 0 {
+				continue // (contexts without residuals)
+			}
+			for k := range cost[ctx] {
+				cost[ctx][k] = uint64(rng.IntN(1 + trial%50))
+			}
+		}
+		var cod Coding
+		want, wantOff, wantCap := ^uint64(0), int8(0), uint8(0)
+		for cp := 0; cp <= maxCodeCap; cp++ {
+			for off := minCodeOff; off <= maxCodeOff; off++ {
+				cod.Off[0], cod.Cap[0] = int8(off), uint8(cp)
+				sum := uint64(0)
+				for ctx := 0; ctx <= maxCodeCtx; ctx++ {
+					sum += cost[ctx+1][cod.orderCtx(0, ctx)]
+				}
+				if sum < want {
+					want, wantOff, wantCap = sum, int8(off), uint8(cp)
+				}
+			}
+		}
+		off, cp, got := bestOffCap(&cost)
+		if off != wantOff || cp != wantCap || got != want {
+			t.Fatalf("trial %d: got off %d cap %d (%d bits), want off %d cap %d (%d bits)", trial, off, cp, got, wantOff, wantCap, want)
+		}
+	}
+}
+
+// BenchmarkCodingChoice: choosing a tick's coding parameters from a
+// histogram of residuals in every context (World.Commit does it each tick
+// once enough residuals were sent).
+func BenchmarkCodingChoice(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var h codeHist
+	for range 5000 {
+		cl, ctx := rng.IntN(numClasses), rng.IntN(maxCodeCtx+1)
+		z := uint64(rng.ExpFloat64() * float64(uint64(1)<<ctx))
+		h.n[cl][ctx+1][histBin(z)]++
+	}
+	cur := defaultCoding
+	b.ReportAllocs()
+	for b.Loop() {
+		c, _, _ := h.best(&cur)
+		cur.Plain = c.Plain
+	}
+}
