@@ -222,8 +222,10 @@ func (s *Server) sameEntities(n int) bool {
 
 // putAll puts every live entity into the frame, in slot order.
 func (s *Server) putAll(notePos bool) {
-	// The component pointers live on the stack: storing them in the heap
-	// would cost a GC write barrier each while the GC marks.
+	// The component pointers live in this frame's own array, filled
+	// here: a pointer stored in the heap, or through a pointer argument,
+	// costs a GC write barrier while the GC marks (hundreds of
+	// instructions each). putShares does the same.
 	var ptrs [64]unsafe.Pointer
 	for slot := range s.slots {
 		si := &s.slots[slot]
@@ -236,7 +238,16 @@ func (s *Server) putAll(notePos bool) {
 		if si.dirty {
 			si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
 		}
-		s.snap.Put(uint32(slot), si.meta, s.components(si, uint32(slot), notePos, &ptrs))
+		n := 0
+		for set := si.meta.Set; set != 0; set &= set - 1 {
+			id := bits.TrailingZeros64(set)
+			ptrs[n] = s.world.Get(si.entity, s.compIDs[id])
+			if notePos && id == int(s.posPl.ID) { // (the interest grid takes the positions)
+				s.interest.notePos(uint32(slot), s.interest.cfg.Position.At(ptrs[n]))
+			}
+			n++
+		}
+		s.snap.Put(uint32(slot), si.meta, ptrs[:n])
 	}
 }
 
@@ -244,22 +255,6 @@ func (s *Server) putAll(notePos bool) {
 // and not marked dirty, or between its send-rate divisor's ticks.
 func (s *Server) keeps(si *slotInfo, slot uint32) bool {
 	return (si.rep.Dormant && !si.dirty) || (si.rep.SendEvery > 1 && (s.tick+slot)%uint32(si.rep.SendEvery) != 0)
-}
-
-// components returns pointers to slot's replicated components (in ptrs),
-// noting its position for the interest grid if notePos.
-func (s *Server) components(si *slotInfo, slot uint32, notePos bool, ptrs *[64]unsafe.Pointer) []unsafe.Pointer {
-	n := 0
-	for set := si.meta.Set; set != 0; set &= set - 1 {
-		id := bits.TrailingZeros64(set)
-		ptr := s.world.Get(si.entity, s.compIDs[id])
-		ptrs[n] = ptr
-		n++
-		if notePos && id == int(s.posPl.ID) {
-			s.interest.notePos(slot, s.interest.cfg.Position.At(ptr))
-		}
-	}
-	return ptrs[:n]
 }
 
 // putShares builds a frame of last frame's n entities on the workers: the
@@ -300,7 +295,16 @@ func (s *Server) putShares(n int, notePos bool) {
 			if si.dirty {
 				si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
 			}
-			a.PutAt(j, s.components(si, slot, notePos, &ptrs))
+			n := 0 // (as in putAll)
+			for set := si.meta.Set; set != 0; set &= set - 1 {
+				id := bits.TrailingZeros64(set)
+				ptrs[n] = s.world.Get(si.entity, s.compIDs[id])
+				if notePos && id == int(s.posPl.ID) {
+					s.interest.notePos(slot, s.interest.cfg.Position.At(ptrs[n]))
+				}
+				n++
+			}
+			a.PutAt(j, ptrs[:n])
 		}
 	})
 	s.snap.EndAligned(shares)

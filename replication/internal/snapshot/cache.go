@@ -225,7 +225,12 @@ func (e *Encoder) encodeInto(ce *cacheEntry, f *Frame, slot uint32, i int, k rec
 			bi = bf.Lookup(slot)
 		}
 		if bi >= 0 && bf.Metas[bi] == m {
-			if e.deltaRecord(ce, m, &recViews{base: bf.EntityLanes(bi), cur: cur}, &k, f.Tick, slot) {
+			// (The views go into this frame's own struct: a slice stored
+			// through a pointer argument costs a GC write barrier while
+			// the GC marks.)
+			v := recViews{base: bf.EntityLanes(bi), cur: cur}
+			var ok bool
+			if v.prev, v.third, ok = e.predictionViews(m, &k, slot); ok && e.deltaRecord(ce, m, &v, &k, f.Tick, slot) {
 				return
 			}
 		}
@@ -248,9 +253,9 @@ func (e *Encoder) encodeInto(ce *cacheEntry, f *Frame, slot uint32, i int, k rec
 // client's baseline) to cur into the arena — its field masks, then its body:
 // with prediction on (pb ≠ 0) and the entity in view pb2 with the same Meta,
 // the residuals against the linear extrapolation through its value there,
-// else the residuals against base. It reports false, leaving ce to a full
-// record, when a residual cannot be coded, the client's view pb2 holds a
-// value the encoder no longer has, or a full record is shorter. A value
+// else the residuals against base (v.prev and v.third: predictionViews).
+// It reports false, leaving ce to a full record, when a residual cannot be
+// coded or a full record is shorter. A value
 // that changed and changed back since base gets a delta with empty field masks: it tells the client its value is
 // current, so that a mirror that showed the intermediate value (from a
 // datagram of another baseline chain) comes back. A few bits.
@@ -259,9 +264,6 @@ func (e *Encoder) encodeInto(ce *cacheEntry, f *Frame, slot uint32, i int, k rec
 // src3) are extrapolated quadratically; without, src3 ≠ 0 only measures
 // what that would save.
 func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, v *recViews, k *recKey, S, slot uint32) bool {
-	if !e.predictionViews(m, v, k, slot) {
-		return false
-	}
 	e.arena.Align()
 	start := e.arena.BitLen()
 	mask, maskPred := e.deltaMasks(m.Set, v.base, v.prev, v.cur, k.owner)
@@ -297,28 +299,28 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m Meta, v *recViews, k *recKey, S,
 	return true
 }
 
-// predictionViews sets v.prev and v.third to the entity's values in the
-// prediction views of k (left nil where the entity has another Meta there,
-// or prediction is off). It reports false when the client's view holds a
-// value the encoder no longer has (or never had): then no delta is coded.
-func (e *Encoder) predictionViews(m Meta, v *recViews, k *recKey, slot uint32) bool {
+// predictionViews returns the entity's values in the prediction views of k
+// (prev and third; nil where the entity has another Meta there, or
+// prediction is off). ok is false when the client's view holds a value the
+// encoder no longer has (or never had): then no delta is coded.
+func (e *Encoder) predictionViews(m Meta, k *recKey, slot uint32) (prev, third []uint64, ok bool) {
 	if k.pb == 0 || k.src2 == 0 {
-		return true
+		return nil, nil, true
 	}
 	pf := e.w.Frame(k.src2)
 	if pf == nil {
-		return false // the receiver would predict from a value gone from the ring
+		return nil, nil, false // the receiver would predict from a value gone from the ring
 	}
 	pi := pf.Lookup(slot)
 	if pi < 0 {
-		return false
+		return nil, nil, false
 	}
 	if pf.Metas[pi] != m {
-		return true
+		return nil, nil, true
 	}
-	v.prev = pf.EntityLanes(pi)
+	prev = pf.EntityLanes(pi)
 	if k.src3 == 0 {
-		return true
+		return prev, nil, true
 	}
 	tf := e.w.Frame(k.src3)
 	ti := -1
@@ -327,11 +329,11 @@ func (e *Encoder) predictionViews(m Meta, v *recViews, k *recKey, slot uint32) b
 	}
 	switch {
 	case ti >= 0 && tf.Metas[ti] == m:
-		v.third = tf.EntityLanes(ti)
+		third = tf.EntityLanes(ti)
 	case ti < 0 && k.quad:
-		return false // the receiver holds a value the encoder does not
+		return nil, nil, false // the receiver holds a value the encoder does not
 	}
-	return true
+	return prev, third, true
 }
 
 // sameGroup reports whether group g's lanes are equal in a and b.
