@@ -122,8 +122,7 @@ type World struct {
 	// per slot, current
 	changedAt  []uint32   // tick of the last change of lanes or layout
 	layoutAt   []uint32   // tick the current gen/set began
-	raw        [][]byte   // last raw component bytes per slot
-	rawSet     []uint64   // set the raw bytes belong to
+	raws       []rawBytes // last raw component bytes per slot
 	changes    [][]uint32 // per ring index: slots changed at that frame's tick (sorted)
 	sinceMu    sync.Mutex
 	sinceCache map[uint32]Bitset
@@ -166,12 +165,19 @@ func (w *World) Registry() *schema.Registry { return w.reg }
 // Tick returns the tick of the newest committed frame (0 before the first).
 func (w *World) Tick() uint32 { return w.tick }
 
+// rawBytes is a slot's component bytes as its last quantization read
+// them, and the component set they are of (0: none kept); one per slot,
+// so that the unchanged check reads one table.
+type rawBytes struct {
+	set uint64
+	b   []byte
+}
+
 func (w *World) growSlots(n int) {
 	for len(w.changedAt) < n {
 		w.changedAt = append(w.changedAt, 0)
 		w.layoutAt = append(w.layoutAt, 0)
-		w.raw = append(w.raw, nil)
-		w.rawSet = append(w.rawSet, 0)
+		w.raws = append(w.raws, rawBytes{})
 	}
 }
 
@@ -314,10 +320,11 @@ func (w *World) alignedEntry(slot uint32, m Meta) int {
 // rawSame reports whether the component bytes comps of slot (with set)
 // equal the raw bytes kept from its last quantization.
 func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
-	if w.rawSet[slot] != set {
+	rb := &w.raws[slot]
+	if rb.set != set {
 		return false
 	}
-	raw := w.raw[slot]
+	raw := rb.b
 	if len(comps) == 1 { // (most entities: no loop)
 		n := int(w.plans[bits.TrailingZeros64(set)].Size)
 		return n <= len(raw) && string(raw[:n]) == string(unsafe.Slice((*byte)(comps[0]), n))
@@ -364,8 +371,9 @@ func (w *World) put(slot uint32, m Meta, comps []unsafe.Pointer) {
 	}
 	w.unalign()
 	f, prevLanes := w.addEntry("Put", slot, m)
-	raw := w.raw[slot]
-	same := prevLanes != nil && w.rawSet[slot] == m.Set
+	rb := &w.raws[slot]
+	raw := rb.b
+	same := prevLanes != nil && rb.set == m.Set
 	rawOff := 0
 	ci := 0
 	for set := m.Set; set != 0; set &= set - 1 {
@@ -398,10 +406,10 @@ func (w *World) put(slot uint32, m Meta, comps []unsafe.Pointer) {
 		raw = append(raw, unsafe.Slice((*byte)(comps[ci]), p.Size)...)
 		ci++
 	}
-	if old := w.raw[slot]; len(old) != len(raw) || unsafe.SliceData(old) != unsafe.SliceData(raw) {
-		w.raw[slot] = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
+	if old := rb.b; len(old) != len(raw) || unsafe.SliceData(old) != unsafe.SliceData(raw) {
+		rb.b = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
 	}
-	w.rawSet[slot] = m.Set
+	rb.set = m.Set
 	w.Quantized++
 	if prevLanes != nil && !slices.Equal(prevLanes, f.Lanes[start:]) {
 		w.changed(slot, false)
@@ -426,8 +434,9 @@ func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) b
 	prevLanes := w.prev.EntityLanes(j)
 	off := int(w.prev.Offs[j])
 	cur := w.cur.Lanes[off : off+len(prevLanes)]
-	old := w.raw[slot]
-	if m.Set&(m.Set-1) == 0 && len(comps) == 1 && w.rawSet[slot] == m.Set {
+	rb := &w.raws[slot]
+	old := rb.b
+	if m.Set&(m.Set-1) == 0 && len(comps) == 1 && rb.set == m.Set {
 		// One component, whose raw bytes were kept before (the common
 		// case): no loop, and they are overwritten in place.
 		p := w.plans[bits.TrailingZeros64(m.Set)]
@@ -449,9 +458,9 @@ func (w *World) quantizeAt(slot uint32, m Meta, comps []unsafe.Pointer, j int) b
 		ci++
 	}
 	if len(old) != len(raw) || unsafe.SliceData(old) != unsafe.SliceData(raw) {
-		w.raw[slot] = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
+		rb.b = raw // (only when it moved: the store costs a GC write barrier while the GC marks)
 	}
-	w.rawSet[slot] = m.Set
+	rb.set = m.Set
 	return !slices.Equal(prevLanes, cur)
 }
 
@@ -564,7 +573,7 @@ func (w *World) PutLanes(slot uint32, m Meta, lanes []uint64) {
 	}
 	f, prevLanes := w.addEntry("PutLanes", slot, m)
 	f.Lanes = append(f.Lanes, lanes...)
-	w.rawSet[slot] = 0 // raw cache unknown
+	w.raws[slot].set = 0 // raw cache unknown
 	w.Quantized++
 	if prevLanes != nil && !slices.Equal(prevLanes, lanes) {
 		w.changed(slot, false)
@@ -781,9 +790,9 @@ func (w *World) MemoryBytes() int {
 		n += cap(w.changes[i]) * 4
 	}
 	n += (cap(w.changedAt) + cap(w.layoutAt)) * 4
-	n += cap(w.rawSet) * 8
-	for _, r := range w.raw {
-		n += cap(r) + 24
+	n += cap(w.raws) * int(unsafe.Sizeof(rawBytes{}))
+	for _, r := range w.raws {
+		n += cap(r.b)
 	}
 	return n
 }
