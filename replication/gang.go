@@ -26,9 +26,19 @@ type gang struct {
 	gen     atomic.Uint32 // job generation: odd while the job is open
 	joined  atomic.Int32  // helpers inside the open job
 	job     func(i int)
-	quit    chan struct{}
-	awake   atomic.Int64  // nanoseconds the helpers spent awake, summed
-	idle    time.Duration // how long a helper spins without a job; 0: gangSpin
+	// items is the open eachOn's (each: one of fn1 and fn2 is set), whose
+	// job is runItems: kept here, not in a closure, so that handing out
+	// items allocates nothing
+	items struct {
+		n    int
+		next atomic.Int32
+		fn1  func(i int)
+		fn2  func(wi, i int)
+		job  func(wi int)
+	}
+	quit  chan struct{}
+	awake atomic.Int64  // nanoseconds the helpers spent awake, summed
+	idle  time.Duration // how long a helper spins without a job; 0: gangSpin
 }
 
 type gangHelper struct {
@@ -113,8 +123,15 @@ func (g *gang) run(fn func(i int)) {
 
 // each runs fn(i) for i in [0, n), the items handed out one at a time to
 // the caller and the helpers that join (one item runs on the caller alone).
+// It allocates nothing (fn itself may, if it is a closure made for the
+// call: the callers keep theirs). Jobs do not nest.
 func (g *gang) each(n int, fn func(i int)) {
-	g.eachOn(n, func(_, i int) { fn(i) })
+	if n == 1 {
+		fn(0)
+		return
+	}
+	g.items.fn1, g.items.fn2 = fn, nil
+	g.runItems(n)
 }
 
 // eachOn is each, telling fn which goroutine runs item i: 0 the caller, j
@@ -124,16 +141,36 @@ func (g *gang) eachOn(n int, fn func(wi, i int)) {
 		fn(0, 0)
 		return
 	}
-	var next atomic.Int32
-	g.run(func(wi int) {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= n {
-				return
-			}
-			fn(wi, i)
+	g.items.fn1, g.items.fn2 = nil, fn
+	g.runItems(n)
+}
+
+// runItems runs the n items of the function each or eachOn set.
+func (g *gang) runItems(n int) {
+	it := &g.items
+	if it.job == nil {
+		it.job = g.takeItems // (once: a method value is a closure)
+	}
+	it.n = n
+	it.next.Store(0)
+	g.run(it.job)
+	it.fn1, it.fn2 = nil, nil
+}
+
+// takeItems is runItems' job on goroutine wi: items until none is left.
+func (g *gang) takeItems(wi int) {
+	it := &g.items
+	for {
+		i := int(it.next.Add(1)) - 1
+		if i >= it.n {
+			return
 		}
-	})
+		if it.fn1 != nil {
+			it.fn1(i)
+		} else {
+			it.fn2(wi, i)
+		}
+	}
 }
 
 // loop is helper i's goroutine, until quit closes; last is the job

@@ -55,7 +55,8 @@ func (g *interestGrid) rebuild(s *Server) {
 		k = min(gridChunks, max(1, n/gridChunkMin))
 	}
 	chunks := g.cut(n, k)
-	s.gang.each(len(chunks), func(i int) { g.scanChunk(s, &chunks[i]) })
+	g.readyJobs(s)
+	s.gang.each(len(chunks), g.jobs.scan)
 	minX, minZ, maxX, maxZ := int32(math.MaxInt32), int32(math.MaxInt32), int32(math.MinInt32), int32(math.MinInt32)
 	for i := range chunks {
 		c := &chunks[i]
@@ -129,18 +130,8 @@ func (g *interestGrid) scanChunk(s *Server, c *gridChunk) {
 // cell (chunks in slot order), and each chunk places its slots; then the
 // cells holding a non-finite position are noted.
 func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
-	s.gang.each(len(chunks), func(i int) {
-		c := &chunks[i]
-		c.counts = slices.Grow(c.counts[:0], cells)[:cells]
-		clear(c.counts)
-		for slot := c.lo; slot < c.hi; slot++ {
-			if g.cellOf[slot] >= 0 {
-				cell := g.index(g.cx[slot], g.cz[slot])
-				g.cellOf[slot] = cell
-				c.counts[cell]++
-			}
-		}
-	})
+	g.jobs.cells = cells
+	s.gang.each(len(chunks), g.jobs.count)
 	g.cellStart = slices.Grow(g.cellStart[:0], cells+1)[:cells+1]
 	total := int32(0)
 	for cell := range cells {
@@ -154,17 +145,7 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 	g.cellStart[cells] = total
 	g.cellSlots = slices.Grow(g.cellSlots[:0], int(total))[:total]
 	g.cellXZ = slices.Grow(g.cellXZ[:0], int(total))[:total]
-	s.gang.each(len(chunks), func(i int) {
-		c := &chunks[i]
-		for slot := c.lo; slot < c.hi; slot++ {
-			if cell := g.cellOf[slot]; cell >= 0 {
-				j := c.counts[cell]
-				g.cellSlots[j] = uint32(slot)
-				g.cellXZ[j] = xz{g.pos[slot].X, g.pos[slot].Z}
-				c.counts[cell]++
-			}
-		}
-	})
+	s.gang.each(len(chunks), g.jobs.scatter)
 	g.cellOdd = slices.Grow(g.cellOdd[:0], cells)[:cells]
 	clear(g.cellOdd)
 	for wi, w := range g.odd {
@@ -172,6 +153,54 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 			if cell := g.cellOf[wi*64+tz64(w)]; cell >= 0 {
 				g.cellOdd[cell] = true
 			}
+		}
+	}
+}
+
+// gridJobs is the rebuild's work on the workers, over the chunks in
+// g.chunks: the server, the cells, and the jobs, made once (a method value
+// is a closure: made per rebuild, each would allocate).
+type gridJobs struct {
+	s                    *Server
+	cells                int
+	scan, count, scatter func(i int)
+}
+
+// readyJobs readies the rebuild's jobs for server s.
+func (g *interestGrid) readyJobs(s *Server) {
+	j := &g.jobs
+	j.s = s
+	if j.scan == nil {
+		j.scan, j.count, j.scatter = g.scanAt, g.countAt, g.scatterAt
+	}
+}
+
+// scanAt is scanChunk for chunk i.
+func (g *interestGrid) scanAt(i int) { g.scanChunk(g.jobs.s, &g.chunks[i]) }
+
+// countAt counts chunk i's slots per cell (place's first pass).
+func (g *interestGrid) countAt(i int) {
+	c, cells := &g.chunks[i], g.jobs.cells
+	c.counts = slices.Grow(c.counts[:0], cells)[:cells]
+	clear(c.counts)
+	for slot := c.lo; slot < c.hi; slot++ {
+		if g.cellOf[slot] >= 0 {
+			cell := g.index(g.cx[slot], g.cz[slot])
+			g.cellOf[slot] = cell
+			c.counts[cell]++
+		}
+	}
+}
+
+// scatterAt places chunk i's slots in their cells (place's second pass).
+func (g *interestGrid) scatterAt(i int) {
+	c := &g.chunks[i]
+	for slot := c.lo; slot < c.hi; slot++ {
+		if cell := g.cellOf[slot]; cell >= 0 {
+			j := c.counts[cell]
+			g.cellSlots[j] = uint32(slot)
+			g.cellXZ[j] = xz{g.pos[slot].X, g.pos[slot].Z}
+			c.counts[cell]++
 		}
 	}
 }

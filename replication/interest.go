@@ -128,7 +128,8 @@ type interestGrid struct {
 	owned   [256]components.Vec3
 	ownedOK [256]bool
 	ownedBy [256][]uint32
-	chunks  []gridChunk     // the rebuild's shares of the slots (grid_rebuild.go)
+	chunks  []gridChunk // the rebuild's shares of the slots (grid_rebuild.go)
+	jobs    gridJobs
 	cx, cz  []int32         // per slot: cell coordinates
 	posOK   snapshot.Bitset // slots notePos recorded this tick
 	odd     snapshot.Bitset // slots whose x or z is not finite

@@ -67,12 +67,13 @@ type Server struct {
 	encoders []*snapshot.Encoder // the workers', in worker order
 	step     peerTick            // what the peers of this tick's Send read
 	failed   []failedSend
-	gang     gang // the workers' goroutines (gang.go)
-	// frameShares: the chunks of a frame built on the workers
-	frameShares []*snapshot.AlignedPut
-	interest    *interestGrid
-	clampW      clampWatch     // clamps.go
-	closer      closing.Closer // closes off the tick
+	gang     gang        // the workers' goroutines (gang.go)
+	frame    frameShares // a frame built on the workers (putShares)
+	pre      preShares   // the pre-encoding on the workers (workers.go)
+	peerJobs peerJobs    // the peers' phase on the workers (workers.go)
+	interest *interestGrid
+	clampW   clampWatch     // clamps.go
+	closer   closing.Closer // closes off the tick
 
 	spawnKeys spawnKeys // predicted_spawn.go
 

@@ -262,8 +262,9 @@ func (s *Server) keeps(si *slotInfo, slot uint32) bool {
 // so that the interest grid's position bits of one word are one chunk's),
 // which the workers take in turn.
 func (s *Server) putShares(n int, notePos bool) {
+	fs := &s.frame
 	k := min(max(n/frameChunk, 1), maxFrameChunks)
-	var bounds [maxFrameChunks + 1]int
+	bounds := &fs.bounds
 	bounds[k] = n
 	for i := 1; i < k; i++ {
 		j := max(i*n/k, bounds[i-1])
@@ -277,37 +278,55 @@ func (s *Server) putShares(n int, notePos bool) {
 		}
 		bounds[i] = j
 	}
-	for len(s.frameShares) < k {
-		s.frameShares = append(s.frameShares, s.snap.NewAlignedPut())
+	for len(fs.shares) < k {
+		fs.shares = append(fs.shares, s.snap.NewAlignedPut())
 	}
-	shares := s.frameShares[:k]
+	if fs.put == nil {
+		fs.put = s.putShare // (once: a method value is a closure)
+	}
+	fs.notePos = notePos
 	s.snap.StartAligned()
-	s.gang.each(k, func(c int) {
-		var ptrs [64]unsafe.Pointer
-		a := shares[c]
-		a.Range(bounds[c], bounds[c+1])
-		for j := bounds[c]; j < bounds[c+1]; j++ {
-			slot, _ := s.snap.Entry(j)
-			si := &s.slots[slot]
-			if s.keeps(si, slot) {
-				continue // (the entry keeps the previous frame's value)
-			}
-			if si.dirty {
-				si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
-			}
-			n := 0 // (as in putAll)
-			for set := si.meta.Set; set != 0; set &= set - 1 {
-				id := bits.TrailingZeros64(set)
-				ptrs[n] = s.world.Get(si.entity, s.compIDs[id])
-				if notePos && id == int(s.posPl.ID) {
-					s.interest.notePos(slot, s.interest.cfg.Position.At(ptrs[n]))
-				}
-				n++
-			}
-			a.PutAt(j, ptrs[:n])
+	s.gang.each(k, fs.put)
+	s.snap.EndAligned(fs.shares[:k])
+}
+
+// frameShares is the state of a frame built on the workers (putShares):
+// its chunks, their bounds in the previous frame's entries, and whether
+// the chunks note positions for the interest grid.
+type frameShares struct {
+	shares  []*snapshot.AlignedPut
+	bounds  [maxFrameChunks + 1]int
+	notePos bool
+	put     func(c int) // putShare, made once
+}
+
+// putShare puts chunk c of the frame putShares builds.
+func (s *Server) putShare(c int) {
+	fs := &s.frame
+	notePos := fs.notePos
+	var ptrs [64]unsafe.Pointer
+	a := fs.shares[c]
+	a.Range(fs.bounds[c], fs.bounds[c+1])
+	for j := fs.bounds[c]; j < fs.bounds[c+1]; j++ {
+		slot, _ := s.snap.Entry(j)
+		si := &s.slots[slot]
+		if s.keeps(si, slot) {
+			continue // (the entry keeps the previous frame's value)
 		}
-	})
-	s.snap.EndAligned(shares)
+		if si.dirty {
+			si.dirty = false // (stored only when set: the frame build leaves the slot table clean)
+		}
+		n := 0 // (as in putAll)
+		for set := si.meta.Set; set != 0; set &= set - 1 {
+			id := bits.TrailingZeros64(set)
+			ptrs[n] = s.world.Get(si.entity, s.compIDs[id])
+			if notePos && id == int(s.posPl.ID) {
+				s.interest.notePos(slot, s.interest.cfg.Position.At(ptrs[n]))
+			}
+			n++
+		}
+		a.PutAt(j, ptrs[:n])
+	}
 }
 
 // frameChunk is about how many entries a worker takes at a time when the

@@ -49,8 +49,25 @@ func (s *Server) preencode() {
 		return
 	}
 	// Shares of whole words (of 64 slots), about preencodeWords each.
-	k := min(max(n/preencodeWords, 1), maxFrameChunks)
-	s.gang.eachOn(k, func(wi, c int) { s.workers[wi].enc.Preencode(c*n/k, (c+1)*n/k) })
+	ps := &s.pre
+	ps.words, ps.shares = n, min(max(n/preencodeWords, 1), maxFrameChunks)
+	if ps.run == nil {
+		ps.run = s.preencodeShare // (once: a method value is a closure)
+	}
+	s.gang.eachOn(ps.shares, ps.run)
+}
+
+// preShares is the state of the pre-encoding on the workers: the words of
+// the slot set and how many shares they are cut into.
+type preShares struct {
+	words, shares int
+	run           func(wi, c int) // preencodeShare, made once
+}
+
+// preencodeShare pre-encodes share c on worker wi.
+func (s *Server) preencodeShare(wi, c int) {
+	n, k := s.pre.words, s.pre.shares
+	s.workers[wi].enc.Preencode(c*n/k, (c+1)*n/k)
 }
 
 // endPreencode hands the next tick's pre-encoding what this tick's peers
@@ -94,18 +111,31 @@ func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 	}
 	s.step = peerTick{tick: s.tick, now: now, netRate: s.cfg.NetRate, world: s.snap,
 		slots: s.slots, relayout: s.relayout, plans: s.plans, weights: s.weights}
-	s.eachPeer(peers, func(w *worker, p *remote) {
-		s.updateRelevance(p, w)
-		if !s.cfg.NoPreencode {
-			w.wanted.Or(p.plan.relevant)
-		}
-		p.peer.tick(&s.step, &p.plan, w)
-		p.built.Store(true)
-		if then != nil && w == s.workers[0] {
-			then()
-		}
-	}, func(w *worker) { w.enc.EndTick() })
+	pj := &s.peerJobs
+	if pj.build == nil {
+		pj.build, pj.done = s.buildPeer, endPeers // (once: a method value is a closure)
+	}
+	pj.then = then
+	s.eachPeer(peers, pj.build, pj.done)
+	pj.then = nil
 }
+
+// buildPeer runs peer p's tick on worker w (buildPeers), then the caller's
+// hand-over if w is the caller's.
+func (s *Server) buildPeer(w *worker, p *remote) {
+	s.updateRelevance(p, w)
+	if !s.cfg.NoPreencode {
+		w.wanted.Or(p.plan.relevant)
+	}
+	p.peer.tick(&s.step, &p.plan, w)
+	p.built.Store(true)
+	if then := s.peerJobs.then; then != nil && w == s.workers[0] {
+		then()
+	}
+}
+
+// endPeers ends the tick's Builds of a worker that built peers.
+func endPeers(w *worker) { w.enc.EndTick() }
 
 // sendPeers builds the active peers' ticks on the workers and hands each to
 // its connection in client order, as soon as it and those before it are
@@ -114,32 +144,58 @@ func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 // same calls in the same order as when everything is handed over after).
 // Connections that fail are dropped after.
 func (s *Server) sendPeers(now time.Time) {
-	active := s.active
-	for _, p := range active {
+	for _, p := range s.active {
 		p.built.Store(false)
 	}
-	next := 0 // active[:next] are handed over
-	s.failed = s.failed[:0]
-	flushBuilt := func() {
-		for next < len(active) && active[next].built.Load() {
-			if err := s.flush(active[next]); err != nil {
-				s.failed = append(s.failed, failedSend{active[next], err})
-			}
-			next++
-		}
+	pj := &s.peerJobs
+	pj.flushed = 0 // s.active[:flushed] are handed over
+	if pj.flush == nil {
+		pj.flush = s.flushBuilt // (once)
 	}
-	s.buildPeers(active, now, flushBuilt)
-	flushBuilt() // (every peer is built now)
+	s.failed = s.failed[:0]
+	s.buildPeers(s.active, now, pj.flush)
+	s.flushBuilt() // (every peer is built now)
 	for _, f := range s.failed {
 		s.sendFailed(f.p, f.err)
 	}
 	clear(s.failed)
 }
 
+// flushBuilt hands the built peers that follow the handed-over ones to
+// their connections, in order (on the caller's goroutine).
+func (s *Server) flushBuilt() {
+	pj, active := &s.peerJobs, s.active
+	for pj.flushed < len(active) && active[pj.flushed].built.Load() {
+		if err := s.flush(active[pj.flushed]); err != nil {
+			s.failed = append(s.failed, failedSend{active[pj.flushed], err})
+		}
+		pj.flushed++
+	}
+}
+
 // failedSend is a peer whose connection refused what it built.
 type failedSend struct {
 	p   *remote
 	err error
+}
+
+// peerJobs is the state of the peers' phase on the workers, kept here so
+// that it allocates nothing per tick: the jobs (made once), the peers
+// eachPeer hands out and their shares' claims, and how far sendPeers
+// handed the built peers over.
+type peerJobs struct {
+	build   func(w *worker, p *remote) // buildPeer
+	done    func(w *worker)
+	then    func() // buildPeers' then, for this tick
+	flush   func() // flushBuilt
+	flushed int
+
+	peers []*remote
+	n     int // shares
+	fn    func(w *worker, p *remote)
+	end   func(w *worker)
+	taken [maxShares]shareClaims
+	run   func(wi int) // runPeers
 }
 
 // eachPeer runs fn for every peer, spread over the workers: worker i takes
@@ -166,29 +222,40 @@ func (s *Server) eachPeer(peers []*remote, fn func(w *worker, p *remote), done f
 		}
 		return
 	}
-	var taken [maxShares]shareClaims
-	share := func(i int) (lo, hi int) { return i * len(peers) / n, (i + 1) * len(peers) / n }
-	s.gang.run(func(wi int) {
-		w := s.workers[wi]
-		for k := range n {
-			si := (wi + k) % n
-			lo, hi := share(si)
-			fromBack := si%2 == 1 // the owner's end...
-			if k > 0 {
-				fromBack = !fromBack // ...and a helper's
-			}
-			for {
-				j, ok := taken[si].claim(lo, hi, fromBack)
-				if !ok {
-					break
-				}
-				fn(w, peers[j])
-			}
+	pj := &s.peerJobs
+	pj.peers, pj.n, pj.fn, pj.end = peers, n, fn, done
+	for i := range pj.taken {
+		pj.taken[i].v.Store(0)
+	}
+	if pj.run == nil {
+		pj.run = s.runPeers // (once)
+	}
+	s.gang.run(pj.run)
+	pj.peers, pj.fn, pj.end = nil, nil, nil
+}
+
+// runPeers is eachPeer's job on worker wi.
+func (s *Server) runPeers(wi int) {
+	pj := &s.peerJobs
+	w, peers, n := s.workers[wi], pj.peers, pj.n
+	for k := range n {
+		si := (wi + k) % n
+		lo, hi := si*len(peers)/n, (si+1)*len(peers)/n
+		fromBack := si%2 == 1 // the owner's end...
+		if k > 0 {
+			fromBack = !fromBack // ...and a helper's
 		}
-		if done != nil {
-			done(w)
+		for {
+			j, ok := pj.taken[si].claim(lo, hi, fromBack)
+			if !ok {
+				break
+			}
+			pj.fn(w, peers[j])
 		}
-	})
+	}
+	if pj.end != nil {
+		pj.end(w)
+	}
 }
 
 // shareClaims hands out the indices of a share [lo, hi) from both ends:
