@@ -97,10 +97,10 @@
 // the workers pre-encode the delta records of the baseline and prediction
 // views most clients coded against last tick, a tick on, for the entities
 // some client holds: each record once, read by every worker's peers
-// ([ServerConfig].NoPreencode turns it off; the bytes are the same). Once
-// a world's frames are built (a ring's worth of ticks), the server's own
-// tick work — frame, interest grid, pre-encoding, the peers' datagrams —
-// allocates nothing; the transport's may. The
+// ([ServerConfig].NoPreencode turns it off; the bytes are the same). In a
+// steady state (a ring's worth of ticks built, buffers grown to their
+// peak) the server's own tick work — frame, interest grid, pre-encoding,
+// the peers' datagrams — allocates nothing; the transport's may. The
 // handshake policy is transport.JudgeHello's, on both the blocking and the
 // tick-driven path. Snapshots may be zstd-compressed
 // ([ServerConfig].Compression, negotiated in the Welcome).
