@@ -538,11 +538,19 @@ func (c *Client) checkLiveness(now time.Time) {
 	if len(c.prov) > 0 {
 		c.expireProvisional(now)
 	}
-	if err := c.expired(now, c.conn.RemoteAddr().String()); err != nil {
+	if err := c.expired(now, (*serverName)(c)); err != nil {
 		_ = c.conn.CloseWithReason(transport.CodeTimeout, "server timed out")
 		c.fail(err)
 	}
 }
+
+// serverName names a client's server in errors, asking the connection only
+// when one is formatted: the check runs every frame, and an address (a
+// browser connection's URL boxed as a net.Addr, a UDP address's String)
+// costs an allocation. (A pointer: as an interface it needs none.)
+type serverName Client
+
+func (n *serverName) String() string { return (*Client)(n).conn.RemoteAddr().String() }
 
 // handleMessage runs a reliable message through the link and applies what
 // it says to the world.

@@ -120,3 +120,16 @@ func TestMirrorTable(t *testing.T) {
 }
 
 var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestClientLivenessCheckAllocatesNothing: the liveness check that runs in
+// every Receive names the server only in the error it returns, so a frame
+// with nothing to report allocates nothing for it (a sim address's String
+// allocates, as a UDP address's does).
+func TestClientLivenessCheckAllocatesNothing(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	h := newHostileServer(t, ClientConfig{Registry: reg})
+	now := h.client.cfg.Now()
+	require.Zero(t, testing.AllocsPerRun(50, func() { h.client.checkLiveness(now) }))
+	require.Contains(t, (*serverName)(h.client).String(), "server")
+}

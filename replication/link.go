@@ -76,8 +76,8 @@ func (l *link) hear(now time.Time) { l.heard = now }
 // expired reports the liveness failure of the link at now (nil if none):
 // no Welcome within ConnectTimeout of the Hello, no initial world within
 // ReadyTimeout of the Welcome, or nothing heard for Timeout once welcomed.
-// remote names the server.
-func (l *link) expired(now time.Time, remote string) error {
+// remote names the server (formatted only into the error).
+func (l *link) expired(now time.Time, remote fmt.Stringer) error {
 	if l.state != l.phase {
 		l.phase, l.since = l.state, now
 		if l.heard.IsZero() {
