@@ -113,10 +113,10 @@ func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 		slots: s.slots, relayout: s.relayout, plans: s.plans, weights: s.weights}
 	pj := &s.peerJobs
 	if pj.build == nil {
-		pj.build, pj.done = s.buildPeer, endPeers // (once: a method value is a closure)
+		pj.build = s.buildPeer // (once: a method value is a closure)
 	}
 	pj.then = then
-	s.eachPeer(peers, pj.build, pj.done)
+	s.eachPeer(peers, pj.build, endPeers)
 	pj.then = nil
 }
 
@@ -185,9 +185,8 @@ type failedSend struct {
 // handed the built peers over.
 type peerJobs struct {
 	build   func(w *worker, p *remote) // buildPeer
-	done    func(w *worker)
-	then    func() // buildPeers' then, for this tick
-	flush   func() // flushBuilt
+	then    func()                     // buildPeers' then, for this tick
+	flush   func()                     // flushBuilt
 	flushed int
 
 	peers []*remote

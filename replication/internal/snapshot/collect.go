@@ -157,22 +157,9 @@ func (e *Encoder) collectAll(cs *candSource) {
 	words := max(len(rel), len(baseMembers))
 	ownerPossible := c.ID != 0 && e.ownerComps != 0
 	bi := 0
-	both := min(len(rel), len(baseMembers)) &^ 3
 	for wi := 0; wi < words || bi < len(behind); wi++ {
-		// Most words of a big world hold nothing the client sees or
-		// holds: skip them four at a time up to the next deferred entry.
-		for wi&3 == 0 && wi < both && (bi == len(behind) || int(behind[bi].slot>>6) >= wi+4) {
-			r4, m4 := rel[wi:wi+4:wi+4], baseMembers[wi:wi+4:wi+4]
-			if r4[0]|r4[1]|r4[2]|r4[3]|m4[0]|m4[1]|m4[2]|m4[3] != 0 {
-				break
-			}
-			wi += 4
-		}
 		r, m := rel.word(wi), baseMembers.word(wi)
 		if r|m == 0 && (bi == len(behind) || int(behind[bi].slot>>6) != wi) {
-			if wi >= words && bi == len(behind) {
-				break
-			}
 			continue // (most words of a big world: nothing the client sees or holds)
 		}
 		cw := changed.word(wi)&(r|m) | (r ^ m)

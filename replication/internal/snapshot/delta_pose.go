@@ -20,12 +20,8 @@ func poseGroups(a, b []uint64) uint64 {
 func (e *Encoder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred bool) {
 	gm := poseGroups(base, cur)
 	maskPred = prev != nil && poseGroups(prev, base) == gm
-	if cap(e.gmasks) > 0 {
-		e.gmasks = e.gmasks[:1] // (in place: no pointer stored, no GC write barrier)
-		e.gmasks[0] = gm
-	} else {
-		e.gmasks = append(e.gmasks, gm)
-	}
+	e.gmasks = e.gmasks[:0] // (as deltaMasks: in place, no pointer stored, no GC write barrier)
+	e.gmasks = append(e.gmasks, gm)
 	if gm == 0 {
 		e.arena.PutBits(0, 1)
 		return 0, maskPred
