@@ -374,10 +374,7 @@ func near(slots []uint32, pos []xz, fx, fz, enter2, leave2 float64, prev, next s
 // array.
 func (g *interestGrid) relevantFor(s *Server, c *remote, scratch *snapshot.Bitset) {
 	prev := c.rel.relevant
-	next := (*scratch)[:0]
-	for len(next) < len(s.alive) {
-		next = append(next, 0)
-	}
+	next := slices.Grow((*scratch)[:0], len(s.alive))[:len(s.alive)]
 	clear(next)
 	var accept func(uint32) bool // nil: no filter, every entity is
 	if filter := g.cfg.Filter; filter != nil {

@@ -394,14 +394,15 @@ func (p *peer) spawnDiff(t *peerTick, plan *peerPlan, sw *spawnWriter) {
 			spawn(r.slot) // component set change: same slot and generation
 		}
 	}
+	// (Two passes over the words where the sets differ: few, in a big world.)
 	words := max(len(relevant), len(p.spawned))
-	for wi := range words {
+	for wi := nextDiff(p.spawned, relevant, 0); wi < words; wi = nextDiff(p.spawned, relevant, wi+1) {
 		for rem := p.spawned.Word(wi) &^ relevant.Word(wi); rem != 0; rem &= rem - 1 {
 			slot := uint32(wi*64 + tz64(rem))
 			despawn(slot, t.slots[slot].gen) // (a slot whose generation changed is gone already)
 		}
 	}
-	for wi := range words {
+	for wi := nextDiff(p.spawned, relevant, 0); wi < words; wi = nextDiff(p.spawned, relevant, wi+1) {
 		for add := relevant.Word(wi) &^ p.spawned.Word(wi); add != 0; add &= add - 1 {
 			spawn(uint32(wi*64 + tz64(add)))
 		}

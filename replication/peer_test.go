@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -498,4 +499,29 @@ func TestPeerCongestionResponses(t *testing.T) {
 	run(60, func(tick uint32, part int) bool { return (int(tick)+part)%3 == 0 }, true)
 	require.Less(t, p.budget.rate, high/2, "loss %.2f base %.2f", p.budget.loss, p.budget.lossBase)
 	require.GreaterOrEqual(t, p.budget.rate, float64(r.cfg.MinBytesPerSecond))
+}
+
+// TestNextDiffIsTheWordScan: nextDiff finds the first differing word a
+// scan with Word finds, for sets of different lengths.
+func TestNextDiffIsTheWordScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 500 {
+		a, b := make(snapshot.Bitset, rng.IntN(20)), make(snapshot.Bitset, rng.IntN(20))
+		for _, s := range []snapshot.Bitset{a, b} {
+			for i := range s {
+				if rng.IntN(4) == 0 {
+					s[i] = 1 << rng.IntN(64)
+				}
+			}
+		}
+		for i := 0; i <= max(len(a), len(b)); i++ {
+			want := i
+			for want < max(len(a), len(b)) && a.Word(want) == b.Word(want) {
+				want++
+			}
+			if got := nextDiff(a, b, i); got != want {
+				t.Fatalf("nextDiff(%x, %x, %d) = %d, want %d", a, b, i, got, want)
+			}
+		}
+	}
 }

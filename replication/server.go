@@ -710,8 +710,12 @@ func (s *Server) updateRelevance(c *remote, w *worker) {
 	case s.interest.due(s.tick) || c.rel.relevant == nil:
 		s.interest.relevantFor(s, c, &w.relevance)
 		changed = true
-	default:
+	case changed:
 		s.interest.effective(s, &c.rel)
+	default:
+		// No slot was allocated, freed or reallocated since the last
+		// tick: the alive and fresh sets are the ones the relevance
+		// was narrowed to then.
 	}
 	c.plan.relevant, c.plan.relevanceChanged = c.rel.relevant, changed
 }

@@ -61,3 +61,24 @@ func (b *Bitset) Or(o Bitset) {
 		s[i] |= w
 	}
 }
+
+// nextCand returns the first word index in [i, lim) holding a slot that
+// is relevant or held and changed, or relevant and not held, or held and
+// not relevant (collectAll's candidates), or lim: the skip of a sparse scan,
+// in a loop without bounds checks.
+func nextCand(rel, held, changed Bitset, i, lim int) int {
+	if n := min(lim, len(rel), len(held), len(changed)); i < n {
+		r, m, c := rel[i:n], held[i:n], changed[i:n]
+		m, c = m[:len(r)], c[:len(r)]
+		for j := range r {
+			if c[j]&(r[j]|m[j])|(r[j]^m[j]) != 0 {
+				return i + j
+			}
+		}
+		i = n
+	}
+	for i < lim && changed.word(i)&(rel.word(i)|held.word(i))|(rel.word(i)^held.word(i)) == 0 {
+		i++
+	}
+	return i
+}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"math"
 	"math/bits"
 )
 
@@ -157,11 +158,21 @@ func (e *Encoder) collectAll(cs *candSource) {
 	words := max(len(rel), len(baseMembers))
 	ownerPossible := c.ID != 0 && e.ownerComps != 0
 	bi := 0
-	for wi := 0; wi < words || bi < len(behind); wi++ {
-		r, m := rel.word(wi), baseMembers.word(wi)
-		if r|m == 0 && (bi == len(behind) || int(behind[bi].slot>>6) != wi) {
-			continue // (most words of a big world: nothing the client sees or holds)
+	for wi := 0; ; wi++ {
+		// Most words of a big world hold no candidate (nothing the
+		// client sees or holds, or nothing of it changed): skipped in
+		// a tight loop up to the next word with a deferred entry.
+		nb := math.MaxInt
+		if bi < len(behind) {
+			nb = int(behind[bi].slot >> 6)
 		}
+		if wi = nextCand(rel, baseMembers, changed, wi, min(words, nb)); wi >= words {
+			if nb == math.MaxInt {
+				break
+			}
+			wi = nb
+		}
+		r, m := rel.word(wi), baseMembers.word(wi)
 		cw := changed.word(wi)&(r|m) | (r ^ m)
 		// fast: changed since the baseline, held and relevant, not
 		// deferred: the common delta, whose key setupPrediction made.
