@@ -121,10 +121,17 @@ func (e *Encoder) Preencode(lo, hi int) {
 	hi = min(hi, len(p.changed), len(e.present))
 	// The records' bits go to this encoder's pre-encoding arena.
 	e.arena, p.arenas[e.preArena] = p.arenas[e.preArena], e.arena
+	// In a large world the records' lanes in the key's views are far
+	// apart: each word's are read ahead while the word before is encoded
+	// (see touch).
+	ahead := len(f.Slots) >= e.touchAt
+	if ahead {
+		e.touchFrames = [4]*Frame{f, e.w.Frame(p.key.src), e.w.Frame(p.key.src2), e.w.Frame(p.key.src3)}
+	}
 	for wi := lo; wi < hi; wi++ {
-		word := p.changed[wi] & e.present[wi]
-		if p.wanted != nil {
-			word &= p.wanted.word(wi)
+		word := p.preWord(e, wi)
+		if ahead && wi+1 < hi {
+			e.touchPre(p.preWord(e, wi+1), wi+1)
 		}
 		for ; word != 0; word &= word - 1 {
 			slot := uint32(wi<<6 | bits.TrailingZeros64(word))
@@ -141,6 +148,41 @@ func (e *Encoder) Preencode(lo, hi int) {
 	}
 	e.arena, p.arenas[e.preArena] = p.arenas[e.preArena], e.arena
 	p.bytes[e.preArena] = p.arenas[e.preArena].Bytes()
+}
+
+// preWord returns the slots of word wi Preencode encodes (before it checks
+// their layout).
+func (p *preRecords) preWord(e *Encoder, wi int) uint64 {
+	word := p.changed[wi] & e.present[wi]
+	if p.wanted != nil {
+		word &= p.wanted.word(wi)
+	}
+	return word
+}
+
+// touchPre reads the memory Preencode reads and writes for the slots of
+// word wi: their lanes in the key's views (e.touchFrames) and their
+// entries.
+func (e *Encoder) touchPre(word uint64, wi int) {
+	p := &e.w.pre
+	var sum uint64
+	for w := word; w != 0; w &= w - 1 {
+		slot := wi<<6 | bits.TrailingZeros64(w)
+		if slot < len(p.entries) {
+			sum += uint64(p.entries[slot].bodyBits)
+		}
+		for _, f := range e.touchFrames {
+			if f == nil || slot >= len(f.index) {
+				continue
+			}
+			if i := f.index[slot]; int(i) < len(f.Offs) {
+				if o := f.Offs[i]; int(o) < len(f.Lanes) {
+					sum += f.Lanes[o]
+				}
+			}
+		}
+	}
+	e.touched += sum
 }
 
 // EndPreencode ends a tick's Builds on encs (every encoder of the World
