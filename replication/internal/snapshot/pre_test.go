@@ -17,6 +17,7 @@ type preRig struct {
 	rcvs    []*Receiver
 	rel     Bitset // every client's interest (nil: everything)
 	pk      Packets
+	sent    []byte // every datagram built
 }
 
 func newPreRig(t *testing.T, n, clients int) *preRig {
@@ -44,6 +45,7 @@ func (r *preRig) tick(t *testing.T, wanted Bitset) (encoded, hits int) {
 	for i, c := range r.clients {
 		r.encs[i%2].Build(c, BuildOptions{Relevant: r.rel}, &r.pk)
 		for j := range r.pk.Len() {
+			r.sent = append(r.sent, r.pk.At(j)...)
 			_, err := r.rcvs[i].Decode(r.pk.At(j))
 			require.NoError(t, err)
 		}
@@ -104,4 +106,32 @@ func TestPreencodePausesWhenUnused(t *testing.T) {
 	}
 	encoded, _ = r.tick(t, nil)
 	require.Equal(t, n, encoded, "pre-encoding resumes")
+}
+
+// TestPreencodeReadAheadKeepsBytes: pre-encoding with reading ahead (as in
+// a large world) only reads: its clients get the bytes they get without.
+func TestPreencodeReadAheadKeepsBytes(t *testing.T) {
+	const n = 300
+	a, b := newPreRig(t, n, 3), newPreRig(t, n, 3)
+	for _, e := range a.encs {
+		e.touchAt = 0
+	}
+	var wanted Bitset
+	for slot := uint32(0); slot < n; slot += 3 {
+		wanted.Set(slot)
+	}
+	pre := 0
+	for tick := range 50 {
+		w := wanted
+		if tick%2 == 0 {
+			w = nil
+		}
+		encoded, _ := a.tick(t, w)
+		b.tick(t, w)
+		pre += encoded
+		require.Equal(t, b.sent, a.sent, "tick %d", tick)
+	}
+	require.NotZero(t, pre)
+	require.NotZero(t, a.encs[0].touched+a.encs[1].touched, "read ahead")
+	require.Zero(t, b.encs[0].touched+b.encs[1].touched)
 }
