@@ -3,13 +3,16 @@ package replication
 import (
 	"math"
 	"slices"
+
+	"github.com/archenet/archenet/replication/internal/snapshot"
 )
 
-// The interest grid's rebuild: a pass over the slots (positions, owners,
-// the bounding box), then a counting sort of the slots into their cells.
-// Both are cut into chunks of 64-slot words that the workers take in turn
-// (see gang), each chunk with its own counts, so that a cell lists its
-// slots in slot order whichever worker took which chunk.
+// The interest grid's full rebuild: a pass over the slots (positions,
+// owners, the bounding box), then a counting sort of the slots into their
+// cells. Both are cut into chunks of 64-slot words that the workers take in
+// turn (see gang), each chunk with its own counts, so that a cell lists its
+// slots in slot order whichever worker took which chunk. Between full
+// rebuilds, an update moves the entities that changed cells (update).
 
 // gridChunk is one share of the rebuild: slots [lo, hi).
 type gridChunk struct {
@@ -28,27 +31,47 @@ const (
 	gridChunkCells = 1 << 20
 )
 
-// rebuild recomputes the grid from this tick's frame build's noted positions
-// (reading those it did not note from the world).
+// fullEvery is how many relevance updates at most follow a full rebuild
+// before the next (which fits the grid's box and its cells' room to the
+// entities again).
+const fullEvery = 64
+
+// rebuild brings the grid to this tick's frame build's noted positions
+// (reading those it did not note from the world): by moving the entities
+// that changed cells (update) when it can, else in full.
 func (g *interestGrid) rebuild(s *Server) {
+	n := len(s.slots)
+	fromWorld := !g.noted || len(g.cx) < n
+	if fromWorld {
+		// No frame build noted positions since the last rebuild: every
+		// position is read from the world below.
+		g.beginPositions(n)
+	}
+	g.noted = false
+	if !fromWorld && g.update(s) {
+		g.updates++
+		g.sinceFull++
+		return
+	}
+	g.rebuilds++
+	g.rebuildFull(s)
+	g.relaid, g.built, g.builtSlots, g.sinceFull = false, true, n, 0
+}
+
+// rebuildFull recomputes the grid from the noted positions.
+func (g *interestGrid) rebuildFull(s *Server) {
 	g.global.Reset()
 	clear(g.ownedOK[:])
 	for k := range g.ownedBy {
 		g.ownedBy[k] = g.ownedBy[k][:0]
 	}
 	n := len(s.slots)
-	if len(g.pos) < n {
-		g.pos = slices.Grow(g.pos, n-len(g.pos))[:n]
-	}
 	g.cellOf = slices.Grow(g.cellOf[:0], n)[:n]
-	if !g.noted || len(g.cx) < n {
-		// No frame build noted positions since the last rebuild: every
-		// position is read from the world below.
-		g.beginPositions(n)
-	}
-	g.noted = false
-	for len(g.global) < (n+63)/64 {
-		g.global = append(g.global, 0) // sized now: chunks set bits of their own words
+	g.at = slices.Grow(g.at[:0], n)[:n]
+	words := (n + 63) / 64
+	for _, b := range []*snapshot.Bitset{&g.global, &g.placed} {
+		*b = growTo((*b)[:0], words) // sized now: chunks set bits of their own words
+		clear(*b)
 	}
 	k := 1
 	if len(s.workers) > 1 && n >= s.cfg.ParallelFrame {
@@ -72,6 +95,8 @@ func (g *interestGrid) rebuild(s *Server) {
 	if minX > maxX {
 		minX, maxX, minZ, maxZ = 0, 0, 0, 0
 	}
+	minX, maxX = withMargin(minX, maxX)
+	minZ, maxZ = withMargin(minZ, maxZ)
 	g.minX, g.minZ = minX, minZ
 	g.width = int32(min(int64(maxX)-int64(minX)+1, maxGridSide))
 	g.depth = int32(min(int64(maxZ)-int64(minZ)+1, maxGridSide))
@@ -122,6 +147,7 @@ func (g *interestGrid) scanChunk(s *Server, c *gridChunk) {
 		cx, cz := g.cx[slot], g.cz[slot]
 		c.minX, c.maxX, c.minZ, c.maxZ = min(c.minX, cx), max(c.maxX, cx), min(c.minZ, cz), max(c.maxZ, cz)
 		g.cellOf[slot] = 0 // has a position; the cell follows
+		g.placed[slot>>6] |= 1 << (slot & 63)
 	}
 }
 
@@ -133,6 +159,10 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 	g.jobs.cells = cells
 	s.gang.each(len(chunks), g.jobs.count)
 	g.cellStart = slices.Grow(g.cellStart[:0], cells+1)[:cells+1]
+	g.cellLen = slices.Grow(g.cellLen[:0], cells)[:cells]
+	// Each cell gets room for a quarter more entities, plus up to 4 (the
+	// fewer the sparser the grid: at most 2 per entity in all).
+	base := int32(min(4, max(1, 2*g.placed.Count()/max(cells, 1))))
 	total := int32(0)
 	for cell := range cells {
 		g.cellStart[cell] = total
@@ -141,20 +171,134 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 			chunks[i].counts[cell] = total
 			total += n
 		}
+		g.cellLen[cell] = total - g.cellStart[cell]
+		total += g.cellLen[cell]/4 + base
 	}
 	g.cellStart[cells] = total
 	g.cellSlots = slices.Grow(g.cellSlots[:0], int(total))[:total]
 	g.cellXZ = slices.Grow(g.cellXZ[:0], int(total))[:total]
+	for cell := range cells {
+		for j := g.cellStart[cell] + g.cellLen[cell]; j < g.cellStart[cell+1]; j++ {
+			g.cellSlots[j], g.cellXZ[j] = farSlot, farXZ
+		}
+	}
 	s.gang.each(len(chunks), g.jobs.scatter)
 	g.cellOdd = slices.Grow(g.cellOdd[:0], cells)[:cells]
+	g.cellOddN = slices.Grow(g.cellOddN[:0], cells)[:cells]
 	clear(g.cellOdd)
-	for wi, w := range g.odd {
+	clear(g.cellOddN)
+	g.oddIn = growTo(g.oddIn[:0], len(g.placed))
+	for wi := range g.oddIn {
+		w := g.odd.Word(wi) & g.placed[wi]
+		g.oddIn[wi] = w
 		for ; w != 0; w &= w - 1 {
-			if cell := g.cellOf[wi*64+tz64(w)]; cell >= 0 {
-				g.cellOdd[cell] = true
+			cell := g.cellOf[wi*64+tz64(w)]
+			g.cellOdd[cell] = true
+			g.cellOddN[cell]++
+		}
+	}
+}
+
+// gridMargin is the empty cells a full rebuild adds on every side of the
+// entities' box (while the grid stays within maxGridSide a side), so that
+// entities moving out of it until the next full rebuild find cells.
+const gridMargin = 2
+
+// withMargin returns the cell range lo..hi widened by gridMargin on both
+// sides, unless that takes it to maxGridSide cells or more.
+func withMargin(lo, hi int32) (int32, int32) {
+	if int64(hi)-int64(lo)+1+2*gridMargin < maxGridSide {
+		return lo - gridMargin, hi + gridMargin
+	}
+	return lo, hi
+}
+
+// farSlot at farXZ fills the cells' room: infinitely far, no scan takes it.
+var (
+	farSlot = uint32(0)
+	farXZ   = xz{math.Inf(1), math.Inf(1)}
+)
+
+// update brings the grid to the noted positions by moving the entities
+// whose cell changed since the last rebuild (a move within a cell only
+// changes its position), and reports whether it could: the slots are the
+// full rebuild's (none allocated, freed or changed layout since), the
+// grid's box holds every new cell and the cells moved into have room, and
+// fewer than fullEvery updates followed the full rebuild. When it cannot,
+// the tables are left for a full rebuild. The entities the frame build did
+// not note (dormant, or between their sends) are read from the world.
+func (g *interestGrid) update(s *Server) bool {
+	if !g.built || g.relaid || len(s.slots) != g.builtSlots || g.sinceFull+1 >= fullEvery ||
+		g.width >= maxGridSide || g.depth >= maxGridSide {
+		return false
+	}
+	for wi, w := range g.placed {
+		for k := w &^ g.posOK.Word(wi); k != 0; k &= k - 1 {
+			slot := uint32(wi*64 + tz64(k))
+			g.notePos(slot, g.cfg.Position.At(s.world.Get(s.slots[slot].entity, s.idPos)))
+		}
+	}
+	for wi, w := range g.moved {
+		for w &= g.placed.Word(wi); w != 0; w &= w - 1 {
+			if !g.move(uint32(wi*64 + tz64(w))) {
+				return false
 			}
 		}
 	}
+	clear(g.ownedOK[:])
+	for o, slots := range g.ownedBy {
+		for _, slot := range slots { // (in slot order: the first with a position)
+			if g.cellOf[slot] >= 0 {
+				g.owned[o], g.ownedOK[o] = g.pos[slot], true
+				break
+			}
+		}
+	}
+	return true
+}
+
+// move puts slot, whose noted position changed, in the cell of its cell
+// coordinates: in place if it stays in its cell, else out of it (the
+// cell's last entry takes its place) and into the new cell's room. It
+// reports false when the box does not hold the cell or the cell has no
+// room left.
+func (g *interestGrid) move(slot uint32) bool {
+	x, z := int64(g.cx[slot])-int64(g.minX), int64(g.cz[slot])-int64(g.minZ)
+	if x < 0 || x >= int64(g.width) || z < 0 || z >= int64(g.depth) {
+		return false
+	}
+	to, from := int32(z)*g.width+int32(x), g.cellOf[slot]
+	p := xz{g.pos[slot].X, g.pos[slot].Z}
+	if to == from {
+		g.cellXZ[g.at[slot]] = p
+	} else {
+		if g.cellStart[to]+g.cellLen[to] == g.cellStart[to+1] {
+			return false // no room
+		}
+		i, last := g.at[slot], g.cellStart[from]+g.cellLen[from]-1
+		if i != last {
+			moving := g.cellSlots[last]
+			g.cellSlots[i], g.cellXZ[i] = moving, g.cellXZ[last]
+			g.at[moving] = i
+		}
+		g.cellSlots[last], g.cellXZ[last] = farSlot, farXZ
+		g.cellLen[from]--
+		j := g.cellStart[to] + g.cellLen[to]
+		g.cellSlots[j], g.cellXZ[j] = slot, p
+		g.at[slot], g.cellOf[slot] = j, to
+		g.cellLen[to]++
+	}
+	if g.oddIn.Has(slot) {
+		g.cellOddN[from]--
+		g.cellOdd[from] = g.cellOddN[from] > 0
+		g.oddIn.Clear(slot)
+	}
+	if g.odd.Has(slot) {
+		g.cellOddN[to]++
+		g.cellOdd[to] = true
+		g.oddIn[slot>>6] |= 1 << (slot & 63)
+	}
+	return true
 }
 
 // gridJobs is the rebuild's work on the workers, over the chunks in
@@ -200,6 +344,7 @@ func (g *interestGrid) scatterAt(i int) {
 			j := c.counts[cell]
 			g.cellSlots[j] = uint32(slot)
 			g.cellXZ[j] = xz{g.pos[slot].X, g.pos[slot].Z}
+			g.at[slot] = j
 			c.counts[cell]++
 		}
 	}

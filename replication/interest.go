@@ -102,11 +102,14 @@ func (i *Interest) validate() error {
 }
 
 // interestGrid is a spatial grid over the x/z plane of every replicated
-// entity with a Transform, rebuilt on every relevance update: a dense array
-// of cells over the entities' bounding box (at most maxGridSide cells a side;
-// entities beyond it share the edge cells), each cell's slots contiguous in
-// one array (a counting sort by cell). Lookups are array indexing, the
-// rebuild two passes over the entities; memory is kept across updates.
+// entity with a Transform, brought up to date on every relevance update: a
+// dense array of cells over the entities' bounding box and a margin (at
+// most maxGridSide cells a side; entities beyond it share the edge cells),
+// each cell's slots contiguous in one array (a counting sort by cell),
+// followed by room for more. Lookups are array indexing. A full rebuild
+// makes two passes over the entities; between full rebuilds, an update
+// moves only the entities whose noted position changed cell (see update).
+// Memory is kept across updates.
 type interestGrid struct {
 	cfg   Interest
 	every uint32
@@ -116,13 +119,32 @@ type interestGrid struct {
 
 	minX, minZ   int32 // cell coordinates of the grid's first cell
 	width, depth int32
-	cellStart    []int32  // per cell: first index into cellSlots (len cells+1)
-	cellSlots    []uint32 // slots, grouped by cell
-	cellXZ       []xz     // their positions, in the same order (scans read them in sequence)
-	cellOdd      []bool   // per cell: holds an entity whose x or z is not finite
-	cellOf       []int32  // per slot: its cell (−1: none)
-	pos          []components.Vec3
-	global       snapshot.Bitset // alive without a position
+	// cellStart is per cell its first index into cellSlots (len cells+1);
+	// cellLen its slots there. The entries from cellStart[c]+cellLen[c] to
+	// cellStart[c+1] are the cell's room for entities moving in between
+	// rebuilds (see update), each farSlot at farXZ, which no scan takes.
+	cellStart []int32
+	cellLen   []int32
+	cellSlots []uint32        // slots, grouped by cell
+	cellXZ    []xz            // their positions, in the same order (scans read them in sequence)
+	cellOdd   []bool          // per cell: holds an entity whose x or z is not finite
+	cellOddN  []int32         // per cell: its entities whose x or z is not finite
+	cellOf    []int32         // per slot: its cell (−1: none)
+	at        []int32         // per slot in a cell: its index in cellSlots
+	placed    snapshot.Bitset // slots in a cell
+	oddIn     snapshot.Bitset // slots in a cell whose x or z is not finite
+	// moved: slots whose x or z notePos recorded differs from the one
+	// before (their cell coordinates were recomputed)
+	moved snapshot.Bitset
+	// relaid: a slot was allocated, freed or changed its layout since the
+	// last full rebuild; built: the tables hold a full rebuild (of
+	// builtSlots slots, sinceFull relevance updates ago)
+	relaid, built     bool
+	builtSlots        int
+	sinceFull         int
+	updates, rebuilds int // relevance updates done by update, and by a full rebuild
+	pos               []components.Vec3
+	global            snapshot.Bitset // alive without a position
 	// per client id: the position of its first owned entity with a
 	// position (ownedOK), and the slots it owns
 	owned   [256]components.Vec3
@@ -185,31 +207,43 @@ func (g *interestGrid) cellCoord(x float64) int32 {
 
 // notePos records slot's position and cell coordinates for the next
 // rebuild (the frame build reads every entity's Transform anyway, on every
-// worker).
+// worker); a slot whose x or z changed since its last note is moved, and
+// its cell coordinates recomputed (they are those of its noted position,
+// always).
 func (g *interestGrid) notePos(slot uint32, p components.Vec3) {
 	// (The bit sets are sized by beginPositions.)
+	if old := &g.pos[slot]; old.X != p.X || old.Z != p.Z { // (NaN: always moved)
+		g.moved[slot>>6] |= 1 << (slot & 63)
+		g.cx[slot], g.cz[slot] = g.cellCoord(p.X), g.cellCoord(p.Z)
+	}
 	g.pos[slot] = p
 	g.posOK[slot>>6] |= 1 << (slot & 63)
-	g.cx[slot], g.cz[slot] = g.cellCoord(p.X), g.cellCoord(p.Z)
 	if !finite(p.X) || !finite(p.Z) {
 		g.odd[slot>>6] |= 1 << (slot & 63)
 	}
 }
 
-// beginPositions readies notePos for n slots.
+// beginPositions readies notePos for n slots. The noted positions and
+// their cell coordinates are kept (new slots: the origin, cell 0).
 func (g *interestGrid) beginPositions(n int) {
-	g.pos = slices.Grow(g.pos[:0], n)[:n]
-	g.cx = slices.Grow(g.cx[:0], n)[:n]
-	g.cz = slices.Grow(g.cz[:0], n)[:n]
-	g.posOK.Reset()
-	g.odd.Reset()
-	for len(g.posOK) < (n+63)/64 {
-		g.posOK = append(g.posOK, 0) // sized now: workers set bits of their own words
-	}
-	for len(g.odd) < len(g.posOK) {
-		g.odd = append(g.odd, 0)
+	g.pos = growTo(g.pos, n)
+	g.cx = growTo(g.cx, n)
+	g.cz = growTo(g.cz, n)
+	words := (n + 63) / 64
+	for _, b := range []*snapshot.Bitset{&g.posOK, &g.odd, &g.moved} {
+		*b = growTo((*b)[:0], words) // sized now: workers set bits of their own words
+		clear(*b)
 	}
 	g.noted = true
+}
+
+// growTo returns s with length n (≥ len(s)), its elements kept, the new
+// ones zero.
+func growTo[T any](s []T, n int) []T {
+	if n <= len(s) {
+		return s[:n]
+	}
+	return append(s, make([]T, n-len(s))...)
 }
 
 // index returns the grid cell of cell coordinates (cx, cz), clamped into the
@@ -285,8 +319,7 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 				ia, ib = g.relX(g.cellCoord(focus.X-h))+1, g.relX(g.cellCoord(focus.X+h))-1
 			}
 		}
-		// Cells of a row are contiguous in cellSlots: each span of them
-		// is checked or taken in one go.
+		// A row's cells are checked in spans, or taken whole.
 		row := z * g.width
 		check := func(a, b int32) { g.check(row+a, row+b, focus, enter2, leave2, prev, next, accept) }
 		if x0 == 0 {
@@ -318,28 +351,29 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 	}
 }
 
-// check sets in next the entities of cells c0..c1 (contiguous in
-// cellSlots) near focus (see scan).
+// check sets in next the entities of cells c0..c1 near focus (see scan).
 func (g *interestGrid) check(c0, c1 int32, focus components.Vec3, enter2, leave2 float64, prev, next snapshot.Bitset, accept func(uint32) bool) {
-	a, b := g.cellStart[c0], g.cellStart[c1+1]
-	slots, pos := g.cellSlots[a:b], g.cellXZ[a:b]
-	if accept == nil {
-		near(slots, pos, focus.X, focus.Z, enter2, leave2, prev, next)
-		return
-	}
-	for i, slot := range slots {
-		p := pos[i]
-		dx, dz := p.x-focus.X, p.z-focus.Z
-		d2 := dx*dx + dz*dz
-		if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
-			next.Set(slot)
+	for c := c0; c <= c1; c++ { // (cell by cell: their room is skipped)
+		a, b := g.cellStart[c], g.cellStart[c]+g.cellLen[c]
+		slots, pos := g.cellSlots[a:b], g.cellXZ[a:b]
+		if accept == nil {
+			near(slots, pos, focus.X, focus.Z, enter2, leave2, prev, next)
+			continue
+		}
+		for i, slot := range slots {
+			p := pos[i]
+			dx, dz := p.x-focus.X, p.z-focus.Z
+			d2 := dx*dx + dz*dz
+			if (d2 <= enter2 || (d2 <= leave2 && prev.Has(slot))) && accept(slot) {
+				next.Set(slot)
+			}
 		}
 	}
 }
 
 // take sets in next every (accepted) entity of cell c.
 func (g *interestGrid) take(c int32, next snapshot.Bitset, accept func(uint32) bool) {
-	slots := g.cellSlots[g.cellStart[c]:g.cellStart[c+1]]
+	slots := g.cellSlots[g.cellStart[c] : g.cellStart[c]+g.cellLen[c]]
 	if accept == nil {
 		for _, slot := range slots {
 			next[slot>>6] |= 1 << (slot & 63) // (next holds every slot)

@@ -308,6 +308,7 @@ func TestGridRebuildMatchesReference(t *testing.T) {
 			if tc.n > 8192 {
 				require.Greater(t, len(g.chunks), 1, "cut into chunks")
 			}
+			checkGridTables(t, g)
 			want := referenceGrid(is.s)
 			got := gridTables(g)
 			for name, w := range want {
@@ -340,10 +341,48 @@ func gridTables(g *interestGrid) map[string]any {
 			global = append(global, uint32(wi*64+tz64(w)))
 		}
 	}
+	// Each cell's slots, sorted (a full rebuild lists them in slot order,
+	// moves between rebuilds do not).
+	cells := [][]uint32{}
+	for c := range g.cellLen {
+		cells = append(cells, append([]uint32{}, slices.Sorted(slices.Values(g.cellSlots[g.cellStart[c]:g.cellStart[c]+g.cellLen[c]]))...))
+	}
 	// (copies, never nil: an empty world has empty tables)
-	return map[string]any{"cellStart": append([]int32{}, g.cellStart...), "cellSlots": append([]uint32{}, g.cellSlots...),
+	return map[string]any{"cells": cells,
 		"cellOf": append([]int32{}, g.cellOf...), "cellOdd": append([]bool{}, g.cellOdd...), "box": [4]int32{g.minX, g.minZ, g.width, g.depth},
 		"owned": owned, "ownedBy": ownedBy, "global": global}
+}
+
+// checkGridTables checks what the grid's tables say of one another: each
+// cell's entries are slots of that cell (cellOf) at their index (at) and
+// noted position, its room holds farSlot at farXZ, every slot with a cell
+// is listed once and placed, a cell is odd when it holds a slot with a
+// non-finite x or z, and every slot is in the cell of its cell coordinates.
+func checkGridTables(t *testing.T, g *interestGrid) {
+	t.Helper()
+	listed := 0
+	for c := range g.cellLen {
+		odd := false
+		for j := g.cellStart[c]; j < g.cellStart[c+1]; j++ {
+			slot, p := g.cellSlots[j], g.cellXZ[j]
+			if j >= g.cellStart[c]+g.cellLen[c] {
+				require.True(t, slot == farSlot && p == farXZ, "cell %d's room at %d holds slot %d at %v", c, j, slot, p)
+				continue
+			}
+			listed++
+			require.Equal(t, int32(c), g.cellOf[slot], "slot %d listed in cell %d", slot, c)
+			require.Equal(t, j, g.at[slot], "slot %d's index", slot)
+			require.True(t, g.placed.Has(slot), "slot %d placed", slot)
+			q := g.pos[slot]
+			require.Equal(t, math.Float64bits(q.X)|math.Float64bits(q.Z), math.Float64bits(p.x)|math.Float64bits(p.z), "slot %d's position", slot)
+			require.Equal(t, g.cellCoord(q.X), g.cx[slot])
+			require.Equal(t, g.cellCoord(q.Z), g.cz[slot])
+			require.Equal(t, g.index(g.cx[slot], g.cz[slot]), int32(c), "slot %d in the cell of its coordinates", slot)
+			odd = odd || !finite(q.X) || !finite(q.Z)
+		}
+		require.Equal(t, odd, g.cellOdd[c], "cell %d odd", c)
+	}
+	require.Equal(t, g.placed.Count(), listed, "each placed slot listed once")
 }
 
 // referenceGrid computes the grid's tables from the world, slot by slot.
@@ -381,6 +420,12 @@ func referenceGrid(s *Server) map[string]any {
 	if minX > maxX {
 		minX, maxX, minZ, maxZ = 0, 0, 0, 0
 	}
+	if int64(maxX)-int64(minX)+5 < maxGridSide { // (two empty cells on each side)
+		minX, maxX = minX-2, maxX+2
+	}
+	if int64(maxZ)-int64(minZ)+5 < maxGridSide {
+		minZ, maxZ = minZ-2, maxZ+2
+	}
 	width, depth := int32(min(int64(maxX)-int64(minX)+1, maxGridSide)), int32(min(int64(maxZ)-int64(minZ)+1, maxGridSide))
 	cells := int(width * depth)
 	lists := make([][]uint32, cells)
@@ -395,12 +440,11 @@ func referenceGrid(s *Server) map[string]any {
 		lists[c] = append(lists[c], uint32(slot))
 		odd[c] = odd[c] || !finite(pos[slot].X) || !finite(pos[slot].Z)
 	}
-	start, slots := []int32{0}, []uint32{}
+	cellLists := [][]uint32{}
 	for _, l := range lists {
-		slots = append(slots, l...)
-		start = append(start, int32(len(slots)))
+		cellLists = append(cellLists, append([]uint32{}, l...))
 	}
-	return map[string]any{"cellStart": start, "cellSlots": slots, "cellOf": cellOf, "cellOdd": odd,
+	return map[string]any{"cells": cellLists, "cellOf": cellOf, "cellOdd": odd,
 		"box": [4]int32{minX, minZ, width, depth}, "owned": owned, "ownedBy": ownedBy, "global": global}
 }
 
@@ -410,4 +454,86 @@ func newRemote(id ClientID, cfg *ServerConfig) *remote {
 	c := &remote{}
 	c.init(id, cfg, time.Time{})
 	return c
+}
+
+// TestGridUpdateMatchesBruteForce: between full rebuilds the grid moves the
+// entities that changed cells (update), through the server's own ticks:
+// its tables stay consistent and every client's relevance is what checking
+// every entity's position in the world gives, with entities crossing
+// cells, turning non-finite and back, dormant ones moved in the world (read
+// at the update, not noted by the frame), owned ones, and spawns and
+// despawns now and then (a full rebuild). Updates and full rebuilds both
+// happen.
+func TestGridUpdateMatchesBruteForce(t *testing.T) {
+	const r, n = 40.0, 3000
+	is := newInterestServerWith(t, Interest{Radius: r, Every: 2}, func(c *ServerConfig) { c.Workers, c.ParallelFrame = 2, 1 })
+	s, w, g := is.s, is.w, is.s.interest
+	trID := ecs.ComponentID[components.Transform](w)
+	repID := ecs.ComponentID[components.Replicated](w)
+	rng := rand.New(rand.NewPCG(11, 12))
+	var es []ecs.Entity
+	spawn := func(i int) {
+		e := is.at(fmt.Sprint(i), rng.Float64()*800, rng.Float64()*800, uint8(i%5), false)
+		if i%13 == 0 {
+			(*components.Replicated)(w.Get(e, repID)).Dormant = true
+			s.touch(e) // (the server reads Replicated on structural changes)
+			s.applyStructure()
+		}
+		es = append(es, e)
+	}
+	for i := range n {
+		spawn(i)
+	}
+	foci := make([]components.Vec3, 6)
+	for tick := range 200 {
+		for i, e := range es {
+			if !w.Alive(e) {
+				continue
+			}
+			tr := (*components.Transform)(w.Get(e, trID))
+			switch {
+			case i%29 == 1 && tick%7 == 0: // non-finite now and then
+				tr.Pos.X = math.NaN()
+			case i%29 == 1 && tick%7 == 1:
+				tr.Pos.X = rng.Float64() * 800
+			case i%3 == 0: // walks, crossing cells (20 m) now and then
+				tr.Pos.X += rng.Float64()*2 - 1
+				tr.Pos.Z += rng.Float64()*2 - 1
+			}
+		}
+		if tick%50 == 25 { // a despawn and a spawn: the next update is a full rebuild
+			w.RemoveEntity(es[rng.IntN(len(es))])
+			spawn(len(es))
+		}
+		s.gang.wake()
+		s.commitTick()
+		s.gang.rest()
+		due := g.due(s.tick)
+		if due {
+			checkGridTables(t, g)
+			for k := range foci {
+				foci[k] = components.Vec3{X: rng.Float64() * 800, Z: rng.Float64() * 800}
+			}
+			for k, focus := range foci {
+				p := newRemote(ClientID(k+1), &s.cfg)
+				p.focus, p.hasFocus = focus, true
+				var scratch snapshot.Bitset
+				g.relevantFor(s, p, &scratch)
+				for slot := range s.slots {
+					si := &s.slots[slot]
+					want := false
+					if si.alive {
+						q := (*components.Transform)(w.Get(si.entity, trID)).Pos
+						dx, dz := q.X-focus.X, q.Z-focus.Z
+						want = dx*dx+dz*dz <= r*r || (si.meta.Owner == uint8(k+1))
+					}
+					require.Equal(t, want, p.rel.relevant.Has(uint32(slot)), "tick %d focus %d slot %d", tick, k, slot)
+				}
+			}
+		}
+		s.endTick()
+	}
+	t.Logf("%d updates, %d full rebuilds", g.updates, g.rebuilds)
+	require.Greater(t, g.updates, 50, "updates between full rebuilds (%d full)", g.rebuilds)
+	require.Greater(t, g.rebuilds, 3, "full rebuilds (spawns, every fullEvery)")
 }

@@ -42,6 +42,9 @@ func (s *Server) noteLayout(slot uint32) {
 	}
 	si.noted = s.tick
 	s.relayout = append(s.relayout, relaidOut{slot: slot, was: si.meta, wasAlive: si.alive})
+	if s.interest != nil {
+		s.interest.relaid = true // (the next rebuild is a full one)
+	}
 }
 
 // structureListener is the arche listener the server installs: it collects
