@@ -3,8 +3,6 @@ package replication
 import (
 	"math"
 	"slices"
-
-	"github.com/archenet/archenet/replication/internal/snapshot"
 )
 
 // The interest grid's full rebuild: a pass over the slots (positions,
@@ -20,6 +18,10 @@ type gridChunk struct {
 	minX, minZ, maxX, maxZ int32
 	owned                  []uint32 // its live slots with an owner, in order
 	counts                 []int32  // per cell: its slots there, then its next index
+	// update's: the slots that change cells (or oddness), in order, and
+	// whether one left the grid's box
+	moves   []uint32
+	outside bool
 }
 
 // Bounds of the chunked rebuild: it is cut into at most gridChunks chunks
@@ -69,14 +71,8 @@ func (g *interestGrid) rebuildFull(s *Server) {
 	g.cellOf = slices.Grow(g.cellOf[:0], n)[:n]
 	g.at = slices.Grow(g.at[:0], n)[:n]
 	words := (n + 63) / 64
-	for _, b := range []*snapshot.Bitset{&g.global, &g.placed} {
-		*b = growTo((*b)[:0], words) // sized now: chunks set bits of their own words
-		clear(*b)
-	}
-	k := 1
-	if len(s.workers) > 1 && n >= s.cfg.ParallelFrame {
-		k = min(gridChunks, max(1, n/gridChunkMin))
-	}
+	g.global, g.placed = zeroWords(g.global, words), zeroWords(g.placed, words)
+	k := g.chunkCount(s, n)
 	chunks := g.cut(n, k)
 	g.readyJobs(s)
 	s.gang.each(len(chunks), g.jobs.scan)
@@ -232,15 +228,18 @@ func (g *interestGrid) update(s *Server) bool {
 		g.width >= maxGridSide || g.depth >= maxGridSide {
 		return false
 	}
-	for wi, w := range g.placed {
-		for k := w &^ g.posOK.Word(wi); k != 0; k &= k - 1 {
-			slot := uint32(wi*64 + tz64(k))
-			g.notePos(slot, g.cfg.Position.At(s.world.Get(s.slots[slot].entity, s.idPos)))
+	n := len(s.slots)
+	chunks := g.cut(n, g.chunkCount(s, n))
+	g.readyJobs(s)
+	s.gang.each(len(chunks), g.jobs.update)
+	for i := range chunks {
+		if chunks[i].outside {
+			return false
 		}
 	}
-	for wi, w := range g.moved {
-		for w &= g.placed.Word(wi); w != 0; w &= w - 1 {
-			if !g.move(uint32(wi*64 + tz64(w))) {
+	for i := range chunks { // (in slot order)
+		for _, slot := range chunks[i].moves {
+			if !g.move(slot) {
 				return false
 			}
 		}
@@ -255,6 +254,43 @@ func (g *interestGrid) update(s *Server) bool {
 		}
 	}
 	return true
+}
+
+// updateChunk is update's pass over chunk c's slots, on the workers: the
+// dormant ones are read from the world, the moved ones that stay in their
+// cell get their new position, the others are listed in c.moves for move;
+// c.outside is set when one left the grid's box.
+func (g *interestGrid) updateChunk(s *Server, c *gridChunk) {
+	c.moves, c.outside = c.moves[:0], false
+	for wi := c.lo >> 6; wi < (c.hi+63)>>6; wi++ {
+		placed := g.placed.Word(wi)
+		for k := placed &^ g.posOK.Word(wi); k != 0; k &= k - 1 {
+			slot := uint32(wi*64 + tz64(k))
+			g.notePos(slot, g.cfg.Position.At(s.world.Get(s.slots[slot].entity, s.idPos)))
+		}
+		for w := g.moved.Word(wi) & placed; w != 0; w &= w - 1 {
+			slot := uint32(wi*64 + tz64(w))
+			x, z := int64(g.cx[slot])-int64(g.minX), int64(g.cz[slot])-int64(g.minZ)
+			if x < 0 || x >= int64(g.width) || z < 0 || z >= int64(g.depth) {
+				c.outside = true
+				return
+			}
+			if int32(z)*g.width+int32(x) != g.cellOf[slot] || g.odd.Has(slot) || g.oddIn.Has(slot) {
+				c.moves = append(c.moves, slot) // (moves, and changes of oddness, are made in turn)
+				continue
+			}
+			g.cellXZ[g.at[slot]] = xz{g.pos[slot].X, g.pos[slot].Z}
+		}
+	}
+}
+
+// chunkCount is how many chunks the grid's passes over n slots are cut
+// into: several for the workers when the frame is built in parallel.
+func (g *interestGrid) chunkCount(s *Server, n int) int {
+	if len(s.workers) > 1 && n >= s.cfg.ParallelFrame {
+		return min(gridChunks, max(1, n/gridChunkMin))
+	}
+	return 1
 }
 
 // move puts slot, whose noted position changed, in the cell of its cell
@@ -305,9 +341,9 @@ func (g *interestGrid) move(slot uint32) bool {
 // g.chunks: the server, the cells, and the jobs, made once (a method value
 // is a closure: made per rebuild, each would allocate).
 type gridJobs struct {
-	s                    *Server
-	cells                int
-	scan, count, scatter func(i int)
+	s                            *Server
+	cells                        int
+	scan, count, scatter, update func(i int)
 }
 
 // readyJobs readies the rebuild's jobs for server s.
@@ -315,9 +351,12 @@ func (g *interestGrid) readyJobs(s *Server) {
 	j := &g.jobs
 	j.s = s
 	if j.scan == nil {
-		j.scan, j.count, j.scatter = g.scanAt, g.countAt, g.scatterAt
+		j.scan, j.count, j.scatter, j.update = g.scanAt, g.countAt, g.scatterAt, g.updateAt
 	}
 }
+
+// updateAt is updateChunk for chunk i.
+func (g *interestGrid) updateAt(i int) { g.updateChunk(g.jobs.s, &g.chunks[i]) }
 
 // scanAt is scanChunk for chunk i.
 func (g *interestGrid) scanAt(i int) { g.scanChunk(g.jobs.s, &g.chunks[i]) }

@@ -230,18 +230,24 @@ func (g *interestGrid) beginPositions(n int) {
 	g.cx = growTo(g.cx, n)
 	g.cz = growTo(g.cz, n)
 	words := (n + 63) / 64
-	for _, b := range []*snapshot.Bitset{&g.posOK, &g.odd, &g.moved} {
-		*b = growTo((*b)[:0], words) // sized now: workers set bits of their own words
-		clear(*b)
-	}
+	g.posOK, g.odd, g.moved = zeroWords(g.posOK, words), zeroWords(g.odd, words), zeroWords(g.moved, words)
 	g.noted = true
 }
 
-// growTo returns s with length n (≥ len(s)), its elements kept, the new
-// ones zero.
+// zeroWords returns b sized to words words, all zero (sized now: workers
+// set bits of their own words).
+func zeroWords(b snapshot.Bitset, words int) snapshot.Bitset {
+	b = growTo(b[:0], words)
+	clear(b)
+	return b
+}
+
+// growTo returns s with length n (≥ len(s)), its elements kept: within
+// its capacity, the new ones are what s's array holds there (zero for a
+// slice that never shrank), beyond it zero.
 func growTo[T any](s []T, n int) []T {
-	if n <= len(s) {
-		return s[:n]
+	if n <= cap(s) {
+		return s[:n] // (no append: with the race detector on, it allocates)
 	}
 	return append(s, make([]T, n-len(s))...)
 }
