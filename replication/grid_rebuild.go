@@ -179,9 +179,7 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 		}
 	}
 	s.gang.each(len(chunks), g.jobs.scatter)
-	g.cellOdd = slices.Grow(g.cellOdd[:0], cells)[:cells]
 	g.cellOddN = slices.Grow(g.cellOddN[:0], cells)[:cells]
-	clear(g.cellOdd)
 	clear(g.cellOddN)
 	g.oddIn = growTo(g.oddIn[:0], len(g.placed))
 	for wi := range g.oddIn {
@@ -189,7 +187,6 @@ func (g *interestGrid) place(s *Server, chunks []gridChunk, cells int) {
 		g.oddIn[wi] = w
 		for ; w != 0; w &= w - 1 {
 			cell := g.cellOf[wi*64+tz64(w)]
-			g.cellOdd[cell] = true
 			g.cellOddN[cell]++
 		}
 	}
@@ -270,12 +267,12 @@ func (g *interestGrid) updateChunk(s *Server, c *gridChunk) {
 		}
 		for w := g.moved.Word(wi) & placed; w != 0; w &= w - 1 {
 			slot := uint32(wi*64 + tz64(w))
-			x, z := int64(g.cx[slot])-int64(g.minX), int64(g.cz[slot])-int64(g.minZ)
-			if x < 0 || x >= int64(g.width) || z < 0 || z >= int64(g.depth) {
+			cell, ok := g.boxCell(slot)
+			if !ok {
 				c.outside = true
 				return
 			}
-			if int32(z)*g.width+int32(x) != g.cellOf[slot] || g.odd.Has(slot) || g.oddIn.Has(slot) {
+			if cell != g.cellOf[slot] || g.odd.Has(slot) || g.oddIn.Has(slot) {
 				c.moves = append(c.moves, slot) // (moves, and changes of oddness, are made in turn)
 				continue
 			}
@@ -293,17 +290,27 @@ func (g *interestGrid) chunkCount(s *Server, n int) int {
 	return 1
 }
 
+// boxCell returns the cell of slot's cell coordinates, and whether the
+// grid's box holds it (unlike index, it does not clamp).
+func (g *interestGrid) boxCell(slot uint32) (int32, bool) {
+	x, z := int64(g.cx[slot])-int64(g.minX), int64(g.cz[slot])-int64(g.minZ)
+	if x < 0 || x >= int64(g.width) || z < 0 || z >= int64(g.depth) {
+		return 0, false
+	}
+	return int32(z)*g.width + int32(x), true
+}
+
 // move puts slot, whose noted position changed, in the cell of its cell
 // coordinates: in place if it stays in its cell, else out of it (the
 // cell's last entry takes its place) and into the new cell's room. It
 // reports false when the box does not hold the cell or the cell has no
 // room left.
 func (g *interestGrid) move(slot uint32) bool {
-	x, z := int64(g.cx[slot])-int64(g.minX), int64(g.cz[slot])-int64(g.minZ)
-	if x < 0 || x >= int64(g.width) || z < 0 || z >= int64(g.depth) {
+	to, ok := g.boxCell(slot)
+	if !ok {
 		return false
 	}
-	to, from := int32(z)*g.width+int32(x), g.cellOf[slot]
+	from := g.cellOf[slot]
 	p := xz{g.pos[slot].X, g.pos[slot].Z}
 	if to == from {
 		g.cellXZ[g.at[slot]] = p
@@ -326,12 +333,10 @@ func (g *interestGrid) move(slot uint32) bool {
 	}
 	if g.oddIn.Has(slot) {
 		g.cellOddN[from]--
-		g.cellOdd[from] = g.cellOddN[from] > 0
 		g.oddIn.Clear(slot)
 	}
 	if g.odd.Has(slot) {
 		g.cellOddN[to]++
-		g.cellOdd[to] = true
 		g.oddIn[slot>>6] |= 1 << (slot & 63)
 	}
 	return true

@@ -127,7 +127,6 @@ type interestGrid struct {
 	cellLen   []int32
 	cellSlots []uint32        // slots, grouped by cell
 	cellXZ    []xz            // their positions, in the same order (scans read them in sequence)
-	cellOdd   []bool          // per cell: holds an entity whose x or z is not finite
 	cellOddN  []int32         // per cell: its entities whose x or z is not finite
 	cellOf    []int32         // per slot: its cell (−1: none)
 	at        []int32         // per slot in a cell: its index in cellSlots
@@ -340,7 +339,7 @@ func (g *interestGrid) scan(focus components.Vec3, prev, next snapshot.Bitset, a
 					check(a, wa-1)
 				}
 				for x := wa; x <= wb; x++ {
-					if g.cellOdd[row+x] {
+					if g.cellOddN[row+x] > 0 {
 						check(x, x)
 					} else {
 						g.take(row+x, next, accept)

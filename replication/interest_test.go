@@ -341,6 +341,10 @@ func gridTables(g *interestGrid) map[string]any {
 			global = append(global, uint32(wi*64+tz64(w)))
 		}
 	}
+	cellOdd := []bool{}
+	for _, n := range g.cellOddN {
+		cellOdd = append(cellOdd, n > 0)
+	}
 	// Each cell's slots, sorted (a full rebuild lists them in slot order,
 	// moves between rebuilds do not).
 	cells := [][]uint32{}
@@ -349,20 +353,20 @@ func gridTables(g *interestGrid) map[string]any {
 	}
 	// (copies, never nil: an empty world has empty tables)
 	return map[string]any{"cells": cells,
-		"cellOf": append([]int32{}, g.cellOf...), "cellOdd": append([]bool{}, g.cellOdd...), "box": [4]int32{g.minX, g.minZ, g.width, g.depth},
+		"cellOf": append([]int32{}, g.cellOf...), "cellOdd": cellOdd, "box": [4]int32{g.minX, g.minZ, g.width, g.depth},
 		"owned": owned, "ownedBy": ownedBy, "global": global}
 }
 
 // checkGridTables checks what the grid's tables say of one another: each
 // cell's entries are slots of that cell (cellOf) at their index (at) and
 // noted position, its room holds farSlot at farXZ, every slot with a cell
-// is listed once and placed, a cell is odd when it holds a slot with a
-// non-finite x or z, and every slot is in the cell of its cell coordinates.
+// is listed once and placed, a cell counts its slots with a non-finite x
+// or z, and every slot is in the cell of its cell coordinates.
 func checkGridTables(t *testing.T, g *interestGrid) {
 	t.Helper()
 	listed := 0
 	for c := range g.cellLen {
-		odd := false
+		odd := int32(0)
 		for j := g.cellStart[c]; j < g.cellStart[c+1]; j++ {
 			slot, p := g.cellSlots[j], g.cellXZ[j]
 			if j >= g.cellStart[c]+g.cellLen[c] {
@@ -378,9 +382,11 @@ func checkGridTables(t *testing.T, g *interestGrid) {
 			require.Equal(t, g.cellCoord(q.X), g.cx[slot])
 			require.Equal(t, g.cellCoord(q.Z), g.cz[slot])
 			require.Equal(t, g.index(g.cx[slot], g.cz[slot]), int32(c), "slot %d in the cell of its coordinates", slot)
-			odd = odd || !finite(q.X) || !finite(q.Z)
+			if !finite(q.X) || !finite(q.Z) {
+				odd++
+			}
 		}
-		require.Equal(t, odd, g.cellOdd[c], "cell %d odd", c)
+		require.Equal(t, odd, g.cellOddN[c], "cell %d's non-finite entities", c)
 	}
 	require.Equal(t, g.placed.Count(), listed, "each placed slot listed once")
 }

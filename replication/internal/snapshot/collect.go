@@ -231,19 +231,26 @@ func (e *Encoder) touch(fast uint64, wi int) {
 	var sum uint64
 	for w := fast; w != 0; w &= w - 1 {
 		slot := wi<<6 | bits.TrailingZeros64(w)
-		sum += e.tags[2*slot] ^ e.tags[2*slot+1]
-		for _, f := range e.touchFrames {
-			if f == nil || slot >= len(f.index) {
-				continue
-			}
-			if i := f.index[slot]; int(i) < len(f.Offs) {
-				if o := f.Offs[i]; int(o) < len(f.Lanes) {
-					sum += f.Lanes[o]
-				}
+		sum += (e.tags[2*slot] ^ e.tags[2*slot+1]) + e.touchLanes(slot)
+	}
+	e.touched += sum
+}
+
+// touchLanes reads slot's first lane in each of e.touchFrames (touch's
+// and touchPre's reads of the frames) and returns their sum.
+func (e *Encoder) touchLanes(slot int) uint64 {
+	var sum uint64
+	for _, f := range e.touchFrames {
+		if f == nil || slot >= len(f.index) {
+			continue
+		}
+		if i := f.index[slot]; int(i) < len(f.Offs) {
+			if o := f.Offs[i]; int(o) < len(f.Lanes) {
+				sum += f.Lanes[o]
 			}
 		}
 	}
-	e.touched += sum
+	return sum
 }
 
 // deltaCand adds the candidate of a slot the client holds at the

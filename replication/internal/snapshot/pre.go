@@ -171,16 +171,7 @@ func (e *Encoder) touchPre(word uint64, wi int) {
 		if slot < len(p.entries) {
 			sum += uint64(p.entries[slot].bodyBits)
 		}
-		for _, f := range e.touchFrames {
-			if f == nil || slot >= len(f.index) {
-				continue
-			}
-			if i := f.index[slot]; int(i) < len(f.Offs) {
-				if o := f.Offs[i]; int(o) < len(f.Lanes) {
-					sum += f.Lanes[o]
-				}
-			}
-		}
+		sum += e.touchLanes(slot)
 	}
 	e.touched += sum
 }
