@@ -40,6 +40,7 @@ const (
 	maxCodeCap  = 15
 	codingBits  = numClasses * 11
 	maxCodeCtx  = 16 // contexts above are clamped (k ≤ maxCodeCap anyway)
+	ordersMask  = 31 // Encoder.orders is indexed by a context masked with it
 	histLenBins = 64 // residual sizes: bit length and the bit below the top one
 )
 

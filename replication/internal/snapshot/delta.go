@@ -289,9 +289,13 @@ func (v *recViews) comp(off, n int) recViews {
 // the choice of the coding in st).
 type bodyCtx struct {
 	extrap
-	plainK [numClasses]uint
-	res    bodyResult
-	st     *recStats
+	// pred: the lanes at hand are extrapolated (the record has a
+	// prediction view, and a quaternion's index did not change); third:
+	// the record has a third view.
+	pred, third bool
+	plainK      [numClasses]uint
+	res         bodyResult
+	st          *recStats
 }
 
 // deltaBody writes the residuals of the changed groups (e.gmasks) of each
@@ -305,6 +309,7 @@ type bodyCtx struct {
 func (e *Encoder) deltaBody(set uint64, v *recViews, x *bodyCtx) bool {
 	w := &e.arena
 	x.plainK = [numClasses]uint{uint(e.coding.Plain[classWorld]), uint(e.coding.Plain[classOther])}
+	x.third = v.prev != nil && v.third != nil
 	*x.st = recStats{}
 	x.res = bodyResult{}
 	e.compBody = e.compBody[:0]
@@ -349,7 +354,7 @@ func (e *Encoder) groupsBody(po *planOps, gm uint64, v *recViews, x *bodyCtx) bo
 		g := &po.groups[bits.TrailingZeros64(gm)]
 		// A quaternion whose largest component changed is not
 		// extrapolated.
-		pred := v.prev != nil && (g.qi < 0 || v.prev[g.qi] == v.base[g.qi])
+		x.pred = v.prev != nil && (g.qi < 0 || v.prev[g.qi] == v.base[g.qi])
 		for l := int(g.first); l < int(g.end); l++ {
 			switch op := po.lanes[l]; op.kind {
 			case opBit, opRest:
@@ -363,7 +368,14 @@ func (e *Encoder) groupsBody(po *planOps, gm uint64, v *recViews, x *bodyCtx) bo
 					return false
 				}
 			default:
-				if !e.numLane(op, l, v, pred, x) {
+				var p, t uint64
+				if x.pred {
+					p = v.prev[l]
+					if x.third {
+						t = v.third[l]
+					}
+				}
+				if !e.numLane(op, v.base[l], v.cur[l], p, t, x) {
 					return false
 				}
 			}
@@ -384,15 +396,15 @@ func (e *Encoder) quatIndex(b, c uint64, x *bodyCtx) bool {
 	return true
 }
 
-// numLane writes the residual of numeric lane l (operation op) from
-// v.base[l] to v.cur[l]: with pred, against its linear extrapolation
-// through v.prev[l]; for a world lane with v.third too, against the
-// quadratic one through v.third[l] when x.quad (else that is only
-// measured). Its Rice order is the class's plain one without prediction,
-// else the one of the step's context. The pose kernel and the general path
-// both code their lanes here.
-func (e *Encoder) numLane(op laneOp, l int, v *recViews, pred bool, x *bodyCtx) bool {
-	b, c := v.base[l], v.cur[l]
+// numLane writes the residual of a numeric lane (operation op) from its
+// value b at the baseline to its value c: with x.pred, against its linear
+// extrapolation through its value p in the prediction view; for a world
+// lane with x.third too, against the quadratic one through its value t in
+// the third view when x.quad (else that is only measured). Its Rice order
+// is the class's plain one without prediction, else the one of the step's
+// context. The pose kernel and the general path both code their lanes
+// here, from values rather than views: no bounds checks per lane.
+func (e *Encoder) numLane(op laneOp, b, c, p, t uint64, x *bodyCtx) bool {
 	z1 := bitio.ZigZag(op.delta(b, c))
 	if z1 >= 1<<62 {
 		return false
@@ -401,8 +413,7 @@ func (e *Encoder) numLane(op laneOp, l int, v *recViews, pred bool, x *bodyCtx) 
 	k1 := x.plainK[cl]
 	x.res.plain += bitio.RiceLen(z1, k1)
 	z, k, ctx := z1, k1, -1
-	if pred {
-		p := v.prev[l]
+	if x.pred {
 		d := op.delta(p, b)
 		var step int64
 		if d <= 1<<40 && d >= -(1<<40) { // (else a jump, not motion)
@@ -413,12 +424,12 @@ func (e *Encoder) numLane(op laneOp, l int, v *recViews, pred bool, x *bodyCtx) 
 			z = bitio.ZigZag(op.delta(b+uint64(step), c))
 		}
 		ctx = stepCtx(step)
-		k = uint(e.orders[cl][ctx])
-		if op.kind == opWorld && v.third != nil {
-			qs := quadFrom(d, int64(p-v.third[l]), x.num, x.den, step)
+		k = uint(e.orders[cl][ctx&ordersMask])
+		if op.kind == opWorld && x.third {
+			qs := quadFrom(d, int64(p-t), x.num, x.den, step)
 			zq := bitio.ZigZag(int64(c - (b + uint64(qs))))
 			cq := stepCtx(qs)
-			kq := uint(e.orders[classWorld][cq])
+			kq := uint(e.orders[classWorld][cq&ordersMask])
 			if zq < 1<<62 && z < 1<<62 {
 				x.res.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
 				x.res.quadN++

@@ -36,9 +36,19 @@ func (e *Encoder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred boo
 // the per-lane dispatch. gm is the component's changed groups: bits 0–2
 // the coordinates, bit 3 the rotation.
 func (e *Encoder) poseBody(gm uint64, v *recViews, x *bodyCtx) bool {
-	pred := v.prev != nil
+	b, c := (*[poseLanes]uint64)(v.base), (*[poseLanes]uint64)(v.cur)
+	var p, t *[poseLanes]uint64
+	if x.pred = v.prev != nil; x.pred {
+		p = (*[poseLanes]uint64)(v.prev)
+		t = p // (read, never used, without a third view)
+		if x.third {
+			t = (*[poseLanes]uint64)(v.third)
+		}
+	} else {
+		p, t = c, c // (read, never used)
+	}
 	for l := range 3 {
-		if gm>>l&1 != 0 && !e.numLane(worldOp, l, v, pred, x) {
+		if gm>>l&1 != 0 && !e.numLane(worldOp, b[l], c[l], p[l], t[l], x) {
 			return false
 		}
 	}
@@ -47,12 +57,12 @@ func (e *Encoder) poseBody(gm uint64, v *recViews, x *bodyCtx) bool {
 	}
 	// The rotation: its index, then its components, extrapolated unless
 	// the index changed.
-	if !e.quatIndex(v.base[3], v.cur[3], x) {
+	if !e.quatIndex(b[3], c[3], x) {
 		return false
 	}
-	pred = pred && v.prev[3] == v.base[3]
+	x.pred = x.pred && p[3] == b[3]
 	for l := 4; l < poseLanes; l++ {
-		if !e.numLane(numOp, l, v, pred, x) {
+		if !e.numLane(numOp, b[l], c[l], p[l], t[l], x) {
 			return false
 		}
 	}

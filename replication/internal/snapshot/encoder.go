@@ -46,8 +46,9 @@ type Encoder struct {
 	// count, see coding.go).
 	coding Coding
 	// orders is coding's order of a predicted lane by class and context
-	// (Coding.orderCtx, looked up)
-	orders [numClasses][maxCodeCtx + 1]uint8
+	// (Coding.orderCtx, looked up), ordersMask+1 entries per class so that
+	// a masked context needs no bounds check
+	orders [numClasses][ordersMask + 1]uint8
 	quad   bool
 	shard  *codeShard
 	ops    []planOps // per component: its plan as the delta encoder reads it
