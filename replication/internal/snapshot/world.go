@@ -327,7 +327,13 @@ func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
 	raw := rb.b
 	if len(comps) == 1 { // (most entities: no loop)
 		n := int(w.plans[bits.TrailingZeros64(set)].Size)
-		return n <= len(raw) && string(raw[:n]) == string(unsafe.Slice((*byte)(comps[0]), n))
+		if n > len(raw) {
+			return false
+		}
+		if same, ok := sameWords(unsafe.Pointer(unsafe.SliceData(raw)), comps[0], n); ok {
+			return same
+		}
+		return string(raw[:n]) == string(unsafe.Slice((*byte)(comps[0]), n))
 	}
 	off := 0
 	for _, c := range comps {
@@ -339,6 +345,43 @@ func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
 		off += n
 	}
 	return true
+}
+
+// sameWords reports whether the n bytes at a and b are equal when n is a
+// multiple of 8 up to 64 (ok; a pose of float64s is 56): compared word by
+// word without a loop or a call, where memequal spends about twice the
+// instructions on these sizes. ok is false for other sizes.
+func sameWords(a, b unsafe.Pointer, n int) (same, ok bool) {
+	d := func(i uintptr) uint64 { return *(*uint64)(unsafe.Add(a, i)) ^ *(*uint64)(unsafe.Add(b, i)) }
+	var x uint64
+	switch n {
+	case 64:
+		x = d(56)
+		fallthrough
+	case 56:
+		x |= d(48)
+		fallthrough
+	case 48:
+		x |= d(40)
+		fallthrough
+	case 40:
+		x |= d(32)
+		fallthrough
+	case 32:
+		x |= d(24)
+		fallthrough
+	case 24:
+		x |= d(16)
+		fallthrough
+	case 16:
+		x |= d(8)
+		fallthrough
+	case 8:
+		x |= d(0)
+	default:
+		return false, false
+	}
+	return x == 0, true
 }
 
 // Put adds an entity to the frame being built: its slot (slots must

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -199,4 +200,32 @@ func TestAlignedSharesMatchPut(t *testing.T) {
 	shares[0].Range(0, 10)
 	shares[1].Range(20, n)
 	require.Panics(t, func() { shared.w.EndAligned(shares[:2]) })
+}
+
+// TestSameWordsIsByteEquality: the unchanged check's word compare agrees
+// with a byte compare for every size it takes, with the bytes equal and
+// with one byte differing at each position, and declines other sizes.
+func TestSameWordsIsByteEquality(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 72; n++ {
+		a := make([]byte, n+8) // (room: a compare must not read past n)
+		for i := range a {
+			a[i] = byte(rng.Uint32())
+		}
+		b := slices.Clone(a)
+		takes := n > 0 && n <= 64 && n%8 == 0
+		for i := -1; i < len(a); i++ {
+			c := slices.Clone(b)
+			if i >= 0 {
+				c[i] ^= 1 << (i % 8)
+			}
+			same, ok := sameWords(unsafe.Pointer(&a[0]), unsafe.Pointer(&c[0]), n)
+			if ok != takes {
+				t.Fatalf("size %d: ok %v", n, ok)
+			}
+			if ok && same != bytes.Equal(a[:n], c[:n]) {
+				t.Fatalf("size %d, byte %d changed: same %v", n, i, same)
+			}
+		}
+	}
 }
