@@ -327,19 +327,13 @@ func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
 	raw := rb.b
 	if len(comps) == 1 { // (most entities: no loop)
 		n := int(w.plans[bits.TrailingZeros64(set)].Size)
-		if n > len(raw) {
-			return false
-		}
-		if same, ok := sameWords(unsafe.Pointer(unsafe.SliceData(raw)), comps[0], n); ok {
-			return same
-		}
-		return string(raw[:n]) == string(unsafe.Slice((*byte)(comps[0]), n))
+		return n <= len(raw) && rawEqual(raw[:n], comps[0])
 	}
 	off := 0
 	for _, c := range comps {
 		n := int(w.plans[bits.TrailingZeros64(set)].Size)
 		set &= set - 1
-		if off+n > len(raw) || string(raw[off:off+n]) != string(unsafe.Slice((*byte)(c), n)) {
+		if off+n > len(raw) || !rawEqual(raw[off:off+n], c) {
 			return false
 		}
 		off += n
@@ -347,14 +341,15 @@ func (w *World) rawSame(slot uint32, set uint64, comps []unsafe.Pointer) bool {
 	return true
 }
 
-// sameWords reports whether the n bytes at a and b are equal when n is a
-// multiple of 8 up to 64 (ok; a pose of float64s is 56): compared word by
-// word without a loop or a call, where memequal spends about twice the
-// instructions on these sizes. ok is false for other sizes.
-func sameWords(a, b unsafe.Pointer, n int) (same, ok bool) {
-	d := func(i uintptr) uint64 { return *(*uint64)(unsafe.Add(a, i)) ^ *(*uint64)(unsafe.Add(b, i)) }
+// rawEqual reports whether the len(raw) bytes at p equal raw. Sizes that
+// are a multiple of 8 up to 64 (a pose of float64s is 56) are compared
+// word by word without a loop or a call, where memequal spends about
+// twice the instructions.
+func rawEqual(raw []byte, p unsafe.Pointer) bool {
+	a := unsafe.Pointer(unsafe.SliceData(raw))
+	d := func(i uintptr) uint64 { return *(*uint64)(unsafe.Add(a, i)) ^ *(*uint64)(unsafe.Add(p, i)) }
 	var x uint64
-	switch n {
+	switch len(raw) {
 	case 64:
 		x = d(56)
 		fallthrough
@@ -379,9 +374,9 @@ func sameWords(a, b unsafe.Pointer, n int) (same, ok bool) {
 	case 8:
 		x |= d(0)
 	default:
-		return false, false
+		return string(raw) == string(unsafe.Slice((*byte)(p), len(raw)))
 	}
-	return x == 0, true
+	return x == 0
 }
 
 // Put adds an entity to the frame being built: its slot (slots must
@@ -421,12 +416,12 @@ func (w *World) put(slot uint32, m Meta, comps []unsafe.Pointer) {
 	ci := 0
 	for set := m.Set; set != 0; set &= set - 1 {
 		p := w.plans[bits.TrailingZeros64(set)]
-		src := unsafe.Slice((*byte)(comps[ci]), p.Size)
-		ci++
-		if same && (rawOff+len(src) > len(raw) || string(raw[rawOff:rawOff+len(src)]) != string(src)) {
+		n := int(p.Size)
+		if same && (rawOff+n > len(raw) || !rawEqual(raw[rawOff:rawOff+n], comps[ci])) {
 			same = false
 		}
-		rawOff += len(src)
+		ci++
+		rawOff += n
 	}
 	if same {
 		f.Lanes = append(f.Lanes, prevLanes...)
