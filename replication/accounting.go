@@ -1,6 +1,9 @@
 package replication
 
-import "github.com/archenet/archenet/replication/internal/snapshot"
+import (
+	"github.com/archenet/archenet/replication/internal/codec"
+	"github.com/archenet/archenet/replication/internal/encode"
+)
 
 // SetBitAccounting turns on (or off) the attribution of the snapshot
 // datagrams' bits to component types, record framing and headers in every
@@ -8,8 +11,8 @@ import "github.com/archenet/archenet/replication/internal/snapshot"
 // from zero. Off by default: it costs a little per record encoded while on.
 // Call it on the server's goroutine, like Send.
 func (s *Server) SetBitAccounting(on bool) {
-	for _, w := range s.workers {
-		w.enc.SetAccounting(on)
+	for _, w := range s.work.workers {
+		w.Enc.SetAccounting(on)
 	}
 }
 
@@ -19,10 +22,10 @@ func (s *Server) SetBitAccounting(on bool) {
 // summed over clients; exact, before compression. ok is false when
 // accounting is off. Allocates; for stats, not for every tick.
 func (s *Server) BitAccount() (BitAccount, bool) {
-	var a snapshot.Account
+	var a encode.Account
 	ok := false
-	for _, w := range s.workers {
-		if wa := w.enc.Account(); wa != nil {
+	for _, w := range s.work.workers {
+		if wa := w.Enc.Account(); wa != nil {
 			a.Add(wa)
 			ok = true
 		}
@@ -54,4 +57,4 @@ type BitAccount struct {
 // ClientConfig.CompressionDictionary from sample snapshot datagrams (as a
 // server without one sent them: transport/sim's trace hands them over).
 // Server and clients must use the same dictionary.
-func TrainDictionary(samples [][]byte) ([]byte, error) { return snapshot.TrainDictionary(samples) }
+func TrainDictionary(samples [][]byte) ([]byte, error) { return codec.TrainDictionary(samples) }

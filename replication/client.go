@@ -12,7 +12,9 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/interp"
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/receive"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/timing"
 	"github.com/archenet/archenet/transport"
@@ -105,7 +107,7 @@ type ClientConfig struct {
 	// compresses with one (ServerConfig.CompressionDictionary); a client
 	// whose dictionary differs from the server's fails at the Welcome.
 	// Compressed datagrams are decoded whenever the server says it sends
-	// them, within snapshot.MaxBody. Nil: none.
+	// them, within codec.MaxBody. Nil: none.
 	CompressionDictionary []byte
 	// Now is the clock for interpolation. Nil: time.Now.
 	Now func() time.Time
@@ -219,7 +221,7 @@ func (c ClientConfig) resolve() (ClientConfig, error) {
 		return c, fmt.Errorf("replication: ClientConfig.PredictedSpawnTimeout %v is negative", c.PredictedSpawnTimeout)
 	}
 	if c.MaxEntities == 0 {
-		c.MaxEntities = snapshot.DefaultMaxEntities
+		c.MaxEntities = receive.DefaultMaxEntities
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -567,7 +569,7 @@ func (c *Client) handleMessage(m []byte) error {
 	case eventSpawns:
 		return c.spawns(m, c.applySpawn)
 	case eventSpawnsEnded:
-		return parseSpawnsEnded(m, c.endProvisional)
+		return wire.ParseSpawnsEnded(m, c.endProvisional)
 	case eventReady:
 		for _, fn := range c.onReady {
 			fn()
@@ -576,8 +578,8 @@ func (c *Client) handleMessage(m []byte) error {
 	return nil
 }
 
-func (c *Client) applySpawn(tick uint32, e spawnEntry) {
-	if e.Slot >= snapshot.MaxSlots {
+func (c *Client) applySpawn(tick uint32, e wire.SpawnEntry) {
+	if e.Slot >= entity.MaxSlots {
 		return
 	}
 	if e.Despawn {
@@ -672,7 +674,7 @@ func (c *Client) write(m *mirror, set uint64, lanes []uint64) {
 
 // applyView writes the entries of view v that are newer than what each
 // mirror holds.
-func (c *Client) applyView(v *snapshot.View) {
+func (c *Client) applyView(v *receive.View) {
 	if v == nil {
 		return
 	}

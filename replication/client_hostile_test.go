@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/sim"
@@ -40,8 +41,8 @@ func newHostileServer(t *testing.T, cfg ClientConfig) *hostileServer {
 	n.Advance(time.Millisecond)
 	_, ok = sc.PollMessage() // the Hello
 	require.True(t, ok)
-	info := welcomeInfo{TickRate: 30, Depth: 32, Tick: 1, NetDivisor: 1}
-	require.NoError(t, sc.SendMessage(transport.Welcome{ClientID: 1, Payload: info.append(nil)}.Append(nil)))
+	info := wire.Welcome{TickRate: 30, Depth: 32, Tick: 1, NetDivisor: 1}
+	require.NoError(t, sc.SendMessage(transport.Welcome{ClientID: 1, Payload: info.Append(nil)}.Append(nil)))
 	n.Advance(time.Millisecond)
 	c.Receive()
 	require.Equal(t, StateJoined, c.State())
@@ -59,18 +60,18 @@ func (h *hostileServer) send(t *testing.T, m []byte) {
 // A compromised server names the largest slot there is: the client mirrors
 // it without allocating in proportion to the slot number.
 func TestClientMirrorsDoNotGrowWithUntrustedSlots(t *testing.T) {
-	reg := fuzzRegistry()
+	reg := hostileRegistry()
 	h := newHostileServer(t, ClientConfig{Registry: reg})
 	plans := reg.Plans()
 	lanes := make([]uint64, plans[0].NumLanes())
 	tr := components.Transform{Pos: components.Vec3{X: 1}, Rot: components.QuatIdentity()}
 	schema.QuantizeValue(plans[0], &tr, lanes)
 
-	var sw spawnWriter
-	for _, slot := range []uint32{snapshot.MaxSlots - 1, snapshot.MaxSlots - 2, 5_000_000} {
-		sw.add(plans, spawnEntry{Slot: slot, Meta: snapshot.Meta{Gen: 1, Set: 1}, Lanes: lanes}, false)
+	var sw wire.SpawnWriter
+	for _, slot := range []uint32{entity.MaxSlots - 1, entity.MaxSlots - 2, 5_000_000} {
+		sw.Add(plans, wire.SpawnEntry{Slot: slot, Meta: entity.Meta{Gen: 1, Set: 1}, Lanes: lanes}, false)
 	}
-	msg := sw.bytes(2, nil)
+	msg := sw.Bytes(2, nil)
 
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -84,14 +85,14 @@ func TestClientMirrorsDoNotGrowWithUntrustedSlots(t *testing.T) {
 	require.Less(t, allocated, uint64(1<<20), "allocation must not follow the slot number")
 
 	// The far mirrors work like any other: found by handle, removed by despawn.
-	id := components.NetID{Handle: components.MakeHandle(0, snapshot.MaxSlots-1), Gen: 1}
+	id := components.NetID{Handle: components.MakeHandle(0, entity.MaxSlots-1), Gen: 1}
 	e, ok := h.client.Entity(id)
 	require.True(t, ok)
 	got := (*components.Transform)(h.world.Get(e, ecs.ComponentID[components.Transform](h.world)))
 	require.InDelta(t, 1.0, got.Pos.X, 1e-3)
-	sw.reset()
-	sw.add(plans, spawnEntry{Despawn: true, Slot: snapshot.MaxSlots - 1, Meta: snapshot.Meta{Gen: 1}}, false)
-	h.send(t, sw.bytes(3, nil))
+	sw.Reset()
+	sw.Add(plans, wire.SpawnEntry{Despawn: true, Slot: entity.MaxSlots - 1, Meta: entity.Meta{Gen: 1}}, false)
+	h.send(t, sw.Bytes(3, nil))
 	require.Equal(t, 2, h.client.Mirrors())
 	_, ok = h.client.Entity(id)
 	require.False(t, ok)
@@ -103,7 +104,7 @@ func TestClientMirrorsDoNotGrowWithUntrustedSlots(t *testing.T) {
 func TestMirrorTable(t *testing.T) {
 	tab := newMirrorTable(1024)
 	require.Nil(t, tab.get(3))
-	for _, slot := range []uint32{0, 3, 1023, 1024, 1 << 23, snapshot.MaxSlots - 1} {
+	for _, slot := range []uint32{0, 3, 1023, 1024, 1 << 23, entity.MaxSlots - 1} {
 		m := tab.at(slot)
 		m.alive, m.gen = true, slot+1
 	}
@@ -111,7 +112,7 @@ func TestMirrorTable(t *testing.T) {
 	require.Len(t, tab.sparse, 3)
 	seen := map[uint32]uint32{}
 	tab.each(func(slot uint32, m *mirror) { seen[slot] = m.gen })
-	require.Equal(t, map[uint32]uint32{0: 1, 3: 4, 1023: 1024, 1024: 1025, 1 << 23: 1<<23 + 1, snapshot.MaxSlots - 1: snapshot.MaxSlots}, seen)
+	require.Equal(t, map[uint32]uint32{0: 1, 3: 4, 1023: 1024, 1024: 1025, 1 << 23: 1<<23 + 1, entity.MaxSlots - 1: entity.MaxSlots}, seen)
 	require.Equal(t, uint32(1<<23+1), tab.get(1<<23).gen)
 	*tab.get(1 << 23) = mirror{}
 	tab.release(1 << 23)
@@ -132,4 +133,16 @@ func TestClientLivenessCheckAllocatesNothing(t *testing.T) {
 	now := h.client.cfg.Now()
 	require.Zero(t, testing.AllocsPerRun(50, func() { h.client.checkLiveness(now) }))
 	require.Contains(t, (*serverName)(h.client).String(), "server")
+}
+
+type hostileHP struct {
+	HP   int16  `net:"range=0:100"`
+	Ammo uint16 `net:"range=0:500,owner"`
+}
+
+func hostileRegistry() *schema.Registry {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	schema.MustRegister[hostileHP](reg)
+	return reg
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/interp"
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/receive"
 	"github.com/archenet/archenet/replication/schema"
 )
 
@@ -83,7 +84,7 @@ func (c *Client) InterpClock() *interp.Clock { return c.clock }
 
 // remote reports whether a mirror is drawn from snapshots rather than
 // predicted.
-func (c *Client) remote(m snapshot.Meta) bool {
+func (c *Client) remote(m entity.Meta) bool {
 	if c.clock == nil {
 		return false
 	}
@@ -93,15 +94,15 @@ func (c *Client) remote(m snapshot.Meta) bool {
 	return c.predicted == nil || m.Owner != c.id || c.id == 0 || m.Set&(1<<c.predicted.ID) == 0
 }
 
-func (c *Client) buffered(m snapshot.Meta) bool {
+func (c *Client) buffered(m entity.Meta) bool {
 	return c.cfg.Interpolation && m.Set&(1<<c.transPlan.ID) != 0 && c.remote(m)
 }
 
-func (c *Client) tracked(m snapshot.Meta) bool { return m.Set&c.trackMask != 0 && c.remote(m) }
+func (c *Client) tracked(m entity.Meta) bool { return m.Set&c.trackMask != 0 && c.remote(m) }
 
 // spawnInterp appends the interpolation components of a new mirror to
 // c.idBuf and reports whether its track needs initTrack.
-func (c *Client) spawnInterp(m snapshot.Meta) (track bool) {
+func (c *Client) spawnInterp(m entity.Meta) (track bool) {
 	if c.buffered(m) {
 		c.idBuf = append(c.idBuf, c.idBuffer, c.idVisual)
 	}
@@ -119,7 +120,7 @@ func (c *Client) exchangeInterp(m *mirror, set uint64, add, rem []arche.ID) ([]a
 	if c.clock == nil || m.predicted {
 		return add, rem, false
 	}
-	meta := snapshot.Meta{Gen: m.gen, Owner: m.owner, Set: set}
+	meta := entity.Meta{Gen: m.gen, Owner: m.owner, Set: set}
 	if had, has := c.cfg.Interpolation && c.world.Has(m.entity, c.idBuffer), c.buffered(meta); has && !had {
 		add = append(add, c.idBuffer, c.idVisual)
 	} else if had && !has {
@@ -148,7 +149,7 @@ func (c *Client) initTrack(m *mirror) {
 
 // pushInterp feeds every interpolated mirror's state at the view's tick:
 // its Transform to its buffer, its in-place components to its track.
-func (c *Client) pushInterp(v *snapshot.View) {
+func (c *Client) pushInterp(v *receive.View) {
 	if v == nil {
 		return
 	}

@@ -74,12 +74,12 @@ func newFrameRig(tb testing.TB, n int) (tick func()) {
 			tr.Pos.X += 0.01 + float64(i%7)*0.003
 			tr.Pos.Z += 0.02
 		}
-		s.gang.wake()
+		s.work.gang.Wake()
 		s.commitTick()
-		s.gang.rest()
+		s.work.gang.Rest()
 		s.endTick()
 	}
-	for range 2 * s.snap.Depth() { // (every frame of the ring built once: no allocation after)
+	for range 2 * s.ring.Depth() { // (every frame of the ring built once: no allocation after)
 		tick()
 	}
 	return tick

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/receive"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/timing"
 	"github.com/archenet/archenet/transport"
@@ -27,8 +28,8 @@ type link struct {
 	state    ClientState
 	err      error
 	id       ClientID
-	info     welcomeInfo
-	rcv      *snapshot.Receiver
+	info     wire.Welcome
+	rcv      *receive.Receiver
 	arrivals timing.Arrivals
 	touched  []uint32 // ticks that gained datagrams since the last fresh
 	drain    *DrainNotice
@@ -56,8 +57,8 @@ const (
 // start begins a connection: the link forgets the last one and returns the
 // Hello to send.
 func (l *link) start() []byte {
-	l.state, l.err, l.id, l.info, l.drain = StateConnecting, nil, 0, welcomeInfo{}, nil
-	l.rcv = snapshot.NewReceiver(l.cfg.Registry, 0, 0)
+	l.state, l.err, l.id, l.info, l.drain = StateConnecting, nil, 0, wire.Welcome{}, nil
+	l.rcv = receive.NewReceiver(l.cfg.Registry, 0, 0)
 	l.rcv.MaxEntities = l.cfg.MaxEntities
 	l.touched = l.touched[:0]
 	l.phase, l.since, l.heard = StateClosed, time.Time{}, time.Time{}
@@ -144,31 +145,32 @@ func (l *link) onMessage(m []byte) (linkEvent, error) {
 		return eventNone, fmt.Errorf("%w: empty message", ErrMalformed)
 	}
 	switch m[0] {
-	case kindSpawns:
+	case wire.KindSpawns:
 		// Validated whole before any of it is applied.
-		if err := l.spawns(m, func(uint32, spawnEntry) {}); err != nil {
+		if err := l.spawns(m, func(uint32, wire.SpawnEntry) {}); err != nil {
 			return eventNone, err
 		}
 		return eventSpawns, nil
-	case kindSpawnsEnded:
-		if err := parseSpawnsEnded(m, func(uint32) {}); err != nil {
+	case wire.KindSpawnsEnded:
+		if err := wire.ParseSpawnsEnded(m, func(uint32) {}); err != nil {
 			return eventNone, err
 		}
 		return eventSpawnsEnded, nil
-	case kindReady:
-		if len(m) != 5 {
-			return eventNone, fmt.Errorf("%w: ready message", ErrMalformed)
+	case wire.KindReady:
+		if _, err := wire.ParseReady(m); err != nil {
+			return eventNone, err
 		}
 		if l.state != StateJoined {
 			return eventNone, nil
 		}
 		l.state = StateReady
 		return eventReady, nil
-	case kindDrain:
-		d, err := parseDrain(m)
+	case wire.KindDrain:
+		w, err := wire.ParseDrain(m)
 		if err != nil {
 			return eventNone, err
 		}
+		d := DrainNotice{Reason: w.Reason, Left: w.Left}
 		if d.Left > 0 {
 			d.Deadline = l.heard.Add(d.Left)
 		}
@@ -186,14 +188,14 @@ func (l *link) welcome(m []byte) error {
 	if err != nil {
 		return err
 	}
-	info, err := parseWelcomeInfo(w.Payload)
+	info, err := wire.ParseWelcome(w.Payload)
 	if err != nil {
 		return err
 	}
-	rcv := snapshot.NewReceiver(l.cfg.Registry, w.ClientID, int(info.Depth))
+	rcv := receive.NewReceiver(l.cfg.Registry, w.ClientID, int(info.Depth))
 	rcv.MaxEntities = l.cfg.MaxEntities
 	if info.Compression {
-		if d := dictionaryHash(l.cfg.CompressionDictionary); d != info.Dictionary {
+		if d := wire.DictionaryHash(l.cfg.CompressionDictionary); d != info.Dictionary {
 			return fmt.Errorf("%w: the server uses dictionary %#x, this client %#x (ClientConfig.CompressionDictionary)", ErrDictionary, info.Dictionary, d)
 		}
 		if err := rcv.EnableZstd(l.cfg.CompressionDictionary); err != nil {
@@ -215,8 +217,8 @@ func (l *link) welcome(m []byte) error {
 }
 
 // spawns calls fn for every entry of the spawn batch m.
-func (l *link) spawns(m []byte, fn func(tick uint32, e spawnEntry)) error {
-	return parseSpawns(m, l.plans, l.id, schema.MaxLanes*4, fn)
+func (l *link) spawns(m []byte, fn func(tick uint32, e wire.SpawnEntry)) error {
+	return wire.ParseSpawns(m, l.plans, l.id, schema.MaxLanes*4, fn)
 }
 
 // onDatagram takes one snapshot datagram that arrived at now. It returns
@@ -257,7 +259,7 @@ func (l *link) fresh() []uint32 {
 // if configured, the input section (valid until the next call).
 func (l *link) datagram() []byte {
 	ack := l.rcv.Ack()
-	l.dgBuf = appendClientHeader(l.dgBuf[:0], &ack)
+	l.dgBuf = wire.AppendClientHeader(l.dgBuf[:0], &ack)
 	if l.cfg.Input != nil {
 		l.dgBuf = l.cfg.Input(l.dgBuf)
 	}

@@ -6,7 +6,11 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/baseline"
+	"github.com/archenet/archenet/replication/internal/encode"
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/store"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport"
 	"github.com/stretchr/testify/require"
@@ -29,14 +33,14 @@ func newLink(t *testing.T, tweak func(*ClientConfig)) (*link, *schema.Registry) 
 	return l, reg
 }
 
-func welcomeMsg(id ClientID, info welcomeInfo) []byte {
-	return transport.Welcome{ClientID: id, Payload: info.append(nil)}.Append(nil)
+func welcomeMsg(id ClientID, info wire.Welcome) []byte {
+	return transport.Welcome{ClientID: id, Payload: info.Append(nil)}.Append(nil)
 }
 
 // TestLinkHandshakeOutcomes: what each answer to the Hello does to the
 // client's link, without a transport.
 func TestLinkHandshakeOutcomes(t *testing.T) {
-	info := welcomeInfo{TickRate: 60, Depth: 16, Tick: 7, NetDivisor: 2}
+	info := wire.Welcome{TickRate: 60, Depth: 16, Tick: 7, NetDivisor: 2}
 	for _, tc := range []struct {
 		name  string
 		tweak func(*ClientConfig)
@@ -55,12 +59,12 @@ func TestLinkHandshakeOutcomes(t *testing.T) {
 			return transport.Reject{Code: transport.CodeHandshakeFailed, Version: ProtocolVersion + 1, ProtocolHash: h, Reason: "x"}.Append(nil)
 		},
 			eventRejected, StateClosed, "", "protocol version mismatch"},
-		{"a spawn batch before the welcome", nil, func(uint64) []byte { return []byte{kindSpawns, 0, 0, 0, 0, 0} }, eventNone, StateConnecting, "before the welcome", ""},
+		{"a spawn batch before the welcome", nil, func(uint64) []byte { return []byte{wire.KindSpawns, 0, 0, 0, 0, 0} }, eventNone, StateConnecting, "before the welcome", ""},
 		{"a welcome with a bad payload", nil, func(uint64) []byte { return transport.Welcome{ClientID: 1, Payload: []byte{9}}.Append(nil) }, eventNone, StateConnecting, "welcome payload", ""},
-		{"a welcome with zero depth", nil, func(uint64) []byte { return welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 0, NetDivisor: 1}) }, eventNone, StateConnecting, "depth", ""},
+		{"a welcome with zero depth", nil, func(uint64) []byte { return welcomeMsg(1, wire.Welcome{TickRate: 30, Depth: 0, NetDivisor: 1}) }, eventNone, StateConnecting, "depth", ""},
 		{"compression with another dictionary", func(c *ClientConfig) { c.CompressionDictionary = []byte("mine") },
 			func(uint64) []byte {
-				return welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 8, NetDivisor: 1, Compression: true, Dictionary: 0x99})
+				return welcomeMsg(1, wire.Welcome{TickRate: 30, Depth: 8, NetDivisor: 1, Compression: true, Dictionary: 0x99})
 			},
 			eventNone, StateConnecting, "compression dictionary mismatch", ""},
 	} {
@@ -91,35 +95,35 @@ func TestLinkHandshakeOutcomes(t *testing.T) {
 // client sees any of it; ready comes once, after the welcome.
 func TestLinkSpawnsAndReady(t *testing.T) {
 	l, _ := newLink(t, nil)
-	_, err := l.onMessage(welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 8, NetDivisor: 1}))
+	_, err := l.onMessage(welcomeMsg(1, wire.Welcome{TickRate: 30, Depth: 8, NetDivisor: 1}))
 	require.NoError(t, err)
-	var sw spawnWriter
+	var sw wire.SpawnWriter
 	lanes := make([]uint64, l.plans[0].NumLanes())
-	sw.add(l.plans, spawnEntry{Slot: 4, Meta: snapshot.Meta{Gen: 2, Set: 1}, Lanes: lanes}, false)
-	sw.add(l.plans, spawnEntry{Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}, false)
-	batch := sw.bytes(5, nil)
+	sw.Add(l.plans, wire.SpawnEntry{Slot: 4, Meta: entity.Meta{Gen: 2, Set: 1}, Lanes: lanes}, false)
+	sw.Add(l.plans, wire.SpawnEntry{Despawn: true, Slot: 9, Meta: entity.Meta{Gen: 1}}, false)
+	batch := sw.Bytes(5, nil)
 	ev, err := l.onMessage(batch)
 	require.NoError(t, err)
 	require.Equal(t, eventSpawns, ev)
-	var got []spawnEntry
-	require.NoError(t, l.spawns(batch, func(tick uint32, e spawnEntry) {
+	var got []wire.SpawnEntry
+	require.NoError(t, l.spawns(batch, func(tick uint32, e wire.SpawnEntry) {
 		require.Equal(t, uint32(5), tick)
 		e.Lanes = nil
 		got = append(got, e)
 	}))
-	require.Equal(t, []spawnEntry{{Slot: 4, Meta: snapshot.Meta{Gen: 2, Set: 1}}, {Despawn: true, Slot: 9, Meta: snapshot.Meta{Gen: 1}}}, got)
+	require.Equal(t, []wire.SpawnEntry{{Slot: 4, Meta: entity.Meta{Gen: 2, Set: 1}}, {Despawn: true, Slot: 9, Meta: entity.Meta{Gen: 1}}}, got)
 	// A batch cut short is refused whole.
 	_, err = l.onMessage(batch[:len(batch)-3])
 	require.ErrorIs(t, err, ErrMalformed)
 
-	ev, err = l.onMessage(appendReady(nil, 5))
+	ev, err = l.onMessage(wire.AppendReady(nil, 5))
 	require.NoError(t, err)
 	require.Equal(t, eventReady, ev)
 	require.Equal(t, StateReady, l.state)
-	ev, err = l.onMessage(appendReady(nil, 6))
+	ev, err = l.onMessage(wire.AppendReady(nil, 6))
 	require.NoError(t, err)
 	require.Equal(t, eventNone, ev, "ready once")
-	for _, m := range [][]byte{{}, {0x7f}, {kindReady, 1}} {
+	for _, m := range [][]byte{{}, {0x7f}, {wire.KindReady, 1}} {
 		_, err = l.onMessage(m)
 		require.ErrorIs(t, err, ErrMalformed, "%x", m)
 	}
@@ -128,7 +132,7 @@ func TestLinkSpawnsAndReady(t *testing.T) {
 	// was heard; every prefix and a reason that is not UTF-8 are refused.
 	at := time.Unix(500, 0)
 	l.hear(at)
-	drain := appendDrain(nil, 30*time.Second, "maintenance")
+	drain := wire.AppendDrain(nil, wire.Drain{Left: 30 * time.Second, Reason: "maintenance"})
 	ev, err = l.onMessage(drain)
 	require.NoError(t, err)
 	require.Equal(t, eventDrain, ev)
@@ -137,9 +141,9 @@ func TestLinkSpawnsAndReady(t *testing.T) {
 		_, err = l.onMessage(drain[:i])
 		require.ErrorIs(t, err, ErrMalformed, "prefix %d", i)
 	}
-	_, err = l.onMessage(append(appendDrain(nil, time.Second, ""), 0))
+	_, err = l.onMessage(append(wire.AppendDrain(nil, wire.Drain{Left: time.Second, Reason: ""}), 0))
 	require.ErrorIs(t, err, ErrMalformed, "trailing byte")
-	bad := appendDrain(nil, time.Second, "ab")
+	bad := wire.AppendDrain(nil, wire.Drain{Left: time.Second, Reason: "ab"})
 	bad[len(bad)-1] = 0xff
 	_, err = l.onMessage(bad)
 	require.ErrorIs(t, err, ErrMalformed, "not UTF-8")
@@ -153,17 +157,17 @@ func TestLinkDatagramsAndAcks(t *testing.T) {
 	l, reg := newLink(t, func(c *ClientConfig) {
 		c.Input = func(dst []byte) []byte { return append(dst, 0xAB) }
 	})
-	_, err := l.onMessage(welcomeMsg(1, welcomeInfo{TickRate: 30, Depth: 8, NetDivisor: 1}))
+	_, err := l.onMessage(welcomeMsg(1, wire.Welcome{TickRate: 30, Depth: 8, NetDivisor: 1}))
 	require.NoError(t, err)
-	w := snapshot.NewWorld(reg, 8)
-	enc := snapshot.NewEncoder(w)
-	sc := snapshot.NewClient(1, 8)
-	var pkts [3]snapshot.Packets
+	w := store.New(reg, 8)
+	enc := encode.NewGroup(w).NewEncoder()
+	sc := baseline.NewTracker(1, 8)
+	var pkts [3]encode.Packets
 	for tick := uint32(1); tick <= 3; tick++ {
 		w.Begin(tick)
-		w.PutLanes(0, snapshot.Meta{Set: 1}, []uint64{uint64(tick), 0, 0, 0, 0, 0, 0})
+		w.PutLanes(0, entity.Meta{Set: 1}, []uint64{uint64(tick), 0, 0, 0, 0, 0, 0})
 		w.Commit()
-		enc.Build(sc, snapshot.BuildOptions{Budget: 1200}, &pkts[tick-1])
+		enc.Build(sc, encode.BuildOptions{Budget: 1200}, &pkts[tick-1])
 		w.EndTick()
 	}
 	now := time.Unix(100, 0)
@@ -185,7 +189,7 @@ func TestLinkDatagramsAndAcks(t *testing.T) {
 	require.Equal(t, []uint64{3, 0, 0, 0, 0, 0, 0}, l.rcv.View(3).EntityLanes(0))
 
 	d := l.datagram()
-	ack, input, err := parseClientHeader(d)
+	ack, input, err := wire.ParseClientHeader(d)
 	require.NoError(t, err)
 	require.Equal(t, []byte{0xAB}, input)
 	require.Equal(t, uint32(3), ack.Newest)

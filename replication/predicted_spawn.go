@@ -7,6 +7,7 @@ import (
 	arche "github.com/mlange-42/arche/ecs"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/slots"
 )
 
 // Errors of [Server.PredictedSpawn].
@@ -27,8 +28,8 @@ const DefaultMaxPredictedSpawns = 64
 // keyed entity (pending until its slot is allocated at the next Send) and
 // the count each owner holds.
 type spawnKeys struct {
-	pending map[arche.Entity]ownedKey // created this tick, no slot yet
-	keys    map[ownedKey]struct{}     // keys alive, per owner
+	pending map[arche.Entity]slots.Key // created this tick, no slot yet
+	keys    map[slots.Key]struct{}     // keys alive, per owner
 	count   [256]int
 	// ended are, per owner, the keys whose entity the game removed before
 	// it had a slot (before the Send after its creation): the owner is
@@ -36,11 +37,6 @@ type spawnKeys struct {
 	// timing out.
 	ended [256][]uint32
 	owing []ClientID // owners with ended keys
-}
-
-type ownedKey struct {
-	owner ClientID
-	key   uint32
 }
 
 // PredictedSpawn marks e — an entity the game just created because client
@@ -57,10 +53,10 @@ type ownedKey struct {
 // PredictedSpawn fails ([ErrSpawnAllowance], [ErrSpawnKey]) and the game
 // should not create the entity (the client's provisional one then expires).
 func (s *Server) PredictedSpawn(e arche.Entity, key uint32) error {
-	if !s.world.Alive(e) || !s.world.Has(e, s.idRep) || !s.world.Has(e, s.idOwner) {
+	if !s.world.Alive(e) || !s.world.Has(e, s.ids.rep) || !s.world.Has(e, s.ids.owner) {
 		return fmt.Errorf("%w: entity without Replicated and Owner", ErrSpawnKey)
 	}
-	owner := (*components.Owner)(s.world.Get(e, s.idOwner)).Client
+	owner := (*components.Owner)(s.world.Get(e, s.ids.owner)).Client
 	if owner == 0 {
 		return fmt.Errorf("%w: owner 0 is the server", ErrSpawnKey)
 	}
@@ -68,18 +64,18 @@ func (s *Server) PredictedSpawn(e arche.Entity, key uint32) error {
 	if sk.count[owner] >= s.cfg.MaxPredictedSpawns {
 		return fmt.Errorf("%w: client %d holds %d", ErrSpawnAllowance, owner, sk.count[owner])
 	}
-	k := ownedKey{owner, key}
+	k := slots.Key{Owner: owner, Key: key}
 	if _, dup := sk.keys[k]; dup {
 		return fmt.Errorf("%w: client %d already has key %d", ErrSpawnKey, owner, key)
 	}
 	if _, again := sk.pending[e]; again {
 		return fmt.Errorf("%w: entity already keyed", ErrSpawnKey)
 	}
-	if slot, ok := s.byEntity[e]; ok && s.slots[slot].keyed {
+	if slot, ok := s.slots.Of(e); ok && s.slots.Infos[slot].Keyed {
 		return fmt.Errorf("%w: entity already keyed", ErrSpawnKey)
 	}
 	if sk.pending == nil {
-		sk.pending, sk.keys = map[arche.Entity]ownedKey{}, map[ownedKey]struct{}{}
+		sk.pending, sk.keys = map[arche.Entity]slots.Key{}, map[slots.Key]struct{}{}
 	}
 	sk.pending[e] = k
 	sk.keys[k] = struct{}{}
@@ -94,16 +90,16 @@ func (s *Server) PredictedSpawn(e arche.Entity, key uint32) error {
 func (s *Server) takeKeys() {
 	sk := &s.spawnKeys
 	for e, k := range sk.pending {
-		slot, ok := s.byEntity[e]
-		if !ok || !s.slots[slot].alive {
+		slot, ok := s.slots.Of(e)
+		if !ok || !s.slots.Infos[slot].Alive {
 			s.forgetKey(k)
-			if len(sk.ended[k.owner]) == 0 {
-				sk.owing = append(sk.owing, k.owner)
+			if len(sk.ended[k.Owner]) == 0 {
+				sk.owing = append(sk.owing, k.Owner)
 			}
-			sk.ended[k.owner] = append(sk.ended[k.owner], k.key)
+			sk.ended[k.Owner] = append(sk.ended[k.Owner], k.Key)
 			continue
 		}
-		s.slots[slot].keyed, s.slots[slot].key = true, k
+		s.slots.Infos[slot].Keyed, s.slots.Infos[slot].Key = true, k
 	}
 	clear(sk.pending)
 }
@@ -121,10 +117,10 @@ func (s *Server) clearEndedKeys() {
 }
 
 // forgetKey releases a key (its entity is gone).
-func (s *Server) forgetKey(k ownedKey) {
+func (s *Server) forgetKey(k slots.Key) {
 	sk := &s.spawnKeys
 	if _, ok := sk.keys[k]; ok {
 		delete(sk.keys, k)
-		sk.count[k.owner]--
+		sk.count[k.Owner]--
 	}
 }

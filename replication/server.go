@@ -11,7 +11,13 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication/internal/closing"
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/encode"
+	"github.com/archenet/archenet/replication/internal/gang"
+	"github.com/archenet/archenet/replication/internal/grid"
+	"github.com/archenet/archenet/replication/internal/peer"
+	"github.com/archenet/archenet/replication/internal/slots"
+	"github.com/archenet/archenet/replication/internal/store"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport"
 	arche "github.com/mlange-42/arche/ecs"
@@ -30,72 +36,64 @@ type Server struct {
 	world    *arche.World
 	listener transport.Listener
 	plans    []*schema.Plan
-	compIDs  []arche.ID
-	idRep    arche.ID
-	idOwner  arche.ID
-	// posPl is the plan of the component interest reads positions from
-	// (Interest.Position), idPos its id; nil without Interest.
-	posPl *schema.Plan
-	idPos arche.ID
+	ids      componentIDs
 
-	snap *snapshot.World
-	tick uint32
+	ring  *store.Ring   // the frames every client's datagrams are built from
+	group *encode.Group // what the workers' encoders share
+	tick  uint32
 	// tickWarned: a ServerConfig.Tick mismatch was logged.
 	tickWarned bool
 
-	slots    []slotInfo
-	free     []uint32
-	byEntity map[arche.Entity]uint32
-	touched  map[arche.Entity]struct{}
-	order    []arche.Entity // touched entities in event order (deterministic)
-	relayout []relaidOut    // slots whose gen, owner or set changed this tick
-	weights  []float32
-	alive    snapshot.Bitset
+	slots     *slots.Table // net slot ↔ entity, generations, layout changes
+	changes   structureLog // entities whose structure changed (slots.go)
+	spawnKeys spawnKeys    // predicted_spawn.go
+	interest  *grid.Grid   // nil without ServerConfig.Interest
 
-	clients []*remote // index = ClientID
-	pending []*pendingConn
-	// lingering: rejected connections left open for a moment, so that
-	// the Reject reaches the client before the close.
-	lingering closing.Lingering
-	authing   int // pending connections whose Authenticator runs
+	clients []*remote  // index = ClientID
+	hs      handshakes // connections in the handshake (server_handshake.go)
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
-	nextID   int
-	workers  []*worker
-	active   []*remote           // the clients of this tick's Send
-	byFocus  []*remote           // active, ordered by interest focus for the workers
-	encoders []*snapshot.Encoder // the workers', in worker order
-	step     peerTick            // what the peers of this tick's Send read
-	failed   []failedSend
-	gang     gang        // the workers' goroutines (gang.go)
-	frame    frameShares // a frame built on the workers (putShares)
-	pre      preShares   // the pre-encoding on the workers (workers.go)
-	peerJobs peerJobs    // the peers' phase on the workers (workers.go)
-	interest *interestGrid
-	clampW   clampWatch     // clamps.go
-	closer   closing.Closer // closes off the tick
 
-	spawnKeys spawnKeys // predicted_spawn.go
-
-	lastReceive, warnedStall time.Time // liveness of the caller's Receive
-	// received: when the last Receive returned (wall clock); earlyWake:
-	// the step between it and Send was short, so Receive wakes the worker
-	// helpers for Send (see wakeEarly)
-	received  time.Time
-	earlyWake bool
+	work   tickWork       // the tick's parallel phases (workers.go)
+	clampW clampWatch     // clamps.go
+	closer closing.Closer // closes off the tick
+	pace   pacing         // liveness of the caller's Receive and Send
 
 	// Stats since start.
 	Stats ServerStats
 }
 
+// componentIDs are the arche ids of the components the server reads:
+// the registered ones (by registry id), Replicated, Owner, and the one
+// interest reads positions from (posPl its plan; nil without Interest).
+type componentIDs struct {
+	comps      []arche.ID
+	rep, owner arche.ID
+	posPl      *schema.Plan
+	pos        arche.ID
+}
+
+// pacing is what the server knows of its caller's pace: when Receive last
+// ran (and when it warned about it), and whether the step between Receive
+// and Send is short enough for Receive to wake the worker helpers.
+type pacing struct {
+	lastReceive, warnedStall time.Time
+	// received: when the last Receive returned (wall clock); earlyWake:
+	// the step between it and Send was short, so Receive wakes the worker
+	// helpers for Send (see wakeEarly)
+	received  time.Time
+	earlyWake bool
+}
+
 // remote is the server's hold on one client: its connection, which the
-// server pumps; its peer, the protocol's state machine; its relevance,
-// which the server computes; and its plan for the tick.
+// server pumps; its peer, the protocol's state machine (its baselines,
+// progress, rate control and counters); its relevance, which the server
+// computes; and its plan for the tick.
 type remote struct {
-	peer
+	peer.Peer
 	conn  transport.Conn
-	rel   relevance
-	plan  peerPlan
+	rel   grid.Relevance
+	plan  peer.Plan
 	focus components.Vec3 // the game's Interest.Focus, asked in planPeer
 	// hasFocus: the game named a focus this tick
 	hasFocus bool
@@ -156,36 +154,36 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	}
 	s := &Server{
 		cfg: cfg, world: world, listener: l, plans: cfg.Registry.Plans(),
-		byEntity: map[arche.Entity]uint32{}, touched: map[arche.Entity]struct{}{},
-		clients: make([]*remote, 256), nextID: 1,
+		slots: slots.NewTable(), clients: make([]*remote, 256),
 	}
+	s.changes.touched = map[arche.Entity]struct{}{}
+	s.hs.nextID = 1
 	for _, p := range s.plans {
-		s.compIDs = append(s.compIDs, arche.TypeID(world, p.Type))
+		s.ids.comps = append(s.ids.comps, arche.TypeID(world, p.Type))
 	}
-	s.idRep = arche.ComponentID[components.Replicated](world)
-	s.idOwner = arche.ComponentID[components.Owner](world)
-	s.snap = snapshot.NewWorld(cfg.Registry, cfg.Depth)
-	if s.workers, err = newWorkers(&s.cfg, s.snap); err != nil {
+	s.ids.rep = arche.ComponentID[components.Replicated](world)
+	s.ids.owner = arche.ComponentID[components.Owner](world)
+	s.ring = store.New(cfg.Registry, cfg.Depth)
+	s.group = encode.NewGroup(s.ring)
+	if s.work.workers, err = newWorkers(&s.cfg, s.group); err != nil {
 		return nil, err
 	}
-	s.gang.start(len(s.workers) - 1)
-	for _, w := range s.workers {
-		s.encoders = append(s.encoders, w.enc)
-	}
+	s.work.gang.Start(len(s.work.workers) - 1)
+	s.work.readPos = s.readPosition // (once: a method value is a closure)
 	if cfg.Interest != nil {
 		if err := cfg.Interest.validate(); err != nil {
 			return nil, err
 		}
 		typ := cfg.Interest.Position.Type()
-		if s.posPl = cfg.Registry.ByType(typ); s.posPl == nil {
+		if s.ids.posPl = cfg.Registry.ByType(typ); s.ids.posPl == nil {
 			return nil, fmt.Errorf("replication: Interest reads positions from %s, which is not in the registry (register it, or name the component that holds positions with Interest.Position = replication.PositionOf(...))", typ)
 		}
-		s.idPos = arche.TypeID(world, typ)
-		s.interest = newInterestGrid(cfg.Interest)
+		s.ids.pos = arche.TypeID(world, typ)
+		s.interest = grid.New(cfg.Interest.gridConfig())
 	}
 	ecs.AddListener(world, structureListener{s})
 	// Entities that exist already are replicated too.
-	q := world.Query(arche.All(s.idRep))
+	q := world.Query(arche.All(s.ids.rep))
 	for q.Next() {
 		s.touch(q.Entity())
 	}
@@ -204,12 +202,12 @@ func (s *Server) Interest() *Interest { return s.cfg.Interest }
 
 // NetID returns the network identity of a replicated entity.
 func (s *Server) NetID(e arche.Entity) (components.NetID, bool) {
-	slot, ok := s.byEntity[e]
+	slot, ok := s.slots.Of(e)
 	if !ok {
 		return components.NetID{}, false
 	}
-	si := &s.slots[slot]
-	return components.NetID{Handle: components.MakeHandle(si.meta.Owner, slot), Gen: si.gen}, true
+	si := &s.slots.Infos[slot]
+	return components.NetID{Handle: components.MakeHandle(si.Meta.Owner, slot), Gen: si.Gen}, true
 }
 
 // Resolve returns the entity a client names by net handle and generation.
@@ -218,29 +216,29 @@ func (s *Server) NetID(e arche.Entity) (components.NetID, bool) {
 // must not change any state.
 func (s *Server) Resolve(id components.NetID) (arche.Entity, bool) {
 	slot := id.Index()
-	if int(slot) >= len(s.slots) {
+	if int(slot) >= len(s.slots.Infos) {
 		return arche.Entity{}, false
 	}
-	si := &s.slots[slot]
-	if !si.alive || si.gen != id.Gen || si.meta.Owner != id.Owner() || !s.world.Alive(si.entity) {
+	si := &s.slots.Infos[slot]
+	if !si.Alive || si.Gen != id.Gen || si.Meta.Owner != id.Owner() || !s.world.Alive(si.Entity) {
 		return arche.Entity{}, false
 	}
-	return si.entity, true
+	return si.Entity, true
 }
 
 // MarkDirty tells the server that a dormant entity's state changed; it is
 // re-read at the next snapshot (push model). No effect on other entities,
 // which are compared every tick.
 func (s *Server) MarkDirty(e arche.Entity) {
-	if slot, ok := s.byEntity[e]; ok {
-		s.slots[slot].dirty = true
+	if slot, ok := s.slots.Of(e); ok {
+		s.slots.Infos[slot].Dirty = true
 	}
 }
 
 // AddConn adds a connection that was accepted elsewhere; it goes through
 // the handshake like an accepted one.
 func (s *Server) AddConn(c transport.Conn) {
-	s.pending = append(s.pending, &pendingConn{conn: c, since: s.cfg.Now()})
+	s.hs.pending = append(s.hs.pending, &pendingConn{conn: c, since: s.cfg.Now()})
 }
 
 // AddConnHello adds a connection whose first message, hello, the caller has
@@ -249,7 +247,7 @@ func (s *Server) AddConn(c transport.Conn) {
 // arrived. hello must not be modified afterwards. See also
 // [transport.HelloListener], which hands connections over this way.
 func (s *Server) AddConnHello(c transport.Conn, hello []byte) {
-	s.pending = append(s.pending, &pendingConn{conn: c, since: s.cfg.Now(), first: hello, routed: true})
+	s.hs.pending = append(s.hs.pending, &pendingConn{conn: c, since: s.cfg.Now(), first: hello, routed: true})
 }
 
 // Conn returns the connection of client id (nil if id is not connected):
@@ -308,9 +306,10 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 		return ClientInfo{}, false
 	}
 	ts := c.conn.Stats()
-	return ClientInfo{ID: id, Ready: c.ready, RTT: ts.RTT, AckDelay: c.rtt.srtt, Loss: c.budget.loss, BytesPerSecond: c.snap.Rate(),
-		SnapshotBytes: c.snapBytes, SpawnBytes: c.spawnBytes, Spawned: c.spawned.Count(), Relevant: c.rel.relevant.Count(),
-		NewestAck: c.snap.NewestAck, Transport: ts, StateBytes: c.memoryBytes() + c.rel.memoryBytes()}, true
+	loss, _ := c.Rate.Loss()
+	return ClientInfo{ID: id, Ready: c.Ready, RTT: ts.RTT, AckDelay: c.RTT.SRTT(), Loss: loss, BytesPerSecond: int(c.Rate.Rate()),
+		SnapshotBytes: c.Counters.SnapshotBytes, SpawnBytes: c.Counters.SpawnBytes, Spawned: c.Spawned.Count(), Relevant: c.rel.Relevant.Count(),
+		NewestAck: c.Tracker.NewestAck, Transport: ts, StateBytes: c.MemoryBytes() + c.rel.MemoryBytes()}, true
 }
 
 // RTT returns the round-trip time the server measured for client id: the
@@ -327,7 +326,7 @@ func (s *Server) RTT(id ClientID) time.Duration {
 	if rtt := c.conn.Stats().RTT; rtt > 0 {
 		return rtt
 	}
-	return c.rtt.srtt
+	return c.RTT.SRTT()
 }
 
 // Kick disconnects a client with a reason.
@@ -346,19 +345,19 @@ func (s *Server) Close() error { return s.CloseWithReason(transport.CodeNormal, 
 // them too, and closes the listener. It waits for closes queued for a
 // transport that may block (not for a transport.CloseStarter's).
 func (s *Server) CloseWithReason(code transport.CloseCode, reason string) error {
-	defer s.gang.stop()
+	defer s.work.gang.Stop()
 	for _, c := range s.clients {
 		if c != nil {
 			s.drop(c, code, reason)
 		}
 	}
-	for _, p := range s.pending {
+	for _, p := range s.hs.pending {
 		p.stopAuth()
 		s.closeConn(p.conn, code, reason)
 	}
-	s.pending = nil
-	s.authing = 0
-	s.lingering.Due(time.Time{}, s.closeConn)
+	s.hs.pending = nil
+	s.hs.authing = 0
+	s.hs.lingering.Due(time.Time{}, s.closeConn)
 	s.closer.Wait()
 	if s.listener != nil {
 		return s.listener.Close()
@@ -381,7 +380,7 @@ func (s *Server) Drain(reason string, deadline time.Time) {
 	if !deadline.IsZero() {
 		left = max(deadline.Sub(s.cfg.Now()), time.Millisecond)
 	}
-	msg := appendDrain(nil, left, reason)
+	msg := wire.AppendDrain(nil, wire.Drain{Left: left, Reason: reason})
 	for _, c := range s.clients {
 		if c == nil {
 			continue
@@ -423,7 +422,7 @@ func (s *Server) drop(c *remote, code transport.CloseCode, reason string) {
 	if code == transport.CodeNormal {
 		level = slog.LevelInfo
 	}
-	s.cfg.Logger.Log(context.Background(), level, "archenet: client dropped", "client", c.id, "code", code, "reason", reason)
+	s.cfg.Logger.Log(context.Background(), level, "archenet: client dropped", "client", c.ID, "code", code, "reason", reason)
 	s.closeConn(c.conn, code, reason)
 	s.gone(c, &transport.CloseError{Code: code, Reason: reason})
 }
@@ -444,22 +443,22 @@ func (s *Server) sendFailed(c *remote, err error) {
 func (s *Server) disconnected(c *remote, err error) {
 	var ce *transport.CloseError
 	if errors.As(err, &ce) && ce.Code == transport.CodeSendBacklog {
-		s.cfg.Logger.Warn("archenet: client dropped", "client", c.id, "code", ce.Code, "reason", ce.Reason)
+		s.cfg.Logger.Warn("archenet: client dropped", "client", c.ID, "code", ce.Code, "reason", ce.Reason)
 	} else {
-		s.cfg.Logger.Info("archenet: client disconnected", "client", c.id, "err", err)
+		s.cfg.Logger.Info("archenet: client disconnected", "client", c.ID, "err", err)
 	}
 	s.gone(c, err)
 }
 
 func (s *Server) gone(c *remote, reason error) {
-	s.clients[c.id] = nil
+	s.clients[c.ID] = nil
 	s.Stats.Disconnected++
 	var ce *transport.CloseError
 	if errors.As(reason, &ce) && ce.Code == transport.CodeSendBacklog {
 		s.Stats.BacklogDrops++
 	}
 	if s.cfg.OnDisconnect != nil {
-		s.cfg.OnDisconnect(c.id, reason)
+		s.cfg.OnDisconnect(c.ID, reason)
 	}
 }
 
@@ -492,14 +491,14 @@ func (f systemFunc) Finalize(*arche.World) {
 // datagrams (acks and inputs) and messages. Call it at the start of a net
 // tick.
 func (s *Server) Receive() {
-	if s.earlyWake {
-		s.gang.wake() // for Send: their threads take a while to wake
+	if s.pace.earlyWake {
+		s.work.gang.Wake() // for Send: their threads take a while to wake
 	}
 	s.accept()
 	s.handshakes()
 	now := s.cfg.Now()
 	s.watchClamps(now)
-	s.active = s.active[:0]
+	s.work.active = s.work.active[:0]
 	for _, c := range s.clients {
 		if c == nil {
 			continue
@@ -510,23 +509,23 @@ func (s *Server) Receive() {
 			continue
 		default:
 		}
-		s.active = append(s.active, c)
+		s.work.active = append(s.work.active, c)
 	}
 	// Datagrams are parsed on this goroutine (their input sections go to
 	// the user's hook, in client order, before the simulation step); their
 	// acks are taken in by each peer's tick in Send, on the workers.
-	for _, p := range s.active {
+	for _, p := range s.work.active {
 		s.drain(p, now)
 	}
-	for _, c := range s.active {
+	for _, c := range s.work.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
-		} else if why := c.silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout, s.clientSender()); why != "" {
+		} else if why := c.Silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout, s.clientSender()); why != "" {
 			s.drop(c, transport.CodeTimeout, why)
 		}
 	}
-	s.lastReceive = now
-	s.received = time.Now()
+	s.pace.lastReceive = now
+	s.pace.received = time.Now()
 }
 
 // accept takes the listener's new connections into the handshake (with
@@ -549,10 +548,10 @@ func (s *Server) accept() {
 		if !ok {
 			return
 		}
-		if len(s.pending) >= s.cfg.MaxHandshakes {
+		if len(s.hs.pending) >= s.cfg.MaxHandshakes {
 			s.Stats.Busy++
-			s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.pending))
-			s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", len(s.pending)))
+			s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.hs.pending))
+			s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", len(s.hs.pending)))
 			continue
 		}
 		if hl != nil {
@@ -567,56 +566,56 @@ func (s *Server) accept() {
 // Receive wakes the worker helpers: they spin through it (yielding) so
 // that they are up when Send starts. After a longer step they would have
 // parked again (gangSpin), so Send wakes them.
-const wakeEarly = gangSpin / 2
+const wakeEarly = gang.Spin / 2
 
 // warnStalled warns, at most every 10 s, when Send runs with clients while
 // Receive has not run for a while: clients' acks and inputs go unread, so
 // their budgets collapse and their input is missing.
 func (s *Server) warnStalled(now time.Time) {
 	const after, every = 2 * time.Second, 10 * time.Second
-	if len(s.active) == 0 || now.Sub(s.lastReceive) < after || now.Sub(s.warnedStall) < every {
+	if len(s.work.active) == 0 || now.Sub(s.pace.lastReceive) < after || now.Sub(s.pace.warnedStall) < every {
 		return
 	}
-	s.warnedStall = now
+	s.pace.warnedStall = now
 	since := "ever"
-	if !s.lastReceive.IsZero() {
-		since = "for " + now.Sub(s.lastReceive).Round(time.Millisecond).String()
+	if !s.pace.lastReceive.IsZero() {
+		since = "for " + now.Sub(s.pace.lastReceive).Round(time.Millisecond).String()
 	}
 	s.cfg.Logger.Warn("archenet: Server.Send runs but Server.Receive has not run "+since+
-		": acks and input are not read (add Server.ReceiveSystem to the scheduler)", "clients", len(s.active))
+		": acks and input are not read (add Server.ReceiveSystem to the scheduler)", "clients", len(s.work.active))
 }
 
 // drain takes every datagram the client sent since the last tick into its
 // peer (acks, and input sections for deliverInput). It touches only the
 // peer and its connection.
 func (s *Server) drain(c *remote, now time.Time) {
-	c.beginReceive()
+	c.BeginReceive()
 	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
 			break
 		}
-		if c.receive(d, now, s.tick) != nil {
+		if c.Receive(d, now, s.tick) != nil {
 			return
 		}
 	}
 	if m, ok := c.conn.PollMessage(); ok {
-		c.rxErr = fmt.Errorf("unexpected reliable message of %d bytes (type 0x%02x)", len(m), transport.TypeOf(m))
+		c.RxErr = fmt.Errorf("unexpected reliable message of %d bytes (type 0x%02x)", len(m), transport.TypeOf(m))
 	}
 }
 
 // deliverInput hands what drain kept to the Input hook; an error (the
 // peer's or the hook's) drops the client.
 func (s *Server) deliverInput(c *remote) error {
-	defer clear(c.rx) // release the datagrams
-	if c.rxErr != nil {
-		return c.rxErr
+	defer clear(c.RX) // release the datagrams
+	if c.RxErr != nil {
+		return c.RxErr
 	}
 	if s.cfg.Input == nil {
 		return nil
 	}
-	for _, in := range c.rx {
-		if err := s.cfg.Input(c.id, in.ack, in.section); err != nil {
+	for _, in := range c.RX {
+		if err := s.cfg.Input(c.ID, in.Ack, in.Section); err != nil {
 			return err
 		}
 	}
@@ -637,26 +636,26 @@ func (s *Server) deliverInput(c *remote) error {
 // client order, none of which waits for a peer.
 func (s *Server) Send() {
 	t0 := time.Now()
-	s.gang.wake() // (unless Receive did)
-	s.earlyWake = !s.received.IsZero() && t0.Sub(s.received) < wakeEarly
-	defer s.gang.rest()
+	s.work.gang.Wake() // (unless Receive did)
+	s.pace.earlyWake = !s.pace.received.IsZero() && t0.Sub(s.pace.received) < wakeEarly
+	defer s.work.gang.Rest()
 	s.commitTick()
 	s.preencode()
 	t1 := time.Now()
 	s.Stats.BuildFrame += t1.Sub(t0)
 	now := s.cfg.Now()
-	s.active = s.active[:0]
+	s.work.active = s.work.active[:0]
 	for _, p := range s.clients {
 		if p != nil {
 			s.planPeer(p, now, p.conn.MaxDatagramSize())
-			s.active = append(s.active, p)
+			s.work.active = append(s.work.active, p)
 		}
 	}
 	s.warnStalled(now)
 	s.sendPeers(now)
 	s.endTick()
 	s.Stats.BuildClients += time.Since(t1)
-	s.Stats.HelperTime = s.gang.awakeTime()
+	s.Stats.HelperTime = s.work.gang.AwakeTime()
 }
 
 // commitTick starts a net tick: it numbers it, applies structural changes,
@@ -665,33 +664,33 @@ func (s *Server) commitTick() {
 	s.advanceTick()
 	s.applyStructure()
 	s.buildFrame()
-	if s.interest != nil && s.interest.due(s.tick) {
-		s.interest.rebuild(s)
-		s.interest.fresh.Reset()
+	if s.interest != nil && s.interest.Due(s.tick) {
+		s.interest.Rebuild(s.gridSource())
+		s.slots.Fresh.Reset()
 	}
 }
 
 // endTick ends a net tick after its peers were built.
 func (s *Server) endTick() {
 	s.endPreencode()
-	s.snap.EndTick()
-	s.relayout = s.relayout[:0]
+	s.ring.EndTick()
+	s.slots.EndTick()
 	s.clearEndedKeys()
 }
 
 // planPeer runs a peer's sequential phase — the user's hooks — and leaves
 // its plan in the peer; maxDatagram is what its connection takes.
 func (s *Server) planPeer(p *remote, now time.Time, maxDatagram int) {
-	p.plan = peerPlan{mtu: min(s.cfg.MTU, maxDatagram)}
+	p.plan = peer.Plan{MTU: min(s.cfg.MTU, maxDatagram)}
 	p.hasFocus = false
-	if s.interest != nil && (s.interest.due(s.tick) || p.rel.relevant == nil) {
-		p.focus, p.hasFocus = s.focusOf(p.id)
+	if s.interest != nil && (s.interest.Due(s.tick) || p.rel.Relevant == nil) {
+		p.focus, p.hasFocus = s.focusOf(p.ID)
 	}
 	if s.cfg.InputAck != nil {
-		o := &p.plan.opt
-		o.InputAck, o.HasInputAck = s.cfg.InputAck(p.id)
+		o := &p.plan.Opt
+		o.InputAck, o.HasInputAck = s.cfg.InputAck(p.ID)
 		if o.HasInputAck && s.cfg.InputFeedback != nil {
-			o.InputHeld, o.InputDepth, o.HasInputFeedback = s.cfg.InputFeedback(p.id)
+			o.InputHeld, o.InputDepth, o.HasInputFeedback = s.cfg.InputFeedback(p.ID)
 		}
 	}
 }
@@ -703,21 +702,21 @@ func (s *Server) planPeer(p *remote, now time.Time, maxDatagram int) {
 // spawned, despawned or changed its components (s.relayout: the only
 // changes of the alive set).
 func (s *Server) updateRelevance(c *remote, w *worker) {
-	changed := len(s.relayout) > 0
+	changed := len(s.slots.Relayout) > 0
 	switch {
 	case s.interest == nil:
-		c.rel.relevant = append(c.rel.relevant[:0], s.alive...)
-	case s.interest.due(s.tick) || c.rel.relevant == nil:
-		s.interest.relevantFor(s, c, &w.relevance)
+		c.rel.Relevant = append(c.rel.Relevant[:0], s.slots.Alive...)
+	case s.interest.Due(s.tick) || c.rel.Relevant == nil:
+		s.interest.RelevantFor(c.ID, c.focus, c.hasFocus, s.slots.Alive, s.slots.Infos, &c.rel, &w.relevance)
 		changed = true
 	case changed:
-		s.interest.effective(s, &c.rel)
+		grid.Effective(&c.rel, s.slots.Alive, s.slots.Fresh)
 	default:
 		// No slot was allocated, freed or reallocated since the last
 		// tick: the alive and fresh sets are the ones the relevance
 		// was narrowed to then.
 	}
-	c.plan.relevant, c.plan.relevanceChanged = c.rel.relevant, changed
+	c.plan.Relevant, c.plan.RelevanceChanged = c.rel.Relevant, changed
 }
 
 // clientSender names what sends a client's datagrams, for the liveness
@@ -732,47 +731,60 @@ func (s *Server) clientSender() string {
 
 // focusOf asks the game's Interest.Focus for client id's point of interest.
 func (s *Server) focusOf(id ClientID) (components.Vec3, bool) {
-	if f := s.interest.cfg.Focus; f != nil {
+	if f := s.cfg.Interest.Focus; f != nil {
 		return f(id)
 	}
 	return components.Vec3{}, false
 }
 
+// gridSource is what the interest grid's rebuild reads of the server.
+func (s *Server) gridSource() *grid.Source {
+	src := &s.work.gridSrc
+	*src = grid.Source{Slots: s.slots.Infos, PosID: int(s.ids.posPl.ID), Read: s.work.readPos, Gang: &s.work.gang,
+		Chunked: len(s.work.workers) > 1 && len(s.slots.Infos) >= s.cfg.ParallelFrame}
+	return src
+}
+
+// readPosition reads e's position from the world (for the grid).
+func (s *Server) readPosition(e arche.Entity) components.Vec3 {
+	return s.cfg.Interest.Position.At(s.world.Get(e, s.ids.pos))
+}
+
 // flush hands what a peer built this tick to its connection.
 func (s *Server) flush(p *remote) error {
-	o := &p.out
-	if o.spawnMsg != nil {
-		if err := p.conn.SendMessage(o.spawnMsg); err != nil {
+	o := &p.Out
+	if o.SpawnMsg != nil {
+		if err := p.conn.SendMessage(o.SpawnMsg); err != nil {
 			return err
 		}
-		s.Stats.SpawnBytes += uint64(len(o.spawnMsg))
-		s.Stats.Spawns += uint64(o.spawns)
-		s.Stats.Despawns += uint64(o.despawns)
+		s.Stats.SpawnBytes += uint64(len(o.SpawnMsg))
+		s.Stats.Spawns += uint64(o.Spawns)
+		s.Stats.Despawns += uint64(o.Despawns)
 	}
-	if o.readyMsg {
-		o.readyMsg = false
-		if err := p.conn.SendMessage(appendReady(nil, s.tick)); err != nil {
-			return err
-		}
-	}
-	if keys := s.endedKeys(p.id); len(keys) > 0 {
-		if err := p.conn.SendMessage(appendSpawnsEnded(nil, keys)); err != nil {
+	if o.ReadyMsg {
+		o.ReadyMsg = false
+		if err := p.conn.SendMessage(wire.AppendReady(nil, s.tick)); err != nil {
 			return err
 		}
 	}
-	for i := range o.pkts.Len() {
-		if err := p.conn.SendDatagram(o.pkts.At(i)); err != nil {
+	if keys := s.endedKeys(p.ID); len(keys) > 0 {
+		if err := p.conn.SendMessage(wire.AppendSpawnsEnded(nil, keys)); err != nil {
 			return err
 		}
 	}
-	n := uint64(o.pkts.Len())
-	s.Stats.SnapshotBytes += uint64(o.info.Bytes)
+	for i := range o.Pkts.Len() {
+		if err := p.conn.SendDatagram(o.Pkts.At(i)); err != nil {
+			return err
+		}
+	}
+	n := uint64(o.Pkts.Len())
+	s.Stats.SnapshotBytes += uint64(o.Info.Bytes)
 	s.Stats.SnapshotDatagrams += n
-	s.Stats.SnapshotHeaderBits += uint64(o.info.HeaderBits)
-	s.Stats.Deferred += uint64(o.info.Deferred)
-	s.Stats.Compressed += uint64(o.info.Compressed)
-	s.Stats.Deltas += uint64(o.info.Deltas)
-	s.Stats.Fulls += uint64(o.info.Fulls)
-	s.Stats.Removals += uint64(o.info.Removals)
+	s.Stats.SnapshotHeaderBits += uint64(o.Info.HeaderBits)
+	s.Stats.Deferred += uint64(o.Info.Deferred)
+	s.Stats.Compressed += uint64(o.Info.Compressed)
+	s.Stats.Deltas += uint64(o.Info.Deltas)
+	s.Stats.Fulls += uint64(o.Info.Fulls)
+	s.Stats.Removals += uint64(o.Info.Removals)
 	return nil
 }

@@ -7,7 +7,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/encode"
+	"github.com/archenet/archenet/replication/internal/entity"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport"
 )
@@ -165,8 +166,8 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	for _, f := range []intSetting{
 		{"NetRate", &c.NetRate, 30, 1<<16 - 1},
 		{"NetDivisor", &c.NetDivisor, 1, 1<<16 - 1},
-		{"Depth", &c.Depth, snapshot.DefaultDepth, 128},
-		{"MTU", &c.MTU, snapshot.DefaultMTU, 1 << 16},
+		{"Depth", &c.Depth, entity.DefaultDepth, 128},
+		{"MTU", &c.MTU, encode.DefaultMTU, 1 << 16},
 		{"MaxBytesPerSecond", &c.MaxBytesPerSecond, DefaultMaxBytesPerSecond, 1 << 40},
 		{"MaxClients", &c.MaxClients, 64, 254},
 		{"ParallelFrame", &c.ParallelFrame, 1024, 1 << 30},

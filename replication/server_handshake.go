@@ -8,6 +8,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/archenet/archenet/replication/internal/closing"
+	"github.com/archenet/archenet/replication/internal/peer"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -26,6 +29,17 @@ type pendingConn struct {
 	cancel context.CancelFunc
 }
 
+// handshakes is the connections in the handshake: pending ones, those
+// whose Authenticator runs (authing of them), rejected ones left open for a
+// moment so that the Reject reaches the client before the close
+// (lingering), and the next client id to try.
+type handshakes struct {
+	pending   []*pendingConn
+	lingering closing.Lingering
+	authing   int
+	nextID    int
+}
+
 // stopAuth abandons a running authentication (its goroutine ends when the
 // Authenticator returns; the verdict is dropped).
 func (p *pendingConn) stopAuth() {
@@ -40,15 +54,15 @@ func (p *pendingConn) stopAuth() {
 // goroutine of its own and its verdict is picked up on a later tick.
 func (s *Server) handshakes() {
 	now := s.cfg.Now()
-	s.lingering.Due(now, s.closeConn)
-	keep := s.pending[:0]
-	for _, p := range s.pending {
+	s.hs.lingering.Due(now, s.closeConn)
+	keep := s.hs.pending[:0]
+	for _, p := range s.hs.pending {
 		if s.advanceHandshake(p, now) {
 			keep = append(keep, p)
 		}
 	}
-	clear(s.pending[len(keep):]) // release the connections that left
-	s.pending = keep
+	clear(s.hs.pending[len(keep):]) // release the connections that left
+	s.hs.pending = keep
 }
 
 // advanceHandshake moves p on; it reports whether p is still in the
@@ -105,7 +119,7 @@ func (s *Server) slotLimit(addr net.Addr) error {
 	if s.draining != nil {
 		return s.draining
 	}
-	n := s.authing + s.connected()
+	n := s.hs.authing + s.connected()
 	if n >= s.cfg.MaxClients {
 		return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, n, s.cfg.MaxClients)
 	}
@@ -119,7 +133,7 @@ func (s *Server) slotLimit(addr net.Addr) error {
 			from++
 		}
 	}
-	for _, p := range s.pending {
+	for _, p := range s.hs.pending {
 		if p.auth != nil && sourceOf(p.conn.RemoteAddr()) == src {
 			from++
 		}
@@ -162,7 +176,7 @@ func (s *Server) startAuth(p *pendingConn, now time.Time) {
 	left := s.cfg.HandshakeTimeout - now.Sub(p.since)
 	ctx, cancel := context.WithTimeout(context.Background(), max(left, 0))
 	p.auth, p.cancel = make(chan error, 1), cancel
-	s.authing++
+	s.hs.authing++
 	auth, remote, token := s.cfg.Authenticator, p.conn.RemoteAddr(), p.hello.Token
 	go func(done chan<- error) {
 		err := auth(ctx, remote, token)
@@ -178,7 +192,7 @@ func (s *Server) endAuth(p *pendingConn) {
 	if p.auth != nil {
 		p.stopAuth()
 		p.auth = nil
-		s.authing--
+		s.hs.authing--
 	}
 }
 
@@ -234,16 +248,16 @@ func (s *Server) admit(p *pendingConn, hash uint64) {
 		s.refuse(p, hash, fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, s.cfg.MaxClients, s.cfg.MaxClients))
 		return
 	}
-	info := welcomeInfo{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor),
-		Compression: s.cfg.Compression, Dictionary: dictionaryHash(s.cfg.CompressionDictionary)}
-	w := transport.Welcome{ClientID: id, Payload: info.append(nil)}
+	info := wire.Welcome{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor),
+		Compression: s.cfg.Compression, Dictionary: wire.DictionaryHash(s.cfg.CompressionDictionary)}
+	w := transport.Welcome{ClientID: id, Payload: info.Append(nil)}
 	if err := p.conn.SendMessage(w.Append(nil)); err != nil {
 		s.cfg.Logger.Warn("archenet: connection dropped: welcome failed", "remote", p.conn.RemoteAddr(), "err", err)
 		s.closeConn(p.conn, transport.CodeInternal, "welcome failed")
 		return
 	}
 	c := &remote{conn: p.conn}
-	c.init(id, &s.cfg, s.cfg.Now())
+	c.Init(id, peer.Config{Depth: s.cfg.Depth, NetRate: s.cfg.NetRate, MinRate: s.cfg.MinBytesPerSecond, MaxRate: s.cfg.MaxBytesPerSecond, MTU: s.cfg.MTU}, s.cfg.Now())
 	s.clients[id] = c
 	s.Stats.Connected++
 	s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.conn.RemoteAddr())
@@ -262,7 +276,7 @@ func (s *Server) reject(c transport.Conn, he *transport.HandshakeError, hash uin
 	// close may discard stream data in flight); the client closes first
 	// once it has read the Reject.
 	reason := transport.TruncateReason(he.Error(), 200)
-	if !s.lingering.Add(c, s.cfg.Now().Add(transport.RejectLinger), he.CloseCode(), reason) {
+	if !s.hs.lingering.Add(c, s.cfg.Now().Add(transport.RejectLinger), he.CloseCode(), reason) {
 		s.closeConn(c, he.CloseCode(), reason)
 	}
 	s.cfg.Logger.Info("archenet: client rejected", "remote", c.RemoteAddr(), "reason", he.Error())
@@ -279,9 +293,9 @@ func (s *Server) allocClientID() (ClientID, bool) {
 		return 0, true
 	}
 	for i := 0; i < 254; i++ {
-		id := (s.nextID-1+i)%254 + 1
+		id := (s.hs.nextID-1+i)%254 + 1
 		if s.clients[id] == nil {
-			s.nextID = id%254 + 1
+			s.hs.nextID = id%254 + 1
 			return ClientID(id), false
 		}
 	}

@@ -3,10 +3,16 @@ package replication
 import (
 	"cmp"
 	"slices"
-	"sync/atomic"
 	"time"
 
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/codec"
+	"github.com/archenet/archenet/replication/internal/encode"
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/gang"
+	"github.com/archenet/archenet/replication/internal/grid"
+	"github.com/archenet/archenet/replication/internal/peer"
+	arche "github.com/mlange-42/arche/ecs"
 )
 
 // worker is one goroutine's scratch for building peers' ticks: its own
@@ -14,47 +20,65 @@ import (
 // on the entity, the baseline and the client's view, so which worker encodes
 // it does not change them), and its own spawn-batch writer.
 type worker struct {
-	enc       *snapshot.Encoder
-	spawns    spawnWriter
-	relevance snapshot.Bitset // a client's next relevance, while it is computed
+	peer.Scratch               // its encoder and spawn batch writer
+	relevance    entity.Bitset // a client's next relevance, while it is computed
 	// wanted: the relevance of the peers the worker built this tick, for
 	// the next tick's pre-encoding
-	wanted snapshot.Bitset
+	wanted entity.Bitset
 }
 
-func newWorkers(cfg *ServerConfig, w *snapshot.World) ([]*worker, error) {
+func newWorkers(cfg *ServerConfig, g *encode.Group) ([]*worker, error) {
 	ws := make([]*worker, cfg.Workers)
 	for i := range ws {
-		ws[i] = &worker{enc: snapshot.NewEncoder(w)}
+		ws[i] = &worker{Scratch: peer.Scratch{Enc: g.NewEncoder()}}
 		if cfg.Compression {
-			c, err := snapshot.NewCompressor(cfg.CompressionDictionary)
+			c, err := codec.NewCompressor(cfg.CompressionDictionary)
 			if err != nil {
 				return nil, err
 			}
-			ws[i].enc.Compression = c
+			ws[i].Enc.Compression = c
 		}
 	}
 	return ws, nil
 }
 
+// tickWork is the state of a tick's parallel phases, kept so that they
+// allocate nothing per tick: the workers and their goroutines, the
+// clients of the tick (in client order, and by focus), what every peer
+// reads, the frame's, pre-encoding's and the peers' shares, and what the
+// interest grid reads.
+type tickWork struct {
+	workers  []*worker
+	gang     gang.Gang
+	active   []*remote // the clients of this tick's Send
+	byFocus  []*remote // active, ordered by interest focus for the workers
+	step     peer.Tick // what the peers of this tick's Send read
+	failed   []failedSend
+	frame    frameShares // a frame built on the workers (putShares)
+	pre      preShares   // the pre-encoding on the workers
+	peerJobs peerJobs    // the peers' phase on the workers
+	gridSrc  grid.Source
+	readPos  func(arche.Entity) components.Vec3 // Server.readPosition, made once
+}
+
 // preencode encodes, on the workers, the records most clients' datagrams
-// need this tick (see snapshot.World.BeginPreencode): each once, from the
+// need this tick (see store.Ring.BeginPreencode): each once, from the
 // frame just built, before the clients' builds copy them.
 func (s *Server) preencode() {
 	if s.cfg.NoPreencode {
 		return
 	}
-	n := s.snap.BeginPreencode()
+	n := s.group.BeginPreencode()
 	if n == 0 {
 		return
 	}
 	// Shares of whole words (of 64 slots), about preencodeWords each.
-	ps := &s.pre
+	ps := &s.work.pre
 	ps.words, ps.shares = n, min(max(n/preencodeWords, 1), maxFrameChunks)
 	if ps.run == nil {
 		ps.run = s.preencodeShare // (once: a method value is a closure)
 	}
-	s.gang.eachOn(ps.shares, ps.run)
+	s.work.gang.EachOn(ps.shares, ps.run)
 }
 
 // preShares is the state of the pre-encoding on the workers: the words of
@@ -66,8 +90,8 @@ type preShares struct {
 
 // preencodeShare pre-encodes share c on worker wi.
 func (s *Server) preencodeShare(wi, c int) {
-	n, k := s.pre.words, s.pre.shares
-	s.workers[wi].enc.Preencode(c*n/k, (c+1)*n/k)
+	n, k := s.work.pre.words, s.work.pre.shares
+	s.work.workers[wi].Enc.Preencode(c*n/k, (c+1)*n/k)
 }
 
 // endPreencode hands the next tick's pre-encoding what this tick's peers
@@ -77,12 +101,12 @@ func (s *Server) endPreencode() {
 	if s.cfg.NoPreencode {
 		return
 	}
-	wanted := &s.workers[0].wanted
-	for _, w := range s.workers[1:] {
+	wanted := &s.work.workers[0].wanted
+	for _, w := range s.work.workers[1:] {
 		wanted.Or(w.wanted)
 		clear(w.wanted)
 	}
-	s.snap.EndPreencode(s.encoders, *wanted)
+	s.group.EndPreencode(*wanted)
 	clear(*wanted)
 }
 
@@ -99,19 +123,19 @@ const preencodeWords = 2
 // they need much the same records, which the worker's cache then encodes
 // once.
 func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
-	if s.interest != nil && len(s.workers) > 1 {
-		s.byFocus = append(s.byFocus[:0], peers...)
-		peers = s.byFocus
+	if s.interest != nil && len(s.work.workers) > 1 {
+		s.work.byFocus = append(s.work.byFocus[:0], peers...)
+		peers = s.work.byFocus
 		slices.SortFunc(peers, func(a, b *remote) int {
-			if c := cmp.Compare(a.rel.focusX, b.rel.focusX); c != 0 {
+			if c := cmp.Compare(a.rel.FocusX, b.rel.FocusX); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.id, b.id)
+			return cmp.Compare(a.ID, b.ID)
 		})
 	}
-	s.step = peerTick{tick: s.tick, now: now, netRate: s.cfg.NetRate, world: s.snap,
-		slots: s.slots, relayout: s.relayout, plans: s.plans, weights: s.weights}
-	pj := &s.peerJobs
+	s.work.step = peer.Tick{Tick: s.tick, Now: now, NetRate: s.cfg.NetRate, Ring: s.ring,
+		Slots: s.slots.Infos, Relayout: s.slots.Relayout, Plans: s.plans, Weights: s.slots.Weights}
+	pj := &s.work.peerJobs
 	if pj.build == nil {
 		pj.build = s.buildPeer // (once: a method value is a closure)
 	}
@@ -125,17 +149,17 @@ func (s *Server) buildPeers(peers []*remote, now time.Time, then func()) {
 func (s *Server) buildPeer(w *worker, p *remote) {
 	s.updateRelevance(p, w)
 	if !s.cfg.NoPreencode {
-		w.wanted.Or(p.plan.relevant)
+		w.wanted.Or(p.plan.Relevant)
 	}
-	p.peer.tick(&s.step, &p.plan, w)
+	p.Peer.Tick(&s.work.step, &p.plan, &w.Scratch)
 	p.built.Store(true)
-	if then := s.peerJobs.then; then != nil && w == s.workers[0] {
+	if then := s.work.peerJobs.then; then != nil && w == s.work.workers[0] {
 		then()
 	}
 }
 
 // endPeers ends the tick's Builds of a worker that built peers.
-func endPeers(w *worker) { w.enc.EndTick() }
+func endPeers(w *worker) { w.Enc.EndTick() }
 
 // sendPeers builds the active peers' ticks on the workers and hands each to
 // its connection in client order, as soon as it and those before it are
@@ -144,30 +168,30 @@ func endPeers(w *worker) { w.enc.EndTick() }
 // same calls in the same order as when everything is handed over after).
 // Connections that fail are dropped after.
 func (s *Server) sendPeers(now time.Time) {
-	for _, p := range s.active {
+	for _, p := range s.work.active {
 		p.built.Store(false)
 	}
-	pj := &s.peerJobs
+	pj := &s.work.peerJobs
 	pj.flushed = 0 // s.active[:flushed] are handed over
 	if pj.flush == nil {
 		pj.flush = s.flushBuilt // (once)
 	}
-	s.failed = s.failed[:0]
-	s.buildPeers(s.active, now, pj.flush)
+	s.work.failed = s.work.failed[:0]
+	s.buildPeers(s.work.active, now, pj.flush)
 	s.flushBuilt() // (every peer is built now)
-	for _, f := range s.failed {
+	for _, f := range s.work.failed {
 		s.sendFailed(f.p, f.err)
 	}
-	clear(s.failed)
+	clear(s.work.failed)
 }
 
 // flushBuilt hands the built peers that follow the handed-over ones to
 // their connections, in order (on the caller's goroutine).
 func (s *Server) flushBuilt() {
-	pj, active := &s.peerJobs, s.active
+	pj, active := &s.work.peerJobs, s.work.active
 	for pj.flushed < len(active) && active[pj.flushed].built.Load() {
 		if err := s.flush(active[pj.flushed]); err != nil {
-			s.failed = append(s.failed, failedSend{active[pj.flushed], err})
+			s.work.failed = append(s.work.failed, failedSend{active[pj.flushed], err})
 		}
 		pj.flushed++
 	}
@@ -193,7 +217,7 @@ type peerJobs struct {
 	n     int // shares
 	fn    func(w *worker, p *remote)
 	end   func(w *worker)
-	taken [maxShares]shareClaims
+	taken [maxShares]gang.Claims
 	run   func(wi int) // runPeers
 }
 
@@ -211,32 +235,32 @@ type peerJobs struct {
 // (measured: 254 clients × 2000 entities on two workers encoded 1.22× the
 // records one worker does, against 1.31× with both taking from the front).
 func (s *Server) eachPeer(peers []*remote, fn func(w *worker, p *remote), done func(w *worker)) {
-	n := min(len(s.workers), len(peers), maxShares)
+	n := min(len(s.work.workers), len(peers), maxShares)
 	if n <= 1 {
 		for _, p := range peers {
-			fn(s.workers[0], p)
+			fn(s.work.workers[0], p)
 		}
 		if done != nil {
-			done(s.workers[0])
+			done(s.work.workers[0])
 		}
 		return
 	}
-	pj := &s.peerJobs
+	pj := &s.work.peerJobs
 	pj.peers, pj.n, pj.fn, pj.end = peers, n, fn, done
 	for i := range pj.taken {
-		pj.taken[i].v.Store(0)
+		pj.taken[i].Reset()
 	}
 	if pj.run == nil {
 		pj.run = s.runPeers // (once)
 	}
-	s.gang.run(pj.run)
+	s.work.gang.Run(pj.run)
 	pj.peers, pj.fn, pj.end = nil, nil, nil
 }
 
 // runPeers is eachPeer's job on worker wi.
 func (s *Server) runPeers(wi int) {
-	pj := &s.peerJobs
-	w, peers, n := s.workers[wi], pj.peers, pj.n
+	pj := &s.work.peerJobs
+	w, peers, n := s.work.workers[wi], pj.peers, pj.n
 	for k := range n {
 		si := (wi + k) % n
 		lo, hi := si*len(peers)/n, (si+1)*len(peers)/n
@@ -245,7 +269,7 @@ func (s *Server) runPeers(wi int) {
 			fromBack = !fromBack // ...and a helper's
 		}
 		for {
-			j, ok := pj.taken[si].claim(lo, hi, fromBack)
+			j, ok := pj.taken[si].Claim(lo, hi, fromBack)
 			if !ok {
 				break
 			}
@@ -254,29 +278,6 @@ func (s *Server) runPeers(wi int) {
 	}
 	if pj.end != nil {
 		pj.end(w)
-	}
-}
-
-// shareClaims hands out the indices of a share [lo, hi) from both ends:
-// how many were taken from the front (low 32 bits) and from the back.
-type shareClaims struct{ v atomic.Uint64 }
-
-// claim takes the next index from the front or the back; false when none
-// is left.
-func (c *shareClaims) claim(lo, hi int, back bool) (int, bool) {
-	for {
-		v := c.v.Load()
-		front, rear := int(v&(1<<32-1)), int(v>>32)
-		if lo+front >= hi-rear {
-			return 0, false
-		}
-		if back {
-			if c.v.CompareAndSwap(v, v+1<<32) {
-				return hi - 1 - rear, true
-			}
-		} else if c.v.CompareAndSwap(v, v+1) {
-			return lo + front, true
-		}
 	}
 }
 

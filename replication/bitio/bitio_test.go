@@ -416,3 +416,17 @@ func TestTail(t *testing.T) {
 	_, ok := w.Tail(1)
 	require.False(t, ok, "an unaligned start")
 }
+
+// ExpGolombLen is the length WriteExpGolomb writes, and ExpGolombCode's n.
+func TestExpGolombLen(t *testing.T) {
+	for k := uint(0); k <= 7; k++ {
+		for _, v := range []uint64{0, 1, 2, 3, 6, 7, 100, 1 << 20, 1<<31 - 1, 1 << 40} {
+			var w Writer
+			w.WriteExpGolomb(v, k)
+			_, n := ExpGolombCode(v, k)
+			if got := ExpGolombLen(v, k); got != w.BitLen() || got != int(n) {
+				t.Fatalf("ExpGolombLen(%d, %d) = %d, written %d, code %d", v, k, got, w.BitLen(), n)
+			}
+		}
+	}
+}

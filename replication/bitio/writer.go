@@ -132,6 +132,14 @@ func (w *Writer) WriteExpGolomb(v uint64, k uint) {
 	w.WriteBits(x&^(1<<(l-1)), l-1)
 }
 
+// ExpGolombLen returns the length in bits of v's exp-Golomb code of order k
+// ([Writer.WriteExpGolomb]), for v < 2^62: what a size estimate needs
+// without writing.
+func ExpGolombLen(v uint64, k uint) int {
+	l := bits.Len64(v + 1<<k)
+	return 2*(l-1-int(k)) + 1 + int(k)
+}
+
 // ExpGolombCode returns the bits [Writer.WriteExpGolomb] writes for v at
 // order k (v < 2^62, k ≤ 30), as one field of n bits, least significant
 // first; the field holds them only when n < 64 (v below about 2^31), which

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/archenet/archenet/replication/internal/snapshot"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -22,7 +22,7 @@ type Recorder struct {
 }
 
 type tickParts struct {
-	head  snapshot.Header // of part 0
+	head  wire.Header // of part 0
 	parts map[int][]byte
 	want  int
 }
@@ -64,7 +64,7 @@ func (r *Recorder) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 }
 
 func (r *Recorder) note(b []byte) {
-	h, err := snapshot.ParseHeader(b)
+	h, err := wire.ParseHeader(b)
 	if err != nil {
 		return
 	}

@@ -1,0 +1,148 @@
+package baseline
+
+import "github.com/archenet/archenet/replication/internal/entity"
+
+// The views a Build records: Begin empties the view of the tick, which
+// takes the baseline's members (ShareMembers) and then changes them record
+// by record (SetMember), with the records each datagram carried (AddRec)
+// and the entries the budget deferred (AddBehind).
+
+// spareSets is how many unused member sets keep their arrays for reuse.
+const spareSets = 2
+
+// spareRecs is how many unused record lists a tracker keeps for reuse.
+const spareRecs = 4
+
+// memberSet is a set of entities one or more views hold.
+type memberSet struct {
+	bits entity.Bitset
+	refs int32 // views holding it
+}
+
+// Begin returns the view of tick, emptied: no members, no deferred
+// entries, no records; the caller sets its fields and fills it.
+func (t *Tracker) Begin(tick uint32) *View {
+	v := &t.views[tick%uint32(len(t.views))]
+	t.releaseMembers(v)
+	t.releaseRecs(v)
+	if v.behindArr {
+		// (an array a burst of deferrals grew is let go: shrunk)
+		l := t.listsOf(v)
+		l.behind = shrunk(l.behind)
+		v.behindArr = l.behind != nil
+	}
+	v.hasBehind = false
+	v.Tick = tick
+	v.used = true
+	v.acked = false
+	return v
+}
+
+// ShareMembers makes v hold the member set of from (nil: none).
+func (t *Tracker) ShareMembers(v, from *View) {
+	t.releaseMembers(v)
+	if from != nil && from.members >= 0 {
+		v.members = from.members
+		t.sets[v.members].refs++
+	}
+}
+
+// releaseMembers lets go of v's member set.
+func (t *Tracker) releaseMembers(v *View) {
+	if v.members < 0 {
+		return
+	}
+	s := &t.sets[v.members]
+	if s.refs--; s.refs == 0 {
+		if len(t.freeSets) >= spareSets {
+			s.bits = nil // (a burst of distinct sets is over: not kept resident)
+		}
+		t.freeSets = append(t.freeSets, v.members)
+	}
+	v.members = -1
+}
+
+// SetMember adds slot to v's members (in) or takes it out, copying the
+// set first if other views share it; a set it does not change is not
+// copied.
+func (t *Tracker) SetMember(v *View, slot uint32, in bool) {
+	if t.Members(v).Has(slot) == in {
+		return
+	}
+	if v.members < 0 || t.sets[v.members].refs > 1 {
+		var i int32
+		if n := len(t.freeSets); n > 0 {
+			i, t.freeSets = t.freeSets[n-1], t.freeSets[:n-1]
+		} else {
+			t.sets = append(t.sets, memberSet{})
+			i = int32(len(t.sets) - 1)
+		}
+		s := &t.sets[i]
+		s.bits = append(s.bits[:0], t.Members(v)...)
+		s.refs = 1
+		t.releaseMembers(v)
+		v.members = i
+	}
+	if s := &t.sets[v.members]; in {
+		s.bits.Set(slot)
+	} else {
+		s.bits.Clear(slot)
+	}
+}
+
+// AddBehind appends a deferred entry to v's (in slot order).
+func (t *Tracker) AddBehind(v *View, b Behind) {
+	l := t.listsOf(v)
+	if !v.hasBehind {
+		l.behind = l.behind[:0]
+	}
+	l.behind = append(l.behind, b)
+	v.hasBehind, v.behindArr = true, true
+}
+
+// AddRec appends a sent record to v's list (in slot order): a tick of
+// several datagrams lists its records, for an ack naming only some of them.
+func (t *Tracker) AddRec(v *View, r Rec) {
+	l := t.listsOf(v)
+	if !v.hasRecs {
+		l.recs = t.takeRecs()
+		v.hasRecs = true
+	}
+	l.recs = append(l.recs, r)
+}
+
+// releaseRecs gives v's per-datagram record list back to the tracker's
+// pool: only views whose ack is still to come hold one.
+func (t *Tracker) releaseRecs(v *View) {
+	if !v.hasRecs {
+		return
+	}
+	l := t.listsOf(v)
+	if r := shrunk(l.recs); r != nil && len(t.recsPool) < spareRecs {
+		t.recsPool = append(t.recsPool, r) // (a burst's long list is let go: shrunk)
+	}
+	l.recs = nil
+	v.hasRecs = false
+}
+
+// DropSpareRecs lets one pooled record list go: a tick of one datagram
+// calls it, so that the lists of a burst of multi-datagram ticks do not stay
+// resident.
+func (t *Tracker) DropSpareRecs() {
+	if n := len(t.recsPool); n > 0 {
+		t.recsPool[n-1] = nil
+		t.recsPool = t.recsPool[:n-1]
+	}
+}
+
+// takeRecs returns an empty record list from the pool (nil if none).
+func (t *Tracker) takeRecs() []Rec {
+	n := len(t.recsPool)
+	if n == 0 {
+		return nil
+	}
+	r := t.recsPool[n-1]
+	t.recsPool[n-1] = nil
+	t.recsPool = t.recsPool[:n-1]
+	return r
+}

@@ -1,0 +1,448 @@
+package peer
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+	"unsafe"
+
+	"github.com/archenet/archenet/replication/internal/baseline"
+	"github.com/archenet/archenet/replication/internal/congestion"
+	"github.com/archenet/archenet/replication/internal/encode"
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/slots"
+	"github.com/archenet/archenet/replication/internal/store"
+	"github.com/archenet/archenet/replication/internal/wire"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// Peer is the server's side of one client's channel, as a pure state
+// machine (in the manner of etcd's raft): what it needs comes in with each
+// call — the client's datagrams with the time they arrived
+// ([Peer.Receive]), and once per net tick the tick's shared, read-only
+// state ([Tick]: the frame ring, the slot table, what changed layout, the
+// weights, the time) with the client's own [Plan] (its relevance, its
+// datagram size, the input hooks' answers) — and what it produces goes out
+// in [Peer.Out]: a spawn batch, the ready message, the snapshot datagrams.
+// It holds no connection, no Server, no lock and starts no goroutine: the
+// Server pumps the connection, computes relevance and calls the game's
+// hooks, and peers of one tick run in parallel because each writes only
+// itself and its worker's Scratch.
+//
+// A Peer is the client's whole replication state on the server: its
+// baselines (Tracker), its progress (what was sent when, and the acks),
+// its rate control (RTT and Rate) and its counters.
+type Peer struct {
+	ID      uint8
+	Tracker baseline.Tracker // (held inline: one block with the peer's own state)
+
+	// Spawned is what the client was told to spawn over the reliable
+	// channel; each with the Meta of its slot at the last frame (what
+	// changed since, Tick.Relayout says).
+	Spawned entity.Bitset
+	Ready   bool // the ready message went out
+	// synced: Spawned equalled the relevance after the last spawnDiff
+	synced bool
+
+	sent   []sentRecord // ring by tick
+	judged uint32       // next sent tick to judge for loss
+	RTT    congestion.RTT
+	Rate   congestion.Controller
+
+	// RX is the input sections received this tick, for the game's input
+	// hook; RxErr a protocol error in what the client sent this tick.
+	RX    []RxInput
+	RxErr error
+	// acks received, taken in by the peer's next tick (in parallel with
+	// the other peers') or, failing that, its next BeginReceive
+	acks []heardAck
+
+	Out    Output // this tick's output, for the server to send
+	msgBuf []byte // the spawn batch's buffer
+	msgLen int    // the last batch's length
+
+	heard     time.Time // the last datagram from the client (or the Welcome)
+	welcomed  time.Time
+	firstSent time.Time // the first tick built for the client (JoinTimeout)
+
+	// Counters since the Welcome.
+	Counters Counters
+}
+
+// Counters are a peer's cumulative counts.
+type Counters struct {
+	SnapshotBytes, SpawnBytes uint64
+	Datagrams                 uint64
+}
+
+// Tick is what every peer of a net tick reads and none writes: the
+// server's state after its sequential phase.
+type Tick struct {
+	Tick    uint32
+	Now     time.Time
+	NetRate int // net ticks per second (the budget's refill)
+	Ring    *store.Ring
+	// Slots is the slot table (slot → alive, generation, Meta, predicted
+	// spawn key); Relayout the slots whose generation, owner or component
+	// set changed this tick, with their Meta before.
+	Slots    []slots.Info
+	Relayout []slots.Relaid
+	Plans    []*schema.Plan
+	Weights  []float32 // per-slot priority weights
+}
+
+// RxInput is the input section of one client datagram and the tick it
+// acked.
+type RxInput struct {
+	Ack     uint32
+	Section []byte
+}
+
+// heardAck is an ack and when it was received: the time first, so that
+// it shares the Ack's first cache line (its header; Parts are read only
+// for a tick that lost datagrams).
+type heardAck struct {
+	at  time.Time
+	ack wire.Ack
+}
+
+// Plan is what the server decides for one peer before its tick: the
+// answers of the user's hooks and the connection, which must not be called
+// from several goroutines, and the client's relevance.
+type Plan struct {
+	MTU int
+	Opt encode.BuildOptions // input extension fields
+	// Relevant is the entities the client is to hold this tick;
+	// RelevanceChanged: it may differ from the last tick's (it was
+	// recomputed, or an entity was spawned, despawned or changed its
+	// components).
+	Relevant         entity.Bitset
+	RelevanceChanged bool
+}
+
+// Output is what one tick of a peer produced.
+type Output struct {
+	SpawnMsg         []byte // spawn/despawn batch (nil: none)
+	ReadyMsg         bool   // send the ready message after it
+	Spawns, Despawns int
+	Pkts             encode.Packets
+	Info             encode.BuildInfo
+	Encoder          *encode.Encoder // the worker's, for its cache statistics
+}
+
+// Scratch is one worker goroutine's for the peers it builds: its encoder
+// (with its record cache) and its spawn batch writer.
+type Scratch struct {
+	Enc    *encode.Encoder
+	Spawns wire.SpawnWriter
+}
+
+// Config is what a peer needs of the server's configuration.
+type Config struct {
+	Depth   int // snapshot ring depth
+	NetRate int // net ticks per second
+	// MinRate and MaxRate bound the client's byte rate; MTU is the
+	// server's datagram size.
+	MinRate, MaxRate, MTU int
+}
+
+// minLossHorizon is the least time a snapshot datagram waits for its ack
+// before it counts as lost (at least 4 smoothed RTTs).
+const minLossHorizon = 300 * time.Millisecond
+
+// sentRecord is what the server sent a client at one tick: 24 bytes, no
+// pointer.
+type sentRecord struct {
+	at    int64 // when: the peer's clock (peer.clock)
+	tick  uint32
+	bytes uint32 // of its datagrams
+	parts uint8  // datagrams (≤ wire.MaxParts)
+	got   uint8  // of them, the client acked (valid once acked)
+	acked bool
+}
+
+// sentWindow is how long a peer's ring of sentRecords reaches back: longer
+// than the snapshot ring, so that RTT is still measured when a congested
+// queue delays acks by seconds (an ack later than that finds its record
+// gone: the path is in an outage, which the budget handles).
+const sentWindow = 4 // seconds
+
+// sentRing is the length of the ring at netRate ticks per second.
+func sentRing(netRate int) int { return max(64, sentWindow*netRate) }
+
+// clock returns now on the peer's clock: nanoseconds since its Welcome.
+func (p *Peer) clock(now time.Time) int64 { return int64(now.Sub(p.welcomed)) }
+
+// sentAt returns when r was sent.
+func (p *Peer) sentAt(r *sentRecord, now time.Time) time.Time {
+	return now.Add(-time.Duration(p.clock(now) - r.at))
+}
+
+// Init makes p the state of client id, welcomed at now.
+func (p *Peer) Init(id uint8, cfg Config, now time.Time) {
+	*p = Peer{ID: id, sent: make([]sentRecord, sentRing(cfg.NetRate)), heard: now, welcomed: now}
+	p.Tracker.Init(id, cfg.Depth)
+	p.Rate = congestion.NewController(float64(cfg.MinRate), float64(cfg.MaxRate), cfg.MTU)
+}
+
+// Silent reports why the client is to be dropped for silence: no datagram
+// for longer than timeout (> 0) before now, or no acknowledged snapshot
+// joinTimeout (> 0) after the first was sent (a server whose Send does not
+// run is not the client's fault); "" if it is alive. sender names what
+// sends for the client (Client.Send, or an input helper's system).
+func (p *Peer) Silent(now time.Time, timeout, joinTimeout time.Duration, sender string) string {
+	if joinTimeout > 0 && p.Tracker.NewestAck == 0 && !p.firstSent.IsZero() && now.Sub(p.firstSent) > joinTimeout {
+		if p.heard.Equal(p.welcomed) {
+			return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and %s?); ServerConfig.JoinTimeout", joinTimeout, sender)
+		}
+		return fmt.Sprintf("the client acknowledged no snapshot in the %v since its Welcome (is it running Client.Receive?); ServerConfig.JoinTimeout", joinTimeout)
+	}
+	if timeout <= 0 || now.Sub(p.heard) <= timeout {
+		return ""
+	}
+	if p.heard.Equal(p.welcomed) {
+		return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and %s?)", timeout, sender)
+	}
+	return fmt.Sprintf("no datagram from the client for %v (dead link, or the client stopped running %s)", timeout, sender)
+}
+
+// MemoryBytes returns the bytes the peer holds for its client (capacities;
+// not the output it lends the server for the tick, which the worker's
+// encoder owns).
+func (p *Peer) MemoryBytes() int {
+	n := int(unsafe.Sizeof(*p)) - int(unsafe.Sizeof(p.Tracker)) + p.Tracker.MemoryBytes()
+	n += cap(p.Spawned) * 8
+	n += cap(p.sent)*int(unsafe.Sizeof(sentRecord{})) + cap(p.acks)*int(unsafe.Sizeof(heardAck{}))
+	n += cap(p.RX)*int(unsafe.Sizeof(RxInput{})) + cap(p.msgBuf)
+	return n
+}
+
+// BeginReceive starts a net tick's receiving: the last tick's input
+// sections and error are forgotten, acks kept since are taken in.
+func (p *Peer) BeginReceive() {
+	p.RX, p.RxErr = p.RX[:0], nil
+	p.takeAcks() // (kept since a Receive that no Send followed)
+}
+
+// Receive takes one datagram from the client, which arrived at now:
+// its ack is kept for the next tick and its input section for the Input
+// hook (p.RX). After an error (p.RxErr, also returned) the client is to be
+// dropped; the datagram's bytes are held until the next beginReceive.
+func (p *Peer) Receive(d []byte, now time.Time, serverTick uint32) error {
+	newest, input, err := p.onDatagram(d, now, serverTick)
+	if err != nil {
+		p.RxErr = err
+		return err
+	}
+	if len(p.acks) >= maxKeptAcks {
+		p.takeAcks() // (a flood of datagrams keeps no memory)
+	}
+	if len(input) > 0 {
+		p.RX = append(p.RX, RxInput{Ack: newest, Section: input})
+	}
+	return nil
+}
+
+// maxKeptAcks bounds the acks a peer keeps for its tick.
+const maxKeptAcks = 16
+
+// onDatagram takes one datagram from the client: it keeps its ack for
+// takeAcks and returns its input section, for the server's input hook.
+// serverTick is the newest tick the server built; an ack of a later one is
+// a protocol error.
+func (p *Peer) onDatagram(d []byte, now time.Time, serverTick uint32) (newest uint32, input []byte, err error) {
+	if n := len(p.acks); n < cap(p.acks) {
+		p.acks = p.acks[:n+1] // (parsed into in place: an Ack is 300 bytes)
+	} else {
+		p.acks = append(p.acks, heardAck{})
+	}
+	h := &p.acks[len(p.acks)-1]
+	h.at = now
+	ack := &h.ack
+	if input, err = wire.ParseClientHeaderInto(ack, d); err != nil {
+		p.acks = p.acks[:len(p.acks)-1]
+		return 0, nil, err
+	}
+	if ack.Newest != 0 && int32(ack.Newest-serverTick) > 0 {
+		p.acks = p.acks[:len(p.acks)-1]
+		return 0, nil, fmt.Errorf("ack of tick %d from the future (server tick %d)", ack.Newest, serverTick)
+	}
+	p.heard = now
+	return ack.Newest, input, nil
+}
+
+// takeAcks takes in the acks onDatagram kept, in the order they came.
+func (p *Peer) takeAcks() {
+	for i := range p.acks {
+		p.onAck(&p.acks[i].ack, p.acks[i].at)
+	}
+	p.acks = p.acks[:0]
+}
+
+func (p *Peer) onAck(a *wire.Ack, now time.Time) {
+	if a.Newest == 0 {
+		return
+	}
+	if a.Newest != p.Tracker.NewestAck {
+		p.Rate.OnAck(now)
+	}
+	fresh := p.Tracker.Ack(a)
+	mark := func(t uint32, sample bool) {
+		r := &p.sent[t%uint32(len(p.sent))]
+		if r.tick != t || r.acked {
+			return
+		}
+		r.acked = true
+		held, _ := a.Holds(t)
+		n := max(int(r.parts), 1)
+		r.got = uint8(congestion.HeldParts(held, n))
+		if r.bytes > 0 {
+			p.Rate.OnDelivered(float64(r.bytes) * float64(r.got) / float64(n))
+		}
+		if at := p.sentAt(r, now); sample && !at.Before(p.Rate.Outage()) {
+			// (Datagrams sent before an outage ended measure the outage, or
+			// the queues it filled, not the path.)
+			p.RTT.Sample(now.Sub(at), now)
+		}
+	}
+	for f := fresh; f != 0; f &= f - 1 {
+		if i := uint32(bits.TrailingZeros64(f)); a.Newest > i {
+			mark(a.Newest-i, i == 0)
+		}
+	}
+}
+
+// judgeLoss hands the budget controller every sent record whose fate is
+// known, oldest first: acked ones (an ack is final about which datagrams of
+// its tick arrived), ones the client skipped (it acked a tick reorderThreshold
+// or more later), and ones older than 4 smoothed RTTs (at least
+// minLossHorizon) without an ack.
+func (p *Peer) judgeLoss(tick uint32, now time.Time) {
+	horizon := max(4*p.RTT.SRTT(), minLossHorizon)
+	if p.judged == 0 || int32(tick-p.judged) > int32(len(p.sent)) {
+		p.judged = tick // first tick, or the ring lapped: nothing older to judge
+	}
+	newest := p.Tracker.NewestAck
+	for ; int32(tick-p.judged) > 0; p.judged++ {
+		r := &p.sent[p.judged%uint32(len(p.sent))]
+		if r.tick != p.judged || r.bytes == 0 {
+			continue
+		}
+		skipped := newest != 0 && int32(newest-r.tick) >= reorderThreshold && int32(newest-r.tick) < wire.AckWindow
+		at := p.sentAt(r, now)
+		if !r.acked && !skipped && now.Sub(at) < horizon {
+			return
+		}
+		got := 0
+		if r.acked {
+			got = int(r.got)
+		}
+		p.Rate.Account(max(int(r.parts), 1), got, at)
+	}
+}
+
+// reorderThreshold is how many later ticks a client may ack before an
+// unacked tick counts as lost (datagrams overtaken by a few later ones are
+// reordered, not lost).
+const reorderThreshold = 3
+
+// Tick builds what the client gets this net tick into p.Out: spawns and
+// despawns for what entered or left its relevance (or changed layout), the
+// ready message after the first batch, and the snapshot datagrams, built
+// with the worker's encoder. It reads t and plan only and writes p and w.
+func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
+	p.takeAcks()
+	p.judgeLoss(t.Tick, t.Now)
+	p.Rate.Update(t.Now, &p.RTT, plan.MTU)
+	p.Rate.Refill(1 / float64(t.NetRate))
+	p.Out.Encoder = w.Enc
+	p.spawnDiff(t, plan, &w.Spawns)
+	if !p.Ready {
+		p.Ready, p.Out.ReadyMsg = true, true
+	}
+	opt := plan.Opt
+	opt.Budget, opt.Relevant, opt.Weights = plan.MTU, p.Spawned, t.Weights
+	opt.Allowance, opt.Limited = p.Rate.Allowance(math.MaxInt32)
+	p.Out.Info = w.Enc.Build(&p.Tracker, opt, &p.Out.Pkts)
+	p.Rate.Spend(p.Out.Info.Bytes)
+	if p.firstSent.IsZero() {
+		p.firstSent = t.Now
+	}
+	p.sent[t.Tick%uint32(len(p.sent))] = sentRecord{tick: t.Tick, at: p.clock(t.Now), bytes: uint32(p.Out.Info.Bytes), parts: uint8(p.Out.Pkts.Len())}
+	p.Counters.SnapshotBytes += uint64(p.Out.Info.Bytes)
+	p.Counters.Datagrams += uint64(p.Out.Pkts.Len())
+	p.Counters.SpawnBytes += uint64(len(p.Out.SpawnMsg))
+}
+
+// spawnDiff writes the spawn/despawn batch that brings the client's mirrors
+// in line with its interest: despawns of freed or reincarnated slots and
+// spawns of component-set changes first (in the order the slots changed),
+// then entries leaving interest, then entries entering it, each in slot
+// order (so a client at its entity bound makes room before it is asked to
+// take more). When the interest set did not change (changed is false) and
+// the last diff left the spawned set equal to it, there is nothing to do.
+func (p *Peer) spawnDiff(t *Tick, plan *Plan, sw *wire.SpawnWriter) {
+	p.Out.Spawns, p.Out.Despawns = 0, 0
+	p.Out.SpawnMsg = nil
+	if !plan.RelevanceChanged && p.synced && len(t.Relayout) == 0 {
+		return
+	}
+	f := t.Ring.Current()
+	relevant := plan.Relevant
+	sw.Reset()
+	synced := true
+	despawn := func(slot, gen uint32) {
+		sw.Add(t.Plans, wire.SpawnEntry{Despawn: true, Slot: slot, Meta: entity.Meta{Gen: gen}}, false)
+		p.Spawned.Clear(slot)
+		p.Out.Despawns++
+	}
+	spawn := func(slot uint32) {
+		i := f.Lookup(slot)
+		if i < 0 {
+			synced = false // (retried next tick)
+			return
+		}
+		m := f.Metas[i]
+		si := &t.Slots[slot]
+		owner := p.ID != 0 && m.Owner == p.ID
+		sw.Add(t.Plans, wire.SpawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i),
+			HasKey: owner && si.Keyed && si.Key.Owner == p.ID, Key: si.Key.Key}, owner)
+		p.Spawned.Set(slot)
+		p.Out.Spawns++
+	}
+	for _, r := range t.Relayout {
+		if !p.Spawned.Has(r.Slot) {
+			continue
+		}
+		// The client holds r.Slot as it was at the last frame: r.Was.
+		si := &t.Slots[r.Slot]
+		switch {
+		case !si.Alive || si.Gen != r.Was.Gen:
+			despawn(r.Slot, r.Was.Gen)
+		case si.Meta.Set != r.Was.Set && relevant.Has(r.Slot):
+			spawn(r.Slot) // component set change: same slot and generation
+		}
+	}
+	// (Two passes over the words where the sets differ: few, in a big world.)
+	words := max(len(relevant), len(p.Spawned))
+	for wi := entity.NextDiff(p.Spawned, relevant, 0); wi < words; wi = entity.NextDiff(p.Spawned, relevant, wi+1) {
+		for rem := p.Spawned.Word(wi) &^ relevant.Word(wi); rem != 0; rem &= rem - 1 {
+			slot := uint32(wi*64 + bits.TrailingZeros64(rem))
+			despawn(slot, t.Slots[slot].Gen) // (a slot whose generation changed is gone already)
+		}
+	}
+	for wi := entity.NextDiff(p.Spawned, relevant, 0); wi < words; wi = entity.NextDiff(p.Spawned, relevant, wi+1) {
+		for add := relevant.Word(wi) &^ p.Spawned.Word(wi); add != 0; add &= add - 1 {
+			spawn(uint32(wi*64 + bits.TrailingZeros64(add)))
+		}
+	}
+	p.synced = synced
+	if cap(p.msgBuf) > 4096 && p.msgLen < cap(p.msgBuf)/8 {
+		p.msgBuf = nil // (a burst of spawns is over)
+	}
+	p.msgLen = 0
+	if msg := sw.Bytes(t.Tick, p.msgBuf); msg != nil {
+		p.msgBuf, p.Out.SpawnMsg, p.msgLen = msg, msg, len(msg)
+	}
+}

@@ -1,0 +1,118 @@
+// Package slots is the server's slot table: which arche entity each net
+// slot holds, its generation (bumped when a slot is reused, so a stale
+// reference is never taken for the new entity), its identity and layout as
+// clients are told it, and the slots whose layout changed this tick.
+package slots
+
+import (
+	arche "github.com/mlange-42/arche/ecs"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/entity"
+)
+
+// Info is the record of one net slot.
+type Info struct {
+	Entity arche.Entity
+	Gen    uint32
+	Meta   entity.Meta
+	Alive  bool
+	Dirty  bool // MarkDirty since the last frame
+	Rep    components.Replicated
+	Keyed  bool // a predicted spawn of its owner (Server.PredictedSpawn)
+	Key    Key  // its owner and key
+	noted  uint32
+}
+
+// Key is a predicted spawn's key with the client that owns it.
+type Key struct {
+	Owner uint8
+	Key   uint32
+}
+
+// Relaid is a slot whose generation, owner or component set changed this
+// tick (a spawn, a despawn, a reuse, a component added or removed), with
+// what it was at the last frame: the Meta a client that holds it was sent.
+// Each slot is listed at most once per tick.
+type Relaid struct {
+	Slot     uint32
+	Was      entity.Meta
+	WasAlive bool
+}
+
+// Table is the slot table. Infos is indexed by slot; Alive and Fresh are
+// sets of slots; Relayout lists this tick's layout changes (NoteLayout);
+// Weights is each slot's priority weight.
+type Table struct {
+	Infos    []Info
+	Alive    entity.Bitset
+	Fresh    entity.Bitset // slots allocated since the caller last reset it
+	Relayout []Relaid
+	Weights  []float32
+	free     []uint32
+	byEntity map[arche.Entity]uint32
+	tick     uint32
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table { return &Table{byEntity: map[arche.Entity]uint32{}} }
+
+// Begin starts tick: layout changes are noted for it.
+func (t *Table) Begin(tick uint32) { t.tick = tick }
+
+// EndTick forgets the tick's layout changes.
+func (t *Table) EndTick() { t.Relayout = t.Relayout[:0] }
+
+// Of returns the slot of e.
+func (t *Table) Of(e arche.Entity) (uint32, bool) {
+	slot, ok := t.byEntity[e]
+	return slot, ok
+}
+
+// NoteLayout lists slot in Relayout with its state before this tick's
+// first change to it; call it before changing the slot.
+func (t *Table) NoteLayout(slot uint32) {
+	si := &t.Infos[slot]
+	if si.noted == t.tick {
+		return
+	}
+	si.noted = t.tick
+	t.Relayout = append(t.Relayout, Relaid{Slot: slot, Was: si.Meta, WasAlive: si.Alive})
+}
+
+// Alloc gives e a slot: a free one (a new incarnation: its generation is
+// bumped) or a new one.
+func (t *Table) Alloc(e arche.Entity) uint32 {
+	var slot uint32
+	if n := len(t.free); n > 0 {
+		slot = t.free[n-1]
+		t.free = t.free[:n-1]
+		t.NoteLayout(slot)
+		t.Infos[slot].Gen++ // a reused slot is a new incarnation
+	} else {
+		slot = uint32(len(t.Infos))
+		t.Infos = append(t.Infos, Info{})
+		t.Weights = append(t.Weights, 1)
+		t.NoteLayout(slot)
+	}
+	si := &t.Infos[slot]
+	si.Entity, si.Alive, si.Dirty = e, true, true
+	t.byEntity[e] = slot
+	t.Alive.Set(slot)
+	t.Fresh.Set(slot)
+	return slot
+}
+
+// Free frees slot and returns the key its entity had (ok false: none).
+func (t *Table) Free(slot uint32) (key Key, keyed bool) {
+	t.NoteLayout(slot)
+	si := &t.Infos[slot]
+	delete(t.byEntity, si.Entity)
+	key, keyed = si.Key, si.Keyed
+	si.Keyed = false
+	si.Alive = false
+	si.Entity = arche.Entity{}
+	t.Alive.Clear(slot)
+	t.free = append(t.free, slot)
+	return key, keyed
+}

@@ -1,6 +1,0 @@
-//go:build !race
-
-package replication
-
-// raceEnabled: the race detector is on (long loops run fewer rounds).
-const raceEnabled = false
