@@ -158,6 +158,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	}
 	s.changes.touched = map[arche.Entity]struct{}{}
 	s.hs.nextID = 1
+	s.hs.desk = s.newDesk()
 	for _, p := range s.plans {
 		s.ids.comps = append(s.ids.comps, arche.TypeID(world, p.Type))
 	}
@@ -238,7 +239,7 @@ func (s *Server) MarkDirty(e arche.Entity) {
 // AddConn adds a connection that was accepted elsewhere; it goes through
 // the handshake like an accepted one.
 func (s *Server) AddConn(c transport.Conn) {
-	s.hs.pending = append(s.hs.pending, &pendingConn{conn: c, since: s.cfg.Now()})
+	s.hs.desk.Add(c, nil)
 }
 
 // AddConnHello adds a connection whose first message, hello, the caller has
@@ -247,7 +248,7 @@ func (s *Server) AddConn(c transport.Conn) {
 // arrived. hello must not be modified afterwards. See also
 // [transport.HelloListener], which hands connections over this way.
 func (s *Server) AddConnHello(c transport.Conn, hello []byte) {
-	s.hs.pending = append(s.hs.pending, &pendingConn{conn: c, since: s.cfg.Now(), first: hello, routed: true})
+	s.hs.desk.Add(c, hello)
 }
 
 // Conn returns the connection of client id (nil if id is not connected):
@@ -351,13 +352,7 @@ func (s *Server) CloseWithReason(code transport.CloseCode, reason string) error 
 			s.drop(c, code, reason)
 		}
 	}
-	for _, p := range s.hs.pending {
-		p.stopAuth()
-		s.closeConn(p.conn, code, reason)
-	}
-	s.hs.pending = nil
-	s.hs.authing = 0
-	s.hs.lingering.Due(time.Time{}, s.closeConn)
+	s.hs.desk.Close(code, reason)
 	s.closer.Wait()
 	if s.listener != nil {
 		return s.listener.Close()
@@ -548,10 +543,10 @@ func (s *Server) accept() {
 		if !ok {
 			return
 		}
-		if len(s.hs.pending) >= s.cfg.MaxHandshakes {
+		if s.hs.desk.Len() >= s.cfg.MaxHandshakes {
 			s.Stats.Busy++
-			s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", len(s.hs.pending))
-			s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", len(s.hs.pending)))
+			s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", s.hs.desk.Len())
+			s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", s.hs.desk.Len()))
 			continue
 		}
 		if hl != nil {
