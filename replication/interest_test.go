@@ -75,7 +75,7 @@ func (is *interestServer) at(name string, x, z float64, owner uint8, global bool
 	if owner != 0 {
 		(*components.Owner)(w.Get(e, ecs.ComponentID[components.Owner](w))).Client = owner
 	}
-	is.s.applyStructure()
+	is.s.capture.Apply()
 	id, _ := is.s.NetID(e)
 	is.slots[name] = id.Index()
 	return e
@@ -207,8 +207,8 @@ func TestInterestTicksMatchBruteForce(t *testing.T) {
 		e := is.at(fmt.Sprint(i), rng.Float64()*800, rng.Float64()*800, uint8(i%5), false)
 		if i%13 == 0 {
 			(*components.Replicated)(w.Get(e, repID)).Dormant = true
-			s.touch(e) // (the server reads Replicated on structural changes)
-			s.applyStructure()
+			s.capture.Touch(e) // (the server reads Replicated on structural changes)
+			s.capture.Apply()
 		}
 		es = append(es, e)
 	}

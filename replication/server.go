@@ -10,6 +10,7 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/replication/internal/capture"
 	"github.com/archenet/archenet/replication/internal/closing"
 	"github.com/archenet/archenet/replication/internal/encode"
 	"github.com/archenet/archenet/replication/internal/gang"
@@ -44,10 +45,9 @@ type Server struct {
 	// tickWarned: a ServerConfig.Tick mismatch was logged.
 	tickWarned bool
 
-	slots     *slots.Table // net slot ↔ entity, generations, layout changes
-	changes   structureLog // entities whose structure changed (slots.go)
-	spawnKeys spawnKeys    // predicted_spawn.go
-	interest  *grid.Grid   // nil without ServerConfig.Interest
+	slots    *slots.Table     // net slot ↔ entity, generations, layout changes, spawn keys
+	capture  *capture.Capture // reads the world into the slot table and the ring
+	interest *grid.Grid       // nil without ServerConfig.Interest
 
 	clients []*remote  // index = ClientID
 	hs      handshakes // connections in the handshake (server_handshake.go)
@@ -156,7 +156,6 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 		cfg: cfg, world: world, listener: l, plans: cfg.Registry.Plans(),
 		slots: slots.NewTable(), clients: make([]*remote, 256),
 	}
-	s.changes.touched = map[arche.Entity]struct{}{}
 	s.hs.nextID = 1
 	s.hs.desk = s.newDesk()
 	for _, p := range s.plans {
@@ -182,11 +181,20 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 		s.ids.pos = arche.TypeID(world, typ)
 		s.interest = grid.New(cfg.Interest.gridConfig())
 	}
-	ecs.AddListener(world, structureListener{s})
+	ids := capture.IDs{Comps: s.ids.comps, Rep: s.ids.rep, Owner: s.ids.owner, PosID: -1}
+	if s.interest != nil {
+		ids.PosID, ids.Pos = int(s.ids.posPl.ID), cfg.Interest.Position.At
+	}
+	parallel := 0
+	if len(s.work.workers) > 1 {
+		parallel = max(cfg.ParallelFrame, 1)
+	}
+	s.capture = capture.New(world, ids, s.slots, s.ring, s.interest, &s.work.gang, parallel)
+	ecs.AddListener(world, s.capture.Listener())
 	// Entities that exist already are replicated too.
 	q := world.Query(arche.All(s.ids.rep))
 	for q.Next() {
-		s.touch(q.Entity())
+		s.capture.Touch(q.Entity())
 	}
 	return s, nil
 }
@@ -653,12 +661,31 @@ func (s *Server) Send() {
 	s.Stats.HelperTime = s.work.gang.AwakeTime()
 }
 
+// advanceTick numbers the net tick Send builds (see ServerConfig.Tick).
+func (s *Server) advanceTick() {
+	next := s.tick + 1
+	if s.cfg.Tick != nil {
+		t := s.cfg.Tick()
+		switch {
+		case s.tick == 0 && t != 0:
+			next = t // the first Send: align with the simulation
+		case t != next && !s.tickWarned:
+			s.tickWarned = true
+			s.cfg.Logger.Warn("replication: ServerConfig.Tick did not advance by one net tick per Send; counting instead",
+				"tick", t, "expected", next)
+		}
+	}
+	s.tick = next
+	s.slots.Begin(next)
+}
+
 // commitTick starts a net tick: it numbers it, applies structural changes,
 // builds its frame and, when due, the interest grid.
 func (s *Server) commitTick() {
 	s.advanceTick()
-	s.applyStructure()
-	s.buildFrame()
+	s.capture.Apply()
+	s.capture.Frame(s.tick, s.interest != nil && s.interest.Due(s.tick))
+	s.group.BeginTick()
 	if s.interest != nil && s.interest.Due(s.tick) {
 		s.interest.Rebuild(s.gridSource())
 		s.slots.Fresh.Reset()
@@ -670,7 +697,7 @@ func (s *Server) endTick() {
 	s.endPreencode()
 	s.ring.EndTick()
 	s.slots.EndTick()
-	s.clearEndedKeys()
+	s.slots.Keys.ClearEnded()
 }
 
 // planPeer runs a peer's sequential phase — the user's hooks — and leaves
@@ -762,7 +789,7 @@ func (s *Server) flush(p *remote) error {
 			return err
 		}
 	}
-	if keys := s.endedKeys(p.ID); len(keys) > 0 {
+	if keys := s.slots.Keys.Ended(p.ID); len(keys) > 0 {
 		if err := p.conn.SendMessage(wire.AppendSpawnsEnded(nil, keys)); err != nil {
 			return err
 		}

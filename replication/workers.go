@@ -54,9 +54,8 @@ type tickWork struct {
 	byFocus  []*remote // active, ordered by interest focus for the workers
 	step     peer.Tick // what the peers of this tick's Send read
 	failed   []failedSend
-	frame    frameShares // a frame built on the workers (putShares)
-	pre      preShares   // the pre-encoding on the workers
-	peerJobs peerJobs    // the peers' phase on the workers
+	pre      preShares // the pre-encoding on the workers
+	peerJobs peerJobs  // the peers' phase on the workers
 	gridSrc  grid.Source
 	readPos  func(arche.Entity) components.Vec3 // Server.readPosition, made once
 }
@@ -74,7 +73,7 @@ func (s *Server) preencode() {
 	}
 	// Shares of whole words (of 64 slots), about preencodeWords each.
 	ps := &s.work.pre
-	ps.words, ps.shares = n, min(max(n/preencodeWords, 1), maxFrameChunks)
+	ps.words, ps.shares = n, min(max(n/preencodeWords, 1), maxPreShares)
 	if ps.run == nil {
 		ps.run = s.preencodeShare // (once: a method value is a closure)
 	}
@@ -109,6 +108,9 @@ func (s *Server) endPreencode() {
 	s.group.EndPreencode(*wanted)
 	clear(*wanted)
 }
+
+// maxPreShares bounds the shares pre-encoding is cut into.
+const maxPreShares = 64
 
 // preencodeWords is about how many 64-slot words of the world a worker
 // takes at a time when the workers pre-encode records together.

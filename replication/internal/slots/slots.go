@@ -49,6 +49,7 @@ type Table struct {
 	Fresh    entity.Bitset // slots allocated since the caller last reset it
 	Relayout []Relaid
 	Weights  []float32
+	Keys     Keys // predicted spawns' keys
 	free     []uint32
 	byEntity map[arche.Entity]uint32
 	tick     uint32
@@ -103,16 +104,25 @@ func (t *Table) Alloc(e arche.Entity) uint32 {
 	return slot
 }
 
-// Free frees slot and returns the key its entity had (ok false: none).
-func (t *Table) Free(slot uint32) (key Key, keyed bool) {
+// Free frees slot, ending the predicted-spawn key of its entity.
+func (t *Table) Free(slot uint32) {
 	t.NoteLayout(slot)
 	si := &t.Infos[slot]
 	delete(t.byEntity, si.Entity)
-	key, keyed = si.Key, si.Keyed
+	if si.Keyed {
+		t.Keys.forget(si.Key)
+	}
 	si.Keyed = false
 	si.Alive = false
 	si.Entity = arche.Entity{}
 	t.Alive.Clear(slot)
 	t.free = append(t.free, slot)
-	return key, keyed
+}
+
+// TakeKeys gives the slots allocated this tick the keys their entities
+// were given (Keys.Add); call it after the tick's allocations.
+func (t *Table) TakeKeys() {
+	if len(t.Keys.pending) > 0 {
+		t.Keys.take(t)
+	}
 }
