@@ -36,9 +36,10 @@ type Gang struct {
 		fn2  func(wi, i int)
 		job  func(wi int)
 	}
-	quit  chan struct{}
-	awake atomic.Int64  // nanoseconds the helpers spent awake, summed
-	idle  time.Duration // how long a helper spins without a job; 0: Spin
+	shares shareJob // the open Shares job (shares.go)
+	quit   chan struct{}
+	awake  atomic.Int64  // nanoseconds the helpers spent awake, summed
+	idle   time.Duration // how long a helper spins without a job; 0: Spin
 }
 
 type helper struct {

@@ -216,3 +216,27 @@ func TestGangSurvivesAPanic(t *testing.T) {
 	}
 	require.Zero(t, late.Load(), "a helper ran a job after run returned")
 }
+
+// TestShares: every item runs once, on any goroutine, and done runs once
+// on each goroutine that ran the job; without helpers, all on the caller.
+func TestShares(t *testing.T) {
+	for _, helpers := range []int{0, 1, 3} {
+		var g Gang
+		g.Start(helpers)
+		for _, items := range []int{0, 1, 2, 7, 100} {
+			var ran [100]atomic.Int32
+			var done [4]atomic.Int32
+			g.Wake()
+			g.Shares(items, func(wi, i int) { ran[i].Add(1) }, func(wi int) { done[wi].Add(1) })
+			g.Rest()
+			for i := range items {
+				require.Equal(t, int32(1), ran[i].Load(), "helpers %d items %d item %d", helpers, items, i)
+			}
+			require.Equal(t, int32(1), done[0].Load(), "the caller always takes part")
+			for wi := range done {
+				require.LessOrEqual(t, done[wi].Load(), int32(1))
+			}
+		}
+		g.Stop()
+	}
+}
