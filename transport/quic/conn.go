@@ -79,7 +79,11 @@ type connWriter struct{ c *Conn }
 
 func (w connWriter) WriteDatagram(b []byte) error {
 	c := w.c
-	err := quicnet.DatagramError(c.qc.SendDatagram(b), len(b)) // waits while quic-go's queue of 32 is full
+	err := c.qc.SendDatagram(b) // waits while quic-go's queue of 32 is full
+	if err == nil {
+		return nil
+	}
+	err = quicnet.DatagramError(err, len(b))
 	var tl *transport.DatagramTooLargeError
 	if errors.As(err, &tl) {
 		c.maxPayload.Store(int64(tl.Max))

@@ -139,6 +139,9 @@ func ClientTLS(c *tls.Config, proto, serverName string) *tls.Config {
 // DatagramError maps quic-go's error for a datagram of n bytes too large for
 // the path to a *transport.DatagramTooLargeError; other errors pass unchanged.
 func DatagramError(err error, n int) error {
+	if err == nil {
+		return nil // (before errors.As, whose target escapes: no allocation per datagram)
+	}
 	var tl *quicgo.DatagramTooLargeError
 	if errors.As(err, &tl) {
 		return &transport.DatagramTooLargeError{Size: n, Max: int(tl.MaxDatagramPayloadSize)}

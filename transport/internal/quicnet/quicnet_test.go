@@ -54,6 +54,7 @@ func TestErrors(t *testing.T) {
 	require.ErrorAs(t, DatagramError(&quicgo.DatagramTooLargeError{MaxDatagramPayloadSize: 1100}, 1300), &tl)
 	require.Equal(t, transport.DatagramTooLargeError{Size: 1300, Max: 1100}, *tl)
 	require.NoError(t, DatagramError(nil, 1))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = DatagramError(nil, 1) }), "a datagram sent allocates nothing")
 }
 
 // A listener's socket has its admission budget; a dialer's has none. Close
