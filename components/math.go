@@ -101,8 +101,8 @@ func Nlerp(a, b Quat, t float64) Quat {
 // Slerp returns the spherical linear interpolation between unit quaternions
 // a and b along the shorter arc, at constant angular speed (nearly equal
 // ones linearly), normalized; the identity when the result is degenerate.
-// It gives the same bits as the interpolation replication applies to
-// quaternion fields (a test holds the two together).
+// Replication interpolates quaternion fields with it, so a game that
+// interpolates its own copies draws what replication would.
 func Slerp(a, b Quat, t float64) Quat {
 	d := a.Dot(b)
 	if d < 0 {

@@ -18,19 +18,19 @@ import (
 //	         [match length uvarint (1..64) | match (UTF-8)]
 //	Welcome: 0x02 | client ID u8 | payload length uvarint | payload
 //	Reject:  0x03 | close code u16 | server version u16 | server protocol hash u64 |
-//	         reason length uvarint | reason (UTF-8) |
-//	         [component count u8 (1..64) | per component: name length uvarint | name |
-//	          hash u64 | fields length uvarint | fields]
+//	         reason length uvarint | reason (UTF-8) | [protocol description]
 //
 // The bracketed match of a Hello is optional: a client names the match it joins on a host
 // of many matches (package replication/host) there; without it a Hello is encoded as
 // before the match existed, so that a server of another version still reads its version.
 //
-// The bracketed component list of a Reject is optional: a server sends it (its
-// registered components, see [ComponentHash]) when the protocol hashes differ, so that
-// the client can name the component that differs; without it a Reject is encoded as
-// before the list existed, which is what a version mismatch gets (so that a client of
-// another version can still read it).
+// The bracketed protocol description of a Reject ([Reject.Protocol]) is optional and
+// opaque to this package: the rest of the message, at most [MaxRejectProtocolLen] bytes.
+// A server sends one when the protocol hashes differ, so that the client can tell what
+// differs (package replication puts its component list there, and its client names the
+// component that differs in [HandshakeError.Detail]); without it a Reject is encoded as
+// before the description existed, which is what a version mismatch gets (so that a
+// client of another version can still read it).
 //
 // Decoders reject a length above the field's bound before looking at the data, a
 // truncated message, and trailing bytes.

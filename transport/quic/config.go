@@ -2,15 +2,13 @@ package quic
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/archenet/archenet/transport"
-	"github.com/archenet/archenet/transport/internal/admission"
-	"github.com/archenet/archenet/transport/internal/connio"
-
 	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/archenet/archenet/transport/internal/connio"
+	"github.com/archenet/archenet/transport/internal/quicnet"
 )
 
 // ALPN is the TLS application protocol archenet negotiates.
@@ -111,96 +109,40 @@ type Config struct {
 	LocalAddr string
 }
 
-const (
-	defaultHandshakeTimeout = 10 * time.Second
-	defaultIdleTimeout      = 30 * time.Second
-	defaultMaxMessageSize   = 1 << 20
-	defaultMessageQueueLen  = 1024
-	defaultMessageQueueSize = 4 << 20
-	defaultDatagramQueueLen = 1024
-	defaultDatagramRate     = 2000
-	defaultAcceptBacklog    = 64
-	defaultHandshakeWindow  = 32 << 10
-	defaultPendingPerAddr   = 16
-	defaultRetryAbove       = 64
-)
-
-// resolve returns a copy with every zero field replaced by its default, or
-// an error naming the first invalid setting (a negative value where none is
-// documented): nothing is clamped silently.
-func (c *Config) resolve() (Config, error) {
+// resolve returns a copy of c (nil: the zero Config) for the settings only
+// this package has, and the settings every transport has with their defaults
+// (read those from the Settings, not the copy), or an error naming the first
+// invalid setting (a negative value where none is documented): nothing is
+// clamped silently.
+func (c *Config) resolve() (Config, connio.Settings, error) {
 	var r Config
 	if c != nil {
 		r = *c
 	}
-	d := connio.Defaults{Pkg: "quic"}
-	connio.Set(&d, "MaxMessageSize", &r.MaxMessageSize, defaultMaxMessageSize)
-	connio.Set(&d, "MessageQueueLen", &r.MessageQueueLen, defaultMessageQueueLen)
-	connio.Set(&d, "MessageQueueBytes", &r.MessageQueueBytes, defaultMessageQueueSize)
-	connio.Set(&d, "DatagramQueueLen", &r.DatagramQueueLen, defaultDatagramQueueLen)
-	connio.Set(&d, "AcceptBacklog", &r.AcceptBacklog, defaultAcceptBacklog)
-	connio.Set(&d, "DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
-	connio.Set(&d, "MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog)
-	connio.Set(&d, "HandshakeWindow", &r.HandshakeWindow, defaultHandshakeWindow)
-	connio.Set(&d, "HandshakeTimeout", &r.HandshakeTimeout, defaultHandshakeTimeout)
-	connio.Set(&d, "IdleTimeout", &r.IdleTimeout, defaultIdleTimeout)
-	connio.Set(&d, "SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout)
-	if d.Err != nil {
-		return r, d.Err
+	s := connio.Settings{
+		HandshakeTimeout: r.HandshakeTimeout, IdleTimeout: r.IdleTimeout, KeepAlivePeriod: r.KeepAlivePeriod,
+		MaxMessageSize: r.MaxMessageSize, MessageQueueLen: r.MessageQueueLen,
+		MessageQueueBytes: r.MessageQueueBytes, DatagramQueueLen: r.DatagramQueueLen,
+		DatagramRateLimit: r.DatagramRateLimit, DatagramBurst: r.DatagramBurst,
+		DatagramSendQueueLen: r.DatagramSendQueueLen, MaxSendBacklog: r.MaxSendBacklog, SendBacklogTimeout: r.SendBacklogTimeout,
+		AcceptBacklog: r.AcceptBacklog, HandshakeWindow: r.HandshakeWindow,
+		MaxPendingPerAddress: r.MaxPendingPerAddress, RetryAbove: r.RetryAbove,
+		Logger: r.Logger,
 	}
-	// Zero is the default; negative means none or no bound (documented).
-	if r.KeepAlivePeriod == 0 {
-		r.KeepAlivePeriod = r.IdleTimeout / 3
-	}
-	if r.MaxPendingPerAddress == 0 {
-		r.MaxPendingPerAddress = defaultPendingPerAddr
-	}
-	if r.RetryAbove == 0 {
-		r.RetryAbove = defaultRetryAbove
-	}
-	if r.DatagramRateLimit == 0 {
-		r.DatagramRateLimit = defaultDatagramRate
-	}
-	if connio.Set(&d, "DatagramBurst", &r.DatagramBurst, max(r.DatagramRateLimit, 1)); d.Err != nil {
-		return r, d.Err
-	}
-	if r.Logger == nil {
-		r.Logger = slog.Default()
-	}
-	r.Logger = slog.New(transport.RateLimit(r.Logger.Handler(), 10, time.Second))
-	return r, nil
+	err := s.Resolve("quic")
+	return r, s, err
 }
 
-// checkListen reports a Listen setting no listener can work with.
-func (c *Config) checkListen() error {
-	if c.HandshakeWindow < transport.MaxHandshakeMessageSize+16 {
-		return fmt.Errorf("quic: Config.HandshakeWindow %d cannot hold a handshake message (%d bytes and its length prefix)",
-			c.HandshakeWindow, transport.MaxHandshakeMessageSize)
-	}
-	return nil
-}
-
-func (c *Config) quicConfig(server bool) *quicgo.Config {
-	qc := &quicgo.Config{
-		EnableDatagrams:      true,
-		HandshakeIdleTimeout: c.HandshakeTimeout,
-		MaxIdleTimeout:       c.IdleTimeout,
-		// The client opens exactly one bidirectional stream; nothing else is allowed.
-		MaxIncomingStreams:    -1,
-		MaxIncomingUniStreams: -1,
-	}
+// quicConfig is quic-go's configuration of a connection: the client opens
+// exactly one bidirectional stream and nothing else is allowed.
+func quicConfig(s *connio.Settings, server bool) *quicgo.Config {
+	qc := quicnet.Config(s, server)
+	qc.MaxIncomingStreams, qc.MaxIncomingUniStreams = -1, -1
 	if server {
 		qc.MaxIncomingStreams = 1
-		// Handshake-sized windows until this end's Welcome (package admission).
-		qc.InitialStreamReceiveWindow = uint64(c.HandshakeWindow)
-		qc.InitialConnectionReceiveWindow = uint64(c.HandshakeWindow)
-		qc.AllowConnectionWindowIncrease = admission.AllowWindowIncrease
-	}
-	if c.KeepAlivePeriod > 0 {
-		qc.KeepAlivePeriod = c.KeepAlivePeriod
 	}
 	// Let the stream window hold at least one maximal message plus its prefix.
-	if w := uint64(c.MaxMessageSize) + 16; w > 6<<20 {
+	if w := uint64(s.MaxMessageSize) + 16; w > 6<<20 {
 		qc.MaxStreamReceiveWindow = w
 		qc.MaxConnectionReceiveWindow = w + 1<<20
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,7 @@ import (
 	"github.com/archenet/archenet/transport/internal/admission"
 	"github.com/archenet/archenet/transport/internal/connio"
 	"github.com/archenet/archenet/transport/internal/frame"
-	"github.com/archenet/archenet/transport/internal/ratelimit"
+	"github.com/archenet/archenet/transport/internal/quicnet"
 )
 
 // Conn is an archenet connection over QUIC: datagrams are QUIC DATAGRAM frames
@@ -31,25 +30,16 @@ import (
 type Conn struct {
 	qc     *quicgo.Conn
 	stream *quicgo.Stream
-	cfg    Config
-	// adm is the connection's place in its listener's pre-handshake budget
-	// (nil for a dialed connection), released when it sends a Welcome or
-	// closes.
-	adm *admission.Entry
 
-	core connio.Core // receive queues, outbox, counters, the end
+	core connio.Core // queues, outbox, counters, close requests, the end
 
-	tbuf []byte // framing buffer of TryWriteMessage (called under the outbox's lock)
-	wbuf []byte // framing buffer of WriteMessage (the message writer goroutine)
+	tbuf frame.Buffer // TryWriteMessage's (called under the outbox's lock)
+	wbuf frame.Buffer // WriteMessage's (the message writer goroutine)
 
 	probeMu    sync.Mutex
 	maxPayload atomic.Int64 // the newest known maximum datagram payload
 
-	readers sync.WaitGroup
-	// closeReq hands a close to the watch goroutine (the first one wins), so
-	// that whoever decides to close never waits for quic-go's run loop.
-	closeReq chan closeRequest
-	onClose  func(*Conn) // called once the connection has ended, before Done is closed
+	onClose func(*Conn) // called once the connection has ended, before Done is closed
 }
 
 var (
@@ -62,36 +52,26 @@ var (
 // written (quic-go checks the size before it copies anything), so connections share it.
 var probe = make([]byte, 4096)
 
-func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, cfg Config, onClose func(*Conn)) *Conn {
-	c := &Conn{
-		qc:       qc,
-		stream:   stream,
-		cfg:      cfg,
-		closeReq: make(chan closeRequest, 1),
-		adm:      admission.Of(qc),
-		onClose:  onClose,
-	}
-	c.core.Init(cfg.DatagramQueueLen, cfg.MessageQueueLen, cfg.MessageQueueBytes)
-	c.core.SetOutbox(transport.NewOutbox(connWriter{c}, transport.OutboxConfig{
-		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
-	}, func(code transport.CloseCode, reason string) {
-		c.logClose(code, reason)
-		c.closeNoWait(code, reason)
-	}))
+func newConn(qc *quicgo.Conn, stream *quicgo.Stream, br *bufio.Reader, s *connio.Settings, onClose func(*Conn)) *Conn {
+	c := &Conn{qc: qc, stream: stream, onClose: onClose}
+	// adm is the connection's place in its listener's pre-handshake budget
+	// (nil for a dialed connection), released when it sends a Welcome or
+	// closes.
+	adm := admission.Of(qc)
+	c.core.Init(connio.Setup{
+		Ctx: qc.Context(), Settings: s, Writer: connWriter{c}, Closed: c.closedErr,
+		Log:    s.CloseLog("archenet/quic: closing connection", qc.RemoteAddr()),
+		Server: adm != nil, Welcomed: adm.Release,
+	})
 	c.MaxDatagramSize()
 	if br == nil {
 		br = bufio.NewReaderSize(stream, 4<<10) // larger reads bypass it
 	}
-	c.readers.Add(2)
-	go c.readDatagrams()
-	go c.readMessages(br)
+	c.core.Go(func() { c.core.ReadDatagrams(qc.ReceiveDatagram, 0) })
+	// The stream ending while the connection lives on is a protocol error.
+	c.core.Go(func() { c.core.ReadMessages(br, true, func(error) bool { return qc.Context().Err() != nil }) })
 	go c.watch()
 	return c
-}
-
-// logClose reports a close this end decided on because of the peer.
-func (c *Conn) logClose(code transport.CloseCode, reason string) {
-	c.cfg.Logger.Warn("archenet/quic: closing connection", "remote", c.qc.RemoteAddr(), "code", code, "reason", reason)
 }
 
 // connWriter is the blocking send side the Outbox drains.
@@ -103,118 +83,37 @@ func (w connWriter) WriteDatagram(b []byte) error {
 	if err == nil {
 		return nil
 	}
-	var tl *quicgo.DatagramTooLargeError
+	err = quicnet.DatagramError(err, len(b))
+	var tl *transport.DatagramTooLargeError
 	if errors.As(err, &tl) {
-		c.maxPayload.Store(tl.MaxDatagramPayloadSize)
-		return &transport.DatagramTooLargeError{Size: len(b), Max: int(tl.MaxDatagramPayloadSize)}
+		c.maxPayload.Store(int64(tl.Max))
 	}
 	return err
 }
 
 func (w connWriter) WriteMessage(b []byte, deadline time.Time) error {
-	c := w.c
-	c.wbuf = frame.Append(c.wbuf[:0], b)
-	_ = c.stream.SetWriteDeadline(deadline)
-	_, err := c.stream.Write(c.wbuf)
-	if cap(c.wbuf) > 64<<10 {
-		c.wbuf = nil // don't pin a large buffer
-	}
-	return err
+	return w.c.wbuf.Write(w.c.stream, b, deadline)
 }
 
 func (w connWriter) TryWriteMessage(b []byte) (bool, error) {
 	c := w.c
-	c.tbuf = frame.Append(c.tbuf[:0], b)
-	err := c.stream.TryWriteAll(c.tbuf)
-	if cap(c.tbuf) > 64<<10 {
-		c.tbuf = nil
-	}
+	err := c.stream.TryWriteAll(c.tbuf.Frame(b))
+	c.tbuf.Release()
 	if errors.Is(err, quicgo.ErrWouldBlock) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-func (c *Conn) readDatagrams() {
-	defer c.readers.Done()
-	ctx := c.qc.Context()
-	limit := ratelimit.New(c.cfg.DatagramRateLimit, c.cfg.DatagramBurst, time.Now())
-	for {
-		b, err := c.qc.ReceiveDatagram(ctx)
-		if err != nil {
-			return
-		}
-		if !limit.Allow(time.Now()) {
-			reason := fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.cfg.DatagramRateLimit, c.cfg.DatagramBurst)
-			c.logClose(transport.CodeFlood, reason)
-			c.closeNoWait(transport.CodeFlood, reason)
-			return
-		}
-		if c.adm != nil && !c.adm.Released() && c.core.QueuedDatagrams() >= admission.PendingDatagrams {
-			c.core.DropDatagram() // not read before the Welcome: keep a few
-			continue
-		}
-		c.core.PushDatagram(b)
-	}
-}
-
-// readMessages reads the stream into the message queue. The first message is the
-// handshake: it is bounded by transport.MaxHandshakeMessageSize, and the next one is
-// not read before the application has taken it, so a peer that has not been welcomed
-// yet holds at most one small message of our memory (plus QUIC's receive window).
-func (c *Conn) readMessages(br *bufio.Reader) {
-	defer c.readers.Done()
-	ctx := c.qc.Context()
-	for first := true; ; first = false {
-		limit := c.cfg.MaxMessageSize
-		if first {
-			limit = min(limit, transport.MaxHandshakeMessageSize)
-		}
-		b, err := frame.Read(br, limit)
-		if err != nil {
-			var fe *frame.Error
-			switch {
-			case errors.As(err, &fe):
-				reason := fe.Reason
-				if first && fe.Code == transport.CodeMessageTooLarge {
-					reason = "handshake " + reason
-				}
-				c.logClose(fe.Code, reason)
-				c.closeNoWait(fe.Code, reason)
-			case ctx.Err() == nil:
-				// The stream ended or was reset while the connection lives on.
-				c.closeNoWait(transport.CodeProtocolError, "message stream closed: "+err.Error())
-			}
-			return
-		}
-		if !c.core.PushMessage(ctx, b) {
-			return
-		}
-		if first && !c.core.WaitMessagesTaken(ctx) {
-			return
-		}
-	}
-}
-
-// closeRequest is a close the watch goroutine is to carry out.
-type closeRequest struct {
-	code   transport.CloseCode
-	reason string
-}
-
+// watch carries out the first close request, waiting for quic-go's run loop
+// to end the connection here rather than on the goroutine that decided to
+// close, and ends the connection.
 func (c *Conn) watch() {
-	ctx := c.qc.Context()
-	select {
-	case <-ctx.Done():
-	case r := <-c.closeReq:
-		// Waits for quic-go's run loop to end the connection: here, not on
-		// the goroutine that decided to close.
-		c.qc.CloseWithError(quicgo.ApplicationErrorCode(r.code), transport.TruncateReason(r.reason, transport.MaxReasonLen))
+	if r, ok := c.core.AwaitClose(); ok {
+		c.qc.CloseWithError(quicgo.ApplicationErrorCode(r.Code), r.Reason)
 	}
-	err := closeErrorOf(context.Cause(ctx))
-	c.core.Outbox().Close()
-	c.readers.Wait()
-	c.core.Outbox().Wait()
+	err := closeErrorOf(context.Cause(c.qc.Context()))
+	c.core.Stop()
 	if c.onClose != nil {
 		c.onClose(c)
 	}
@@ -224,24 +123,14 @@ func (c *Conn) watch() {
 // closeErrorOf maps the reason quic-go gives for a closed connection to a CloseError.
 func closeErrorOf(err error) *transport.CloseError {
 	var app *quicgo.ApplicationError
-	var idle *quicgo.IdleTimeoutError
-	var hs *quicgo.HandshakeTimeoutError
 	var tr *quicgo.TransportError
 	switch {
 	case errors.As(err, &app):
-		code := transport.CloseCode(app.ErrorCode)
-		if app.ErrorCode > 0xffff {
-			code = transport.CodeProtocolError
-		}
-		return &transport.CloseError{Code: code, Reason: app.ErrorMessage, Remote: app.Remote}
-	case errors.As(err, &idle), errors.As(err, &hs):
-		return &transport.CloseError{Code: transport.CodeTimeout, Reason: err.Error()}
+		return &transport.CloseError{Code: connio.CloseCodeOf(uint64(app.ErrorCode)), Reason: app.ErrorMessage, Remote: app.Remote}
 	case errors.As(err, &tr):
 		return &transport.CloseError{Code: transport.CodeProtocolError, Reason: "quic: " + tr.Error(), Remote: tr.Remote}
-	case err == nil:
-		return &transport.CloseError{Code: transport.CodeNormal}
 	default:
-		return &transport.CloseError{Code: transport.CodeInternal, Reason: "quic: " + err.Error()}
+		return quicnet.CloseError(err, "quic")
 	}
 }
 
@@ -267,10 +156,7 @@ func (c *Conn) SendDatagram(b []byte) error {
 			return &transport.DatagramTooLargeError{Size: len(b), Max: max}
 		}
 	}
-	if err := c.core.SendDatagram(b); err != nil {
-		return connio.SendErr(err, c.closedErr)
-	}
-	return nil
+	return c.core.SendDatagram(b)
 }
 
 // ReceiveDatagram implements [transport.Conn].
@@ -299,21 +185,10 @@ func (c *Conn) MaxDatagramSize() int {
 // cannot take the message at once (the peer is slow to read), it waits in a backlog for
 // a writer goroutine, bounded by Config.MaxSendBacklog and Config.SendBacklogTimeout;
 // past either bound the connection closes with transport.CodeSendBacklog.
-func (c *Conn) SendMessage(b []byte) error {
-	if len(b) > c.cfg.MaxMessageSize {
-		return &transport.MessageTooLargeError{Size: len(b), Max: c.cfg.MaxMessageSize}
-	}
-	if err := c.closedErr(); err != nil {
-		return err
-	}
-	if err := c.core.SendMessage(b); err != nil {
-		return connio.SendErr(err, c.closedErr)
-	}
-	if c.adm != nil && transport.TypeOf(b) == transport.MessageWelcome {
-		c.adm.Release() // welcomed: the windows may grow (a Reject's connection closes)
-	}
-	return nil
-}
+//
+// On a listener's connection, the first transport.Welcome releases the connection from
+// the listener's pre-handshake budget: its flow-control windows may grow.
+func (c *Conn) SendMessage(b []byte) error { return c.core.SendMessage(b) }
 
 // ReceiveMessage implements [transport.Conn].
 func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) {
@@ -324,30 +199,22 @@ func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) {
 func (c *Conn) PollMessage() ([]byte, bool) { return c.core.PollMessage() }
 
 // MaxMessageSize implements [transport.Conn].
-func (c *Conn) MaxMessageSize() int { return c.cfg.MaxMessageSize }
-
-// closeNoWait starts closing the connection and returns at once: the watch goroutine
-// closes it (quic-go's close waits for the connection's run loop, which a flood of
-// connections can keep busy for a long time). Only the first close counts.
-func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
-	select {
-	case c.closeReq <- closeRequest{code: code, reason: reason}:
-	default: // a close is under way
-	}
-}
+func (c *Conn) MaxMessageSize() int { return c.core.MaxMessageSize() }
 
 // StartClose implements [transport.CloseStarter]: the connection's own goroutine
-// carries the close out, and Done is closed when it is complete.
-func (c *Conn) StartClose(code transport.CloseCode, reason string) { c.closeNoWait(code, reason) }
+// carries the close out (quic-go's close waits for the connection's run loop, which a
+// flood of connections can keep busy for a long time), and Done is closed when it is
+// complete. Only the first close counts.
+func (c *Conn) StartClose(code transport.CloseCode, reason string) {
+	c.core.RequestClose(code, reason)
+}
 
 // CloseWithReason implements [transport.Conn]. The reason is truncated to
 // transport.MaxReasonLen bytes. It returns once the connection's goroutines have exited
 // (the replication server calls [Conn.StartClose] instead). Messages not yet transmitted when it is called may be lost (QUIC closes
 // immediately), as may datagrams still in the send queue.
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
-	c.closeNoWait(code, reason)
-	<-c.core.Done()
-	return nil
+	return c.core.CloseWait(code, reason)
 }
 
 // Close implements [transport.Conn].

@@ -2,9 +2,7 @@ package quic
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -12,17 +10,16 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/archenet/archenet/transport"
-	"github.com/archenet/archenet/transport/internal/admission"
 	"github.com/archenet/archenet/transport/internal/connio"
+	"github.com/archenet/archenet/transport/internal/frame"
+	"github.com/archenet/archenet/transport/internal/quicnet"
 )
 
 // Listener accepts archenet connections over QUIC. It implements [transport.Listener].
 type Listener struct {
-	udp    *net.UDPConn
-	tr     *quicgo.Transport
+	sock   *quicnet.Socket
 	ql     *quicgo.Listener
-	cfg    Config
-	adm    *admission.Budget
+	set    connio.Settings
 	conns  *connio.Accepted[*Conn]
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -37,120 +34,67 @@ var _ transport.Listener = (*Listener)(nil)
 // stream, all within cfg.HandshakeTimeout; the archenet handshake
 // (transport.ServerHandshake) is up to the caller.
 func Listen(addr string, cfg *Config) (*Listener, error) {
-	r, err := cfg.resolve()
+	r, s, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkListen(); err != nil {
+	if err := s.CheckListen(); err != nil {
 		return nil, err
 	}
 	tlsConf, err := serverTLS(&r)
 	if err != nil {
 		return nil, err
 	}
-	uaddr, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, err
-	}
-	udp, err := net.ListenUDP("udp", uaddr)
-	if err != nil {
-		return nil, err
-	}
 	// Connections before their handshake ends: see Config.HandshakeWindow,
 	// MaxPendingPerAddress and RetryAbove.
-	adm := admission.New(r.MaxPendingPerAddress, r.RetryAbove)
-	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.ConnContext, VerifySourceAddress: adm.VerifySource}
-	ql, err := tr.Listen(tlsConf, r.quicConfig(true))
+	sock, err := quicnet.Listen(addr, &s)
 	if err != nil {
-		tr.Close()
-		udp.Close()
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ql, err := sock.Tr.Listen(tlsConf, quicConfig(&s, true))
+	if err != nil {
+		_ = sock.Close(nil)
+		return nil, err
+	}
 	l := &Listener{
-		udp: udp, tr: tr, ql: ql, cfg: r, adm: adm,
-		conns: connio.NewAccepted[*Conn](r.AcceptBacklog),
-		ctx:   ctx, cancel: cancel,
+		sock: sock, ql: ql, set: s,
+		conns: connio.NewAccepted(s.AcceptBacklog, "quic", func(c *Conn, code transport.CloseCode, reason string) {
+			c.core.Violation(code, reason)
+		}),
 	}
-	l.setups.Add(1)
-	go l.acceptLoop()
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	quicnet.Serve(l.ctx, &l.setups, ql.Accept, l.setup)
 	return l, nil
-}
-
-func (l *Listener) acceptLoop() {
-	defer l.setups.Done()
-	for {
-		qc, err := l.ql.Accept(l.ctx)
-		if err != nil {
-			return
-		}
-		l.setups.Add(1)
-		go l.setup(qc)
-	}
 }
 
 // setup turns a QUIC connection into a Conn: datagrams must be supported and the
 // client must open the message stream with the preamble in time.
 func (l *Listener) setup(qc *quicgo.Conn) {
-	defer l.setups.Done()
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
+	ctx, cancel := context.WithTimeout(l.ctx, l.set.HandshakeTimeout)
 	defer cancel()
 	fail := func(code transport.CloseCode, reason string) {
-		l.cfg.Logger.Warn("archenet/quic: connection refused before the handshake", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
+		l.set.Logger.Warn("archenet/quic: connection refused before the handshake", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
 		qc.CloseWithError(quicgo.ApplicationErrorCode(code), reason)
 	}
 	if err := checkDatagrams(qc); err != nil {
 		fail(transport.CodeProtocolError, err.Error())
 		return
 	}
-	stream, err := qc.AcceptStream(ctx)
-	if err != nil {
-		fail(transport.CodeTimeout, "message stream not opened in time")
+	stream, fe := frame.Accept(ctx, qc.AcceptStream, l.set.HandshakeTimeout)
+	if fe != nil {
+		fail(fe.Code, fe.Reason)
 		return
 	}
-	stream.SetReadDeadline(time.Now().Add(l.cfg.HandshakeTimeout))
-	var pre [1]byte
-	if _, err := io.ReadFull(stream, pre[:]); err != nil {
-		fail(transport.CodeProtocolError, "message stream preamble missing")
-		return
-	}
-	if pre[0] != streamPreamble {
-		fail(transport.CodeProtocolError, fmt.Sprintf("bad message stream preamble %#x", pre[0]))
-		return
-	}
-	stream.SetReadDeadline(time.Time{})
-
-	c, ok := l.conns.Add(func() *Conn { return newConn(qc, stream, nil, l.cfg, l.conns.Forget) })
-	if !ok {
+	if !l.conns.Add(func() *Conn { return newConn(qc, stream, nil, &l.set, l.conns.Forget) }) {
 		fail(transport.CodeNormal, "listener closed")
-		return
-	}
-	if !l.conns.Offer(c) {
-		c.logClose(transport.CodeRejected, "server busy: accept backlog full")
-		c.closeNoWait(transport.CodeRejected, "server busy: accept backlog full")
 	}
 }
 
 // Accept implements [transport.Listener]; the connection is a *[Conn].
-func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
-	c, ok, err := l.conns.Accept(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("quic: listener: %w", transport.ErrClosed)
-	}
-	return c, nil
-}
+func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) { return l.conns.Accept(ctx) }
 
 // PollAccept implements [transport.Listener].
-func (l *Listener) PollAccept() (transport.Conn, bool) {
-	c, ok := l.conns.Poll()
-	if !ok {
-		return nil, false
-	}
-	return c, true
-}
+func (l *Listener) PollAccept() (transport.Conn, bool) { return l.conns.PollAccept() }
 
 // Close implements [transport.Listener]: it stops accepting, closes every connection
 // it produced with CodeNormal, releases the UDP socket, and returns once all of the
@@ -163,13 +107,7 @@ func (l *Listener) Close() error {
 	err := l.ql.Close()
 	l.setups.Wait()
 	l.conns.CloseAll("listener closed")
-	if e := l.tr.Close(); err == nil {
-		err = e
-	}
-	if e := l.udp.Close(); err == nil && !errors.Is(e, net.ErrClosed) {
-		err = e
-	}
-	return err
+	return l.sock.Close(err)
 }
 
 // AdmissionStats are a listener's counts of connections before their handshake ends.
@@ -186,12 +124,10 @@ type AdmissionStats struct {
 }
 
 // Admission returns the listener's pre-handshake counts.
-func (l *Listener) Admission() AdmissionStats {
-	return AdmissionStats{Pending: l.adm.Pending(), RefusedPerAddress: l.adm.Refused(), Retries: l.adm.Retries()}
-}
+func (l *Listener) Admission() AdmissionStats { return AdmissionStats(l.sock.Adm.Stats()) }
 
 // Addr implements [transport.Listener]: the bound UDP address.
-func (l *Listener) Addr() net.Addr { return l.udp.LocalAddr() }
+func (l *Listener) Addr() net.Addr { return l.sock.UDP.LocalAddr() }
 
 func checkDatagrams(qc *quicgo.Conn) error {
 	s := qc.ConnectionState().SupportsDatagrams
@@ -218,7 +154,7 @@ func checkDatagrams(qc *quicgo.Conn) error {
 // timeout of Dial.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	start := time.Now() // the caller's deadline is reported as of the call
-	r, err := cfg.resolve()
+	r, s, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -237,30 +173,25 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 			laddr.IP = net.IPv6loopback
 		}
 	}
-	udp, err := net.ListenUDP("udp", laddr)
+	sock, err := quicnet.Bind(laddr)
 	if err != nil {
 		return nil, &dialError{addr: addr, phase: "binding a local UDP socket", err: err}
 	}
-	tr := &quicgo.Transport{Conn: udp}
-	release := func() {
-		tr.Close()
-		udp.Close()
-	}
-	limit := r.HandshakeTimeout
+	release := func() { _ = sock.Close(nil) }
+	limit := s.HandshakeTimeout
 	if d, ok := ctx.Deadline(); ok && d.Sub(start) < limit {
 		limit = d.Sub(start) // the caller's deadline comes first
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.HandshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.HandshakeTimeout)
 	defer cancel()
-	qc, err := tr.Dial(ctx, raddr, clientTLS(&r, addr), r.quicConfig(false))
+	qc, err := sock.Tr.Dial(ctx, raddr, clientTLS(&r, addr), quicConfig(&s, false))
 	if err != nil {
 		release()
-		if isTimeout(err) {
+		if quicnet.IsTimeout(err) {
 			return nil, &dialError{addr: addr, timeout: true, err: err,
 				phase: fmt.Sprintf("no handshake response within %v (is a server listening there?)", roundLimit(limit))}
 		}
-		var te *quicgo.TransportError
-		if errors.As(err, &te) && te.Remote && te.ErrorCode == quicgo.ConnectionRefused {
+		if quicnet.Refused(err) {
 			return nil, &dialError{addr: addr, err: err, phase: "QUIC handshake refused by the server (too many connections " +
 				"from this address are in the handshake there, see quic.Config.MaxPendingPerAddress, or it is closing)"}
 		}
@@ -269,10 +200,10 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	fail := func(phase string, err error) (*Conn, error) {
 		qc.CloseWithError(quicgo.ApplicationErrorCode(transport.CodeProtocolError), err.Error())
 		release()
-		if isTimeout(err) {
+		if quicnet.IsTimeout(err) {
 			phase += fmt.Sprintf(" (timed out after %v)", roundLimit(time.Since(start)))
 		}
-		return nil, &dialError{addr: addr, phase: phase, timeout: isTimeout(err), err: err}
+		return nil, &dialError{addr: addr, phase: phase, timeout: quicnet.IsTimeout(err), err: err}
 	}
 	if err := checkDatagrams(qc); err != nil {
 		return fail("checking datagram support", err)
@@ -281,10 +212,10 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return fail("opening the message stream", err)
 	}
-	if _, err := stream.Write([]byte{streamPreamble}); err != nil {
+	if _, err := stream.Write([]byte{frame.Preamble}); err != nil {
 		return fail("writing the stream preamble", err)
 	}
-	return newConn(qc, stream, nil, r, func(*Conn) { release() }), nil
+	return newConn(qc, stream, nil, &s, func(*Conn) { release() }), nil
 }
 
 // dialError is an error of Dial: the address dialed, the phase that failed, and the
@@ -309,16 +240,6 @@ func (e *dialError) Is(target error) bool {
 
 // Timeout reports whether Dial gave up waiting (see net.Error).
 func (e *dialError) Timeout() bool { return e.timeout }
-
-// isTimeout reports whether err is a deadline or quic-go's handshake or idle timeout.
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var hs *quicgo.HandshakeTimeoutError
-	var idle *quicgo.IdleTimeoutError
-	return errors.As(err, &hs) || errors.As(err, &idle)
-}
 
 // roundLimit rounds d for a message: to 1ms, or to 100ms above a second.
 func roundLimit(d time.Duration) time.Duration {

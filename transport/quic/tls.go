@@ -1,18 +1,17 @@
 package quic
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"time"
+
+	"github.com/archenet/archenet/transport/internal/quicnet"
+	"github.com/archenet/archenet/transport/internal/selfsigned"
 )
 
 // DevCert is a self-signed development certificate (ECDSA P-256) for "localhost" and
@@ -31,43 +30,23 @@ func GenerateDevCert(validFor time.Duration) (*DevCert, error) {
 	if validFor <= 0 {
 		validFor = 30 * 24 * time.Hour
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "archenet development certificate"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(validFor),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, err := selfsigned.New(selfsigned.Template{
+		CommonName: "archenet development certificate",
+		NotBefore:  now.Add(-time.Hour), NotAfter: now.Add(validFor),
+		IsCA: true,
+	})
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
 	if err != nil {
 		return nil, err
 	}
 	return &DevCert{
-		Certificate: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
-		Leaf:        leaf,
-		CertPEM:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		Certificate: cert,
+		Leaf:        cert.Leaf,
+		CertPEM:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}),
 		KeyPEM:      pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	}, nil
 }
@@ -118,29 +97,16 @@ func LoadDevCert(certFile, keyFile string) (*DevCert, error) {
 }
 
 func serverTLS(c *Config) (*tls.Config, error) {
-	if c.TLS == nil || (len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil) {
-		return nil, fmt.Errorf("quic: Listen needs Config.TLS with a server certificate (see GenerateDevCert)")
+	t := quicnet.ServerTLS(c.TLS, ALPN)
+	if t == nil {
+		return nil, errors.New("quic: Listen needs Config.TLS with a server certificate (see GenerateDevCert)")
 	}
-	t := c.TLS.Clone()
-	t.NextProtos = []string{ALPN}
-	t.MinVersion = tls.VersionTLS13
 	return t, nil
 }
 
 func clientTLS(c *Config, addr string) *tls.Config {
-	var t *tls.Config
-	if c.TLS != nil {
-		t = c.TLS.Clone()
-	} else {
-		t = &tls.Config{}
-	}
-	t.NextProtos = []string{ALPN}
-	t.MinVersion = tls.VersionTLS13
-	if t.ServerName == "" {
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			t.ServerName = host
-		}
-	}
+	host, _, _ := net.SplitHostPort(addr)
+	t := quicnet.ClientTLS(c.TLS, ALPN, host)
 	if c.InsecureSkipVerify {
 		t.InsecureSkipVerify = true
 	}

@@ -3,18 +3,14 @@
 package webtransport
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"sync"
 	"time"
+
+	"github.com/archenet/archenet/transport/internal/selfsigned"
 )
 
 // MaxHashedValidity is the longest validity browsers accept for a certificate pinned by
@@ -91,34 +87,14 @@ func (s *SelfSigned) handOver() time.Time {
 
 // issue makes a certificate valid from from for validity.
 func issue(from time.Time, validity time.Duration) (*issued, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := selfsigned.New(selfsigned.Template{
+		CommonName: "archenet WebTransport (self-signed, pinned by hash)",
+		NotBefore:  from, NotAfter: from.Add(validity),
+	})
 	if err != nil {
 		return nil, err
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "archenet WebTransport (self-signed, pinned by hash)"},
-		NotBefore:             from,
-		NotAfter:              from.Add(validity),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &issued{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, hash: HashCertificate(der)}, nil
+	return &issued{cert: cert, hash: HashCertificate(cert.Certificate[0])}, nil
 }
 
 // rotateLocked hands over to the successor once its time has come (repeatedly, after a

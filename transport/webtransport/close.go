@@ -20,12 +20,6 @@ const closeLinger = 250 * time.Millisecond
 // closeSessionCapsule is the capsule type of WT_CLOSE_SESSION (draft-ietf-webtrans-http3).
 const closeSessionCapsule = 0x2843
 
-// closeRequest is a close the connection's watch goroutine is to carry out.
-type closeRequest struct {
-	code   transport.CloseCode
-	reason string
-}
-
 // appendCloseCapsule appends the WT_CLOSE_SESSION capsule carrying code and reason.
 func appendCloseCapsule(b []byte, code transport.CloseCode, reason string) []byte {
 	b = quicvarint.Append(b, closeSessionCapsule)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/connio"
 )
 
@@ -115,78 +114,40 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-const (
-	defaultHandshakeTimeout = 10 * time.Second
-	defaultIdleTimeout      = 30 * time.Second
-	defaultMaxMessageSize   = 1 << 20
-	defaultMessageQueueLen  = 1024
-	defaultMessageQueueSize = 4 << 20
-	defaultDatagramQueueLen = 1024
-	defaultDatagramRate     = 2000
-	defaultAcceptBacklog    = 64
-	defaultPendingSessions  = 64
-	defaultHandshakeWindow  = 32 << 10
-	defaultPendingPerAddr   = 16
-	defaultRetryAbove       = 64
-)
+// defaultPendingSessions is MaxPendingSessions' default.
+const defaultPendingSessions = 64
 
-// resolve returns a copy with every zero field replaced by its default, or an error
-// for a setting that cannot work.
-func (c *Config) resolve() (Config, error) {
+// resolve returns a copy of c (nil: the zero Config) for the settings only this
+// package has, with their defaults, and the settings every transport has with theirs
+// (read those from the Settings, not the copy), or an error for a setting that cannot
+// work.
+func (c *Config) resolve() (Config, connio.Settings, error) {
 	var r Config
 	if c != nil {
 		r = *c
 	}
-	d := connio.Defaults{Pkg: "webtransport"}
-	connio.Set(&d, "HandshakeTimeout", &r.HandshakeTimeout, defaultHandshakeTimeout)
-	connio.Set(&d, "IdleTimeout", &r.IdleTimeout, defaultIdleTimeout)
-	connio.Set(&d, "MaxMessageSize", &r.MaxMessageSize, defaultMaxMessageSize)
-	connio.Set(&d, "MessageQueueLen", &r.MessageQueueLen, defaultMessageQueueLen)
-	connio.Set(&d, "MessageQueueBytes", &r.MessageQueueBytes, defaultMessageQueueSize)
-	connio.Set(&d, "DatagramQueueLen", &r.DatagramQueueLen, defaultDatagramQueueLen)
-	connio.Set(&d, "AcceptBacklog", &r.AcceptBacklog, defaultAcceptBacklog)
-	connio.Set(&d, "MaxPendingSessions", &r.MaxPendingSessions, defaultPendingSessions)
-	connio.Set(&d, "HandshakeWindow", &r.HandshakeWindow, defaultHandshakeWindow)
-	connio.Set(&d, "DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
-	connio.Set(&d, "MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog)
-	connio.Set(&d, "SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout)
-	if d.Err != nil {
-		return r, d.Err
+	s := connio.Settings{
+		HandshakeTimeout: r.HandshakeTimeout, IdleTimeout: r.IdleTimeout, KeepAlivePeriod: r.KeepAlivePeriod,
+		MaxMessageSize: r.MaxMessageSize, MessageQueueLen: r.MessageQueueLen,
+		MessageQueueBytes: r.MessageQueueBytes, DatagramQueueLen: r.DatagramQueueLen,
+		DatagramRateLimit: r.DatagramRateLimit, DatagramBurst: r.DatagramBurst,
+		DatagramSendQueueLen: r.DatagramSendQueueLen, MaxSendBacklog: r.MaxSendBacklog, SendBacklogTimeout: r.SendBacklogTimeout,
+		AcceptBacklog: r.AcceptBacklog, HandshakeWindow: r.HandshakeWindow,
+		MaxPendingPerAddress: r.MaxPendingPerAddress, RetryAbove: r.RetryAbove,
+		Logger: r.Logger,
 	}
-	// Zero is the default; negative means none or no bound (documented).
-	if r.KeepAlivePeriod == 0 {
-		r.KeepAlivePeriod = r.IdleTimeout / 3
+	if err := s.Resolve("webtransport"); err != nil {
+		return r, s, err
+	}
+	d := connio.Defaults{Pkg: "webtransport"}
+	if connio.Set(&d, "MaxPendingSessions", &r.MaxPendingSessions, defaultPendingSessions); d.Err != nil {
+		return r, s, d.Err
 	}
 	if r.Path == "" {
 		r.Path = DefaultPath
 	}
-	if r.MaxPendingPerAddress == 0 {
-		r.MaxPendingPerAddress = defaultPendingPerAddr
-	}
-	if r.RetryAbove == 0 {
-		r.RetryAbove = defaultRetryAbove
-	}
-	if r.DatagramRateLimit == 0 {
-		r.DatagramRateLimit = defaultDatagramRate
-	}
-	if connio.Set(&d, "DatagramBurst", &r.DatagramBurst, max(r.DatagramRateLimit, 1)); d.Err != nil {
-		return r, d.Err
-	}
 	if r.Path[0] != '/' {
-		return r, fmt.Errorf("webtransport: Config.Path %q does not start with /", r.Path)
+		return r, s, fmt.Errorf("webtransport: Config.Path %q does not start with /", r.Path)
 	}
-	if r.Logger == nil {
-		r.Logger = slog.Default()
-	}
-	r.Logger = slog.New(transport.RateLimit(r.Logger.Handler(), 10, time.Second))
-	return r, nil
-}
-
-// checkListen reports a Listen setting no listener can work with.
-func (c *Config) checkListen() error {
-	if c.HandshakeWindow < transport.MaxHandshakeMessageSize+16 {
-		return fmt.Errorf("webtransport: Config.HandshakeWindow %d cannot hold a handshake message (%d bytes and its length prefix)",
-			c.HandshakeWindow, transport.MaxHandshakeMessageSize)
-	}
-	return nil
+	return r, s, nil
 }

@@ -5,7 +5,6 @@ package webtransport
 import (
 	"time"
 
-	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/connio"
 )
 
@@ -47,22 +46,20 @@ type Config struct {
 	SendBacklogTimeout time.Duration
 }
 
-func (c *Config) resolve() (Config, error) {
+// resolve returns a copy of c (nil: the zero Config) and the settings every
+// transport has, with their defaults (read those from the Settings, not the copy), or
+// an error naming the first negative setting.
+func (c *Config) resolve() (Config, connio.Settings, error) {
 	var r Config
 	if c != nil {
 		r = *c
 	}
-	d := connio.Defaults{Pkg: "webtransport"}
-	connio.Set(&d, "HandshakeTimeout", &r.HandshakeTimeout, 10*time.Second)
-	connio.Set(&d, "SendBacklogTimeout", &r.SendBacklogTimeout, transport.DefaultBacklogTimeout)
-	connio.Set(&d, "MaxMessageSize", &r.MaxMessageSize, 1<<20)
-	connio.Set(&d, "MessageQueueLen", &r.MessageQueueLen, 1024)
-	connio.Set(&d, "MessageQueueBytes", &r.MessageQueueBytes, 4<<20)
-	connio.Set(&d, "DatagramQueueLen", &r.DatagramQueueLen, 1024)
-	connio.Set(&d, "DatagramSendQueueLen", &r.DatagramSendQueueLen, transport.DefaultOutboxDatagrams)
-	connio.Set(&d, "MaxSendBacklog", &r.MaxSendBacklog, transport.DefaultMaxBacklog)
-	if d.Err != nil {
-		return r, d.Err
+	s := connio.Settings{
+		HandshakeTimeout: r.HandshakeTimeout,
+		MaxMessageSize:   r.MaxMessageSize, MessageQueueLen: r.MessageQueueLen,
+		MessageQueueBytes: r.MessageQueueBytes, DatagramQueueLen: r.DatagramQueueLen,
+		DatagramSendQueueLen: r.DatagramSendQueueLen, MaxSendBacklog: r.MaxSendBacklog, SendBacklogTimeout: r.SendBacklogTimeout,
 	}
-	return r, nil
+	err := s.ResolveLimits("webtransport")
+	return r, s, err
 }

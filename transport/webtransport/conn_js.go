@@ -5,10 +5,8 @@ package webtransport
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"syscall/js"
 	"time"
@@ -34,46 +32,39 @@ type Conn struct {
 	dgWriter js.Value
 	dgReader js.Value
 	url      string
-	cfg      Config
 	maxDg    int
 
 	ctx    context.Context // ends when the session has ended
 	cancel context.CancelFunc
 
-	core connio.Core // receive queues, outbox, counters, the end
+	core connio.Core // queues, outbox, counters, close requests, the end
 	rtt  atomic.Int64
-
-	closeMu sync.Mutex
-	local   *transport.CloseError // set when this end closed first
-
-	readers sync.WaitGroup
 }
 
 var _ transport.Conn = (*Conn)(nil)
 
-func newConn(wtv, writer, reader js.Value, url string, cfg Config) *Conn {
+func newConn(wtv, writer, reader js.Value, url string, set *connio.Settings) *Conn {
 	dgs := wtv.Get("datagrams")
 	// Let the browser queue a burst of datagrams (its default high-water mark is 1).
-	dgs.Set("incomingHighWaterMark", cfg.DatagramQueueLen)
-	dgs.Set("outgoingHighWaterMark", cfg.DatagramSendQueueLen)
+	dgs.Set("incomingHighWaterMark", set.DatagramQueueLen)
+	dgs.Set("outgoingHighWaterMark", set.DatagramSendQueueLen)
 	c := &Conn{
-		wt: wtv, writer: writer, reader: reader, url: url, cfg: cfg,
+		wt: wtv, writer: writer, reader: reader, url: url,
 		dgWriter: datagramWriter(dgs),
 		dgReader: dgs.Get("readable").Call("getReader"),
 		maxDg:    MaxDatagramPayload,
 	}
-	c.core.Init(cfg.DatagramQueueLen, cfg.MessageQueueLen, cfg.MessageQueueBytes)
 	if m := dgs.Get("maxDatagramSize"); m.Type() == js.TypeNumber && m.Int() < c.maxDg {
 		c.maxDg = m.Int()
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.core.SetOutbox(transport.NewOutbox(jsWriter{c}, transport.OutboxConfig{
-		DatagramQueueLen: cfg.DatagramSendQueueLen, MaxBacklog: cfg.MaxSendBacklog, BacklogTimeout: cfg.SendBacklogTimeout,
-	}, func(code transport.CloseCode, reason string) { c.closeNoWait(code, reason) }))
-	c.readers.Add(3)
-	go c.readDatagrams()
-	go c.readMessages()
-	go c.pollRTT()
+	c.core.Init(connio.Setup{Ctx: c.ctx, Settings: set, Writer: jsWriter{c}, Closed: c.closedErr})
+	c.core.Go(c.readDatagrams)
+	c.core.Go(func() {
+		c.core.ReadMessages(bufio.NewReaderSize(&streamReader{r: c.reader, ctx: c.ctx}, 4<<10), false, nil)
+	})
+	c.core.Go(c.pollRTT)
+	c.core.Go(c.closer)
 	go c.watch()
 	return c
 }
@@ -117,7 +108,6 @@ func (w jsWriter) WriteMessage(b []byte, deadline time.Time) error {
 }
 
 func (c *Conn) readDatagrams() {
-	defer c.readers.Done()
 	for {
 		res, err := await(c.ctx, c.dgReader.Call("read"))
 		if err != nil || res.Get("done").Bool() {
@@ -130,27 +120,8 @@ func (c *Conn) readDatagrams() {
 	}
 }
 
-func (c *Conn) readMessages() {
-	defer c.readers.Done()
-	br := bufio.NewReaderSize(&streamReader{r: c.reader, ctx: c.ctx}, 4<<10)
-	for {
-		b, err := frame.Read(br, c.cfg.MaxMessageSize)
-		if err != nil {
-			var fe *frame.Error
-			if errors.As(err, &fe) {
-				c.closeNoWait(fe.Code, fe.Reason)
-			}
-			return
-		}
-		if !c.core.PushMessage(c.ctx, b) {
-			return
-		}
-	}
-}
-
 // pollRTT reads the session's smoothed RTT from getStats() once a second.
 func (c *Conn) pollRTT() {
-	defer c.readers.Done()
 	if c.wt.Get("getStats").Type() != js.TypeFunction {
 		return
 	}
@@ -171,19 +142,22 @@ func (c *Conn) pollRTT() {
 	}
 }
 
+// closer carries out the first close request: the server sees its code and reason.
+func (c *Conn) closer() {
+	if r, ok := c.core.AwaitClose(); ok {
+		_, _ = call(c.wt, "close", map[string]any{"closeCode": int(r.Code), "reason": r.Reason})
+	}
+}
+
 // watch waits for the session to end and records why.
 func (c *Conn) watch() {
 	info, err := await(context.Background(), c.wt.Get("closed"))
-	c.closeMu.Lock()
-	ce := c.local
+	ce := c.core.Local()
 	if ce == nil {
 		ce = closeErrorOfJS(info, err)
 	}
-	c.closeMu.Unlock()
 	c.cancel()
-	c.core.Outbox().Close()
-	c.readers.Wait()
-	c.core.Outbox().Wait()
+	c.core.Stop()
 	c.core.End(ce)
 }
 
@@ -196,11 +170,7 @@ func closeErrorOfJS(info js.Value, err error) *transport.CloseError {
 	ce := &transport.CloseError{Remote: true}
 	if info.Type() == js.TypeObject {
 		if code := info.Get("closeCode"); code.Type() == js.TypeNumber {
-			if n := code.Int(); n <= 0xffff {
-				ce.Code = transport.CloseCode(n)
-			} else {
-				ce.Code = transport.CodeProtocolError
-			}
+			ce.Code = connio.CloseCodeOf(uint64(code.Int()))
 		}
 		ce.Reason = str(info.Get("reason"))
 	}
@@ -213,9 +183,7 @@ func (c *Conn) closedErr() error {
 		return c.Err()
 	default:
 	}
-	c.closeMu.Lock()
-	defer c.closeMu.Unlock()
-	if c.local != nil || c.ctx.Err() != nil {
+	if c.core.Local() != nil || c.ctx.Err() != nil {
 		return fmt.Errorf("webtransport: session closing: %w", transport.ErrClosed)
 	}
 	return nil
@@ -245,15 +213,7 @@ func (c *Conn) PollDatagram() ([]byte, bool) { return c.core.PollDatagram() }
 func (c *Conn) MaxDatagramSize() int { return c.maxDg }
 
 // SendMessage implements [transport.Conn]. It never blocks.
-func (c *Conn) SendMessage(b []byte) error {
-	if len(b) > c.cfg.MaxMessageSize {
-		return &transport.MessageTooLargeError{Size: len(b), Max: c.cfg.MaxMessageSize}
-	}
-	if err := c.closedErr(); err != nil {
-		return err
-	}
-	return c.core.SendMessage(b)
-}
+func (c *Conn) SendMessage(b []byte) error { return c.core.SendMessage(b) }
 
 // ReceiveMessage implements [transport.Conn].
 func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) {
@@ -264,26 +224,11 @@ func (c *Conn) ReceiveMessage(ctx context.Context) ([]byte, error) {
 func (c *Conn) PollMessage() ([]byte, bool) { return c.core.PollMessage() }
 
 // MaxMessageSize implements [transport.Conn].
-func (c *Conn) MaxMessageSize() int { return c.cfg.MaxMessageSize }
-
-func (c *Conn) closeNoWait(code transport.CloseCode, reason string) {
-	reason = transport.TruncateReason(reason, transport.MaxReasonLen)
-	c.closeMu.Lock()
-	first := c.local == nil && c.ctx.Err() == nil
-	if first {
-		c.local = &transport.CloseError{Code: code, Reason: reason}
-	}
-	c.closeMu.Unlock()
-	if first {
-		_, _ = call(c.wt, "close", map[string]any{"closeCode": int(code), "reason": reason})
-	}
-}
+func (c *Conn) MaxMessageSize() int { return c.core.MaxMessageSize() }
 
 // CloseWithReason implements [transport.Conn]: the server sees code and reason.
 func (c *Conn) CloseWithReason(code transport.CloseCode, reason string) error {
-	c.closeNoWait(code, reason)
-	<-c.core.Done()
-	return nil
+	return c.core.CloseWait(code, reason)
 }
 
 // Close implements [transport.Conn].

@@ -9,14 +9,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
-	quicgo "github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	wt "github.com/quic-go/webtransport-go"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/frame"
+	"github.com/archenet/archenet/transport/internal/quicnet"
 )
 
 // Dial opens a WebTransport session to rawURL (https://host:port/path) from a native
@@ -36,16 +36,12 @@ func Dial(ctx context.Context, rawURL string, cfg *Config) (*Conn, error) {
 // DialWithHeader is Dial sending extra request headers with the session request (e.g.
 // the Origin a browser would send, for tests of an origin policy).
 func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http.Header) (*Conn, error) {
-	r, err := cfg.resolve()
+	r, set, u, err := resolveDial(cfg, rawURL)
 	if err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("webtransport: dial %q: not an https URL", rawURL)
-	}
 	fail := func(phase string, err error) (*Conn, error) {
-		if errTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+		if quicnet.IsTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 		}
 		return nil, fmt.Errorf("webtransport: dial %s: %s: %w", rawURL, phase, err)
@@ -58,26 +54,20 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 	if raddr.IP.IsLoopback() {
 		laddr.IP = raddr.IP
 	}
-	udp, err := net.ListenUDP("udp", laddr)
+	sock, err := quicnet.Bind(laddr)
 	if err != nil {
 		return fail("binding a local UDP socket", err)
 	}
-	tr := &quicgo.Transport{Conn: udp}
-	d := &wt.Transport{}
-	release := func() {
-		_ = tr.Close()
-		_ = udp.Close()
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.HandshakeTimeout)
+	release := func() { _ = sock.Close(nil) }
+	ctx, cancel := context.WithTimeout(ctx, set.HandshakeTimeout)
 	defer cancel()
 	// The QUIC connection is ours (not the wt.Transport's, which would close it the
 	// moment the session ends, before the close capsule is out): Conn closes it after
 	// closeLinger.
-	qc, err := tr.DialEarly(ctx, raddr, r.clientTLS(u.Hostname()), r.quicConfig(false))
+	qc, err := sock.Tr.DialEarly(ctx, raddr, r.clientTLS(u.Hostname()), quicConfig(&set, false))
 	if err != nil {
 		release()
-		var te *quicgo.TransportError
-		if errors.As(err, &te) && te.Remote && te.ErrorCode == quicgo.ConnectionRefused {
+		if quicnet.Refused(err) {
 			return fail("QUIC handshake refused by the server (too many connections from this address are in the handshake there, "+
 				"see webtransport.Config.MaxPendingPerAddress, or it is closing)", err)
 		}
@@ -88,7 +78,7 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 		release()
 		return fail(phase, err)
 	}
-	cc, err := d.NewClientConn(qc)
+	cc, err := (&wt.Transport{}).NewClientConn(qc)
 	if err != nil {
 		return abort("HTTP/3 setup", err)
 	}
@@ -101,41 +91,24 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 	}
 	stream, err := sess.OpenStreamSync(ctx)
 	if err == nil {
-		_, err = stream.Write([]byte{streamPreamble})
+		_, err = stream.Write([]byte{frame.Preamble})
 	}
 	if err != nil {
 		_ = sess.CloseWithError(wt.SessionErrorCode(transport.CodeProtocolError), "opening the message stream: "+err.Error())
 		return abort("opening the message stream", err)
 	}
-	return newConn(session{sess: sess, stream: stream, qc: qc, ownsQC: true}, r, func(*Conn) {
+	return newConn(session{sess: sess, stream: stream, qc: qc, ownsQC: true}, &set, func(*Conn) {
 		time.AfterFunc(closeLinger+50*time.Millisecond, release)
 	}), nil
 }
 
 // clientTLS is the TLS configuration of a native Dial to host.
 func (c *Config) clientTLS(host string) *tls.Config {
-	var t *tls.Config
-	if c.TLS != nil {
-		t = c.TLS.Clone()
-	} else {
-		t = &tls.Config{}
-	}
-	t.NextProtos = []string{http3.NextProtoH3}
-	t.MinVersion = tls.VersionTLS13
-	if t.ServerName == "" {
-		t.ServerName = host
-	}
+	t := quicnet.ClientTLS(c.TLS, http3.NextProtoH3, host)
 	if len(c.CertHashes) > 0 {
 		// Pinned by hash as a browser does: no chain to verify, the hash is the check.
 		t.InsecureSkipVerify = true
 		t.VerifyConnection = verifyPinned(c.CertHashes, time.Now)
 	}
 	return t
-}
-
-// errTimeout reports whether err is a timeout of Dial.
-func errTimeout(err error) bool {
-	var hs *quicgo.HandshakeTimeoutError
-	var idle *quicgo.IdleTimeoutError
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &hs) || errors.As(err, &idle)
 }

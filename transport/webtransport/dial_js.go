@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall/js"
+
+	"github.com/archenet/archenet/transport/internal/frame"
 )
 
 // Dial opens a WebTransport session to rawURL (https://host:port/path) with the
@@ -25,19 +27,15 @@ import (
 // certificate that is not one of the pinned hashes (a page loaded before the server
 // rotated its certificate: fetch the endpoint again, see [DialEndpoint]).
 func Dial(ctx context.Context, rawURL string, cfg *Config) (*Conn, error) {
-	r, err := cfg.resolve()
+	r, set, u, err := resolveDial(cfg, rawURL)
 	if err != nil {
 		return nil, err
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("webtransport: dial %q: not an https URL", rawURL)
 	}
 	ctor := js.Global().Get("WebTransport")
 	if ctor.Type() != js.TypeFunction {
 		return nil, errors.New("webtransport: this browser has no WebTransport (Chromium 97+, Firefox 114+, Safari 26.4+)")
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.HandshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, set.HandshakeTimeout)
 	defer cancel()
 	wtv, err := newWebTransport(ctor, rawURL, r.CertHashes)
 	if err != nil {
@@ -58,10 +56,10 @@ func Dial(ctx context.Context, rawURL string, cfg *Config) (*Conn, error) {
 		return fail("opening the message stream", err)
 	}
 	writer := st.Get("writable").Call("getWriter")
-	if _, err := await(ctx, writer.Call("write", bytesToJS([]byte{streamPreamble}))); err != nil {
+	if _, err := await(ctx, writer.Call("write", bytesToJS([]byte{frame.Preamble}))); err != nil {
 		return fail("writing the stream preamble", err)
 	}
-	return newConn(wtv, writer, st.Get("readable").Call("getReader"), rawURL, r), nil
+	return newConn(wtv, writer, st.Get("readable").Call("getReader"), rawURL, &set), nil
 }
 
 func newWebTransport(ctor js.Value, rawURL string, hashes []CertHash) (v js.Value, err error) {

@@ -4,10 +4,8 @@ package webtransport
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,20 +19,20 @@ import (
 	wt "github.com/quic-go/webtransport-go"
 
 	"github.com/archenet/archenet/transport"
-	"github.com/archenet/archenet/transport/internal/admission"
 	"github.com/archenet/archenet/transport/internal/connio"
+	"github.com/archenet/archenet/transport/internal/frame"
+	"github.com/archenet/archenet/transport/internal/quicnet"
 )
 
 // Listener accepts archenet connections from WebTransport sessions. It implements
 // [transport.Listener] and [http.Handler]: [Listen] makes one that owns its UDP socket
 // and HTTP/3 server, [NewListener] one to mount on an HTTP/3 server of the caller's.
 type Listener struct {
-	cfg   Config
+	cfg   Config          // for its own settings (origins, path)
+	set   connio.Settings // the settings every transport has
 	wts   *wt.Server
-	udp   net.PacketConn    // nil unless Listen made it
-	tr    *quicgo.Transport // Listen's, nil for NewListener
+	sock  *quicnet.Socket // Listen's (with its pre-handshake budget), nil for NewListener
 	ql    *quicgo.EarlyListener
-	adm   *admission.Budget // Listen's pre-handshake budget, nil for NewListener
 	conns *connio.Accepted[*Conn]
 	slots chan struct{} // one token per session being set up
 	// capsuleClose: the server's sessions have no WebTransport flow control, so
@@ -70,33 +68,24 @@ type connKey struct{}
 // Config.RetryAbove of them new ones must pass a QUIC Retry, and it queues at most 16
 // datagrams ([Listener.Admission] counts them).
 func Listen(addr string, cfg *Config) (*Listener, error) {
-	r, err := cfg.resolve()
+	r, set, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	if r.TLS == nil || (len(r.TLS.Certificates) == 0 && r.TLS.GetCertificate == nil && r.TLS.GetConfigForClient == nil) {
+	tlsConf := quicnet.ServerTLS(r.TLS, http3.NextProtoH3)
+	if tlsConf == nil {
 		return nil, errors.New("webtransport: Listen needs Config.TLS with a server certificate (see NewSelfSigned)")
 	}
-	if err := r.checkListen(); err != nil {
+	if err := set.CheckListen(); err != nil {
 		return nil, err
 	}
-	tlsConf := r.TLS.Clone()
-	tlsConf.NextProtos = []string{http3.NextProtoH3}
-	tlsConf.MinVersion = tls.VersionTLS13
-	uaddr, err := net.ResolveUDPAddr("udp", addr)
+	sock, err := quicnet.Listen(addr, &set)
 	if err != nil {
 		return nil, err
 	}
-	udp, err := net.ListenUDP("udp", uaddr)
+	ql, err := sock.Tr.ListenEarly(tlsConf, quicConfig(&set, true))
 	if err != nil {
-		return nil, err
-	}
-	adm := admission.New(r.MaxPendingPerAddress, r.RetryAbove)
-	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.ConnContext, VerifySourceAddress: adm.VerifySource}
-	ql, err := tr.ListenEarly(tlsConf, r.quicConfig(true))
-	if err != nil {
-		_ = tr.Close()
-		_ = udp.Close()
+		_ = sock.Close(nil)
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -104,30 +93,14 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		TLSConfig:      tlsConf,
 		Handler:        mux,
 		MaxHeaderBytes: 8 << 10,
-		IdleTimeout:    r.IdleTimeout,
+		IdleTimeout:    set.IdleTimeout,
 	}
-	l := newListener(&wt.Server{H3: h3, ReorderingTimeout: r.HandshakeTimeout}, r)
-	l.udp, l.tr, l.ql, l.adm = udp, tr, ql, adm
+	l := newListener(&wt.Server{H3: h3, ReorderingTimeout: set.HandshakeTimeout}, r, set)
+	l.sock, l.ql = sock, ql
 	mux.Handle(r.Path, l)
-	l.serving.Add(1)
-	go l.serveQUIC()
+	// Hand each QUIC connection to the HTTP/3 server.
+	quicnet.Serve(l.ctx, &l.serving, ql.Accept, func(qc *quicgo.Conn) { _ = l.wts.ServeQUICConn(qc) })
 	return l, nil
-}
-
-// serveQUIC hands each QUIC connection of Listen's transport to the HTTP/3 server.
-func (l *Listener) serveQUIC() {
-	defer l.serving.Done()
-	for {
-		qc, err := l.ql.Accept(l.ctx)
-		if err != nil {
-			return
-		}
-		l.serving.Add(1)
-		go func() {
-			defer l.serving.Done()
-			_ = l.wts.ServeQUICConn(qc)
-		}()
-	}
 }
 
 // NewListener returns a Listener to mount as the http.Handler of a path on s's HTTP/3
@@ -142,20 +115,22 @@ func (l *Listener) serveQUIC() {
 // than the close code. Closing the Listener closes its connections and makes it refuse
 // new sessions; serving and closing s stays with the caller. cfg.Path is not used.
 func NewListener(s *wt.Server, cfg *Config) (*Listener, error) {
-	r, err := cfg.resolve()
+	r, set, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
 	if s == nil || s.H3 == nil {
 		return nil, errors.New("webtransport: NewListener needs a webtransport.Server with H3 set")
 	}
-	return newListener(s, r), nil
+	return newListener(s, r, set), nil
 }
 
-func newListener(s *wt.Server, r Config) *Listener {
+func newListener(s *wt.Server, r Config, set connio.Settings) *Listener {
 	l := &Listener{
-		cfg: r, wts: s,
-		conns:        connio.NewAccepted[*Conn](r.AcceptBacklog),
+		cfg: r, set: set, wts: s,
+		conns: connio.NewAccepted(set.AcceptBacklog, "webtransport", func(c *Conn, code transport.CloseCode, reason string) {
+			c.core.Violation(code, reason)
+		}),
 		slots:        make(chan struct{}, r.MaxPendingSessions),
 		capsuleClose: s.Config == nil || s.Config.MaxIncomingStreams <= 0 && s.Config.MaxIncomingUniStreams <= 0 && s.Config.MaxIncomingData <= 0,
 	}
@@ -177,28 +152,18 @@ func newListener(s *wt.Server, r Config) *Listener {
 // anything: handshake-sized windows that grow only once this end sent its Welcome, and
 // few streams (HTTP/3 needs three unidirectional ones and a request stream; archenet
 // one bidirectional stream per session).
-func (c *Config) quicConfig(server bool) *quicgo.Config {
-	qc := &quicgo.Config{
-		EnableDatagrams:                  true,
-		EnableStreamResetPartialDelivery: true,
-		HandshakeIdleTimeout:             c.HandshakeTimeout,
-		MaxIdleTimeout:                   c.IdleTimeout,
-		MaxStreamReceiveWindow:           uint64(max(c.MaxMessageSize+16, 1<<20)),
-		MaxConnectionReceiveWindow:       uint64(max(c.MaxMessageSize+16, 1<<20)) + 1<<20,
-	}
+func quicConfig(s *connio.Settings, server bool) *quicgo.Config {
+	qc := quicnet.Config(s, server)
+	qc.EnableStreamResetPartialDelivery = true
+	qc.MaxStreamReceiveWindow = uint64(max(s.MaxMessageSize+16, 1<<20))
+	qc.MaxConnectionReceiveWindow = qc.MaxStreamReceiveWindow + 1<<20
 	if server {
 		qc.MaxIncomingStreams = 8
 		qc.MaxIncomingUniStreams = 8
-		qc.InitialStreamReceiveWindow = uint64(c.HandshakeWindow)
-		qc.InitialConnectionReceiveWindow = uint64(c.HandshakeWindow)
-		qc.AllowConnectionWindowIncrease = admission.AllowWindowIncrease
 	} else {
 		// Small windows that grow as the application reads (quic-go's auto-tuning).
 		qc.InitialStreamReceiveWindow = 64 << 10
 		qc.InitialConnectionReceiveWindow = 128 << 10
-	}
-	if c.KeepAlivePeriod > 0 {
-		qc.KeepAlivePeriod = c.KeepAlivePeriod
 	}
 	return qc
 }
@@ -232,7 +197,7 @@ func (l *Listener) originAllowed(r *http.Request) bool {
 // request that is not a WebTransport session.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, why string) {
-		l.cfg.Logger.Warn("archenet/webtransport: session refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
+		l.set.Logger.Warn("archenet/webtransport: session refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
 		http.Error(w, why, status)
 	}
 	select {
@@ -279,66 +244,33 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // until Close).
 func (l *Listener) setup(s session) {
 	sess := s.sess
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
+	ctx, cancel := context.WithTimeout(l.ctx, l.set.HandshakeTimeout)
 	defer cancel()
 	defer context.AfterFunc(sess.Context(), cancel)()
 	fail := func(code transport.CloseCode, reason string) {
-		l.cfg.Logger.Warn("archenet/webtransport: session refused before the handshake", "remote", sess.RemoteAddr(), "code", code, "reason", reason)
+		l.set.Logger.Warn("archenet/webtransport: session refused before the handshake", "remote", sess.RemoteAddr(), "code", code, "reason", reason)
 		closeSession(sess, s.connect, code, reason)
 		if s.ownsQC {
 			qc := s.qc
 			time.AfterFunc(closeLinger, func() { _ = qc.CloseWithError(0, "") })
 		}
 	}
-	stream, err := sess.AcceptStream(ctx)
-	if err != nil {
-		fail(transport.CodeTimeout, "message stream not opened in time")
+	stream, fe := frame.Accept(ctx, sess.AcceptStream, l.set.HandshakeTimeout)
+	if fe != nil {
+		fail(fe.Code, fe.Reason)
 		return
 	}
-	_ = stream.SetReadDeadline(time.Now().Add(l.cfg.HandshakeTimeout))
-	var pre [1]byte
-	if _, err := io.ReadFull(stream, pre[:]); err != nil {
-		fail(transport.CodeProtocolError, "message stream preamble missing")
-		return
-	}
-	if pre[0] != streamPreamble {
-		fail(transport.CodeProtocolError, fmt.Sprintf("bad message stream preamble %#x", pre[0]))
-		return
-	}
-	_ = stream.SetReadDeadline(time.Time{})
 	s.stream = stream
-
-	c, ok := l.conns.Add(func() *Conn { return newConn(s, l.cfg, l.conns.Forget) })
-	if !ok {
+	if !l.conns.Add(func() *Conn { return newConn(s, &l.set, l.conns.Forget) }) {
 		fail(transport.CodeNormal, "listener closed")
-		return
-	}
-	if !l.conns.Offer(c) {
-		c.logClose(transport.CodeRejected, "server busy: accept backlog full")
-		c.closeNoWait(transport.CodeRejected, "server busy: accept backlog full")
 	}
 }
 
 // Accept implements [transport.Listener].
-func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) {
-	c, ok, err := l.conns.Accept(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("webtransport: listener: %w", transport.ErrClosed)
-	}
-	return c, nil
-}
+func (l *Listener) Accept(ctx context.Context) (transport.Conn, error) { return l.conns.Accept(ctx) }
 
 // PollAccept implements [transport.Listener].
-func (l *Listener) PollAccept() (transport.Conn, bool) {
-	c, ok := l.conns.Poll()
-	if !ok {
-		return nil, false
-	}
-	return c, true
-}
+func (l *Listener) PollAccept() (transport.Conn, bool) { return l.conns.PollAccept() }
 
 // Close implements [transport.Listener]: it stops accepting, closes every connection it
 // produced with CodeNormal (at once, each waiting at most about half a second for its
@@ -351,20 +283,15 @@ func (l *Listener) Close() error {
 	l.cancel()
 	l.setups.Wait()
 	l.conns.CloseAll("listener closed")
-	if l.udp == nil {
+	if l.sock == nil {
 		return nil
 	}
 	err := l.wts.Close()
 	if e := l.ql.Close(); err == nil {
 		err = e
 	}
-	if e := l.tr.Close(); err == nil {
-		err = e
-	}
+	err = l.sock.Close(err)
 	l.serving.Wait()
-	if e := l.udp.Close(); err == nil && !errors.Is(e, net.ErrClosed) {
-		err = e
-	}
 	return err
 }
 
@@ -384,19 +311,19 @@ type AdmissionStats struct {
 // Admission returns the listener's pre-handshake counts (zero for a Listener made by
 // NewListener, whose QUIC transport is the caller's).
 func (l *Listener) Admission() AdmissionStats {
-	if l.adm == nil {
+	if l.sock == nil {
 		return AdmissionStats{}
 	}
-	return AdmissionStats{Pending: l.adm.Pending(), RefusedPerAddress: l.adm.Refused(), Retries: l.adm.Retries()}
+	return AdmissionStats(l.sock.Adm.Stats())
 }
 
 // Addr implements [transport.Listener]: the bound UDP address (nil for a Listener made
 // by NewListener, which has no socket of its own).
 func (l *Listener) Addr() net.Addr {
-	if l.udp == nil {
+	if l.sock == nil {
 		return nil
 	}
-	return l.udp.LocalAddr()
+	return l.sock.UDP.LocalAddr()
 }
 
 // URL returns the session URL for a page that was loaded from host (an HTTP Host,

@@ -80,9 +80,16 @@ type Claims struct {
 	UserData []byte
 	// Expires is when the token stops admitting (millisecond precision).
 	Expires time.Time
-	// Servers are the addresses the token is good for, as the servers know
-	// themselves (their public host:port; host.Config.Addresses): 1 to
-	// MaxServers of at most MaxServerLen bytes each.
+	// Servers are the servers the token is good for: 1 to MaxServers
+	// strings of at most MaxServerLen bytes each. A server admits the token
+	// only if one of them equals, byte for byte, one of the strings in its
+	// VerifierConfig.Addresses (a host verifies with the Verifier in its
+	// host.Config.Tokens). Nothing is resolved or normalized: a matchmaker
+	// puts here each server's address exactly as that server's
+	// VerifierConfig.Addresses spells it (its public host:port, which behind
+	// NAT is not the socket's); for a server configured with
+	// "203.0.113.5:7777", neither "game.example.com:7777" nor
+	// "203.0.113.5:07777" matches.
 	Servers []string
 }
 

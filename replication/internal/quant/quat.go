@@ -3,6 +3,8 @@ package quant
 import (
 	"fmt"
 	"math"
+
+	"github.com/archenet/archenet/components"
 )
 
 // Quat quantizes unit quaternions with the smallest-three scheme: the
@@ -305,27 +307,11 @@ func QuatAngle(x1, y1, z1, w1, x2, y2, z2, w2 float64) float64 {
 	return 2 * math.Acos(d)
 }
 
-// Slerp interpolates between unit quaternions a and b (x, y, z, w) along
-// the shorter arc at constant angular speed, t in [0, 1]; nearly equal ones
-// are interpolated linearly and normalized. The result is unit length (the
-// identity for a degenerate input). components.Slerp is this on
-// components.Quat.
+// Slerp is [components.Slerp] on quaternions as (x, y, z, w) arrays: the
+// interpolation replication applies to quaternion fields is the game's, bit
+// for bit, so a game that interpolates its own copies draws what
+// replication would.
 func Slerp(a, b [4]float64, t float64) [4]float64 {
-	d := a[0]*b[0] + a[1]*b[1] + a[2]*b[2] + a[3]*b[3]
-	if d < 0 {
-		b = [4]float64{-b[0], -b[1], -b[2], -b[3]}
-		d = -d
-	}
-	wa, wb := 1-t, t
-	if d <= 0.9995 {
-		th := math.Acos(d)
-		s := math.Sin(th)
-		wa, wb = math.Sin((1-t)*th)/s, math.Sin(t*th)/s
-	}
-	q := [4]float64{a[0]*wa + b[0]*wb, a[1]*wa + b[1]*wb, a[2]*wa + b[2]*wb, a[3]*wa + b[3]*wb}
-	n := math.Sqrt(q[0]*q[0] + q[1]*q[1] + q[2]*q[2] + q[3]*q[3])
-	if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
-		return [4]float64{0, 0, 0, 1}
-	}
-	return [4]float64{q[0] / n, q[1] / n, q[2] / n, q[3] / n}
+	q := components.Slerp(components.Quat{X: a[0], Y: a[1], Z: a[2], W: a[3]}, components.Quat{X: b[0], Y: b[1], Z: b[2], W: b[3]}, t)
+	return [4]float64{q.X, q.Y, q.Z, q.W}
 }

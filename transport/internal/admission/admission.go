@@ -43,10 +43,6 @@ type Entry struct {
 
 type entryKey struct{}
 
-// PendingDatagrams bounds the datagrams a pending connection queues (the server reads
-// none before its Welcome); later ones are dropped.
-const PendingDatagrams = 16
-
 // New returns a budget that allows at most perAddress pending connections from one
 // source (<= 0: no bound) and asks for a Retry while more than retryAbove are pending
 // (<= 0: never).
@@ -90,9 +86,10 @@ func (b *Budget) ConnContext(ctx context.Context, info *quicgo.ClientInfo) (cont
 	return context.WithValue(ctx, entryKey{}, e), nil
 }
 
-// Release takes e out of its budget (the first call; later ones do nothing).
+// Release takes e out of its budget (the first call; later ones, and a call on
+// nil, do nothing).
 func (e *Entry) Release() {
-	if e.released.Swap(true) {
+	if e == nil || e.released.Swap(true) {
 		return
 	}
 	b := e.b
@@ -129,6 +126,22 @@ func (b *Budget) VerifySource(net.Addr) bool {
 func AllowWindowIncrease(qc *quicgo.Conn, _ uint64) bool {
 	e := Of(qc)
 	return e == nil || e.Released()
+}
+
+// Stats are a budget's counts (transport/quic's and transport/webtransport's
+// AdmissionStats convert from them).
+type Stats struct {
+	Pending           int
+	RefusedPerAddress uint64
+	Retries           uint64
+}
+
+// Stats returns the budget's counts (zero for a nil budget).
+func (b *Budget) Stats() Stats {
+	if b == nil {
+		return Stats{}
+	}
+	return Stats{Pending: b.Pending(), RefusedPerAddress: b.Refused(), Retries: b.Retries()}
 }
 
 // Pending returns the number of connections in the budget.

@@ -2,22 +2,25 @@ package connio
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/queue"
 )
 
-// Closing is what a listener needs of its connections to close them.
+// Closing is what a listener needs of its connections.
 type Closing interface {
 	comparable
-	StartClose(code transport.CloseCode, reason string)
-	Done() <-chan struct{}
+	transport.Conn
+	transport.CloseStarter
 }
 
 // Accepted is a listener's side of its connections: the ones it made and
 // that have not ended, and the queue of those Accept has not returned yet.
 type Accepted[C Closing] struct {
+	pkg     string
+	reject  func(c C, code transport.CloseCode, reason string)
 	pending *queue.Queue[C]
 	closed  chan struct{}
 
@@ -27,31 +30,37 @@ type Accepted[C Closing] struct {
 }
 
 // NewAccepted returns a set whose accept queue holds at most backlog
-// connections.
-func NewAccepted[C Closing](backlog int) *Accepted[C] {
+// connections; a connection beyond them is closed with reject (which logs
+// it). pkg names the transport in Accept's error.
+func NewAccepted[C Closing](backlog int, pkg string, reject func(c C, code transport.CloseCode, reason string)) *Accepted[C] {
 	return &Accepted[C]{
+		pkg:     pkg,
+		reject:  reject,
 		pending: queue.New[C](backlog, 0, nil),
 		closed:  make(chan struct{}),
 		conns:   make(map[C]struct{}),
 	}
 }
 
-// Add makes a connection with mk and keeps it, unless Close has begun
-// (then mk is not called and ok is false). mk runs under the set's lock,
-// so Close never misses a connection made while it runs.
-func (a *Accepted[C]) Add(mk func() C) (c C, ok bool) {
+// Add makes a connection with mk, keeps it and queues it for Accept (when
+// the backlog is full, it rejects it with transport.CodeRejected), unless
+// Close has begun: then mk is not called and Add reports false. mk runs
+// under the set's lock, so Close never misses a connection made while it
+// runs.
+func (a *Accepted[C]) Add(mk func() C) bool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.isClosed {
-		return c, false
+		a.mu.Unlock()
+		return false
 	}
-	c = mk()
+	c := mk()
 	a.conns[c] = struct{}{}
-	return c, true
+	a.mu.Unlock()
+	if !a.pending.TryPush(c) {
+		a.reject(c, transport.CodeRejected, "server busy: accept backlog full")
+	}
+	return true
 }
-
-// Offer queues c for Accept; it reports false when the backlog is full.
-func (a *Accepted[C]) Offer(c C) bool { return a.pending.TryPush(c) }
 
 // Forget drops c (a connection that ended) from the set.
 func (a *Accepted[C]) Forget(c C) {
@@ -60,13 +69,27 @@ func (a *Accepted[C]) Forget(c C) {
 	a.mu.Unlock()
 }
 
-// Accept waits for a queued connection; ok is false once Close has begun.
-func (a *Accepted[C]) Accept(ctx context.Context) (c C, ok bool, err error) {
-	return a.pending.Wait(ctx, a.closed)
+// Accept waits for a queued connection: a listener's Accept.
+func (a *Accepted[C]) Accept(ctx context.Context) (transport.Conn, error) {
+	c, ok, err := a.pending.Wait(ctx, a.closed)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: listener: %w", a.pkg, transport.ErrClosed)
+	}
+	return c, nil
 }
 
-// Poll takes a queued connection, if there is one.
-func (a *Accepted[C]) Poll() (C, bool) { return a.pending.Pop() }
+// PollAccept takes a queued connection, if there is one: a listener's
+// PollAccept.
+func (a *Accepted[C]) PollAccept() (transport.Conn, bool) {
+	c, ok := a.pending.Pop()
+	if !ok {
+		return nil, false
+	}
+	return c, true
+}
 
 // Closed is closed when Close begins.
 func (a *Accepted[C]) Closed() <-chan struct{} { return a.closed }

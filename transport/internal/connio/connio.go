@@ -1,31 +1,81 @@
 // Package connio is what the transports' connections (transport/quic,
-// transport/webtransport natively and in the browser) share: the bounded
-// receive queues their reader goroutines fill, the [transport.Outbox] their
-// sends go through, the traffic counters behind Stats, and the error the
-// connection ended with. Each transport keeps what differs: how bytes reach
-// the wire, how a close is carried out and how its cause is mapped.
+// transport/webtransport natively and in the browser) and their configs share:
+// the settings and their defaults, the bounded receive queues the reader
+// goroutines fill and the readers themselves, the [transport.Outbox] the sends
+// go through, the traffic counters behind Stats, the close this end asks for
+// and the error the connection ended with, and a listener's accepted
+// connections. Each transport keeps what differs: how bytes reach the wire,
+// how a close is carried out and how its cause is mapped.
 package connio
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/internal/frame"
 	"github.com/archenet/archenet/transport/internal/queue"
+	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
-// Core is the shared part of a connection. Set it up with Init and
-// SetOutbox before any goroutine uses it; End it exactly once.
+// PendingDatagrams bounds the datagrams a server's connection queues before it
+// sent its transport.Welcome (the server reads none before); later ones are
+// dropped.
+const PendingDatagrams = 16
+
+// Setup describes a connection to [Core.Init].
+type Setup struct {
+	// Ctx is the connection's context: it ends when the connection has ended.
+	Ctx context.Context
+	// Settings bound the queues, the outbox, the messages and the datagram
+	// flood.
+	Settings *Settings
+	// Writer is the blocking send side the outbox drains.
+	Writer transport.OutboxWriter
+	// Closed returns the connection's close error while it is closing or
+	// closed, else nil: what a send reports then.
+	Closed func() error
+	// Log logs a close this end decides on because of the peer
+	// ([Core.Violation]; see Settings.CloseLog). Nil: none is logged.
+	Log func(code transport.CloseCode, reason string)
+	// Server is set for a server's end: until it sends a transport.Welcome
+	// it queues at most PendingDatagrams datagrams, and then it calls
+	// Welcomed (nil: nothing).
+	Server   bool
+	Welcomed func()
+}
+
+// CloseRequest is a close a connection's own goroutine is to carry out.
+type CloseRequest struct {
+	Code   transport.CloseCode
+	Reason string // at most transport.MaxReasonLen bytes
+}
+
+// Core is the shared part of a connection. Set it up with Init before any
+// goroutine uses it; End it exactly once.
 type Core struct {
+	ctx       context.Context
+	set       Settings
+	closed    func() error
+	log       func(code transport.CloseCode, reason string)
+	server    bool
+	welcomed  atomic.Bool
+	onWelcome func()
+
 	datagrams *queue.Queue[[]byte]
 	messages  *queue.Queue[[]byte]
 	out       *transport.Outbox
+	closeReq  chan CloseRequest // holds the first close request
+	running   sync.WaitGroup    // Go's goroutines
 	done      chan struct{}
 
-	errMu sync.Mutex
+	mu    sync.Mutex
+	local *transport.CloseError // the close this end asked for first, if it did
 	err   error
 
 	datagramsSent, datagramBytesSent         atomic.Uint64
@@ -35,22 +85,151 @@ type Core struct {
 	datagramsDropped                         atomic.Uint64
 }
 
-// Init makes the receive queues: at most datagramQueueLen datagrams, and
-// at most messageQueueLen messages of messageQueueBytes bytes in all.
-func (c *Core) Init(datagramQueueLen, messageQueueLen, messageQueueBytes int) {
-	c.datagrams = queue.New[[]byte](datagramQueueLen, 0, nil)
-	c.messages = queue.New(messageQueueLen, messageQueueBytes, func(b []byte) int { return len(b) })
+// Init sets the connection up as s describes it: the receive queues and the
+// outbox, which starts its writer goroutines.
+func (c *Core) Init(s Setup) {
+	c.ctx, c.set, c.closed = s.Ctx, *s.Settings, s.Closed
+	c.log, c.server, c.onWelcome = s.Log, s.Server, s.Welcomed
+	c.datagrams = queue.New[[]byte](c.set.DatagramQueueLen, 0, nil)
+	c.messages = queue.New(c.set.MessageQueueLen, c.set.MessageQueueBytes, func(b []byte) int { return len(b) })
+	c.closeReq = make(chan CloseRequest, 1)
 	c.done = make(chan struct{})
+	c.out = transport.NewOutbox(s.Writer, transport.OutboxConfig{
+		DatagramQueueLen: c.set.DatagramSendQueueLen, MaxBacklog: c.set.MaxSendBacklog, BacklogTimeout: c.set.SendBacklogTimeout,
+	}, c.Violation)
 }
 
-// SetOutbox sets the outbox the sends go through.
-func (c *Core) SetOutbox(out *transport.Outbox) { c.out = out }
+// Go runs f on a goroutine of the connection's, which [Core.Stop] waits for.
+func (c *Core) Go(f func()) {
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		f()
+	}()
+}
 
-// Outbox returns the outbox the sends go through.
-func (c *Core) Outbox() *transport.Outbox { return c.out }
+// Stop closes the outbox and waits for the goroutines of Go and the outbox's
+// writers to exit: the connection's wire must be closed (or closing) first.
+func (c *Core) Stop() {
+	c.out.Close()
+	c.running.Wait()
+	c.out.Wait()
+}
 
-// QueuedDatagrams is the number of received datagrams not yet taken.
-func (c *Core) QueuedDatagrams() int { return c.datagrams.Len() }
+// RequestClose asks for the connection to close with code and reason
+// (truncated to transport.MaxReasonLen bytes) and returns at once: the first
+// request while the connection lives is recorded ([Core.Local]) and handed to
+// [Core.AwaitClose]; later ones are dropped.
+func (c *Core) RequestClose(code transport.CloseCode, reason string) {
+	reason = transport.TruncateReason(reason, transport.MaxReasonLen)
+	c.mu.Lock()
+	first := c.local == nil && c.ctx.Err() == nil
+	if first {
+		c.local = &transport.CloseError{Code: code, Reason: reason}
+	}
+	c.mu.Unlock()
+	if first {
+		c.closeReq <- CloseRequest{Code: code, Reason: reason} // (room for one)
+	}
+}
+
+// AwaitClose waits for the connection to end (ok false) or for the first
+// close request (ok true), which the caller carries out.
+func (c *Core) AwaitClose() (r CloseRequest, ok bool) {
+	select {
+	case <-c.ctx.Done():
+		return r, false
+	case r = <-c.closeReq:
+		return r, true
+	}
+}
+
+// Local is the close this end asked for first, or nil.
+func (c *Core) Local() *transport.CloseError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.local
+}
+
+// Violation closes the connection because of the peer (a flood, an oversize
+// or malformed frame, a send backlog): it logs the close (Setup.Log) and
+// requests it.
+func (c *Core) Violation(code transport.CloseCode, reason string) {
+	if c.log != nil {
+		c.log(code, reason)
+	}
+	c.RequestClose(code, reason)
+}
+
+// ReadDatagrams receives datagrams with recv into the datagram queue until
+// recv fails. A peer sending faster than Settings.DatagramRateLimit (beyond
+// DatagramBurst), or a datagram above maxSize bytes (0: no bound), is a
+// violation that ends the reading.
+func (c *Core) ReadDatagrams(recv func(context.Context) ([]byte, error), maxSize int) {
+	limit := ratelimit.New(c.set.DatagramRateLimit, c.set.DatagramBurst, time.Now())
+	for {
+		b, err := recv(c.ctx)
+		if err != nil {
+			return
+		}
+		if !limit.Allow(time.Now()) {
+			c.Violation(transport.CodeFlood, fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.set.DatagramRateLimit, c.set.DatagramBurst))
+			return
+		}
+		if maxSize > 0 && len(b) > maxSize {
+			c.Violation(transport.CodeProtocolError, fmt.Sprintf("datagram of %d bytes exceeds the maximum of %d", len(b), maxSize))
+			return
+		}
+		if c.server && !c.welcomed.Load() && c.datagrams.Len() >= PendingDatagrams {
+			c.datagramsDropped.Add(1) // not read before the Welcome: keep a few
+			continue
+		}
+		c.PushDatagram(b)
+	}
+}
+
+// ReadMessages reads the message stream br into the message queue until the
+// stream or the connection ends. A frame the peer breaks the format with
+// (package frame) is a violation. Another error of the stream ends the
+// connection with transport.CodeProtocolError unless ended reports that it
+// comes from the connection's end (nil: every such error does).
+//
+// With handshake set, the first message is the handshake: it is bounded by
+// transport.MaxHandshakeMessageSize, and the next one is not read before the
+// application has taken it, so a peer that has not been welcomed yet holds at
+// most one small message of this end's memory (plus the stream's window).
+func (c *Core) ReadMessages(br *bufio.Reader, handshake bool, ended func(error) bool) {
+	for first := handshake; ; first = false {
+		limit := c.set.MaxMessageSize
+		if first {
+			limit = min(limit, transport.MaxHandshakeMessageSize)
+		}
+		b, err := frame.Read(br, limit)
+		if err != nil {
+			var fe *frame.Error
+			switch {
+			case errors.As(err, &fe):
+				reason := fe.Reason
+				if first && fe.Code == transport.CodeMessageTooLarge {
+					reason = "handshake " + reason
+				}
+				c.Violation(fe.Code, reason)
+			case ended == nil || ended(err):
+			default:
+				c.RequestClose(transport.CodeProtocolError, "message stream closed: "+err.Error())
+			}
+			return
+		}
+		if !c.messages.PushWait(c.ctx, nil, b) {
+			return
+		}
+		c.messagesReceived.Add(1)
+		c.messageBytesReceived.Add(uint64(len(b)))
+		if first && !c.messages.WaitEmpty(c.ctx, nil) {
+			return
+		}
+	}
+}
 
 // PushDatagram queues a received datagram, or drops it (counted) when the
 // queue is full.
@@ -63,44 +242,55 @@ func (c *Core) PushDatagram(b []byte) {
 	}
 }
 
-// DropDatagram counts a received datagram dropped without queueing it.
-func (c *Core) DropDatagram() { c.datagramsDropped.Add(1) }
-
-// PushMessage queues a received message, waiting for room while ctx
-// lives; it reports whether the message was queued.
-func (c *Core) PushMessage(ctx context.Context, b []byte) bool {
-	if !c.messages.PushWait(ctx, nil, b) {
-		return false
-	}
-	c.messagesReceived.Add(1)
-	c.messageBytesReceived.Add(uint64(len(b)))
-	return true
-}
-
-// WaitMessagesTaken waits while ctx lives for the application to take
-// every queued message (the reader does not read past the handshake
-// before it was answered); it reports whether they were taken.
-func (c *Core) WaitMessagesTaken(ctx context.Context) bool { return c.messages.WaitEmpty(ctx, nil) }
-
 // SendDatagram hands b to the outbox and counts it.
 func (c *Core) SendDatagram(b []byte) error {
 	if err := c.out.SendDatagram(b); err != nil {
-		return err
+		return c.sendErr(err)
 	}
 	c.datagramsSent.Add(1)
 	c.datagramBytesSent.Add(uint64(len(b)))
 	return nil
 }
 
-// SendMessage hands b to the outbox and counts it.
+// SendMessage hands b to the outbox and counts it, unless it exceeds
+// Settings.MaxMessageSize or the connection is closing (Setup.Closed). A
+// server's first transport.Welcome calls Setup.Welcomed.
 func (c *Core) SendMessage(b []byte) error {
-	if err := c.out.SendMessage(b); err != nil {
+	if len(b) > c.set.MaxMessageSize {
+		return &transport.MessageTooLargeError{Size: len(b), Max: c.set.MaxMessageSize}
+	}
+	if err := c.closed(); err != nil {
 		return err
+	}
+	if err := c.out.SendMessage(b); err != nil {
+		return c.sendErr(err)
 	}
 	c.messagesSent.Add(1)
 	c.messageBytesSent.Add(uint64(len(b)))
+	if c.server && !c.welcomed.Load() && transport.TypeOf(b) == transport.MessageWelcome {
+		c.welcomed.Store(true)
+		if c.onWelcome != nil {
+			c.onWelcome()
+		}
+	}
 	return nil
 }
+
+// sendErr is the error a send reports for the outbox's err: a close error
+// as it is, else the connection's close error over the outbox's own.
+func (c *Core) sendErr(err error) error {
+	var ce *transport.CloseError
+	if errors.As(err, &ce) {
+		return err
+	}
+	if cerr := c.closed(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// MaxMessageSize is Settings.MaxMessageSize.
+func (c *Core) MaxMessageSize() int { return c.set.MaxMessageSize }
 
 // ReceiveDatagram waits for a datagram, ctx's end or the connection's.
 func (c *Core) ReceiveDatagram(ctx context.Context) ([]byte, error) { return c.wait(ctx, c.datagrams) }
@@ -125,14 +315,22 @@ func (c *Core) wait(ctx context.Context, q *queue.Queue[[]byte]) ([]byte, error)
 	return b, nil
 }
 
+// CloseWait requests a close (see RequestClose) and waits for the connection
+// to end.
+func (c *Core) CloseWait(code transport.CloseCode, reason string) error {
+	c.RequestClose(code, reason)
+	<-c.done
+	return nil
+}
+
 // End records why the connection ended and closes Done. Call it once,
-// after the connection's goroutines have exited.
+// after Stop.
 func (c *Core) End(ce *transport.CloseError) {
-	c.errMu.Lock()
+	c.mu.Lock()
 	if ce != nil {
 		c.err = ce
 	}
-	c.errMu.Unlock()
+	c.mu.Unlock()
 	close(c.done)
 }
 
@@ -141,8 +339,8 @@ func (c *Core) Done() <-chan struct{} { return c.done }
 
 // Err is what End recorded (nil before).
 func (c *Core) Err() error {
-	c.errMu.Lock()
-	defer c.errMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.err
 }
 
@@ -164,16 +362,11 @@ func (c *Core) Stats(rtt time.Duration) transport.Stats {
 	}
 }
 
-// SendErr is the error a send reports: a close error as it is, else the
-// connection's close error (closed returns it, or nil while the
-// connection lives) over the outbox's own.
-func SendErr(err error, closed func() error) error {
-	var ce *transport.CloseError
-	if errors.As(err, &ce) {
-		return err
+// CloseCodeOf is the close code a peer's 62-bit application error code n
+// stands for: itself, or transport.CodeProtocolError above 0xffff.
+func CloseCodeOf(n uint64) transport.CloseCode {
+	if n > 0xffff {
+		return transport.CodeProtocolError
 	}
-	if cerr := closed(); cerr != nil {
-		return cerr
-	}
-	return err
+	return transport.CloseCode(n)
 }

@@ -1,4 +1,5 @@
-// Package frame is the length-prefixed framing of reliable messages on a byte stream.
+// Package frame is the format of the transports' message stream: the client's preamble
+// and the length-prefixed framing of reliable messages.
 package frame
 
 import (
