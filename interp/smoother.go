@@ -24,38 +24,42 @@ type SmootherConfig struct {
 	SnapAngle float64
 }
 
-func (c SmootherConfig) halfLife() time.Duration {
+// resolve returns c with its defaults filled in, or an error (wrapping
+// [ErrInvalidConfig]) naming a negative, NaN or infinite setting.
+func (c SmootherConfig) resolve() (SmootherConfig, error) {
+	switch {
+	case c.HalfLife < 0:
+		return c, fmt.Errorf("%w: SmootherConfig.HalfLife %v is negative", ErrInvalidConfig, c.HalfLife)
+	case !(c.SnapDistance >= 0) || math.IsInf(c.SnapDistance, 0):
+		return c, fmt.Errorf("%w: SmootherConfig.SnapDistance %v is not a distance", ErrInvalidConfig, c.SnapDistance)
+	case !(c.SnapAngle >= 0) || math.IsInf(c.SnapAngle, 0):
+		return c, fmt.Errorf("%w: SmootherConfig.SnapAngle %v is not an angle", ErrInvalidConfig, c.SnapAngle)
+	}
+	return c.withDefaults(), nil
+}
+
+// withDefaults returns c with every zero (or, set by hand, invalid) field
+// at its default: resolve's defaults, which a Smoother whose Config was
+// set by hand also uses.
+func (c SmootherConfig) withDefaults() SmootherConfig {
 	if c.HalfLife <= 0 {
-		return 100 * time.Millisecond
+		c.HalfLife = 100 * time.Millisecond
 	}
-	return c.HalfLife
-}
-
-func (c SmootherConfig) snapDistance() float64 {
-	if c.SnapDistance <= 0 {
-		return 4
+	if !(c.SnapDistance > 0) || math.IsInf(c.SnapDistance, 0) {
+		c.SnapDistance = 4
 	}
-	return c.SnapDistance
-}
-
-func (c SmootherConfig) snapAngle() float64 {
-	if c.SnapAngle <= 0 {
-		return math.Pi / 2
+	if !(c.SnapAngle > 0) || math.IsInf(c.SnapAngle, 0) {
+		c.SnapAngle = math.Pi / 2
 	}
-	return c.SnapAngle
+	return c
 }
 
 // NewSmoother returns a Smoother with no offset and configuration cfg, or
 // an error (wrapping [ErrInvalidConfig]) naming a negative, NaN or infinite
 // setting.
 func NewSmoother(cfg SmootherConfig) (Smoother, error) {
-	switch {
-	case cfg.HalfLife < 0:
-		return Smoother{}, fmt.Errorf("%w: SmootherConfig.HalfLife %v is negative", ErrInvalidConfig, cfg.HalfLife)
-	case !(cfg.SnapDistance >= 0) || math.IsInf(cfg.SnapDistance, 0):
-		return Smoother{}, fmt.Errorf("%w: SmootherConfig.SnapDistance %v is not a distance", ErrInvalidConfig, cfg.SnapDistance)
-	case !(cfg.SnapAngle >= 0) || math.IsInf(cfg.SnapAngle, 0):
-		return Smoother{}, fmt.Errorf("%w: SmootherConfig.SnapAngle %v is not an angle", ErrInvalidConfig, cfg.SnapAngle)
+	if _, err := cfg.resolve(); err != nil {
+		return Smoother{}, err
 	}
 	return Smoother{Config: cfg}, nil
 }
@@ -85,12 +89,12 @@ type Smoother struct {
 // teleport); Correct reports whether anything snapped. No allocation.
 func (s *Smoother) Correct(oldVisual, newState components.Visual) (snapped bool) {
 	s.PosOffset = oldVisual.Pos.Sub(newState.Pos)
-	if s.PosOffset.Len() > s.Config.snapDistance() {
+	if s.PosOffset.Len() > s.Config.withDefaults().SnapDistance {
 		s.PosOffset = components.Vec3{}
 		snapped = true
 	}
 	s.RotOffset = rotationVector(oldVisual.Rot.Mul(newState.Rot.Conj()))
-	if s.RotOffset.Len() > s.Config.snapAngle() {
+	if s.RotOffset.Len() > s.Config.withDefaults().SnapAngle {
 		s.RotOffset = components.Vec3{}
 		snapped = true
 	}
@@ -103,7 +107,7 @@ func (s *Smoother) Decay(dt time.Duration) {
 	if dt <= 0 {
 		return
 	}
-	f := math.Exp2(-dt.Seconds() / s.Config.halfLife().Seconds())
+	f := math.Exp2(-dt.Seconds() / s.Config.withDefaults().HalfLife.Seconds())
 	s.PosOffset = s.PosOffset.Scale(f)
 	s.RotOffset = s.RotOffset.Scale(f)
 	if s.PosOffset.Len() < 1e-6 {

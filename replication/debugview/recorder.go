@@ -27,7 +27,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-func (o *Options) defaults() {
+// resolve returns o with its defaults filled in (a zero or negative
+// duration means its default, as documented; nothing else is invalid).
+func (o Options) resolve() Options {
 	if o.Interval <= 0 {
 		o.Interval = 500 * time.Millisecond
 	}
@@ -37,6 +39,7 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	return o
 }
 
 // Recorder samples a [replication.Server] on the server's own goroutine and
@@ -71,7 +74,7 @@ type Recorder struct {
 // set, it turns on srv's bit accounting (so call it on the server's
 // goroutine, before or between ticks).
 func NewRecorder(srv *replication.Server, opts Options) *Recorder {
-	opts.defaults()
+	opts = opts.resolve()
 	r := &Recorder{srv: srv, opts: opts, prevDown: map[replication.ClientID]uint64{}}
 	for _, p := range srv.Registry().Plans() {
 		r.comps = append(r.comps, p.Name)
