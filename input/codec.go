@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"unsafe"
 
 	"github.com/archenet/archenet/replication/schema"
 )
@@ -174,10 +173,10 @@ func (c *codec[I]) BaselineWindow() int { return c.window }
 // Quantize converts an input value to lanes (len ≥ NumLanes). Values outside
 // a field's range clamp to its ends; NaN becomes 0 (see package quant).
 // Allocation-free.
-func (c *codec[I]) Quantize(in *I, lanes []uint64) { c.plan.Quantize(unsafe.Pointer(in), lanes) }
+func (c *codec[I]) Quantize(in *I, lanes []uint64) { schema.QuantizeValue(c.plan, in, lanes) }
 
 // Dequantize converts lanes back to an input value. Allocation-free.
-func (c *codec[I]) Dequantize(lanes []uint64, out *I) { c.plan.Dequantize(lanes, unsafe.Pointer(out)) }
+func (c *codec[I]) Dequantize(lanes []uint64, out *I) { schema.DequantizeValue(c.plan, lanes, out) }
 
 // Round replaces *in by the value the server will decode: what a client must
 // feed its own prediction so it matches the server bit for bit.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"reflect"
-	"unsafe"
 
 	"github.com/archenet/archenet/replication/schema"
 )
@@ -38,8 +37,8 @@ func newRounder[S any](plan *schema.Plan) (*rounder[S], error) {
 // Round quantizes *s and writes the dequantized value back (schema
 // Plan.Round). Allocation-free.
 func (r *rounder[S]) Round(s *S) {
-	r.plan.Quantize(unsafe.Pointer(s), r.lanes)
-	r.plan.Dequantize(r.lanes, unsafe.Pointer(s))
+	schema.QuantizeValue(r.plan, s, r.lanes)
+	schema.DequantizeValue(r.plan, r.lanes, s)
 }
 
 // predictorConfig configures a predictor. Its zero value keeps 128 ticks
@@ -172,8 +171,8 @@ func (p *predictor[S, I]) slotLanes(i int) []uint64 { return p.lanes[i*p.nl : (i
 
 // round rounds p.state and stores its lanes in dst.
 func (p *predictor[S, I]) round(dst []uint64) {
-	p.plan.Quantize(unsafe.Pointer(&p.state), dst)
-	p.plan.Dequantize(dst, unsafe.Pointer(&p.state))
+	schema.QuantizeValue(p.plan, &p.state, dst)
+	schema.DequantizeValue(p.plan, dst, &p.state)
 }
 
 // Reset starts predicting from state, the state at the end of tick (e.g.
@@ -235,7 +234,7 @@ func (p *predictor[S, I]) StateAt(tick uint32, dst *S) bool {
 	if !p.started || p.ticks[i] != tick || int32(tick-p.tick) > 0 {
 		return false
 	}
-	p.plan.Dequantize(p.slotLanes(i), unsafe.Pointer(dst))
+	schema.DequantizeValue(p.plan, p.slotLanes(i), dst)
 	return true
 }
 
@@ -272,7 +271,7 @@ func (p *predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[
 	default:
 		p.reconciled, p.hasReconciled = tick, true
 		i := p.slot(tick)
-		p.plan.Quantize(unsafe.Pointer(auth), p.scratch)
+		schema.QuantizeValue(p.plan, auth, p.scratch)
 		pred := p.slotLanes(i)
 		same := true
 		for j := range p.scratch {
@@ -286,7 +285,7 @@ func (p *predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[
 			c.Status = ReconcileMatch
 			break
 		}
-		p.plan.Quantize(unsafe.Pointer(&p.state), p.old)
+		schema.QuantizeValue(p.plan, &p.state, p.old)
 		now := p.tick
 		p.state = *auth
 		p.round(pred)
@@ -303,9 +302,9 @@ func (p *predictor[S, I]) Reconcile(tick, lastInput uint32, auth *S) Correction[
 	c.New = p.state
 	if c.Status == ReconcileCorrected || c.Status == ReconcileReset {
 		if c.Status == ReconcileReset {
-			p.plan.Quantize(unsafe.Pointer(&c.Old), p.old)
+			schema.QuantizeValue(p.plan, &c.Old, p.old)
 		}
-		p.plan.Quantize(unsafe.Pointer(&p.state), p.scratch)
+		schema.QuantizeValue(p.plan, &p.state, p.scratch)
 		lanes := p.plan.Lanes()
 		for j := range lanes {
 			d := lanes[j].Delta(p.old[j], p.scratch[j])

@@ -3,7 +3,6 @@ package input
 import (
 	"fmt"
 	"reflect"
-	"unsafe"
 
 	arche "github.com/mlange-42/arche/ecs"
 
@@ -149,8 +148,8 @@ func (p *Projectiles[T]) rebase(e arche.Entity, c *coast[T], t *T, st uint32) {
 		for range d {
 			p.step(e, &moved, p.dt)
 		}
-		p.plan.Quantize(unsafe.Pointer(&moved), p.a)
-		p.plan.Quantize(unsafe.Pointer(&c.pred), p.b)
+		schema.QuantizeValue(p.plan, &moved, p.a)
+		schema.QuantizeValue(p.plan, &c.pred, p.b)
 		p.stats.MaxCorrection = max(p.stats.MaxCorrection, p.predictedDiff())
 	}
 	c.tick = from

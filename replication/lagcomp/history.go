@@ -109,7 +109,7 @@ func (h *History[T]) Record(tick uint32) {
 		for range h.nl {
 			f.lanes = append(f.lanes, 0)
 		}
-		h.plan.Quantize(q.Get(h.id), f.lanes[start:])
+		h.plan.QuantizeBytes(unsafe.Slice((*byte)(q.Get(h.id)), h.plan.Size), f.lanes[start:])
 	}
 	if !h.has || int32(tick-h.newest) > 0 {
 		if h.has {
@@ -194,7 +194,7 @@ func (h *History[T]) At(e arche.Entity, view float64, dst *T) bool {
 	if !okA || !okB {
 		return false
 	}
-	h.plan.Interpolate(a.state(ia, h.nl), b.state(ib, h.nl), f, unsafe.Pointer(dst))
+	schema.InterpolateValue(h.plan, a.state(ia, h.nl), b.state(ib, h.nl), f, dst)
 	return true
 }
 
@@ -211,7 +211,7 @@ func (h *History[T]) Each(view float64, fn func(e arche.Entity, v *T) bool) bool
 		if !ok {
 			continue
 		}
-		h.plan.Interpolate(a.state(ia, h.nl), b.state(int32(ib), h.nl), f, unsafe.Pointer(&h.tmp))
+		schema.InterpolateValue(h.plan, a.state(ia, h.nl), b.state(int32(ib), h.nl), f, &h.tmp)
 		if !fn(e, &h.tmp) {
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"unsafe"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication"
@@ -326,7 +327,7 @@ func quantizedWith(reg *schema.Registry, w *ecs.World, e ecs.Entity, owner, roun
 		if subst != nil && sv.Kind() == reflect.Pointer && sv.Type().Elem() == p.Type {
 			src = sv.UnsafePointer()
 		}
-		p.Quantize(src, l)
+		p.QuantizeBytes(unsafe.Slice((*byte)(src), p.Size), l)
 		if !owner {
 			for _, g := range p.Groups() {
 				if g.OwnerOnly {
@@ -336,8 +337,9 @@ func quantizedWith(reg *schema.Registry, w *ecs.World, e ecs.Entity, owner, roun
 		}
 		if roundTrip {
 			v := reflect.New(p.Type).UnsafePointer()
-			p.Dequantize(l, v)
-			p.Quantize(v, l)
+			mem := unsafe.Slice((*byte)(v), p.Size)
+			p.DequantizeBytes(l, mem)
+			p.QuantizeBytes(mem, l)
 		}
 		lanes = append(lanes, l...)
 	}

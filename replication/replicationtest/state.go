@@ -2,6 +2,7 @@ package replicationtest
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/schema"
@@ -71,7 +72,7 @@ func (s State) World(reg *schema.Registry) (*ecs.World, func(ecs.Entity) (compon
 			if len(lanes) < p.NumLanes() {
 				return nil, nil, fmt.Errorf("entity %08x/%d: %d lanes, fewer than its components have", es.ID.Handle, es.ID.Gen, len(es.Lanes))
 			}
-			p.Dequantize(lanes[:p.NumLanes()], w.Get(e, ecs.TypeID(&w, p.Type)))
+			p.DequantizeBytes(lanes[:p.NumLanes()], unsafe.Slice((*byte)(w.Get(e, ecs.TypeID(&w, p.Type))), p.Size))
 			lanes = lanes[p.NumLanes():]
 		}
 		if len(lanes) != 0 {

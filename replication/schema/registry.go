@@ -162,17 +162,13 @@ func (p *Plan) Hash() uint64 {
 // QuantizeValue is [Plan.Quantize] for a typed pointer; it panics if T is
 // not the plan's type.
 func QuantizeValue[T any](p *Plan, v *T, lanes []uint64) {
-	if reflect.TypeFor[T]() != p.Type {
-		panic(fmt.Sprintf("schema: plan %s used with %T", p.Name, v))
-	}
+	p.check(reflect.TypeFor[T]())
 	p.Quantize(unsafe.Pointer(v), lanes)
 }
 
 // DequantizeValue is [Plan.Dequantize] into a typed pointer; it panics if T
 // is not the plan's type.
 func DequantizeValue[T any](p *Plan, lanes []uint64, v *T) {
-	if reflect.TypeFor[T]() != p.Type {
-		panic(fmt.Sprintf("schema: plan %s used with %T", p.Name, v))
-	}
+	p.check(reflect.TypeFor[T]())
 	p.Dequantize(lanes, unsafe.Pointer(v))
 }

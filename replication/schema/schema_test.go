@@ -486,3 +486,33 @@ func TestWithTag(t *testing.T) {
 	_, err = Register[components.Transform](NewRegistry(), WithTag("Rot", "quat,bits=99"))
 	require.Error(t, err)
 }
+
+// The Bytes methods and the typed helpers agree with the typed
+// quantization, and refuse memory shorter than the type.
+func TestMemoryAccessors(t *testing.T) {
+	reg := NewRegistry()
+	p := MustRegister[components.Transform](reg)
+	tr := components.Transform{Pos: components.Vec3{X: 1.23456, Y: -2, Z: 3}, Rot: components.QuatAxisAngle(components.Vec3{Y: 1}, 0.7)}
+	want := make([]uint64, p.NumLanes())
+	QuantizeValue(p, &tr, want)
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(&tr)), p.Size)
+	got := make([]uint64, p.NumLanes())
+	p.QuantizeBytes(mem, got)
+	require.Equal(t, want, got)
+
+	var back, round components.Transform
+	p.DequantizeBytes(got, unsafe.Slice((*byte)(unsafe.Pointer(&back)), p.Size))
+	round = tr
+	RoundValue(p, &round, make([]uint64, p.NumLanes()))
+	require.Equal(t, back, round, "RoundValue is quantize then dequantize")
+
+	var mid, midBytes components.Transform
+	InterpolateValue(p, got, got, 0.5, &mid)
+	p.InterpolateBytes(got, got, 0.5, unsafe.Slice((*byte)(unsafe.Pointer(&midBytes)), p.Size))
+	require.Equal(t, mid, midBytes)
+	require.Equal(t, back.Pos, mid.Pos)
+
+	require.Panics(t, func() { p.QuantizeBytes(mem[:p.Size-1], got) })
+	require.Panics(t, func() { p.DequantizeBytes(got, make([]byte, 3)) })
+	require.Panics(t, func() { RoundValue(p, &components.Vec3{}, got) })
+}

@@ -148,7 +148,7 @@ func (r *Ring) put(slot uint32, m entity.Meta, comps []unsafe.Pointer) {
 		n := p.NumLanes()
 		at := len(f.Lanes)
 		f.Lanes = append(f.Lanes, make([]uint64, n)...) // no alloc when capacity suffices
-		p.Quantize(comps[ci], f.Lanes[at:at+n])
+		p.QuantizeBytes(unsafe.Slice((*byte)(comps[ci]), p.Size), f.Lanes[at:at+n])
 		raw = append(raw, unsafe.Slice((*byte)(comps[ci]), p.Size)...)
 		ci++
 	}
@@ -186,7 +186,7 @@ func (r *Ring) quantizeAt(slot uint32, m entity.Meta, comps []unsafe.Pointer, j 
 		// One component, whose raw bytes were kept before (the common
 		// case): no loop, and they are overwritten in place.
 		p := r.plans[bits.TrailingZeros64(m.Set)]
-		p.Quantize(comps[0], cur)
+		p.QuantizeBytes(unsafe.Slice((*byte)(comps[0]), p.Size), cur)
 		if src := unsafe.Slice((*byte)(comps[0]), p.Size); len(old) == len(src) {
 			copy(old, src)
 			return !slices.Equal(prevLanes, cur)
@@ -198,7 +198,7 @@ func (r *Ring) quantizeAt(slot uint32, m entity.Meta, comps []unsafe.Pointer, j 
 	for set := m.Set; set != 0; set &= set - 1 {
 		p := r.plans[bits.TrailingZeros64(set)]
 		n := p.NumLanes()
-		p.Quantize(comps[ci], cur[at:at+n])
+		p.QuantizeBytes(unsafe.Slice((*byte)(comps[ci]), p.Size), cur[at:at+n])
 		raw = append(raw, unsafe.Slice((*byte)(comps[ci]), p.Size)...)
 		at += n
 		ci++
