@@ -1,0 +1,44 @@
+package main
+
+import "testing"
+
+func TestKeyOf(t *testing.T) {
+	for line, want := range map[string]string{
+		"- ./input.Codec: removed":                                                 "input.Codec",
+		"- ./replication/schema.WriteLane: removed":                                "schema.WriteLane",
+		"- ./replication.(*Client).Receiver: removed":                              "replication.(*Client).Receiver",
+		"- ./replication/bitio.(*Writer).WriteZigZag: removed":                     "bitio.(*Writer).WriteZigZag",
+		"- ./replication.ClientInfo.TransportRTT: removed":                         "replication.ClientInfo.TransportRTT",
+		"- ./replication.ProtocolVersion: value changed from 2 to 7":               "replication.ProtocolVersion",
+		"- ./transport.Reject: old is comparable, new is not":                      "transport.Reject",
+		"- package github.com/archenet/archenet/replication/quant: removed":        "replication/quant",
+		"- ./pkg.T.M, method set of *U: removed":                                   "pkg.T.M",
+		"- Version: removed":                                                       "archenet.Version",
+		"- ./transport/sim.(*Conn).SetConditions: changed from func(A) to func(A)": "sim.(*Conn).SetConditions",
+	} {
+		if got, ok := keyOf(line); !ok || got != want {
+			t.Errorf("keyOf(%q) = %q, %v; want %q", line, got, ok, want)
+		}
+	}
+	for _, line := range []string{
+		"- ./examples/arena.Avatar: removed",
+		"- ./examples/loadtest.Report.PosErrMeanM: removed",
+		"- package github.com/archenet/archenet/tests/internal/pagegame: removed",
+		"- ./scripts/benchmd.X: removed",
+	} {
+		if key, ok := keyOf(line); ok {
+			t.Errorf("keyOf(%q) = %q: examples, scripts and tests are not API", line, key)
+		}
+	}
+}
+
+func TestSection(t *testing.T) {
+	doc := "# Changelog\n\n## [Unreleased]\n\n### Breaking\n- `a.B` → c\n\n## [v0.1.0] - 2026-12-02\n- `x.Y`\n"
+	s := section(doc, "## [Unreleased]")
+	if want := "\n\n### Breaking\n- `a.B` → c\n"; s != want {
+		t.Fatalf("section = %q, want %q", s, want)
+	}
+	if section(doc, "## [v9]") != "" {
+		t.Fatal("a missing heading has no section")
+	}
+}
