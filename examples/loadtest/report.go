@@ -12,6 +12,17 @@ import (
 // spawn/despawn messages downstream, ack datagrams upstream), not counting
 // QUIC/UDP/IP headers.
 type Report struct {
+	RunReport
+	BandwidthReport
+	TimingReport
+	BytesReport
+	OutcomeReport
+	FidelityReport
+	*TraceReport
+}
+
+// RunReport is a run's configuration.
+type RunReport struct {
 	Transport       string  `json:"transport"`
 	Clients         int     `json:"clients"`
 	Entities        int     `json:"entities"` // scene entities (trace: most bodies in a frame), not counting avatars
@@ -27,14 +38,20 @@ type Report struct {
 	Seed            int64   `json:"seed"`
 	JoinTicks       int     `json:"join_ticks"`   // ticks until every client was ready (not measured)
 	SettleTicks     int     `json:"settle_ticks"` // ticks without loss and movement before the convergence check
+}
 
+// BandwidthReport is what the clients received and sent, per second.
+type BandwidthReport struct {
 	MirrorsPerClient float64 `json:"mirrors_per_client_mean"`
 
 	DownKBpsMean float64 `json:"down_kbytes_per_s_mean"`
 	DownKBpsP99  float64 `json:"down_kbytes_per_s_p99"` // over one-second windows of every client
 	UpKBpsMean   float64 `json:"up_kbytes_per_s_mean"`
 	UpKBpsP99    float64 `json:"up_kbytes_per_s_p99"`
+}
 
+// TimingReport is the server's time per tick.
+type TimingReport struct {
 	Workers             int     `json:"workers"`                     // ServerConfig.Workers (0: GOMAXPROCS)
 	ServerMsMean        float64 `json:"server_ms_per_tick_mean"`     // srv.Receive + srv.Send, wall time
 	ServerCPUMsMean     float64 `json:"server_cpu_ms_per_tick_mean"` // CPU time of them: the caller's goroutine and the worker helpers (ServerStats.HelperTime)
@@ -48,7 +65,10 @@ type Report struct {
 	ClientBuildMsP99    float64 `json:"client_build_ms_per_tick_p99"`
 	ClientBuildUsPerCl  float64 `json:"client_build_us_per_client_mean"`
 	SnapshotNsPerEntity float64 `json:"snapshot_ns_per_entity"`
+}
 
+// BytesReport is the snapshots' size and what they carried.
+type BytesReport struct {
 	BytesPerTickP50      float64 `json:"bytes_per_tick_p50"` // snapshot bytes a client received per net tick
 	BytesPerTickP99      float64 `json:"bytes_per_tick_p99"`
 	BytesPerTickMax      float64 `json:"bytes_per_tick_max"`
@@ -66,7 +86,11 @@ type Report struct {
 	DatagramsDropped       uint64  `json:"datagrams_dropped"`         // by the clients' decoders (missing baseline, ...)
 	RecordsDeferred        uint64  `json:"records_deferred"`          // changed records a client's budget left for a later tick
 	HeaderBytesPerDatagram float64 `json:"header_bytes_per_datagram"` // kind byte and header, mean
+}
 
+// OutcomeReport is the run's memory, its wall time and whether the
+// clients converged.
+type OutcomeReport struct {
 	HeapMB float64 `json:"heap_mbytes"` // HeapInuse of the whole process (server and every client world)
 	// StateKBPerClient is the server's replication state per client
 	// (ClientInfo.StateBytes): mean and largest.
@@ -77,9 +101,6 @@ type Report struct {
 
 	Converged     bool   `json:"converged"`
 	ConvergeError string `json:"converge_error,omitempty"`
-
-	FidelityReport
-	*TraceReport
 }
 
 // TraceReport holds the figures of a trace replay (its fidelity is in
