@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/bits"
 	"reflect"
 	"time"
 	"unicode/utf8"
@@ -12,8 +11,10 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/interp"
-	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/link"
+	"github.com/archenet/archenet/replication/internal/mirror"
 	"github.com/archenet/archenet/replication/internal/receive"
+	"github.com/archenet/archenet/replication/internal/watch"
 	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/replication/timing"
@@ -139,43 +140,24 @@ func (s ClientState) String() string {
 	return [...]string{"connecting", "joined", "ready", "closed"}[s]
 }
 
-type mirror struct {
-	entity arche.Entity
-	owner  uint8
-	gen    uint32
-	set    uint64
-	src    uint32 // server tick of the applied state
-	alive  bool
-	// predicted: a provisional entity adopted (Client.SpawnPredicted),
-	// simulated by the game, never interpolated.
-	predicted bool
-}
+// ErrTimeout is wrapped by the errors of a client that gave up on its
+// server (ClientConfig.ConnectTimeout, ReadyTimeout, Timeout); the text
+// names the server's address and the phase.
+var ErrTimeout = link.ErrTimeout
 
 // Client mirrors a server's replicated entities into its own arche world.
 // Add [Client.ReceiveSystem] first and [Client.SendSystem] last to the
 // client's scheduler (net-tick systems), or call [Client.Receive] and
 // [Client.Send]. Not safe for concurrent use.
 type Client struct {
-	cfg   ClientConfig
-	world *arche.World
-	conn  transport.Conn
-	plans []*schema.Plan
-	ids   []arche.ID
-
-	idNetID arche.ID
-	interpState
-
-	link // the protocol: handshake, snapshots, acks (no I/O)
-
-	mirrors  mirrorTable
-	nMirrors int    // alive mirrors, kept so spawns need not count them
-	applied  uint32 // newest view tick applied
-	idBuf    []arche.ID
-	onReady  []func()
-	onSnap   []func(tick uint32, arrival time.Time)
-	prov     map[uint32]provisional // predicted spawns waiting (client_spawn.go)
-
-	watch systemWatch // which of the client's systems run (client_systems.go)
+	cfg     ClientConfig
+	world   *arche.World
+	conn    transport.Conn
+	link    *link.Link      // the protocol: handshake, snapshots, acks (no I/O)
+	mirrors *mirror.Mirrors // the mirrors in world, their interpolation, predicted spawns
+	watch   watch.Watch     // which of the client's systems run (client_systems.go)
+	onReady []func()
+	onSnap  []func(tick uint32, arrival time.Time)
 	// Stats since start.
 	Stats ClientStats
 }
@@ -257,13 +239,20 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, world: world, plans: cfg.Registry.Plans(), mirrors: newMirrorTable(cfg.MaxEntities)}
-	c.link.cfg, c.link.plans, c.link.stats = &c.cfg, c.plans, &c.Stats
-	for _, p := range c.plans {
-		c.ids = append(c.ids, arche.TypeID(world, p.Type))
-	}
-	c.idNetID = arche.ComponentID[components.NetID](world)
-	if err := c.setupInterp(); err != nil {
+	c := &Client{cfg: cfg, world: world}
+	st := &c.Stats
+	c.link = link.New(link.Config{Registry: cfg.Registry, Token: cfg.Token, Match: cfg.Match, MaxEntities: cfg.MaxEntities,
+		CompressionDictionary: cfg.CompressionDictionary, ResetThreshold: cfg.InterpClock.ResetThreshold,
+		InitialJitter: cfg.InterpClock.InitialJitter, ConnectTimeout: cfg.ConnectTimeout, ReadyTimeout: cfg.ReadyTimeout, Timeout: cfg.Timeout},
+		link.Counts{BytesIn: &st.BytesIn, MessageBytesIn: &st.MessageBytesIn, DatagramBytesIn: &st.DatagramBytesIn,
+			Datagrams: &st.Datagrams, DatagramsDropped: &st.DatagramsDropped, Records: &st.Records})
+	c.mirrors, err = mirror.New(world, mirror.Config{Registry: cfg.Registry, MaxEntities: cfg.MaxEntities,
+		Interpolation: cfg.Interpolation, InterpolatedComponents: cfg.InterpolatedComponents, InterpClock: cfg.InterpClock,
+		Interpolate: cfg.Interpolate, MaxExtrapolation: cfg.MaxExtrapolation, PredictedSpawnTimeout: cfg.PredictedSpawnTimeout,
+		OnPredictedSpawnEnd: cfg.OnPredictedSpawnEnd, MaxPredictedSpawns: cfg.MaxPredictedSpawns},
+		mirror.Counts{Spawns: &st.Spawns, Despawns: &st.Despawns, Applied: &st.Applied, PredictedSpawns: &st.PredictedSpawns,
+			SpawnsAdopted: &st.SpawnsAdopted, SpawnsEnded: &st.SpawnsEnded, SpawnsExpired: &st.SpawnsExpired})
+	if err != nil {
 		return nil, err
 	}
 	if err := c.start(conn); err != nil {
@@ -274,8 +263,7 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 
 func (c *Client) start(conn transport.Conn) error {
 	c.conn = conn
-	c.applied = 0
-	hello := c.link.start()
+	hello := c.link.Start()
 	c.Stats.BytesOut += uint64(len(hello))
 	return conn.SendMessage(hello)
 }
@@ -287,39 +275,32 @@ func (c *Client) Reconnect(conn transport.Conn) error {
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}
-	c.removeAllMirrors()
+	c.mirrors.RemoveAll()
 	return c.start(conn)
 }
 
-func (c *Client) removeAllMirrors() {
-	c.mirrors.each(func(slot uint32, m *mirror) { c.removeMirror(slot, m) })
-	c.dropProvisional()
-}
-
 // State returns the connection state.
-func (c *Client) State() ClientState { return c.state }
+func (c *Client) State() ClientState { return ClientState(c.link.State()) }
 
 // Err returns why the client is closed (nil while connected). A server
 // that refused or ended the client while draining says so with
 // transport.CodeDraining: errors.As(err, &ce) finds a *transport.CloseError
 // with that code, whose Reason is the server's.
-func (c *Client) Err() error { return c.err }
+func (c *Client) Err() error { return c.link.Err() }
 
 // Draining reports whether the server said it is draining (shutting down
 // or being replaced; [Server.Drain]): why, and by when it ends the match.
 // The game can tell its player, and find a new match.
 func (c *Client) Draining() (DrainNotice, bool) {
-	if c.drain == nil {
-		return DrainNotice{}, false
-	}
-	return *c.drain, true
+	d, ok := c.link.Drain()
+	return DrainNotice(d), ok
 }
 
 // ID returns the client id the server assigned (0 before the Welcome).
-func (c *Client) ID() ClientID { return c.id }
+func (c *Client) ID() ClientID { return c.link.ID() }
 
 // Ready reports whether the initial world has arrived (the "ready" event).
-func (c *Client) Ready() bool { return c.state == StateReady }
+func (c *Client) Ready() bool { return c.link.State() == link.Ready }
 
 // OnReady registers fn to run once when the initial world has arrived.
 func (c *Client) OnReady(fn func()) { c.onReady = append(c.onReady, fn) }
@@ -354,14 +335,14 @@ func (c *Client) RTT() time.Duration {
 }
 
 // ServerTick returns the tick of the newest snapshot decoded.
-func (c *Client) ServerTick() uint32 { return c.rcv.Newest() }
+func (c *Client) ServerTick() uint32 { return c.link.Receiver().Newest() }
 
 // InputAck returns the newest input tick the server had applied for this
 // client, as of the newest snapshot applied, and the server tick of that
 // snapshot; ok is false if the server does not report input acks
 // (ServerConfig.InputAck) or no snapshot arrived yet.
 func (c *Client) InputAck() (inputTick, serverTick uint32, ok bool) {
-	v := c.rcv.View(c.applied)
+	v := c.link.Receiver().View(c.link.Applied())
 	if v == nil || !v.HasInputAck {
 		return 0, 0, false
 	}
@@ -387,7 +368,7 @@ type InputReport struct {
 // ok is false if that snapshot is not held (the receiver keeps the last
 // Depth ticks) or carried no input ack.
 func (c *Client) InputReport(tick uint32) (InputReport, bool) {
-	v := c.rcv.View(tick)
+	v := c.link.Receiver().View(tick)
 	if v == nil || !v.HasInputAck {
 		return InputReport{}, false
 	}
@@ -395,18 +376,18 @@ func (c *Client) InputReport(tick uint32) (InputReport, bool) {
 }
 
 // NetRate returns the server's net tick rate (0 before the Welcome).
-func (c *Client) NetRate() int { return int(c.info.TickRate) }
+func (c *Client) NetRate() int { return int(c.link.Info().TickRate) }
 
 // NetDivisor returns the server's simulation ticks per net tick
 // (ServerConfig.NetDivisor; 0 before the Welcome).
-func (c *Client) NetDivisor() int { return int(c.info.NetDivisor) }
+func (c *Client) NetDivisor() int { return int(c.link.Info().NetDivisor) }
 
 // SimTick returns the simulation tick of net tick netTick (a snapshot's
 // ServerTick, StateTick or InputFeedback tick): netTick × NetDivisor. It is
 // the server's simulation tick when the server numbers net ticks from its
 // scheduler (ServerConfig.Tick) and sends on its net ticks.
 func (c *Client) SimTick(netTick uint32) uint64 {
-	return uint64(netTick) * uint64(c.info.NetDivisor)
+	return uint64(netTick) * uint64(c.link.Info().NetDivisor)
 }
 
 // Arrivals returns the client's server-time estimator: the server's net
@@ -415,31 +396,17 @@ func (c *Client) SimTick(netTick uint32) uint64 {
 // Give it to the input clock (input.SyncConfig.Arrivals) so that both run on
 // one estimate of the server's time. The pointer is valid for the client's
 // life; the estimator starts over at each Welcome.
-func (c *Client) Arrivals() *timing.Arrivals { return &c.arrivals }
+func (c *Client) Arrivals() *timing.Arrivals { return c.link.Arrivals() }
 
 // Entity returns the mirror entity of a net handle and generation.
-func (c *Client) Entity(id components.NetID) (arche.Entity, bool) {
-	slot := id.Index()
-	m := c.mirrors.get(slot)
-	if m == nil || !m.alive || m.gen != id.Gen {
-		return arche.Entity{}, false
-	}
-	return m.entity, true
-}
+func (c *Client) Entity(id components.NetID) (arche.Entity, bool) { return c.mirrors.Entity(id) }
 
 // StateTick returns the server tick of the state last written into the
 // mirror of id (the reconciliation point of a predicted entity).
-func (c *Client) StateTick(id components.NetID) (uint32, bool) {
-	slot := id.Index()
-	m := c.mirrors.get(slot)
-	if m == nil || !m.alive || m.gen != id.Gen {
-		return 0, false
-	}
-	return m.src, true
-}
+func (c *Client) StateTick(id components.NetID) (uint32, bool) { return c.mirrors.StateTick(id) }
 
 // Mirrors returns the number of mirrored entities.
-func (c *Client) Mirrors() int { return c.nMirrors }
+func (c *Client) Mirrors() int { return c.mirrors.Len() }
 
 // ReceiveSystem returns an arche.System running [Client.Receive].
 func (c *Client) ReceiveSystem() ecs.System { return systemFunc{update: c.Receive} }
@@ -464,29 +431,47 @@ func (c *Client) Close() {
 // errClosedByApp is Client.Err after Client.Close.
 var errClosedByApp = errors.New("replication: client closed")
 
+// fail closes the client with err (the first reason sticks).
+func (c *Client) fail(err error) {
+	if c.link.Fail(err) {
+		c.logClose(err)
+	}
+}
+
+// logClose logs why the client closed; anything but the game's own Close
+// ends the game for this client: loud, and offered to the game's hook.
+func (c *Client) logClose(err error) {
+	if errors.Is(err, errClosedByApp) {
+		c.cfg.Logger.Info("archenet: disconnected", "client", c.link.ID(), "err", err)
+		return
+	}
+	c.cfg.Logger.Error("archenet: disconnected", "client", c.link.ID(), "err", err)
+	if c.cfg.OnError != nil {
+		c.cfg.OnError(err)
+	}
+}
+
 // Receive processes the handshake, reliable spawn and despawn messages, and
 // snapshot datagrams, and writes the newest state into the mirrors.
 func (c *Client) Receive() {
-	if c.state == StateClosed {
+	if c.link.State() == link.Closed {
 		return
 	}
 	now := c.cfg.Now()
-	c.watch.note(systemReceive, now)
+	c.watch.Note(watch.Receive, now)
 	defer c.checkLiveness(now)
 	for {
 		m, ok := c.conn.PollMessage()
 		if !ok {
 			break
 		}
-		c.hear(now)
-		c.Stats.BytesIn += uint64(len(m))
-		c.Stats.MessageBytesIn += uint64(len(m))
+		c.link.Hear(now)
 		if err := c.handleMessage(m); err != nil {
 			_ = c.conn.CloseWithReason(transport.CodeProtocolError, err.Error())
 			c.fail(err)
 			return
 		}
-		if c.state == StateClosed {
+		if c.link.State() == link.Closed {
 			return
 		}
 	}
@@ -496,7 +481,7 @@ func (c *Client) Receive() {
 		return
 	default:
 	}
-	if c.state == StateConnecting {
+	if c.link.State() == link.Connecting {
 		return
 	}
 	for {
@@ -504,8 +489,8 @@ func (c *Client) Receive() {
 		if !ok {
 			break
 		}
-		c.hear(now)
-		if S, first := c.onDatagram(d, now); first {
+		c.link.Hear(now)
+		if S, first := c.link.OnDatagram(d, now); first {
 			if c.cfg.OnSnapshot != nil {
 				c.cfg.OnSnapshot(S, now)
 			}
@@ -518,29 +503,20 @@ func (c *Client) Receive() {
 	// entry only if it is newer than what it shows, so a tick completed by
 	// a later datagram, or one whose datagrams came late, fills in what the
 	// newest view could not.
-	for _, S := range c.fresh() {
-		v := c.rcv.View(S)
-		if c.clock != nil {
-			c.pushInterp(v)
-		}
-		c.applyView(v)
-		if int32(S-c.applied) > 0 {
-			c.applied = S
-		}
+	for _, S := range c.link.Fresh() {
+		c.mirrors.Show(c.link.Receiver().View(S))
 	}
 }
 
 // checkLiveness closes the client when the server went quiet too long,
 // and expires predicted spawns the server did not confirm.
 func (c *Client) checkLiveness(now time.Time) {
-	if c.state == StateClosed {
+	if c.link.State() == link.Closed {
 		return
 	}
 	c.checkSystems(now)
-	if len(c.prov) > 0 {
-		c.expireProvisional(now)
-	}
-	if err := c.expired(now, (*serverName)(c)); err != nil {
+	c.mirrors.Expire(now)
+	if err := c.link.Expired(now, (*serverName)(c)); err != nil {
 		_ = c.conn.CloseWithReason(transport.CodeTimeout, "server timed out")
 		c.fail(err)
 	}
@@ -557,20 +533,22 @@ func (n *serverName) String() string { return (*Client)(n).conn.RemoteAddr().Str
 // handleMessage runs a reliable message through the link and applies what
 // it says to the world.
 func (c *Client) handleMessage(m []byte) error {
-	ev, err := c.onMessage(m)
+	ev, err := c.link.OnMessage(m)
 	if err != nil {
 		return err
 	}
 	switch ev {
-	case eventWelcome:
-		return c.startInterp()
-	case eventRejected:
+	case link.EventWelcome:
+		return c.mirrors.Welcome(c.link.ID(), c.link.Arrivals())
+	case link.EventRejected:
+		c.logClose(c.link.Err())
 		_ = c.conn.Close()
-	case eventSpawns:
-		return c.spawns(m, c.applySpawn)
-	case eventSpawnsEnded:
-		return wire.ParseSpawnsEnded(m, c.endProvisional)
-	case eventReady:
+	case link.EventSpawns:
+		latest := c.link.Receiver().Latest()
+		return c.link.Spawns(m, func(tick uint32, e wire.SpawnEntry) { c.mirrors.Spawn(tick, e, latest) })
+	case link.EventSpawnsEnded:
+		return wire.ParseSpawnsEnded(m, c.mirrors.End)
+	case link.EventReady:
 		for _, fn := range c.onReady {
 			fn()
 		}
@@ -578,126 +556,16 @@ func (c *Client) handleMessage(m []byte) error {
 	return nil
 }
 
-func (c *Client) applySpawn(tick uint32, e wire.SpawnEntry) {
-	if e.Slot >= entity.MaxSlots {
-		return
-	}
-	if e.Despawn {
-		if m := c.mirrors.get(e.Slot); m != nil {
-			if m.alive && m.gen == e.Meta.Gen {
-				c.removeMirror(e.Slot, m)
-				c.Stats.Despawns++
-			}
-		}
-		return
-	}
-	if m := c.mirrors.get(e.Slot); c.Mirrors() >= c.cfg.MaxEntities && (m == nil || !m.alive) {
-		return
-	}
-	m := c.mirrors.at(e.Slot)
-	if m.alive && m.gen != e.Meta.Gen {
-		c.removeMirror(e.Slot, m) // the slot was reused: the old entity is gone
-		m = c.mirrors.at(e.Slot)
-	}
-	if !m.alive && e.HasKey && c.adopt(m, e.Key, e.Meta.Set) {
-		m.alive, m.gen, m.set, m.owner = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner
-		c.nMirrors++
-		c.Stats.Spawns++
-	} else if !m.alive {
-		c.idBuf = c.idBuf[:0]
-		for set := e.Meta.Set; set != 0; set &= set - 1 {
-			c.idBuf = append(c.idBuf, c.ids[bits.TrailingZeros64(set)])
-		}
-		c.idBuf = append(c.idBuf, c.idNetID)
-		track := c.spawnInterp(e.Meta)
-		m.entity = c.world.NewEntity(c.idBuf...)
-		m.alive, m.gen, m.set, m.owner, m.predicted = true, e.Meta.Gen, e.Meta.Set, e.Meta.Owner, false
-		if track {
-			c.initTrack(m)
-		}
-		c.nMirrors++
-		c.Stats.Spawns++
-	} else if m.set != e.Meta.Set {
-		c.exchange(m, e.Meta.Set)
-	}
-	*(*components.NetID)(c.world.Get(m.entity, c.idNetID)) = components.NetID{Handle: components.MakeHandle(e.Meta.Owner, e.Slot), Gen: e.Meta.Gen}
-	c.write(m, e.Meta.Set, e.Lanes)
-	m.src = tick
-	// A datagram may already have brought a newer state.
-	if v := c.rcv.Latest(); v != nil {
-		if i := v.Find(e.Slot); i >= 0 && v.Metas[i].Gen == m.gen && v.Metas[i].Set == m.set && int32(v.Srcs[i]-m.src) > 0 {
-			c.write(m, m.set, v.EntityLanes(i))
-			m.src = v.Srcs[i]
-		}
-	}
-}
-
-func (c *Client) exchange(m *mirror, set uint64) {
-	var add, rem []arche.ID
-	for s := set &^ m.set; s != 0; s &= s - 1 {
-		add = append(add, c.ids[bits.TrailingZeros64(s)])
-	}
-	for s := m.set &^ set; s != 0; s &= s - 1 {
-		rem = append(rem, c.ids[bits.TrailingZeros64(s)])
-	}
-	add, rem, track := c.exchangeInterp(m, set, add, rem)
-	c.world.Exchange(m.entity, add, rem)
-	m.set = set
-	if track {
-		c.initTrack(m)
-	}
-}
-
-func (c *Client) removeMirror(slot uint32, m *mirror) {
-	if c.world.Alive(m.entity) {
-		c.world.RemoveEntity(m.entity)
-	}
-	*m = mirror{}
-	c.mirrors.release(slot)
-	c.nMirrors--
-}
-
-// write dequantizes lanes (all components of set) into the mirror.
-func (c *Client) write(m *mirror, set uint64, lanes []uint64) {
-	off := 0
-	for s := set; s != 0; s &= s - 1 {
-		id := bits.TrailingZeros64(s)
-		p := c.plans[id]
-		n := p.NumLanes()
-		if n > 0 {
-			p.Dequantize(lanes[off:off+n], c.world.Get(m.entity, c.ids[id]))
-		}
-		off += n
-	}
-	c.Stats.Applied++
-}
-
-// applyView writes the entries of view v that are newer than what each
-// mirror holds.
-func (c *Client) applyView(v *receive.View) {
-	if v == nil {
-		return
-	}
-	for i, slot := range v.Slots {
-		m := c.mirrors.get(slot)
-		if m == nil || !m.alive || m.gen != v.Metas[i].Gen || m.set != v.Metas[i].Set || int32(v.Srcs[i]-m.src) <= 0 {
-			continue
-		}
-		c.write(m, m.set, v.EntityLanes(i))
-		m.src = v.Srcs[i]
-	}
-}
-
 // Send sends this net tick's client datagram: the snapshot ack and, if
 // configured, the input section.
 func (c *Client) Send() {
 	now := c.cfg.Now()
-	c.watch.note(systemSend, now)
+	c.watch.Note(watch.Send, now)
 	c.checkSystems(now)
-	if c.state != StateJoined && c.state != StateReady {
+	if st := c.link.State(); st != link.Joined && st != link.Ready {
 		return
 	}
-	d := c.datagram()
+	d := c.link.Datagram(c.cfg.Input)
 	if err := c.conn.SendDatagram(d); err != nil {
 		select {
 		case <-c.conn.Done():

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/link"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/stretchr/testify/require"
 )
@@ -46,4 +47,16 @@ func TestConfigsRefuseInvalidSettings(t *testing.T) {
 	c, err := ClientConfig{Registry: reg}.resolve()
 	require.NoError(t, err)
 	require.Equal(t, DefaultTimeout, c.Timeout)
+}
+
+// TestClientStatesAreTheLinks: a ClientState is its link's state
+// converted, so the two must agree value for value.
+func TestClientStatesAreTheLinks(t *testing.T) {
+	for _, tc := range []struct {
+		client ClientState
+		link   link.State
+	}{{StateConnecting, link.Connecting}, {StateJoined, link.Joined}, {StateReady, link.Ready}, {StateClosed, link.Closed}} {
+		require.Equal(t, tc.client, ClientState(tc.link))
+		require.Equal(t, tc.client.String(), tc.link.String())
+	}
 }

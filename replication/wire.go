@@ -1,9 +1,9 @@
 package replication
 
 import (
-	"errors"
 	"time"
 
+	"github.com/archenet/archenet/replication/internal/link"
 	"github.com/archenet/archenet/replication/internal/wire"
 )
 
@@ -24,7 +24,7 @@ var ErrMalformed = wire.ErrMalformed
 // ErrDictionary is a client's error when the server compresses snapshots
 // with a zstd dictionary other than the client's
 // (ClientConfig.CompressionDictionary).
-var ErrDictionary = errors.New("replication: compression dictionary mismatch")
+var ErrDictionary = link.ErrDictionary
 
 // DrainNotice is what a draining server told its client (Client.Draining):
 // why, and when it ends the match at the latest.

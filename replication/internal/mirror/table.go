@@ -1,23 +1,38 @@
-package replication
+package mirror
 
-// mirrorTable maps net slots to mirrors without trusting slot numbers, which
+import arche "github.com/mlange-42/arche/ecs"
+
+// mirror is the entry of one net slot.
+type mirror struct {
+	entity arche.Entity
+	owner  uint8
+	gen    uint32
+	set    uint64
+	src    uint32 // server tick of the applied state
+	alive  bool
+	// predicted: a provisional entity adopted (Mirrors.SpawnPredicted),
+	// simulated by the game, never interpolated.
+	predicted bool
+}
+
+// table maps net slots to mirrors without trusting slot numbers, which
 // come from the network: slots below a bound derived from the client's
 // MaxEntities index a slice grown on demand (an honest server allocates
 // slots densely from 0), larger ones live in a map. Memory follows the
 // mirrors that exist and that bound, never the largest slot named.
-type mirrorTable struct {
+type table struct {
 	dense    []mirror
 	denseMax int
 	sparse   map[uint32]*mirror
 }
 
-func newMirrorTable(maxEntities int) mirrorTable {
-	return mirrorTable{denseMax: max(maxEntities, 1024)}
+func newTable(maxEntities int) table {
+	return table{denseMax: max(maxEntities, 1024)}
 }
 
 // get returns the entry of slot, or nil if it has none (an entry that exists
 // may hold no live mirror: check alive).
-func (t *mirrorTable) get(slot uint32) *mirror {
+func (t *table) get(slot uint32) *mirror {
 	if int(slot) < len(t.dense) {
 		return &t.dense[slot]
 	}
@@ -28,7 +43,7 @@ func (t *mirrorTable) get(slot uint32) *mirror {
 }
 
 // at returns the entry of slot, creating it.
-func (t *mirrorTable) at(slot uint32) *mirror {
+func (t *table) at(slot uint32) *mirror {
 	if int(slot) < len(t.dense) {
 		return &t.dense[slot]
 	}
@@ -49,14 +64,14 @@ func (t *mirrorTable) at(slot uint32) *mirror {
 }
 
 // release forgets slot's entry once its mirror is gone.
-func (t *mirrorTable) release(slot uint32) {
+func (t *table) release(slot uint32) {
 	if int(slot) >= len(t.dense) && t.sparse != nil {
 		delete(t.sparse, slot)
 	}
 }
 
 // each calls fn for every live mirror.
-func (t *mirrorTable) each(fn func(slot uint32, m *mirror)) {
+func (t *table) each(fn func(slot uint32, m *mirror)) {
 	for i := range t.dense {
 		if m := &t.dense[i]; m.alive {
 			fn(uint32(i), m)
