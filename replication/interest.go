@@ -79,8 +79,18 @@ func (p Position) Type() reflect.Type {
 	return p.typ
 }
 
-// At reads the position from a pointer to the component (of [Position.Type]).
-func (p Position) At(ptr unsafe.Pointer) components.Vec3 {
+// Of returns e's position in w: what [Position.Type]'s component of e says
+// (ok is false if e has none).
+func (p Position) Of(w *ecs.World, e ecs.Entity) (pos components.Vec3, ok bool) {
+	id := ecs.TypeID(w, p.Type())
+	if !w.Has(e, id) {
+		return components.Vec3{}, false
+	}
+	return p.at(w.Get(e, id)), true
+}
+
+// at reads the position from a pointer to the component (of [Position.Type]).
+func (p Position) at(ptr unsafe.Pointer) components.Vec3 {
 	if p.read == nil {
 		return (*components.Transform)(ptr).Pos
 	}

@@ -183,7 +183,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	}
 	ids := capture.IDs{Comps: s.ids.comps, Rep: s.ids.rep, Owner: s.ids.owner, PosID: -1}
 	if s.interest != nil {
-		ids.PosID, ids.Pos = int(s.ids.posPl.ID), cfg.Interest.Position.At
+		ids.PosID, ids.Pos = int(s.ids.posPl.ID), cfg.Interest.Position.at
 	}
 	parallel := 0
 	if len(s.work.workers) > 1 {
@@ -769,7 +769,7 @@ func (s *Server) gridSource() *grid.Source {
 
 // readPosition reads e's position from the world (for the grid).
 func (s *Server) readPosition(e arche.Entity) components.Vec3 {
-	return s.cfg.Interest.Position.At(s.world.Get(e, s.ids.pos))
+	return s.cfg.Interest.Position.at(s.world.Get(e, s.ids.pos))
 }
 
 // flush hands what a peer built this tick to its connection.

@@ -54,7 +54,7 @@ func Within(w *ecs.World, me uint8, in *replication.Interest, f components.Vec3,
 		if !hasFocus {
 			return MustNot
 		}
-		p := in.Position.At(w.Get(e, pid))
+		p, _ := in.Position.Of(w, e)
 		switch d := math.Hypot(p.X-f.X, p.Z-f.Z); {
 		case d <= in.Radius-margin:
 			return Must

@@ -68,7 +68,7 @@ func worldEdge(q int64, v float64) bool {
 }
 
 // Clamps returns, per field that was clamped at least once, how often
-// quantization clamped it ([Plan.Quantize], so also [Plan.Round] and
+// quantization clamped it ([Plan.QuantizeBytes], so also [Plan.Round] and
 // everything that shares the plan), in field order.
 func (p *Plan) Clamps() []ClampCount {
 	var out []ClampCount

@@ -112,7 +112,7 @@ func TestClampPoseKernel(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, p.pose)
 	lanes := make([]uint64, p.NumLanes())
-	q := func(v transform) { p.Quantize(unsafe.Pointer(&v), lanes) }
+	q := func(v transform) { p.quantize(unsafe.Pointer(&v), lanes) }
 	q(transform{})                                              // origin, zero rotation: no clamp
 	q(transform{Pos: components.Vec3{X: 1.125899906842624e12}}) // exactly the limit
 	require.Empty(t, reg.Clamps())

@@ -47,7 +47,7 @@
 //
 //   - [Registry], [Register], [MustRegister], [WithName], [PlanOf],
 //     [Registry.Hash]: component ids and the protocol hash.
-//   - [Plan.Quantize] / [Plan.Dequantize] (from/to the unsafe.Pointer arche's
+//   - [Plan.QuantizeBytes] / [Plan.DequantizeBytes] (from/to the unsafe.Pointer arche's
 //     World.Get returns), [QuantizeValue] / [DequantizeValue] for typed pointers,
 //     [Plan.Round] for end-of-tick server rounding.
 //   - [Registry.Clamps], [Registry.ClampGeneration]: values quantization

@@ -7,7 +7,7 @@ import (
 )
 
 // Interpolable reports whether the component has a field that
-// [Plan.Interpolate] blends (a float, an angle, a world position, a
+// [Plan.InterpolateBytes] blends (a float, an angle, a world position, a
 // quaternion, a velocity); one of only integers and bools just steps.
 func (p *Plan) Interpolable() bool {
 	for i := range p.ops {
@@ -19,26 +19,18 @@ func (p *Plan) Interpolable() bool {
 	return false
 }
 
-// Interpolate writes into the component at dst the state a fraction f of
-// the way from quantized state a to quantized state b (both NumLanes long):
-// floats, world positions and velocities linearly, angles the shorter way
-// round (the result wrapped into [−π, π)), quaternions by spherical linear
-// interpolation on the shorter arc; f > 1 extrapolates them. Integers and
-// bools step: a's value while f < 1, b's from
-// f ≥ 1. Interpolation happens on the dequantized values, so the result is
-// not snapped to the quantization grid; at f = 0 and f = 1 it is exactly
-// a's and b's dequantized value. Allocation-free.
-func (p *Plan) Interpolate(a, b []uint64, f float64, dst unsafe.Pointer) {
+// interpolate is InterpolateBytes on a pointer to the component.
+func (p *Plan) interpolate(a, b []uint64, f float64, dst unsafe.Pointer) {
 	if len(p.lanes) == 0 {
 		return
 	}
 	_, _ = a[len(p.lanes)-1], b[len(p.lanes)-1]
 	switch f {
 	case 0: // on a snapshot: exactly its value
-		p.Dequantize(a, dst)
+		p.dequantize(a, dst)
 		return
 	case 1:
-		p.Dequantize(b, dst)
+		p.dequantize(b, dst)
 		return
 	}
 	step := a

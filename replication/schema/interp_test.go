@@ -22,7 +22,7 @@ type blend struct {
 func quantized(t *testing.T, p *Plan, v blend) []uint64 {
 	t.Helper()
 	l := make([]uint64, p.NumLanes())
-	p.Quantize(unsafe.Pointer(&v), l)
+	p.quantize(unsafe.Pointer(&v), l)
 	return l
 }
 
@@ -38,7 +38,7 @@ func TestPlanInterpolate(t *testing.T) {
 	b := quantized(t, p, blend{X: 10, Yaw: -3.0, Where: components.Vec3{X: 1002, Y: 1, Z: -7}, Rot: rot(0.6), HP: 90, Alive: false, Raw: 3})
 	var got blend
 	at := func(f float64) blend {
-		p.Interpolate(a, b, f, unsafe.Pointer(&got))
+		p.interpolate(a, b, f, unsafe.Pointer(&got))
 		return got
 	}
 	mid := at(0.5)
@@ -68,7 +68,7 @@ func TestPlanInterpolate(t *testing.T) {
 
 	zero := at(0)
 	var want blend
-	p.Dequantize(a, unsafe.Pointer(&want))
+	p.dequantize(a, unsafe.Pointer(&want))
 	require.Equal(t, want, zero, "f = 0 is a's dequantized value")
 }
 

@@ -17,7 +17,7 @@ import (
 // p.Type, at least Size bytes) into lanes. Allocation-free, no reflection.
 // Panics if src is shorter than Size or len(lanes) < NumLanes.
 func (p *Plan) QuantizeBytes(src []byte, lanes []uint64) {
-	p.Quantize(p.memory(src), lanes)
+	p.quantize(p.memory(src), lanes)
 }
 
 // DequantizeBytes writes the value that lanes represent into dst (the
@@ -26,13 +26,22 @@ func (p *Plan) QuantizeBytes(src []byte, lanes []uint64) {
 // that are not replicated are left as they are. Panics if dst is shorter
 // than Size or len(lanes) < NumLanes.
 func (p *Plan) DequantizeBytes(lanes []uint64, dst []byte) {
-	p.Dequantize(lanes, p.memory(dst))
+	p.dequantize(lanes, p.memory(dst))
 }
 
-// InterpolateBytes is [Plan.Interpolate] into dst (the memory of a p.Type,
-// at least Size bytes).
+// InterpolateBytes writes into dst (the memory of a p.Type, at least Size
+// bytes) the state a fraction f of
+// the way from quantized state a to quantized state b (both NumLanes long):
+// floats, world positions and velocities linearly, angles the shorter way
+// round (the result wrapped into [−π, π)), quaternions by spherical linear
+// interpolation on the shorter arc; f > 1 extrapolates them. Integers and
+// bools step: a's value while f < 1, b's from
+// f ≥ 1. Interpolation happens on the dequantized values, so the result is
+// not snapped to the quantization grid; at f = 0 and f = 1 it is exactly
+// a's and b's dequantized value. Allocation-free. Panics if dst is
+// shorter than Size or a or b shorter than NumLanes.
 func (p *Plan) InterpolateBytes(a, b []uint64, f float64, dst []byte) {
-	p.Interpolate(a, b, f, p.memory(dst))
+	p.interpolate(a, b, f, p.memory(dst))
 }
 
 // memory returns the start of b after checking that it holds a p.Type.
@@ -49,15 +58,16 @@ func (p *Plan) memory(b []byte) unsafe.Pointer {
 // T is not the plan's type.
 func RoundValue[T any](p *Plan, v *T, lanes []uint64) {
 	p.check(reflect.TypeFor[T]())
-	p.Quantize(unsafe.Pointer(v), lanes)
-	p.Dequantize(lanes, unsafe.Pointer(v))
+	p.quantize(unsafe.Pointer(v), lanes)
+	p.dequantize(lanes, unsafe.Pointer(v))
 }
 
-// InterpolateValue is [Plan.Interpolate] into a typed pointer; it panics if
-// T is not the plan's type.
+// InterpolateValue writes into v the interpolation at f between the values
+// that a and b represent (the rules are [Plan.InterpolateBytes]'s); it
+// panics if T is not the plan's type. Allocation-free.
 func InterpolateValue[T any](p *Plan, a, b []uint64, f float64, v *T) {
 	p.check(reflect.TypeFor[T]())
-	p.Interpolate(a, b, f, unsafe.Pointer(v))
+	p.interpolate(a, b, f, unsafe.Pointer(v))
 }
 
 // check panics if t is not the plan's type. (It does not take the value:

@@ -318,7 +318,7 @@ func (p *Plan) quantizeOps(src unsafe.Pointer, lanes []uint64) {
 // Any lane values are accepted (out-of-range codes clamp), so it never
 // panics on decoded input. Fields that are not replicated are left as they
 // are. Panics if len(lanes) < NumLanes.
-func (p *Plan) Dequantize(lanes []uint64, dst unsafe.Pointer) {
+func (p *Plan) dequantize(lanes []uint64, dst unsafe.Pointer) {
 	// A small front, as in Quantize.
 	if k := p.pose; k != nil {
 		if k.f32 {
@@ -370,14 +370,6 @@ func (p *Plan) dequantizeOps(lanes []uint64, dst unsafe.Pointer) {
 			storeInt(dst, o.off[0], o.num, l[0])
 		}
 	}
-}
-
-// Round quantizes the value at ptr and writes the dequantized result back,
-// so the server simulates exactly what clients receive (do this at the end
-// of a tick for predicted entities). lanes is scratch of NumLanes.
-func (p *Plan) Round(ptr unsafe.Pointer, lanes []uint64) {
-	p.Quantize(ptr, lanes)
-	p.Dequantize(lanes, ptr)
 }
 
 // writeLane writes lane value v with lane l's full (absolute) encoding.

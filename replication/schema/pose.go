@@ -66,7 +66,7 @@ func detectPose(p *Plan) *pose {
 // Quantize reads the component value at src (a pointer to a value of
 // p.Type, e.g. from arche's World.Get) into lanes. Allocation-free, no
 // reflection. Panics if len(lanes) < NumLanes; src must point to a p.Type.
-func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
+func (p *Plan) quantize(src unsafe.Pointer, lanes []uint64) {
 	k := p.pose
 	if k == nil {
 		p.quantizeOps(src, lanes)
@@ -79,7 +79,7 @@ func (p *Plan) Quantize(src unsafe.Pointer, lanes []uint64) {
 	}
 }
 
-// quantizePose is Plan.Quantize for a pose of float type F. Clamps are
+// quantizePose is Plan.quantize for a pose of float type F. Clamps are
 // checked only for positions with a code a clamp produces (±the limit,
 // or 0 from a NaN) and on the quaternion's path for input that is not unit length.
 func quantizePose[F float32 | float64](p *Plan, k *pose, src unsafe.Pointer, lanes []uint64) {
@@ -112,7 +112,7 @@ func (p *Plan) checkPose(x, y, z float64, c quant.Clamp) {
 	}
 }
 
-// dequantizePose is Plan.Dequantize for a pose of float type F.
+// dequantizePose is Plan.dequantize for a pose of float type F.
 func dequantizePose[F float32 | float64](k *pose, lanes []uint64, dst unsafe.Pointer) {
 	_ = lanes[6]
 	set := func(off uintptr, v float64) { *(*F)(unsafe.Add(dst, off)) = F(v) }

@@ -75,8 +75,8 @@ func TestPoseKernelMatchesInterpreter(t *testing.T) {
 				t32 = pose32{X: float32(v[0]), Y: float32(v[1]), Z: float32(v[2]), Rot: [4]float32{float32(v[3]), float32(v[4]), float32(v[5]), float32(v[6])}}
 				src = unsafe.Pointer(&t32)
 			}
-			p.Quantize(src, fast)
-			slow.Quantize(src, gen)
+			p.quantize(src, fast)
+			slow.quantize(src, gen)
 			require.Equal(t, gen, fast, "%s lanes of %v", p.Name, v)
 			// Dequantize: the kernel writes the same floats, and only the
 			// replicated fields, for valid lanes and for any others.
@@ -88,14 +88,14 @@ func TestPoseKernelMatchesInterpreter(t *testing.T) {
 			}
 			if p == p64 {
 				var a, b transform
-				p.Dequantize(lanes, unsafe.Pointer(&a))
-				slow.Dequantize(lanes, unsafe.Pointer(&b))
+				p.dequantize(lanes, unsafe.Pointer(&a))
+				slow.dequantize(lanes, unsafe.Pointer(&b))
 				require.Equal(t, fmt.Sprint(b), fmt.Sprint(a), "lanes %v", lanes)
 			} else {
 				a := pose32{QX: 7, QY: 8, QZ: 9}
 				b := a
-				p.Dequantize(lanes, unsafe.Pointer(&a))
-				slow.Dequantize(lanes, unsafe.Pointer(&b))
+				p.dequantize(lanes, unsafe.Pointer(&a))
+				slow.dequantize(lanes, unsafe.Pointer(&b))
 				require.Equal(t, fmt.Sprint(b), fmt.Sprint(a), "lanes %v", lanes)
 				require.Equal(t, float32(8), a.QY)
 			}
@@ -147,7 +147,7 @@ func TestPoseReadMatchesInterpreter(t *testing.T) {
 			} else {
 				src = unsafe.Pointer(&pose32{X: float32(v[0]), Y: float32(v[1]), Z: float32(v[2]), Rot: [4]float32{float32(v[3]), float32(v[4]), float32(v[5]), float32(v[6])}})
 			}
-			p.Quantize(src, lanes)
+			p.quantize(src, lanes)
 			skip := uint(i % 13)
 			var w bitio.Writer
 			w.WriteBits(rng.Uint64(), skip)

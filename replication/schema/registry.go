@@ -159,16 +159,18 @@ func (p *Plan) Hash() uint64 {
 	return h.Sum64()
 }
 
-// QuantizeValue is [Plan.Quantize] for a typed pointer; it panics if T is
+// QuantizeValue reads the component value v into lanes (see
+// [Plan.QuantizeBytes]); it panics if T is
 // not the plan's type.
 func QuantizeValue[T any](p *Plan, v *T, lanes []uint64) {
 	p.check(reflect.TypeFor[T]())
-	p.Quantize(unsafe.Pointer(v), lanes)
+	p.quantize(unsafe.Pointer(v), lanes)
 }
 
-// DequantizeValue is [Plan.Dequantize] into a typed pointer; it panics if T
+// DequantizeValue writes the value that lanes represent into v (see
+// [Plan.DequantizeBytes]); it panics if T
 // is not the plan's type.
 func DequantizeValue[T any](p *Plan, lanes []uint64, v *T) {
 	p.check(reflect.TypeFor[T]())
-	p.Dequantize(lanes, unsafe.Pointer(v))
+	p.dequantize(lanes, unsafe.Pointer(v))
 }

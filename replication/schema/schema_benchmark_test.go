@@ -26,7 +26,7 @@ func BenchmarkTransformEncode(b *testing.B) {
 	buf := make([]byte, 0, 64)
 	var w bitio.Writer
 	for b.Loop() {
-		p.Quantize(unsafe.Pointer(&tr), lanes)
+		p.quantize(unsafe.Pointer(&tr), lanes)
 		w.Reset(buf)
 		p.Write(&w, lanes, true)
 	}
@@ -39,7 +39,7 @@ func BenchmarkTransformQuantize(b *testing.B) {
 	p, tr := benchTransform()
 	lanes := make([]uint64, p.NumLanes())
 	for b.Loop() {
-		p.Quantize(unsafe.Pointer(&tr), lanes)
+		p.quantize(unsafe.Pointer(&tr), lanes)
 	}
 }
 
@@ -48,7 +48,7 @@ func BenchmarkTransformDecode(b *testing.B) {
 	b.ReportAllocs()
 	p, tr := benchTransform()
 	lanes := make([]uint64, p.NumLanes())
-	p.Quantize(unsafe.Pointer(&tr), lanes)
+	p.quantize(unsafe.Pointer(&tr), lanes)
 	var w bitio.Writer
 	p.Write(&w, lanes, true)
 	data := w.Bytes()
@@ -59,7 +59,7 @@ func BenchmarkTransformDecode(b *testing.B) {
 		if err := p.Read(&r, lanes, true); err != nil {
 			b.Fatal(err)
 		}
-		p.Dequantize(lanes, unsafe.Pointer(&out))
+		p.dequantize(lanes, unsafe.Pointer(&out))
 	}
 }
 
@@ -69,7 +69,7 @@ func BenchmarkTransformWrite(b *testing.B) {
 	b.ReportAllocs()
 	p, tr := benchTransform()
 	lanes := make([]uint64, p.NumLanes())
-	p.Quantize(unsafe.Pointer(&tr), lanes)
+	p.quantize(unsafe.Pointer(&tr), lanes)
 	buf := make([]byte, 0, 64)
 	var w bitio.Writer
 	for b.Loop() {

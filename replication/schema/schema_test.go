@@ -429,12 +429,12 @@ func TestQuantizeAllocs(t *testing.T) {
 	var w bitio.Writer
 	var rd bitio.Reader
 	allocs := testing.AllocsPerRun(100, func() {
-		p.Quantize(unsafe.Pointer(&s), lanes)
+		p.quantize(unsafe.Pointer(&s), lanes)
 		w.Reset(buf)
 		p.Write(&w, lanes, true)
 		rd.Reset(w.Bytes())
 		_ = p.Read(&rd, lanes, true)
-		p.Dequantize(lanes, unsafe.Pointer(&s))
+		p.dequantize(lanes, unsafe.Pointer(&s))
 	})
 	require.Zero(t, allocs)
 }

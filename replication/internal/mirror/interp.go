@@ -162,7 +162,7 @@ func (m *Mirrors) pushInterp(v *receive.View) {
 		lanes := v.EntityLanes(i)
 		if m.cfg.Interpolation && mr.set&(1<<m.transPlan.ID) != 0 && m.world.Has(mr.entity, m.idBuffer) {
 			off := m.laneOffset(mr.set, m.transPlan.ID)
-			m.transPlan.Dequantize(lanes[off:off+m.transPlan.NumLanes()], unsafe.Pointer(&tr))
+			schema.DequantizeValue(m.transPlan, lanes[off:off+m.transPlan.NumLanes()], &tr)
 			(*interp.Buffer)(m.world.Get(mr.entity, m.idBuffer)).Push(v.Tick, tr.Pos, tr.Rot)
 		}
 		if mr.set&m.trackMask != 0 && m.world.Has(mr.entity, m.idTrack) {
@@ -231,7 +231,7 @@ func (m *Mirrors) Interpolate(now time.Time) {
 			if off+n > len(a) {
 				break // a track sized for another set: it starts over at the next push
 			}
-			p.Interpolate(a[off:off+n], b[off:off+n], f, q.Get(m.ids[id]))
+			p.InterpolateBytes(a[off:off+n], b[off:off+n], f, unsafe.Slice((*byte)(q.Get(m.ids[id])), p.Size))
 			off += n
 		}
 	}

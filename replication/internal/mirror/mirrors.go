@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"reflect"
 	"time"
+	"unsafe"
 
 	arche "github.com/mlange-42/arche/ecs"
 
@@ -208,7 +209,7 @@ func (m *Mirrors) write(mr *mirror, set uint64, lanes []uint64) {
 		p := m.plans[id]
 		n := p.NumLanes()
 		if n > 0 {
-			p.Dequantize(lanes[off:off+n], m.world.Get(mr.entity, m.ids[id]))
+			p.DequantizeBytes(lanes[off:off+n], unsafe.Slice((*byte)(m.world.Get(mr.entity, m.ids[id])), p.Size))
 		}
 		off += n
 	}

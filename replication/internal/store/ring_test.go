@@ -45,7 +45,7 @@ func TestRingFastPathsMatchTheGeneralOne(t *testing.T) {
 				i++
 			}
 			l := make([]uint64, plans[i].NumLanes())
-			plans[i].Quantize(ptrs[i], l)
+			plans[i].QuantizeBytes(unsafe.Slice((*byte)(ptrs[i]), plans[i].Size), l)
 			out = append(out, l...)
 			ci++
 		}
