@@ -11,6 +11,7 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication/internal/capture"
+	"github.com/archenet/archenet/replication/internal/clampwatch"
 	"github.com/archenet/archenet/replication/internal/closing"
 	"github.com/archenet/archenet/replication/internal/encode"
 	"github.com/archenet/archenet/replication/internal/gang"
@@ -54,10 +55,10 @@ type Server struct {
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
 
-	work   tickWork       // the tick's parallel phases (workers.go)
-	clampW clampWatch     // clamps.go
-	closer closing.Closer // closes off the tick
-	pace   pacing         // liveness of the caller's Receive and Send
+	work   tickWork         // the tick's parallel phases (workers.go)
+	clampW clampwatch.Watch // warns of values quantization clamped
+	closer closing.Closer   // closes off the tick
+	pace   pacing           // liveness of the caller's Receive and Send
 
 	// Stats since start.
 	Stats ServerStats
@@ -500,7 +501,7 @@ func (s *Server) Receive() {
 	s.accept()
 	s.handshakes()
 	now := s.cfg.Now()
-	s.watchClamps(now)
+	s.clampW.Check(now, s.cfg.Registry, s.cfg.Logger)
 	s.work.active = s.work.active[:0]
 	for _, c := range s.clients {
 		if c == nil {

@@ -54,43 +54,18 @@ type tickWork struct {
 	byFocus  []*remote // active, ordered by interest focus for the workers
 	step     peer.Tick // what the peers of this tick's Send read
 	failed   []failedSend
-	pre      preShares // the pre-encoding on the workers
-	peerJobs peerJobs  // the peers' phase on the workers
+	peerJobs peerJobs // the peers' phase on the workers
 	gridSrc  grid.Source
 	readPos  func(arche.Entity) components.Vec3 // Server.readPosition, made once
 }
 
 // preencode encodes, on the workers, the records most clients' datagrams
-// need this tick (see store.Ring.BeginPreencode): each once, from the
-// frame just built, before the clients' builds copy them.
+// need this tick (see encode.Group.Preencode): each once, from the frame
+// just built, before the clients' builds copy them.
 func (s *Server) preencode() {
-	if s.cfg.NoPreencode {
-		return
+	if !s.cfg.NoPreencode {
+		s.group.Preencode(&s.work.gang)
 	}
-	n := s.group.BeginPreencode()
-	if n == 0 {
-		return
-	}
-	// Shares of whole words (of 64 slots), about preencodeWords each.
-	ps := &s.work.pre
-	ps.words, ps.shares = n, min(max(n/preencodeWords, 1), maxPreShares)
-	if ps.run == nil {
-		ps.run = s.preencodeShare // (once: a method value is a closure)
-	}
-	s.work.gang.EachOn(ps.shares, ps.run)
-}
-
-// preShares is the state of the pre-encoding on the workers: the words of
-// the slot set and how many shares they are cut into.
-type preShares struct {
-	words, shares int
-	run           func(wi, c int) // preencodeShare, made once
-}
-
-// preencodeShare pre-encodes share c on worker wi.
-func (s *Server) preencodeShare(wi, c int) {
-	n, k := s.work.pre.words, s.work.pre.shares
-	s.work.workers[wi].Enc.Preencode(c*n/k, (c+1)*n/k)
 }
 
 // endPreencode hands the next tick's pre-encoding what this tick's peers
@@ -108,13 +83,6 @@ func (s *Server) endPreencode() {
 	s.group.EndPreencode(*wanted)
 	clear(*wanted)
 }
-
-// maxPreShares bounds the shares pre-encoding is cut into.
-const maxPreShares = 64
-
-// preencodeWords is about how many 64-slot words of the world a worker
-// takes at a time when the workers pre-encode records together.
-const preencodeWords = 2
 
 // buildPeers runs every peer's tick, spread over the workers; the caller's
 // goroutine (worker 0) also runs then, if set, after each peer it builds.

@@ -22,6 +22,8 @@ type Group struct {
 	codes codeState
 	pre   preTable
 	encs  []*Encoder
+	// preShares is the state of Preencode's jobs on the workers.
+	preShares preShares
 	// mu guards chosen, the tick whose coding BeginTick chose (the first
 	// encoder to begin a tick calls it if the server did not).
 	mu     sync.Mutex

@@ -5,6 +5,7 @@ import (
 
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/gang"
 	"github.com/archenet/archenet/replication/internal/store"
 )
 
@@ -121,6 +122,44 @@ func (g *Group) BeginPreencode() int {
 	clear(p.bytes)
 	return len(changed)
 }
+
+// Preencode pre-encodes the tick's records on gg's goroutines (encoder i
+// of the group on goroutine i, as a server makes them: one per worker), in
+// shares of whole 64-slot words, about preencodeWords each: BeginPreencode,
+// then each share's [Encoder.Preencode].
+func (g *Group) Preencode(gg *gang.Gang) {
+	n := g.BeginPreencode()
+	if n == 0 {
+		return
+	}
+	ps := &g.preShares
+	ps.words, ps.shares = n, min(max(n/preencodeWords, 1), maxPreShares)
+	if ps.run == nil {
+		ps.run = g.preencodeShare // (once: a method value is a closure)
+	}
+	gg.EachOn(ps.shares, ps.run)
+}
+
+// preShares is the state of a Preencode on the workers: the words of the
+// slot set and how many shares they are cut into.
+type preShares struct {
+	words, shares int
+	run           func(wi, c int) // preencodeShare, made once
+}
+
+// preencodeShare pre-encodes share c on goroutine wi.
+func (g *Group) preencodeShare(wi, c int) {
+	n, k := g.preShares.words, g.preShares.shares
+	g.encs[wi].Preencode(c*n/k, (c+1)*n/k)
+}
+
+// preencodeWords is about how many 64-slot words of the world a goroutine
+// takes at a time when the workers pre-encode records together;
+// maxPreShares bounds the shares.
+const (
+	preencodeWords = 2
+	maxPreShares   = 64
+)
 
 // Preencode encodes the pre-encoded records of the slots in words
 // [lo, hi) of the set BeginPreencode readied: present in the frame and
