@@ -57,10 +57,10 @@ func (a *Account) Total() uint64 {
 // check per record. Call it between builds, not during one.
 func (e *Encoder) SetAccounting(on bool) {
 	if !on {
-		e.acct, e.coder.account = nil, false
+		e.acct, e.coder.Account = nil, false
 		return
 	}
-	e.coder.account = true
+	e.coder.Account = true
 	e.acct = &bitAccount{}
 	e.acct.Components = make([]uint64, len(e.plans))
 }
@@ -121,16 +121,16 @@ func (a *bitAccount) noteFull(e *Encoder, slot uint32, ce *cacheEntry, m entity.
 }
 
 // noteDelta notes a delta record's mask and body bits per component, from
-// the masks and body sizes the encoder left (e.coder.gmasks, e.coder.compBody).
+// the masks and body sizes the encoder left (e.coder.GroupMasks(), e.coder.CompBody()).
 func (a *bitAccount) noteDelta(e *Encoder, slot uint32, ce *cacheEntry, set uint64, owner bool) {
 	a.note(e, slot, ce, set)
 	for ci, s := 0, set; s != 0; ci, s = ci+1, s&(s-1) {
 		p := e.plans[bits.TrailingZeros64(s)]
 		mask := 1 // the component's "changed" bit
-		if gm := e.coder.gmasks[ci]; gm != 0 {
+		if gm := e.coder.GroupMasks()[ci]; gm != 0 {
 			mask += visibleGroups(p, owner)
 		}
-		a.vals = append(a.vals, uint32(mask), e.coder.compBody[ci])
+		a.vals = append(a.vals, uint32(mask), e.coder.CompBody()[ci])
 	}
 }
 

@@ -2,6 +2,7 @@ package encode
 
 import (
 	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/lanes"
 	"github.com/archenet/archenet/replication/internal/store"
 )
 
@@ -10,7 +11,7 @@ import (
 // its record key (what the record depends on: the client's baseline value,
 // the prediction views, the owner view), so that clients with the same key
 // share the record's bits ("encode once, copy many"). The records' bits
-// live in the encoder's arena (laneCoder.arena).
+// live in the encoder's arena (lanes.Coder.arena).
 type recordCache struct {
 	tick uint32 // tick the cache belongs to
 	// keyIDs numbers the record keys of the tick (cache tags); lastKeys
@@ -40,12 +41,12 @@ type recordCache struct {
 }
 
 type cacheEntry struct {
-	usePred  bool     // the body's residuals are against the extrapolation
-	maskPred bool     // (with usePred) the field masks are the predicted ones: sent as one bit
-	saved    int32    // bits that prediction saved against the plain residuals (< 0: cost)
-	stats    recStats // its residuals, counted for each client it is sent to
-	sends    uint32   // times sent since its stats were last counted
-	kind     uint8    // codec.KindDelta or codec.KindFull
+	usePred  bool        // the body's residuals are against the extrapolation
+	maskPred bool        // (with usePred) the field masks are the predicted ones: sent as one bit
+	saved    int32       // bits that prediction saved against the plain residuals (< 0: cost)
+	stats    lanes.Stats // its residuals, counted for each client it is sent to
+	sends    uint32      // times sent since its stats were last counted
+	kind     uint8       // codec.KindDelta or codec.KindFull
 	maskBits uint16
 	mask     uint64 // mask bits when maskBits ≤ 64
 	maskOff  uint32 // arena offset of the mask when maskBits > 64

@@ -4,6 +4,7 @@ import (
 	"github.com/archenet/archenet/replication/internal/baseline"
 	"github.com/archenet/archenet/replication/internal/codec"
 	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/lanes"
 	"github.com/archenet/archenet/replication/internal/store"
 	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
@@ -35,7 +36,7 @@ type Encoder struct {
 	ownerComps uint64 // components that have owner-only groups
 
 	cache  recordCache // the tick's encoded records
-	coder  laneCoder   // the record kernels, and the arena they write to
+	coder  lanes.Coder // the record kernels, and the arena they write to
 	cands  candidates  // one Build's candidate records
 	sel    selection   // the candidates its budget keeps
 	packer packer      // the datagrams they are packed into
@@ -59,7 +60,7 @@ type Encoder struct {
 // builds datagrams).
 func (g *Group) NewEncoder() *Encoder {
 	plans := g.r.Registry().Plans()
-	e := &Encoder{g: g, r: g.r, plans: plans, coder: newLaneCoder(plans)}
+	e := &Encoder{g: g, r: g.r, plans: plans, coder: lanes.New(plans)}
 	e.cache.keyIDs = map[recKey]uint32{}
 	e.cands.touchAt = touchEntities
 	e.shard = g.codes.newShard(e)
@@ -97,11 +98,11 @@ func (e *Encoder) begin() {
 	}
 	e.g.BeginTick() // (once per tick, whichever encoder comes first)
 	e.cache.begin(f, e.r.Slots(), e.ownerComps)
-	e.coder.arena.Reset(e.coder.arena.Bytes())
+	e.coder.Arena.Reset(e.coder.Arena.Bytes())
 	if e.acct != nil {
 		e.acct.begin()
 	}
-	e.coder.setCoding(e.g.codes.coding, e.g.codes.quad)
+	e.coder.SetCoding(e.g.codes.coding, e.g.codes.quad)
 }
 
 // ownerView reports whether t's client sees slot (in frame f) with its
@@ -291,8 +292,8 @@ func (e *Encoder) pickBaseline(t *baseline.Tracker, S uint32) (*baseline.View, e
 func (e *Encoder) header(S, B uint32, base *baseline.View, opt BuildOptions) wire.Header {
 	h := wire.Header{Tick: S, Parts: 1, Coding: wire.DefaultCoding, Quad: e.pc.on && e.pc.quad}
 	if B != 0 {
-		h.Coding = e.coder.coding
-		h.CodingInherited = base.Coding == e.coder.coding
+		h.Coding, _ = e.coder.Coding()
+		h.CodingInherited = base.Coding == h.Coding
 		h.Baseline = S - B
 		h.Predict = e.pc.on
 		if e.pc.on {
@@ -330,7 +331,7 @@ func (e *Encoder) recordView(t *baseline.Tracker, S uint32, base *baseline.View,
 	nv.Base = B
 	nv.Coding = wire.DefaultCoding
 	if B != 0 {
-		nv.Coding = e.coder.coding
+		nv.Coding, _ = e.coder.Coding()
 	}
 	nv.InputAck, nv.HasInputAck = opt.InputAck, opt.HasInputAck
 	parts := e.packer.parts

@@ -178,7 +178,7 @@ func (e *Encoder) Preencode(lo, hi int) {
 	if e.pre.arena.BitLen() != 0 && p.bytes[e.pre.index] == nil {
 		e.pre.arena.Reset(e.pre.arena.Bytes()) // (the arena's first share of the tick)
 	}
-	e.coder.arena, e.pre.arena = e.pre.arena, e.coder.arena
+	e.coder.Arena, e.pre.arena = e.pre.arena, e.coder.Arena
 	// In a large world the records' lanes in the key's views are far
 	// apart: each word's are read ahead while the word before is encoded
 	// (see touch).
@@ -205,7 +205,7 @@ func (e *Encoder) Preencode(lo, hi int) {
 			e.pre.encoded++
 		}
 	}
-	e.coder.arena, e.pre.arena = e.pre.arena, e.coder.arena
+	e.coder.Arena, e.pre.arena = e.pre.arena, e.coder.Arena
 	p.bytes[e.pre.index] = e.pre.arena.Bytes()
 }
 
@@ -350,5 +350,5 @@ func (e *Encoder) arenaOf(cd *cand, ce *cacheEntry) []byte {
 	if cd.ent&preBit != 0 {
 		return e.g.pre.bytes[ce.arena]
 	}
-	return e.coder.arena.Bytes()
+	return e.coder.Arena.Bytes()
 }

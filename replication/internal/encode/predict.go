@@ -125,7 +125,8 @@ func (e *Encoder) setupPrediction(t *baseline.Tracker, base *baseline.View, S ui
 		e.pc = predCtx{on: true, B: B, B2: B2, members: t.Members(v2), behind: t.Behind(v2)}
 		B3 := B2 - (B - B2)
 		if v3 := t.AckedAt(B3); B3 != 0 && int32(B2-B3) > 0 && v3 != nil && int32(S-B3) < depth {
-			e.pc.B3, e.pc.quad = B3, e.coder.quad
+			_, quad := e.coder.Coding()
+			e.pc.B3, e.pc.quad = B3, quad
 			e.pc.members3, e.pc.behind3 = t.Members(v3), t.Behind(v3)
 		}
 	}

@@ -80,7 +80,7 @@ func (e *Encoder) encodeInto(ce *cacheEntry, f *store.Frame, slot uint32, i int,
 		}
 	}
 	// Full record.
-	a := &e.coder.arena
+	a := &e.coder.Arena
 	a.Align()
 	start := a.BitLen()
 	codec.WriteFull(a, e.plans, m, cur, owner)
@@ -110,17 +110,16 @@ func (e *Encoder) encodeInto(ce *cacheEntry, f *store.Frame, slot uint32, i int,
 // what that would save.
 func (e *Encoder) deltaRecord(ce *cacheEntry, m entity.Meta, v *codec.Views, k *recKey, S, slot uint32) bool {
 	lc := &e.coder
-	lc.arena.Align()
-	start := lc.arena.BitLen()
-	mask, maskPred := lc.deltaMasks(m.Set, v.Base, v.Prev, v.Cur, k.owner)
-	maskBits := lc.arena.BitLen() - start
-	lc.arena.Align()
-	bodyStart := lc.arena.BitLen()
-	x := bodyCtx{Extrap: codec.Extrap{Num: int64(S - k.pb), Den: int64(k.pb - k.pb2), Quad: k.quad}, st: &ce.stats}
-	ok := lc.deltaBody(m.Set, v, &x)
-	bodyBits := lc.arena.BitLen() - bodyStart
-	if !ok || maskBits+bodyBits >= lc.minFullBits(m.Set) && maskBits+bodyBits >= lc.fullBits(m, v.Cur, k.owner) {
-		lc.arena.Truncate(start)
+	lc.Arena.Align()
+	start := lc.Arena.BitLen()
+	mask, maskPred := lc.DeltaMasks(m.Set, v.Base, v.Prev, v.Cur, k.owner)
+	maskBits := lc.Arena.BitLen() - start
+	lc.Arena.Align()
+	bodyStart := lc.Arena.BitLen()
+	res, ok := lc.DeltaBody(m.Set, v, codec.Extrap{Num: int64(S - k.pb), Den: int64(k.pb - k.pb2), Quad: k.quad}, &ce.stats)
+	bodyBits := lc.Arena.BitLen() - bodyStart
+	if !ok || maskBits+bodyBits >= lc.MinFullBits(m.Set) && maskBits+bodyBits >= lc.FullBits(m, v.Cur, k.owner) {
+		lc.Arena.Truncate(start)
 		return false
 	}
 	ce.mask = mask
@@ -128,15 +127,15 @@ func (e *Encoder) deltaRecord(ce *cacheEntry, m entity.Meta, v *codec.Views, k *
 	// The receiver predicts the masks from its views: the groups that
 	// changed from view pb2 to the baseline.
 	ce.maskPred = v.Prev != nil && maskPred
-	ce.stats.quadGain = int16(max(-1<<15, min(x.res.quadGain, 1<<15-1)))
-	ce.stats.quadN = uint8(min(x.res.quadN, 255))
+	ce.stats.QuadGain = int16(max(-1<<15, min(res.QuadGain, 1<<15-1)))
+	ce.stats.QuadN = uint8(min(res.QuadN, 255))
 	ce.kind = kindDelta
 	ce.bodyOff = uint32(bodyStart / 8)
 	ce.bodyBits = uint32(bodyBits)
-	ce.short, ce.hasShort = lc.arena.Tail(bodyStart)
+	ce.short, ce.hasShort = lc.Arena.Tail(bodyStart)
 	if v.Prev != nil {
 		ce.usePred = true
-		ce.saved = int32(x.res.plain - bodyBits)
+		ce.saved = int32(res.Plain - bodyBits)
 		e.cache.Predicted++
 	}
 	if e.acct != nil {

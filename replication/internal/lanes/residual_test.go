@@ -1,4 +1,4 @@
-package encode
+package lanes
 
 import (
 	"math/bits"
@@ -181,7 +181,7 @@ func TestResidualsMatchTheReference(t *testing.T) {
 			cod.Off[cl] = int8(wire.MinCodeOff + rng.IntN(wire.MaxCodeOff-wire.MinCodeOff+1))
 			cod.Cap[cl] = uint8(rng.IntN(wire.MaxCodeCap + 1))
 		}
-		e.setCoding(cod, false)
+		e.SetCoding(cod, false)
 		// Sometimes a third view: positions extrapolated quadratically
 		// (quad), or the quadratic extrapolation only measured.
 		var v3, pv3 []uint64
@@ -194,35 +194,35 @@ func TestResidualsMatchTheReference(t *testing.T) {
 		}
 		var refMask bitio.Writer
 		wantMask, _ := writeDeltaMask(&refMask, plans, set, base, cur, owner)
-		e.arena.Reset(nil)
-		mask, _ := e.deltaMasks(set, base, prev, cur, owner)
+		e.Arena.Reset(nil)
+		mask, _ := e.DeltaMasks(set, base, prev, cur, owner)
 		require.Equal(t, wantMask, mask, "iter %d", iter)
-		require.Equal(t, refMask.BitLen(), e.arena.BitLen(), "iter %d", iter)
-		require.Equal(t, refMask.Bytes(), e.arena.Bytes(), "iter %d", iter)
+		require.Equal(t, refMask.BitLen(), e.Arena.BitLen(), "iter %d", iter)
+		require.Equal(t, refMask.Bytes(), e.Arena.Bytes(), "iter %d", iter)
 
 		var ref bitio.Writer
 		orders := make([]uint8, len(base))
 		codec.PlainOrders(plans, set, &e.coding, orders)
 		plainOK := writeDeltaBody(&ref, plans, set, base, base, cur, orders, owner)
 		plainBits := ref.BitLen()
-		e.arena.Reset(nil)
-		r, ok := e.testBody(set, codec.Views{Base: base, Cur: cur}, codec.Extrap{Num: num, Den: den, Quad: quad}, &recStats{})
+		e.Arena.Reset(nil)
+		r, ok := e.testBody(set, codec.Views{Base: base, Cur: cur}, codec.Extrap{Num: num, Den: den, Quad: quad}, &Stats{})
 		require.Equal(t, plainOK, ok, "iter %d", iter)
 		if ok {
-			require.Equal(t, plainBits, r.plain, "iter %d", iter)
-			require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
+			require.Equal(t, plainBits, r.Plain, "iter %d", iter)
+			require.Equal(t, ref.Bytes(), e.Arena.Bytes(), "iter %d", iter)
 		}
 
 		p := append([]uint64(nil), base...)
 		codec.Predict(plans, &codec.Shape{Set: set}, &codec.Views{Base: base, Prev: prev, Third: pv3}, codec.Extrap{Num: num, Den: den, Quad: false}, &e.coding, &codec.LanePred{Lanes: p, Orders: orders})
 		ref.Reset(nil)
 		predOK := writeDeltaBody(&ref, plans, set, base, p, cur, orders, owner)
-		e.arena.Reset(nil)
-		r, ok = e.testBody(set, codec.Views{Base: base, Prev: prev, Third: v3, Cur: cur}, codec.Extrap{Num: num, Den: den, Quad: quad}, &recStats{})
+		e.Arena.Reset(nil)
+		r, ok = e.testBody(set, codec.Views{Base: base, Prev: prev, Third: v3, Cur: cur}, codec.Extrap{Num: num, Den: den, Quad: quad}, &Stats{})
 		require.Equal(t, plainOK && predOK, ok, "iter %d", iter)
 		if ok {
-			require.Equal(t, plainBits, r.plain, "iter %d", iter)
-			require.Equal(t, ref.Bytes(), e.arena.Bytes(), "iter %d", iter)
+			require.Equal(t, plainBits, r.Plain, "iter %d", iter)
+			require.Equal(t, ref.Bytes(), e.Arena.Bytes(), "iter %d", iter)
 		}
 	}
 }
@@ -268,16 +268,16 @@ func TestBestOffCapIsTheExhaustiveSearch(t *testing.T) {
 // once enough residuals were sent).
 func BenchmarkCodingChoice(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	var h codeHist
+	var h Hist
 	for range 5000 {
 		cl, ctx := rng.IntN(wire.NumClasses), rng.IntN(wire.MaxCodeCtx+1)
 		z := uint64(rng.ExpFloat64() * float64(uint64(1)<<ctx))
-		h.n[cl][ctx+1][histBin(z)]++
+		h.n[cl][ctx+1][bin(z)]++
 	}
 	cur := wire.DefaultCoding
 	b.ReportAllocs()
 	for b.Loop() {
-		c, _, _ := h.best(&cur)
+		c, _, _ := h.Best(&cur)
 		cur.Plain = c.Plain
 	}
 }

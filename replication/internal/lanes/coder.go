@@ -1,4 +1,4 @@
-package encode
+package lanes
 
 import (
 	"math/bits"
@@ -12,16 +12,16 @@ import (
 
 // The delta record encoder's inner loop. A delta record is its field masks
 // (which groups of each component changed since the baseline), then its
-// body: one residual per lane of the changed groups (see coding.go). The
-// encoder writes both straight into the arena in two passes over the
+// body: one residual per lane of the changed groups (see wire.Coding). The
+// coder writes both straight into the arena in two passes over the
 // record's components, from compact per-plan tables (planOps) rather than
 // the schema's lane descriptions.
 
-// laneCoder writes records into the encoder's arena: full records, and
+// Coder writes records into the encoder's arena: full records, and
 // delta records as field masks and residuals, from compact per-plan tables
 // (planOps) rather than the schema's lane descriptions. Its coding and
-// order table are the tick's (setCoding).
-type laneCoder struct {
+// order table are the tick's (SetCoding).
+type Coder struct {
 	plans []*schema.Plan
 	ops   []planOps // per component: its plan as the delta kernels read it
 	// coding is the residual coding of the current tick's records; quad:
@@ -35,30 +35,32 @@ type laneCoder struct {
 	orders [wire.NumClasses][ordersMask + 1]uint8
 	// arena holds the bits of the tick's records (the cache's entries point
 	// into it); scratch measures a full record's size.
-	arena   bitio.Writer
+	Arena   bitio.Writer
 	scratch bitio.Writer
 	gmasks  []uint64 // per component of a delta: its changed groups
 	// account: bit accounting is on; compBody then gets each component's
 	// body bits of a delta.
-	account  bool
+	Account  bool
 	compBody []uint32
 }
 
-// ordersMask: laneCoder.orders is indexed by a context masked with it.
+// ordersMask: Coder.orders is indexed by a context masked with it.
 const ordersMask = 31
 
-func newLaneCoder(plans []*schema.Plan) laneCoder {
-	lc := laneCoder{plans: plans}
+// New returns a coder of the components of plans (in registry id order),
+// at the default coding.
+func New(plans []*schema.Plan) Coder {
+	lc := Coder{plans: plans}
 	for _, p := range plans {
 		lc.ops = append(lc.ops, newPlanOps(p))
 	}
-	lc.setCoding(wire.DefaultCoding, false)
+	lc.SetCoding(wire.DefaultCoding, false)
 	return lc
 }
 
-// setCoding sets the residual coding of the tick's records (and its order
+// SetCoding sets the residual coding of the tick's records (and its order
 // table) and whether they extrapolate quadratically.
-func (lc *laneCoder) setCoding(c wire.Coding, quad bool) {
+func (lc *Coder) SetCoding(c wire.Coding, quad bool) {
 	lc.coding, lc.quad = c, quad
 	for cl := range wire.NumClasses {
 		for ctx := range wire.MaxCodeCtx + 1 {
@@ -67,9 +69,9 @@ func (lc *laneCoder) setCoding(c wire.Coding, quad bool) {
 	}
 }
 
-// minFullBits is a lower bound of a full record's size: when a delta is
+// MinFullBits is a lower bound of a full record's size: when a delta is
 // below it, the full encoding need not be measured.
-func (lc *laneCoder) minFullBits(set uint64) int {
+func (lc *Coder) MinFullBits(set uint64) int {
 	n := 3 // generation, owner, component set: at least 1 bit each
 	for s := set; s != 0; s &= s - 1 {
 		n += lc.plans[bits.TrailingZeros64(s)].MinBits()
@@ -77,8 +79,8 @@ func (lc *laneCoder) minFullBits(set uint64) int {
 	return n
 }
 
-// fullBits returns the size of the full record of an entity.
-func (lc *laneCoder) fullBits(m entity.Meta, lanes []uint64, owner bool) int {
+// FullBits returns the size of the full record of an entity.
+func (lc *Coder) FullBits(m entity.Meta, lanes []uint64, owner bool) int {
 	lc.scratch.Reset(lc.scratch.Bytes())
 	codec.WriteFull(&lc.scratch, lc.plans, m, lanes, owner)
 	return lc.scratch.BitLen()
@@ -203,13 +205,13 @@ func (op laneOp) delta(a, b uint64) int64 {
 	return int64((b-a)<<sh) >> sh
 }
 
-// deltaMasks finds the changed groups of each component of set between
+// DeltaMasks finds the changed groups of each component of set between
 // base and cur (lc.gmasks, one word per component; owner-only groups only
 // for owner) and writes the field masks. With prev, it also reports
 // whether the changed groups are those that changed from prev to base
 // (maskPred: the receiver, which predicts them so, gets one bit). mask is
 // the masks' first 64 bits as a number.
-func (lc *laneCoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool) (mask uint64, maskPred bool) {
+func (lc *Coder) DeltaMasks(set uint64, base, prev, cur []uint64, owner bool) (mask uint64, maskPred bool) {
 	if set != 0 && set&(set-1) == 0 {
 		if po := &lc.ops[bits.TrailingZeros64(set)]; po.pose && po.visible == po.allGroups {
 			return lc.poseMasks(base, prev, cur)
@@ -259,7 +261,7 @@ func (lc *laneCoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool
 		}
 		lc.gmasks = append(lc.gmasks, gm)
 		if gm == 0 {
-			lc.arena.PutBits(0, 1)
+			lc.Arena.PutBits(0, 1)
 			nbits++
 			continue
 		}
@@ -274,10 +276,10 @@ func (lc *laneCoder) deltaMasks(set uint64, base, prev, cur []uint64, owner bool
 			}
 		}
 		if k < 63 {
-			lc.arena.PutBits(1|v<<1, k+1)
+			lc.Arena.PutBits(1|v<<1, k+1)
 		} else {
-			lc.arena.PutBits(1, 1)
-			lc.arena.WriteBits(v, k)
+			lc.Arena.PutBits(1, 1)
+			lc.Arena.WriteBits(v, k)
 		}
 		if nbits < 64 {
 			mask |= (1 | v<<1) << nbits
@@ -318,12 +320,12 @@ func sameLanes(a, b []uint64, g *groupOp) bool {
 	return true
 }
 
-// bodyResult is what deltaBody measured besides the body it wrote: what
+// Result is what deltaBody measured besides the body it wrote: what
 // the body would take coded against the baseline alone (plain), and what
 // quadratic extrapolation saved or would save on positions.
-type bodyResult struct {
-	plain           int
-	quadGain, quadN int
+type Result struct {
+	Plain           int
+	QuadGain, QuadN int
 }
 
 // bodyCtx is one delta body's coding context: its prediction, the plain
@@ -336,9 +338,32 @@ type bodyCtx struct {
 	// the record has a third view.
 	pred, third bool
 	plainK      [wire.NumClasses]uint
-	res         bodyResult
-	st          *recStats
+	res         Result
+	st          *Stats
 }
+
+// DeltaBody writes the body of a delta record of set (after DeltaMasks,
+// whose changed groups it codes): against the extrapolation x through
+// v.Prev when v.Prev is not nil, else against v.Base (see deltaBody). st
+// gets the residuals for the choice of the coding. It reports false, with
+// part of the body written, when a residual is too large to code.
+func (lc *Coder) DeltaBody(set uint64, v *codec.Views, x codec.Extrap, st *Stats) (Result, bool) {
+	ctx := bodyCtx{Extrap: x, st: st}
+	ok := lc.deltaBody(set, v, &ctx)
+	return ctx.res, ok
+}
+
+// Coding returns the tick's residual coding and whether its records
+// extrapolate positions quadratically (SetCoding's).
+func (lc *Coder) Coding() (wire.Coding, bool) { return lc.coding, lc.quad }
+
+// GroupMasks returns the changed groups of each component of the last
+// DeltaMasks' record (for bit accounting; valid until the next).
+func (lc *Coder) GroupMasks() []uint64 { return lc.gmasks }
+
+// CompBody returns the body bits of each component of the last DeltaBody's
+// record, with Account set (valid until the next).
+func (lc *Coder) CompBody() []uint32 { return lc.compBody }
 
 // deltaBody writes the residuals of the changed groups (lc.gmasks) of each
 // component of set: against the extrapolation through v.Prev (x.Extrap)
@@ -348,19 +373,19 @@ type bodyCtx struct {
 // coding, x.res what it measured; lc.compBody each component's body bits
 // when accounting. It reports false, with part of the body written, when a
 // residual is too large to code.
-func (lc *laneCoder) deltaBody(set uint64, v *codec.Views, x *bodyCtx) bool {
-	w := &lc.arena
+func (lc *Coder) deltaBody(set uint64, v *codec.Views, x *bodyCtx) bool {
+	w := &lc.Arena
 	x.plainK = [wire.NumClasses]uint{uint(lc.coding.Plain[wire.ClassWorld]), uint(lc.coding.Plain[wire.ClassOther])}
 	x.third = v.Prev != nil && v.Third != nil
-	*x.st = recStats{}
-	x.res = bodyResult{}
+	*x.st = Stats{}
+	x.res = Result{}
 	lc.compBody = lc.compBody[:0]
 	if set != 0 && set&(set-1) == 0 && lc.ops[bits.TrailingZeros64(set)].pose { // (one pose: no slicing)
 		start := w.BitLen()
 		if !lc.poseBody(lc.gmasks[0], v, x) {
 			return false
 		}
-		if lc.account {
+		if lc.Account {
 			lc.compBody = append(lc.compBody, uint32(w.BitLen()-start))
 		}
 		return true
@@ -380,7 +405,7 @@ func (lc *laneCoder) deltaBody(set uint64, v *codec.Views, x *bodyCtx) bool {
 		if !ok {
 			return false
 		}
-		if lc.account {
+		if lc.Account {
 			lc.compBody = append(lc.compBody, uint32(w.BitLen()-start))
 		}
 		ci++
@@ -390,8 +415,8 @@ func (lc *laneCoder) deltaBody(set uint64, v *codec.Views, x *bodyCtx) bool {
 
 // groupsBody is deltaBody for the changed groups gm of one component of
 // plan po (v its lanes), lane by lane.
-func (lc *laneCoder) groupsBody(po *planOps, gm uint64, v *codec.Views, x *bodyCtx) bool {
-	w := &lc.arena
+func (lc *Coder) groupsBody(po *planOps, gm uint64, v *codec.Views, x *bodyCtx) bool {
+	w := &lc.Arena
 	for ; gm != 0; gm &= gm - 1 {
 		g := &po.groups[bits.TrailingZeros64(gm)]
 		// A quaternion whose largest component changed is not
@@ -401,7 +426,7 @@ func (lc *laneCoder) groupsBody(po *planOps, gm uint64, v *codec.Views, x *bodyC
 			switch op := po.lanes[l]; op.kind {
 			case opBit, opRest:
 				w.PutBits(v.Cur[l]&1, 1)
-				x.res.plain++
+				x.res.Plain++
 				if op.kind == opRest && v.Cur[l] != 0 {
 					l = int(g.end) // axes implied zero
 				}
@@ -428,12 +453,12 @@ func (lc *laneCoder) groupsBody(po *planOps, gm uint64, v *codec.Views, x *bodyC
 
 // quatIndex writes the residual of a quaternion's index from b to c: at
 // order 0, never extrapolated nor counted for the coding.
-func (lc *laneCoder) quatIndex(b, c uint64, x *bodyCtx) bool {
+func (lc *Coder) quatIndex(b, c uint64, x *bodyCtx) bool {
 	z := bitio.ZigZag(int64(c - b))
 	if z >= 1<<62 {
 		return false
 	}
-	x.res.plain += bitio.RiceLen(z, 0)
+	x.res.Plain += bitio.RiceLen(z, 0)
 	lc.putRice(z, 0)
 	return true
 }
@@ -446,14 +471,14 @@ func (lc *laneCoder) quatIndex(b, c uint64, x *bodyCtx) bool {
 // is the class's plain one without prediction, else the one of the step's
 // context. The pose kernel and the general path both code their lanes
 // here, from values rather than views: no bounds checks per lane.
-func (lc *laneCoder) numLane(op laneOp, b, c, p, t uint64, x *bodyCtx) bool {
+func (lc *Coder) numLane(op laneOp, b, c, p, t uint64, x *bodyCtx) bool {
 	z1 := bitio.ZigZag(op.delta(b, c))
 	if z1 >= 1<<62 {
 		return false
 	}
 	cl := int(op.cl & 1)
 	k1 := x.plainK[cl]
-	x.res.plain += bitio.RiceLen(z1, k1)
+	x.res.Plain += bitio.RiceLen(z1, k1)
 	z, k, ctx := z1, k1, -1
 	if x.pred {
 		d := op.delta(p, b)
@@ -473,8 +498,8 @@ func (lc *laneCoder) numLane(op laneOp, b, c, p, t uint64, x *bodyCtx) bool {
 			cq := codec.StepCtx(qs)
 			kq := uint(lc.orders[wire.ClassWorld][cq&ordersMask])
 			if zq < 1<<62 && z < 1<<62 {
-				x.res.quadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
-				x.res.quadN++
+				x.res.QuadGain += bitio.RiceLen(z, k) - bitio.RiceLen(zq, kq)
+				x.res.QuadN++
 			}
 			if x.Quad {
 				z, k, ctx = zq, kq, cq
@@ -485,9 +510,9 @@ func (lc *laneCoder) numLane(op laneOp, b, c, p, t uint64, x *bodyCtx) bool {
 		}
 	}
 	if code, nb, short := bitio.RiceCode(z, k); short { // (putRice, which does not inline)
-		lc.arena.PutBits(code, nb)
+		lc.Arena.PutBits(code, nb)
 	} else {
-		lc.arena.WriteRice(z, k)
+		lc.Arena.WriteRice(z, k)
 	}
 	x.st.add(cl, ctx, z)
 	return true

@@ -1,4 +1,4 @@
-package encode
+package lanes
 
 import (
 	"fmt"
@@ -79,7 +79,7 @@ func checkPoseKernel[P any](t *testing.T, withVel bool) {
 		set = 3
 	}
 	e := newTestCoder(reg)
-	e.account = true
+	e.Account = true
 	require.True(t, e.ops[0].pose, "a pose")
 	nl := poseLanes
 	if withVel {
@@ -114,25 +114,25 @@ func checkPoseKernel[P any](t *testing.T, withVel bool) {
 		}
 		return v
 	}
-	run := func(pose bool, gms []uint64, b, c, v2, v3 []uint64, quad bool, num, den int64) (string, bodyResult, recStats, bool) {
+	run := func(pose bool, gms []uint64, b, c, v2, v3 []uint64, quad bool, num, den int64) (string, Result, Stats, bool) {
 		e.ops[0].pose = pose
 		e.gmasks = append(e.gmasks[:0], gms...)
-		e.arena.Reset(nil)
-		var st recStats
+		e.Arena.Reset(nil)
+		var st Stats
 		r, ok := e.testBody(set, codec.Views{Base: b, Prev: v2, Third: v3, Cur: c}, codec.Extrap{Num: num, Den: den, Quad: quad}, &st)
-		n := e.arena.BitLen()
-		return fmt.Sprint(n, e.arena.Bytes(), e.compBody), r, st, ok
+		n := e.Arena.BitLen()
+		return fmt.Sprint(n, e.Arena.Bytes(), e.compBody), r, st, ok
 	}
 	masks := func(pose, owner bool, b, c, v2 []uint64) string {
 		e.ops[0].pose = pose
-		e.arena.Reset(nil)
-		mask, pred := e.deltaMasks(set, b, v2, c, owner)
-		n := e.arena.BitLen()
-		return fmt.Sprint(mask, pred, e.gmasks, n, e.arena.Bytes())
+		e.Arena.Reset(nil)
+		mask, pred := e.DeltaMasks(set, b, v2, c, owner)
+		n := e.Arena.BitLen()
+		return fmt.Sprint(mask, pred, e.gmasks, n, e.Arena.Bytes())
 	}
 	fails := 0
 	for i := range 40000 {
-		e.setCoding(wire.Coding{
+		e.SetCoding(wire.Coding{
 			Off:   [wire.NumClasses]int8{int8(wire.MinCodeOff + rng.IntN(wire.MaxCodeOff-wire.MinCodeOff+1)), int8(wire.MinCodeOff + rng.IntN(wire.MaxCodeOff-wire.MinCodeOff+1))},
 			Cap:   [wire.NumClasses]uint8{uint8(rng.IntN(wire.MaxCodeCap + 1)), uint8(rng.IntN(wire.MaxCodeCap + 1))},
 			Plain: [wire.NumClasses]uint8{uint8(rng.IntN(wire.MaxCodeCap + 1)), uint8(rng.IntN(wire.MaxCodeCap + 1))},
@@ -191,25 +191,32 @@ func checkPoseKernel[P any](t *testing.T, withVel bool) {
 // A record without components (which no decoder takes, but a world may
 // hold) encodes empty masks and body rather than panicking.
 func TestDeltaOfNoComponents(t *testing.T) {
-	e := newTestCoder(newBenchScene(1).reg)
-	var st recStats
-	mask, pred := e.deltaMasks(0, nil, nil, nil, false)
+	reg := schema.NewRegistry()
+	schema.MustRegister[benchTransform](reg)
+	e := newTestCoder(reg)
+	var st Stats
+	mask, pred := e.DeltaMasks(0, nil, nil, nil, false)
 	require.Zero(t, mask)
 	require.False(t, pred)
 	_, ok := e.testBody(0, codec.Views{}, codec.Extrap{Num: 1, Den: 1, Quad: false}, &st)
 	require.True(t, ok)
-	require.Zero(t, e.arena.BitLen())
+	require.Zero(t, e.Arena.BitLen())
 }
 
 // testBody runs deltaBody on views v with prediction x.
-func (e *laneCoder) testBody(set uint64, v codec.Views, x codec.Extrap, st *recStats) (bodyResult, bool) {
+func (e *Coder) testBody(set uint64, v codec.Views, x codec.Extrap, st *Stats) (Result, bool) {
 	c := bodyCtx{Extrap: x, st: st}
 	ok := e.deltaBody(set, &v, &c)
 	return c.res, ok
 }
 
 // newTestCoder returns a lane coder for reg's components.
-func newTestCoder(reg *schema.Registry) *laneCoder {
-	lc := newLaneCoder(reg.Plans())
+func newTestCoder(reg *schema.Registry) *Coder {
+	lc := New(reg.Plans())
 	return &lc
+}
+
+type benchTransform struct {
+	Pos components.Vec3 `net:"world,step=0.001"`
+	Rot components.Quat `net:"quat,bits=10"`
 }

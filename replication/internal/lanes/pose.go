@@ -1,4 +1,4 @@
-package encode
+package lanes
 
 import (
 	"github.com/archenet/archenet/replication/bitio"
@@ -20,17 +20,17 @@ func poseGroups(a, b []uint64) uint64 {
 
 // poseMasks is deltaMasks for a record of one pose component that every
 // client sees whole: its four group bits, never compacted.
-func (lc *laneCoder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred bool) {
+func (lc *Coder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred bool) {
 	gm := poseGroups(base, cur)
 	maskPred = prev != nil && poseGroups(prev, base) == gm
 	lc.gmasks = lc.gmasks[:0] // (as deltaMasks: in place, no pointer stored, no GC write barrier)
 	lc.gmasks = append(lc.gmasks, gm)
 	if gm == 0 {
-		lc.arena.PutBits(0, 1)
+		lc.Arena.PutBits(0, 1)
 		return 0, maskPred
 	}
 	mask = 1 | gm<<1
-	lc.arena.PutBits(mask, 5)
+	lc.Arena.PutBits(mask, 5)
 	return mask, maskPred
 }
 
@@ -38,7 +38,7 @@ func (lc *laneCoder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred 
 // layout fixed: the same residuals, orders, bits and measurements, without
 // the per-lane dispatch. gm is the component's changed groups: bits 0–2
 // the coordinates, bit 3 the rotation.
-func (lc *laneCoder) poseBody(gm uint64, v *codec.Views, x *bodyCtx) bool {
+func (lc *Coder) poseBody(gm uint64, v *codec.Views, x *bodyCtx) bool {
 	b, c := (*[poseLanes]uint64)(v.Base), (*[poseLanes]uint64)(v.Cur)
 	var p, t *[poseLanes]uint64
 	if x.pred = v.Prev != nil; x.pred {
@@ -74,10 +74,10 @@ func (lc *laneCoder) poseBody(gm uint64, v *codec.Views, x *bodyCtx) bool {
 
 // putRice writes z's Rice code of order k to the arena. It does not inline
 // (cost 204): the per-lane loops write it out.
-func (lc *laneCoder) putRice(z uint64, k uint) {
+func (lc *Coder) putRice(z uint64, k uint) {
 	if code, nb, short := bitio.RiceCode(z, k); short {
-		lc.arena.PutBits(code, nb)
+		lc.Arena.PutBits(code, nb)
 	} else {
-		lc.arena.WriteRice(z, k)
+		lc.Arena.WriteRice(z, k)
 	}
 }
