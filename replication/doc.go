@@ -80,19 +80,31 @@
 //
 // # Structure
 //
-// Each side of a client's channel is a state machine without I/O: on the
-// server a peer per client takes the client's datagrams and the tick's
-// frame and yields the spawn batch and snapshot datagrams to send; on the
-// client a link takes the server's messages and datagrams and yields events
-// and the ack datagram. The Server keeps the world ↔ slot mapping and pumps
-// connections; after the frame is built, the peers' datagrams are built in
-// parallel by [ServerConfig].Workers goroutines over the read-only frame
-// ring (the bytes a client gets do not depend on the number of workers):
-// the caller's and long-lived helpers, which Send (or, when the step
-// between them is short, Receive) wakes and which spin until Send is done,
-// since a parked thread wakes slowly.
-// Worlds of at least [ServerConfig].ParallelFrame entities have the frame
-// itself built by the workers too, on ticks when no entity spawned,
+// Server and Client are pumps: they own the connections and the game's
+// hooks, and hand everything else to parts that do no I/O (in
+// replication/internal, each a package of its own):
+//
+//	server, per net tick     admit (the handshake desk) → capture (the world into
+//	                         the slot table and the ring: store) → grid (interest)
+//	                         → peer per client (baselines: baseline; progress; rate
+//	                         control: congestion) building its datagrams with
+//	                         encode (record cache, lanes, selection, packing) →
+//	                         the connections, in client order
+//	client                   link (the channel's state machine: wire messages in,
+//	                         receive's decoded views and the ack out) → mirror (the
+//	                         mirrors in the client's world, interpolation,
+//	                         predicted spawns); watch names a frame system that
+//	                         does not run
+//	shared                   wire (every message), codec (the record coding both
+//	                         ends read), entity (the tables every part shares)
+//
+// The peers' datagrams are built in parallel by [ServerConfig].Workers
+// goroutines (gang) over the read-only frame ring (the bytes a client gets
+// do not depend on the number of workers): the caller's and long-lived
+// helpers, which Send (or, when the step between them is short, Receive)
+// wakes and which spin until Send is done, since a parked thread wakes
+// slowly. Worlds of at least [ServerConfig].ParallelFrame entities have the
+// frame itself built by the workers too, on ticks when no entity spawned,
 // despawned or changed its components. Between the frame and the peers,
 // the workers pre-encode the delta records of the baseline and prediction
 // views most clients coded against last tick, a tick on, for the entities
@@ -100,9 +112,9 @@
 // ([ServerConfig].NoPreencode turns it off; the bytes are the same). In a
 // steady state (a ring's worth of ticks built, buffers grown to their
 // peak) the server's own tick work — frame, interest grid, pre-encoding,
-// the peers' datagrams — allocates nothing; the transport's may. The
-// handshake policy is transport.JudgeHello's, on both the blocking and the
-// tick-driven path. Snapshots may be zstd-compressed
+// the peers' datagrams — allocates nothing (the transport's may), and nor
+// does a net tick of the client's mirrors (decode, apply, interpolate). The handshake policy is transport.JudgeHello's, on both the
+// blocking and the tick-driven path. Snapshots may be zstd-compressed
 // ([ServerConfig].Compression, negotiated in the Welcome).
 //
 // # Client features
