@@ -1,0 +1,216 @@
+//go:build !js
+
+package loopback
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/tests/internal/harness"
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/quic"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+)
+
+// Rig runs a replication server over real QUIC on 127.0.0.1 at the net
+// rate in real time, with clients stepped in the same loop, and records how
+// long each server tick (Receive, game, Send) took: the figure the isolation
+// tests bound. While a game runs, a probe entity (top priority) moves by
+// 1 m every tick, so how far a client's mirror of it lags tells in ticks how
+// current that client is.
+type Rig struct {
+	*harness.Harness
+	Cert  *quic.DevCert
+	QUIC  *quic.Listener
+	Ticks []time.Duration // every server tick's duration, in order
+	Probe ecs.Entity
+	// ClientTimeout is ClientConfig.Timeout of dialled clients (0: default).
+	ClientTimeout time.Duration
+	LagMax        map[int]int  // client index → worst probe lag seen, in ticks
+	Good          []int        // clients whose lag is tracked
+	Active        map[int]bool // clients stepped
+	mu            sync.Mutex
+	events        []error // OnDisconnect reasons
+}
+
+// NewQUIC returns a rig on a QUIC listener (lcfg, with a development
+// certificate) whose server's configuration tweak adjusts (if not nil).
+func NewQUIC(t *testing.T, lcfg quic.Config, tweak func(*replication.ServerConfig)) *Rig {
+	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
+	cert, err := quic.GenerateDevCert(time.Hour)
+	require.NoError(t, err)
+	lcfg.TLS = cert.ServerTLS()
+	lcfg.Logger = harness.Quiet
+	l, err := quic.Listen("127.0.0.1:0", &lcfg)
+	require.NoError(t, err)
+	r := newRig(t, l, tweak)
+	r.Cert, r.QUIC = cert, l
+	return r
+}
+
+// newRig starts a rig's server on l.
+func newRig(t *testing.T, l transport.Listener, tweak func(*replication.ServerConfig)) *Rig {
+	r := &Rig{Harness: &harness.Harness{T: t, Registry: harness.NewRegistry()}, LagMax: map[int]int{}, Active: map[int]bool{}}
+	sw := ecs.NewWorld()
+	r.World = &sw
+	// (Every client of these tests connects from 127.0.0.1.)
+	cfg := replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, MaxClientsPerAddress: -1,
+		OnDisconnect: func(_ replication.ClientID, err error) {
+			r.mu.Lock()
+			r.events = append(r.events, err)
+			r.mu.Unlock()
+		}}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	srv, err := replication.NewServer(r.World, l, cfg)
+	require.NoError(t, err)
+	r.Server = srv
+	t.Cleanup(func() { srv.Close() })
+	r.Probe = r.Spawn(0, components.Vec3{})
+	// The probe goes first whenever a budget cannot carry every change, so
+	// its lag measures delivery, not the choice of what to send.
+	(*components.Replicated)(r.World.Get(r.Probe, ecs.ComponentID[components.Replicated](r.World))).Priority = 1e6
+	return r
+}
+
+// Events returns the reasons of the server's disconnects so far
+// (ServerConfig.OnDisconnect).
+func (r *Rig) Events() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// Dial connects a replication client to addr (the server's, or a proxy's).
+func (r *Rig) Dial(addr string, token string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := quic.Dial(ctx, addr, &quic.Config{TLS: r.Cert.ClientTLS(), Logger: harness.Quiet})
+	require.NoError(r.T, err)
+	w := ecs.NewWorld()
+	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.Registry, Logger: harness.Quiet, Token: []byte(token), Timeout: r.ClientTimeout})
+	require.NoError(r.T, err)
+	r.Clients = append(r.Clients, &harness.ClientSide{World: &w, Client: c})
+	i := len(r.Clients) - 1
+	r.Active[i] = true
+	r.T.Cleanup(func() { _ = conn.Close() })
+	return i
+}
+
+// Step runs one net tick: the timed server tick, then every active client.
+func (r *Rig) Step() {
+	r.Tick++
+	start := time.Now()
+	r.Server.Receive()
+	if r.Game != nil {
+		r.Pos(r.Probe).X = float64(r.Tick)
+		r.Game(r.Tick)
+	}
+	r.Server.Send()
+	d := time.Since(start)
+	r.Ticks = append(r.Ticks, d)
+	for i, c := range r.Clients {
+		if r.Active[i] {
+			c.Client.Receive()
+			c.Client.Send()
+		}
+	}
+	for _, i := range r.Good {
+		if lag, ok := r.ProbeLag(i); ok {
+			r.LagMax[i] = max(r.LagMax[i], lag)
+		}
+	}
+}
+
+// ProbeLag is how many ticks client i's mirror of the probe is behind.
+func (r *Rig) ProbeLag(i int) (int, bool) {
+	id, ok := r.Server.NetID(r.Probe)
+	if !ok {
+		return 0, false
+	}
+	cs := r.Clients[i]
+	e, ok := cs.Client.Entity(id)
+	if !ok {
+		return 0, false
+	}
+	x := (*components.Transform)(cs.World.Get(e, ecs.ComponentID[components.Transform](cs.World))).Pos.X
+	sx := r.Pos(r.Probe).X
+	return int(sx - x + 0.5), true
+}
+
+// RunFor steps at the net rate, in real time, for d (or until stop holds).
+func (r *Rig) RunFor(d time.Duration, stop func() bool) {
+	tk := time.NewTicker(harness.TickDt)
+	defer tk.Stop()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		<-tk.C
+		r.Step()
+		if stop != nil && stop() {
+			return
+		}
+	}
+}
+
+// Until steps Until cond holds, failing after limit.
+func (r *Rig) Until(what string, limit time.Duration, cond func() bool) {
+	r.T.Helper()
+	r.RunFor(limit, cond)
+	require.True(r.T, cond(), "%s: not within %v", what, limit)
+}
+
+// WorstTick reports and returns the worst server tick since from.
+func (r *Rig) WorstTick(from int, label string) time.Duration {
+	var worst time.Duration
+	for _, d := range r.Ticks[from:] {
+		worst = max(worst, d)
+	}
+	r.T.Helper()
+	r.T.Logf("%s: worst server tick %v over %d ticks (interval %v)", label, worst.Round(10*time.Microsecond), len(r.Ticks)-from, harness.TickDt)
+	return worst
+}
+
+// RequireTicks checks every server tick since from took at most twice the
+// tick interval, and reports the worst. Under the race detector it reports
+// the ticks over the bound without failing (instrumented quic-go on a loaded
+// 2-core machine stalls a tick past 100 ms now and then, on main's code as
+// on this); .ci/run runs the isolation tests without it too, where the
+// bound holds.
+func (r *Rig) RequireTicks(from int, label string) time.Duration {
+	r.T.Helper()
+	var worst time.Duration
+	over := 0
+	for _, d := range r.Ticks[from:] {
+		worst = max(worst, d)
+		if d > 2*harness.TickDt {
+			over++
+		}
+	}
+	r.T.Logf("%s: worst server tick %v over %d ticks (interval %v), %d over 2× the interval", label, worst.Round(10*time.Microsecond), len(r.Ticks)-from, harness.TickDt, over)
+	if !harness.RaceEnabled {
+		require.Zero(r.T, over, "%s: %d ticks over 2× the tick interval (worst %v)", label, over, worst)
+	}
+	return worst
+}
+
+// Movers spawns n entities that move every tick.
+func (r *Rig) Movers(n int, seed uint64) []ecs.Entity {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ents := make([]ecs.Entity, n)
+	for i := range ents {
+		ents[i] = r.Spawn(0, components.Vec3{X: rng.Float64() * 100, Z: rng.Float64() * 100})
+	}
+	return ents
+}
+
+// MaxLag bounds how many ticks a well-behaved client on loopback may lag
+// (0.5 s): generous for a loaded machine, far below the seconds-long stalls
+// the tests guard against.
+const MaxLag = 15
