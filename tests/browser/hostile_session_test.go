@@ -83,10 +83,13 @@ var hostileKinds = []struct {
 // (1210 B) or garbage datagrams, garbage or oversized stream frames, or a garbage
 // length prefix, against a match of 200 moving, churning entities and two native
 // (QUIC) players: each session is dropped with a close code and a reason the page
-// receives, and the native players notice nothing: the worst server tick stays within
-// a generous bound of the same run's worst over as long without the hostile sessions
-// (the page loaded and idle), and their lag within the bound of the other isolation
-// tests (or twice their lag without).
+// receives, and the native players notice nothing: the server's ticks during the
+// hostile sessions against those of its control, a second server replicating the
+// same world to two native players in the same loop (loopback.Rig.RequireTicks: the
+// page, Chromium and the machine's other load slow both alike), and the players' lag
+// within the bound of the other isolation tests (or twice the control's players').
+// The worst tick over as long without the hostile sessions (the page loaded and
+// idle) is reported beside them.
 func TestBrowserHostileSession(t *testing.T) {
 	w := loopback.NewMixed(t, webtransport.Config{}, true, nil)
 	ents := w.Movers(200, 8)
@@ -108,12 +111,12 @@ func TestBrowserHostileSession(t *testing.T) {
 	w.Game = harness.SpawnChurn(w.Harness, ents, 20, rng)
 	w.RunFor(time.Second, nil) // (warm-up: the churn's first spawns, the page settling)
 	// Without hostile sessions (the page loaded, idle).
-	w.LagMax = map[int]int{}
+	w.ResetLag()
 	from := len(w.Ticks)
 	w.RunFor(4*time.Second, nil)
 	calm := w.WorstTick(from, "without hostile sessions")
 	calmLag := [2]int{w.LagMax[0], w.LagMax[1]}
-	w.LagMax = map[int]int{}
+	w.ResetLag()
 
 	// With them: every kind in turn, one session after another, for as long (and
 	// at least three rounds), while the match runs (the page is driven from a
@@ -161,7 +164,7 @@ func TestBrowserHostileSession(t *testing.T) {
 	})
 	require.True(t, stopped, "hostile sessions ended: %d in %v", len(results), time.Since(began))
 	<-driven
-	stormy := w.WorstTick(from, "with hostile sessions")
+	stormy := w.RequireTicks(from, "with hostile sessions")
 	require.GreaterOrEqual(t, len(results), rounds*len(hostileKinds), "hostile sessions ended")
 	for _, r := range results {
 		var k = hostileKinds[0]
@@ -182,12 +185,7 @@ func TestBrowserHostileSession(t *testing.T) {
 	}
 	t.Logf("worst server tick %v without and %v with hostile sessions; native players' worst lag %v and %v ticks without, %d and %d with",
 		calm.Round(10*time.Microsecond), stormy.Round(10*time.Microsecond), calmLag[0], calmLag[1], w.LagMax[0], w.LagMax[1])
-	// Generous (the machine also runs Chromium and maybe other tests), yet a close
-	// or a read that waited on the tick (250 ms for a close capsule's answer) fails.
-	require.LessOrEqual(t, stormy, max(2*calm, calm+3*harness.TickDt), "the worst tick with hostile sessions, against without")
-	for _, i := range w.Good {
-		require.LessOrEqual(t, w.LagMax[i], max(loopback.MaxLag, 2*calmLag[i]), "native player %d fell behind", i)
-	}
+	w.RequireKeptUp()
 	dropped := len(w.Events())
 	require.GreaterOrEqual(t, dropped, len(results), "every hostile session was dropped")
 	require.Len(t, w.Server.Clients(), 2, "the native players are still in")

@@ -28,9 +28,11 @@ import (
 // connections, a third of them silent after the stream preamble, a third
 // sending part of a Hello, a third sending 1 MiB on the one stream they may
 // open (a first message of the largest handshake size, which the server
-// rejects, and more behind it). Three rounds. The server's tick keeps its rate (no close waits on
-// quic-go, closes run on the connections' own goroutines), the playing
-// client's newest snapshot stays at most 250 ms old, and the server's heap
+// rejects, and more behind it). Three rounds. The server's tick keeps its
+// rate, as its control's does (no close waits on quic-go, closes run on the
+// connections' own goroutines), the playing client's newest snapshot stays
+// at most 250 ms old (or twice the control's clients' newest, on a machine
+// loaded beyond that), and the server's heap
 // grows by at most 64 MB (each connection's flow-control window is the
 // handshake's 32 KiB until the Welcome, and it queues at most 16 datagrams).
 // The attackers run in a child process (this test binary as
@@ -67,7 +69,7 @@ func floodRound(t *testing.T, r *loopback.Rig, round int) {
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
 	from := len(r.Ticks)
-	r.LagMax = map[int]int{}
+	r.ResetLag()
 
 	// The server's loop keeps running while the attackers connect.
 	stop := make(chan struct{})
@@ -124,18 +126,17 @@ func floodRound(t *testing.T, r *loopback.Rig, round int) {
 	pending := r.QUIC.Admission().Pending
 	stopLoop()
 	growth := int64(peak.HeapInuse) - int64(base.HeapInuse)
-	var worst time.Duration
-	for _, d := range r.Ticks[from:] {
-		worst = max(worst, d)
-	}
 	lag := time.Duration(r.LagMax[0]) * harness.TickDt
-	t.Logf("round %d: %s; %d pending at the transport; server heap +%.1f MB (%.1f KB per connection); worst tick %v over %d ticks; the client's newest snapshot at most %v old",
-		round+1, summary[len("attack: "):], pending, float64(growth)/(1<<20), float64(growth)/1024/500, worst.Round(10*time.Microsecond), len(r.Ticks)-from, lag)
+	controlLag := time.Duration(r.Control.LagMax) * harness.TickDt
+	t.Logf("round %d: %s; %d pending at the transport; server heap +%.1f MB (%.1f KB per connection); the client's newest snapshot at most %v old (the control's clients' %v)",
+		round+1, summary[len("attack: "):], pending, float64(growth)/(1<<20), float64(growth)/1024/500, lag, controlLag)
 	require.Less(t, growth, int64(64<<20), "heap growth")
 	require.GreaterOrEqual(t, pending, 300, "the silent and partial connections were held (pending) while measured")
+	// The server's ticks against its control's, which the attackers' CPU
+	// (a child process on the same cores) slows alike.
+	r.RequireTicks(from, fmt.Sprintf("round %d", round+1))
 	if !harness.RaceEnabled {
-		require.LessOrEqual(t, worst, 67*time.Millisecond, "worst server tick")
-		require.LessOrEqual(t, lag, 250*time.Millisecond, "the playing client's newest snapshot")
+		require.LessOrEqual(t, lag, max(250*time.Millisecond, 2*controlLag), "the playing client's newest snapshot (the control's clients' %v)", controlLag)
 	}
 }
 

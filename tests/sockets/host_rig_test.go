@@ -213,17 +213,30 @@ func pct(ds []time.Duration, p int) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 // phases measures the named matches' frames in rounds of two windows of
-// d, quiet then troubled (trouble(true) before the second, trouble(false)
-// after it): interleaved, so that the machine's other load falls on both.
-func (r *hostRig) phases(rounds int, d time.Duration, names []string, trouble func(on bool)) (quiet, troubled []time.Duration) {
-	for range rounds {
-		q, _ := r.measure(d, names)
-		trouble(true)
-		b, _ := r.measure(d, names)
-		trouble(false)
-		quiet, troubled = append(quiet, q...), append(troubled, b...)
+// d, one quiet and one troubled (trouble(true) before the troubled one,
+// trouble(false) after it): interleaved, quiet first in even rounds and
+// troubled first in odd ones, so that the machine's other load, and a load
+// that grows or falls through the test, falls on both alike. It returns
+// each kind's frames pooled, and the median over its windows of each
+// window's p99: a stall of the whole machine that hits a window or two
+// moves the pooled p99 but not that.
+func (r *hostRig) phases(rounds int, d time.Duration, names []string, trouble func(on bool)) (quiet, troubled []time.Duration, quietP99, troubledP99 time.Duration) {
+	var qs, ts []time.Duration
+	for i := range rounds {
+		for _, on := range [][2]bool{{false, true}, {true, false}}[i%2] {
+			if on {
+				trouble(true)
+			}
+			frames, _ := r.measure(d, names)
+			if on {
+				trouble(false)
+				troubled, ts = append(troubled, frames...), append(ts, pct(frames, 99))
+			} else {
+				quiet, qs = append(quiet, frames...), append(qs, pct(frames, 99))
+			}
+		}
 	}
-	return quiet, troubled
+	return quiet, troubled, pct(qs, 50), pct(ts, 50)
 }
 
 func mean(ds []time.Duration) time.Duration {

@@ -1,6 +1,7 @@
 package sockets_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestQUICKickUnansweringPeers(t *testing.T) {
 	}
 	r.RunFor(time.Second, nil)
 	from := len(r.Ticks)
-	r.LagMax = map[int]int{}
+	r.ResetLag()
 	var kicks time.Duration
 	r.Game = func(int) {
 		if kicks != 0 {
@@ -71,13 +72,16 @@ func TestQUICKickUnansweringPeers(t *testing.T) {
 			others = max(others, d)
 		}
 	}
-	t.Logf("100 kicks of unanswering peers took %v, their tick %v (the worst other tick %v); the playing client's worst probe lag %d ticks",
-		kicks.Round(time.Microsecond), kickTick.Round(10*time.Microsecond), others.Round(10*time.Microsecond), r.LagMax[0])
+	control := slices.Max(r.Control.Ticks[from:])
+	t.Logf("100 kicks of unanswering peers took %v, their tick %v (the worst other tick %v, the control's worst %v); the playing client's worst probe lag %d ticks",
+		kicks.Round(time.Microsecond), kickTick.Round(10*time.Microsecond), others.Round(10*time.Microsecond), control.Round(10*time.Microsecond), r.LagMax[0])
 	require.Len(t, r.Server.Clients(), 1)
-	require.LessOrEqual(t, r.LagMax[0], loopback.MaxLag)
+	r.RequireKeptUp()
 	// The kicks take ~0.3 ms on an idle machine; waiting for quic-go took 5 ms
-	// here and up to a second per close under a flood. The bound is loose
-	// (other packages' tests may share the two cores): it catches a wait of
-	// the flood's scale, and the figure above shows the rest.
-	require.Less(t, kicks, 25*time.Millisecond, "the kicks waited for quic-go")
+	// here and up to a second per close under a flood. The bound is loose:
+	// 25 ms, or twice the worst tick of the control server over the same
+	// second where the machine's load stretches ticks beyond that. It
+	// catches a wait of the flood's scale, and the figure above shows the
+	// rest.
+	require.Less(t, kicks, max(25*time.Millisecond, 2*control), "the kicks waited for quic-go (the control server's worst tick %v)", control)
 }

@@ -37,7 +37,8 @@ func NewWebTransport(t *testing.T, lcfg webtransport.Config, tweak func(*replica
 }
 
 // NewMixed is NewWebTransport, with a QUIC listener beside the WebTransport one
-// (transport.MergeListeners) if withQUIC: Rig.Dial then joins native players.
+// (transport.MergeListeners) if withQUIC: Rig.Dial then joins native players,
+// and the control serves native players too.
 func NewMixed(t *testing.T, lcfg webtransport.Config, withQUIC bool, tweak func(*replication.ServerConfig)) *WTRig {
 	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	certs, err := webtransport.NewSelfSigned(webtransport.SelfSignedConfig{})
@@ -58,23 +59,15 @@ func NewMixed(t *testing.T, lcfg webtransport.Config, withQUIC bool, tweak func(
 	}
 	r := newRig(t, ln, tweak)
 	r.Cert, r.QUIC = cert, ql
-	return &WTRig{Rig: r, WT: l, Certs: certs}
-}
-
-// RequireKeptUp checks the good clients' worst probe lag against maxLag: a
-// timing bound, so, as requireTicks does, it only reports under the race
-// detector (.ci/run runs these tests without it too).
-func (w *WTRig) RequireKeptUp() {
-	w.T.Helper()
-	for _, i := range w.Good {
-		if harness.RaceEnabled {
-			if w.LagMax[i] > MaxLag {
-				w.T.Logf("client %d fell %d ticks behind (bound %d, not enforced under the race detector)", i, w.LagMax[i], MaxLag)
-			}
-			continue
-		}
-		require.LessOrEqual(w.T, w.LagMax[i], MaxLag, "client %d fell behind", i)
+	w := &WTRig{Rig: r, WT: l, Certs: certs}
+	if withQUIC {
+		r.startQUICControl()
+		return w
 	}
+	cl, err := webtransport.Listen("127.0.0.1:0", &webtransport.Config{TLS: certs.TLSConfig(), Logger: harness.Quiet})
+	require.NoError(t, err)
+	r.startControl(cl, func() transport.Conn { return w.DialConnVia(cl.URL(""), webtransport.Config{}) })
+	return w
 }
 
 // DialConn opens a session with cfg (the hashes added).
