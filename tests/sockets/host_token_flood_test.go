@@ -70,9 +70,9 @@ func TestHostTokenFlood(t *testing.T) {
 	target.Store(decoy)
 	stop := make(chan struct{})
 	var attackers sync.WaitGroup
-	// (attempts on r, and those answered: refused with a reason, as the
-	// client sees it)
-	var attempts, answered, decoyAnswered atomic.Int64
+	// (attempts on r, those whose QUIC connection was established, and
+	// those answered: refused with a reason, as the client sees it)
+	var attempts, dialled, answered atomic.Int64
 	for i := range 8 {
 		attackers.Add(1)
 		go func() {
@@ -92,11 +92,12 @@ func TestHostTokenFlood(t *testing.T) {
 				attackers.Add(1)
 				go func() {
 					defer attackers.Done()
-					switch ok := badClient(at, bad[(i+j)%len(bad)]); {
-					case ok && at == r:
+					d, ok := badClient(at, bad[(i+j)%len(bad)])
+					if at == r && d {
+						dialled.Add(1)
+					}
+					if at == r && ok {
 						answered.Add(1)
-					case ok:
-						decoyAnswered.Add(1)
 					}
 				}()
 			}
@@ -112,8 +113,8 @@ func TestHostTokenFlood(t *testing.T) {
 	close(stop)
 	attackers.Wait()
 	st := r.h.Stats()
-	t.Logf("4 matches' frame time p99 %s in quiet windows (the decoy flooded), %s during a flood of %d connections with bad tokens (the windows' median p99 %s / %s; mean %s / %s, %d refusals seen by the attackers); refused %v",
-		ms(pct(quiet, 99)), ms(pct(flood, 99)), attempts.Load(), ms(base), ms(during), ms(mean(quiet)), ms(mean(flood)), answered.Load(), st.Refused)
+	t.Logf("4 matches' frame time p99 %s in quiet windows (the decoy flooded), %s during a flood of %d connections with bad tokens (the windows' median p99 %s / %s; mean %s / %s; %d connected, %d refusals seen by the attackers); refused %v",
+		ms(pct(quiet, 99)), ms(pct(flood, 99)), attempts.Load(), ms(base), ms(during), ms(mean(quiet)), ms(mean(flood)), dialled.Load(), answered.Load(), st.Refused)
 	require.Zero(t, r.closed.Load(), "a good client was disconnected")
 	require.Equal(t, int32(8), r.ready.Load())
 	for _, why := range []string{"token expired", "token wrong key", "token replayed", "token malformed", "unknown match"} {
@@ -123,11 +124,11 @@ func TestHostTokenFlood(t *testing.T) {
 	// Every attempt that got an answer was refused, and counted by the
 	// host. (How many got one within their 5 s depends on the machine's
 	// load: the attackers' own handshakes share its cores. A run with
-	// other work on the machine answered 78% of them, one with two CPU
-	// hogs beside it 61%: half of them, or half as many as the decoy
-	// answered in the quiet windows where the machine could not do more.)
+	// other work on the machine answered 78% of them, runs with two CPU
+	// hogs beside it 21-61%: most never got their QUIC connection within
+	// the 5 s. Of those that did, at least half got their answer.)
 	require.GreaterOrEqual(t, int64(refused(st)), answered.Load(), "refusals the host did not count")
-	require.GreaterOrEqual(t, answered.Load(), min(attempts.Load(), decoyAnswered.Load())/2, "bad tokens not answered (the decoy answered %d)", decoyAnswered.Load())
+	require.GreaterOrEqual(t, answered.Load(), dialled.Load()/2, "bad tokens not answered (%d attempts, %d connected)", attempts.Load(), dialled.Load())
 	if harness.RaceEnabled {
 		return
 	}
@@ -145,18 +146,20 @@ func TestHostTokenFlood(t *testing.T) {
 
 // badClient presents tok and waits for the host's refusal (blocking, not
 // polling: the attackers must not load the machine by themselves); it
-// reports whether the host refused it (and not a timeout or a dial error).
-func badClient(r *hostRig, tok []byte) bool {
+// reports whether its QUIC connection was established within 5 s (on a
+// saturated machine many are not), and whether the host refused it (and
+// not a timeout or a dial error).
+func badClient(r *hostRig, tok []byte) (dialled, answered bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := quic.Dial(ctx, r.addr, &quic.Config{TLS: r.cert.ClientTLS(), Logger: harness.Quiet})
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer conn.Close()
 	_, err = transport.ClientHandshake(ctx, conn, transport.Hello{Version: replication.ProtocolVersion, ProtocolHash: r.reg.Hash(), Token: tok})
 	var he *transport.HandshakeError
-	return errors.As(err, &he) && he.Kind == transport.HandshakeRejected
+	return true, errors.As(err, &he) && he.Kind == transport.HandshakeRejected
 }
 
 func refused(st host.Stats) uint64 {

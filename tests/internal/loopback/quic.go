@@ -36,7 +36,9 @@ type Rig struct {
 	Cert  *quic.DevCert
 	QUIC  *quic.Listener
 	Ticks []time.Duration // every server tick's duration, in order
-	Probe ecs.Entity
+	// Stepped is when the last step began (when the clients last sent).
+	Stepped time.Time
+	Probe   ecs.Entity
 	// ClientTimeout is ClientConfig.Timeout of dialled clients (0: default).
 	ClientTimeout time.Duration
 	LagMax        map[int]int  // client index → worst probe lag seen, in ticks
@@ -123,6 +125,7 @@ func (r *Rig) dialQUIC(addr string) *quic.Conn {
 func (r *Rig) Step() {
 	r.Tick++
 	start := time.Now()
+	r.Stepped = start
 	r.Server.Receive()
 	if r.Game != nil {
 		r.Pos(r.Probe).X = float64(r.Tick)
