@@ -5,7 +5,8 @@
 // references, owner-only fields, interest with hysteresis, send-rate
 // divisors, dormancy, budget back-off, interpolation, lag compensation,
 // predicted spawns, liveness, misconfiguration, hostile and slow peers, and a
-// fault matrix of loss × RTT × jitter × duplication/reordering. Deterministic:
-// simulated time and seeded randomness. It has no code of its own outside
-// its tests.
+// fault matrix of loss × RTT × jitter × duplication/reordering, in
+// simulated time with seeded randomness (the few hooks that answer from
+// goroutines, an Authenticator or a hanging close, are waited for by
+// stepping, not by sleeping). It has no code of its own outside its tests.
 package sim

@@ -36,7 +36,7 @@ type Rig struct {
 	Cert  *quic.DevCert
 	QUIC  *quic.Listener
 	Ticks []time.Duration // every server tick's duration, in order
-	// Stepped is when the last step began (when the clients last sent).
+	// Stepped is when the last step began (its clients sent in it).
 	Stepped time.Time
 	Probe   ecs.Entity
 	// ClientTimeout is ClientConfig.Timeout of dialled clients (0: default).
