@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/archenet/archenet/replication"
-	"github.com/archenet/archenet/replication/replicationtest"
 	"github.com/archenet/archenet/tests/internal/harness"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/quic"
@@ -77,16 +76,4 @@ func (r *Rig) RequireKeptUp() {
 	for _, i := range r.Good {
 		require.LessOrEqual(r.T, r.LagMax[i], bound, "client %d fell %d ticks behind; the control's clients at most %d in the same time", i, r.LagMax[i], r.Control.LagMax)
 	}
-}
-
-// ConvergedControl reports whether the control's clients mirror the world
-// (replicationtest.Converged).
-func (r *Rig) ConvergedControl() error {
-	for _, cs := range r.Control.Clients {
-		c := replicationtest.Check{Registry: r.Registry, Server: r.World, NetID: r.Control.Server.NetID, Client: cs.World, Me: cs.Client.ID()}
-		if err := replicationtest.Converged(c); err != nil {
-			return err
-		}
-	}
-	return nil
 }
