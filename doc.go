@@ -24,5 +24,5 @@
 //	interp                 snapshot interpolation buffers, render clock, correction smoothing
 //	examples/arena         a small game: server + bot clients over QUIC
 //	examples/loadtest      scale report over the simulated network or QUIC
-//	tests                  integration tests driven tick by tick
+//	tests                  integration tests: sim/ (tick by tick), sockets/, browser/ (Chromium), docs/
 package archenet

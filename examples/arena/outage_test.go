@@ -60,13 +60,20 @@ func rate(bins []int, from, to int) float64 {
 // the link's return from which the input path's corrections stayed at
 // their pre-outage rate: no second (four bins) after it with more than that
 // rate plus one (the failure this guards against corrected on every
-// snapshot for seconds).
-func (o *outageTrace) report(t *testing.T, down, up int) time.Duration {
+// snapshot for seconds). Controls are other players' traces over the same
+// bins, whose links stayed up: in real time, a busy machine delays every
+// player's inputs alike, and a second in which a control's rate rose above
+// its own pre-outage rate allows the player as much more.
+func (o *outageTrace) report(t *testing.T, down, up int, controls ...*outageTrace) time.Duration {
 	t.Helper()
 	before := rate(o.input, 0, down)
 	back := len(o.input) - up
 	for i := len(o.input) - 4; i >= up; i-- {
-		if rate(o.input, i, i+4) > before+1 {
+		extra := 0.0
+		for _, c := range controls {
+			extra = max(extra, rate(c.input, i, i+4)-rate(c.input, 0, down))
+		}
+		if rate(o.input, i, i+4) > before+1+extra {
 			break
 		}
 		back = i - up
@@ -132,7 +139,8 @@ func TestArenaOutageRecoverySim(t *testing.T) {
 }
 
 // The same over QUIC through the impairment proxy (transport/netem), in
-// real time: a 5 s whole-link outage of one of three players.
+// real time: a 5 s whole-link outage of one of three players, the other two
+// the controls of its recovery (report).
 func TestArenaOutageRecoveryQUIC(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("real time, with timing bounds: run without -short and the race detector (.ci/run does)")
@@ -164,6 +172,7 @@ func TestArenaOutageRecoveryQUIC(t *testing.T) {
 		a.Bots = append(a.Bots, b)
 	}
 	o := &outageTrace{bot: a.Bots[0]}
+	controls := []*outageTrace{{bot: a.Bots[1]}, {bot: a.Bots[2]}}
 	run := func(d time.Duration, after bool) {
 		tk := time.NewTicker(simFrame)
 		defer tk.Stop()
@@ -173,6 +182,9 @@ func TestArenaOutageRecoveryQUIC(t *testing.T) {
 			require.NoError(t, a.Frame(now))
 			if !now.Before(next) {
 				o.sample(after)
+				for _, c := range controls {
+					c.sample(after)
+				}
 				next = next.Add(outageBin)
 			}
 		}
@@ -184,7 +196,14 @@ func TestArenaOutageRecoveryQUIC(t *testing.T) {
 	up := len(o.all)
 	proxies[0].SetDown(false)
 	run(5*time.Second, true)
-	recovered := o.report(t, down, up)
-	require.LessOrEqual(t, o.maxAfter, 2.0, "largest correction after the outage (m)")
+	recovered := o.report(t, down, up, controls...)
+	// (A busy machine stalls every player's inputs now and then, which
+	// corrects them too: the largest correction of a control over the same
+	// time raises the bound.)
+	largest := 2.0
+	for _, c := range controls {
+		largest = max(largest, c.maxAfter)
+	}
+	require.LessOrEqual(t, o.maxAfter, largest, "largest correction after the outage (m), the controls' %.2f m and %.2f m", controls[0].maxAfter, controls[1].maxAfter)
 	require.LessOrEqual(t, recovered, 1500*time.Millisecond)
 }

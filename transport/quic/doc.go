@@ -37,7 +37,7 @@
 // are refused at their first packet, before any TLS work), and above [Config].RetryAbove
 // (64) pending connections new ones must pass a QUIC Retry, so a spoofed source cannot
 // hold handshake state. Measured: about 90 KB of heap per connection held in the
-// handshake (500 hostile connections, tests/isolation_quic_test.go). A close this end
+// handshake (500 hostile connections, tests/sockets/handshake_flood_test.go). A close this end
 // decides on ([Conn.StartClose], the flood and frame errors, the send backlog) is carried
 // out by the connection's own goroutine, because quic-go's close waits for the
 // connection's run loop.

@@ -1,0 +1,42 @@
+package harness
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// Health is a replicated component with an owner-only field.
+type Health struct {
+	HP   int16  `net:"range=0:1000"`
+	Ammo uint16 `net:"range=0:500,owner"`
+}
+
+// Team is a small replicated tag component.
+type Team struct {
+	ID uint8 `net:"range=0:7"`
+}
+
+// NewRegistry registers the components the tests replicate: Transform,
+// Velocity, Health, Team and Predicted.
+func NewRegistry() *schema.Registry {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	schema.MustRegister[components.Velocity](reg)
+	schema.MustRegister[Health](reg)
+	schema.MustRegister[Team](reg)
+	schema.MustRegister[components.Predicted](reg)
+	return reg
+}
+
+// Quiet is a logger that discards everything.
+var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// NetRate is the servers' net rate (Hz).
+const NetRate = 30
+
+// TickDt is one net tick.
+var TickDt = time.Second / NetRate

@@ -1,0 +1,122 @@
+package sim_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/tests/internal/harness"
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/sim"
+	"github.com/stretchr/testify/require"
+)
+
+// vanisher is a peer that connects from one host as fast as it can, says a
+// valid Hello on each connection and then nothing at all (it joins and
+// vanishes, without a close).
+type vanisher struct {
+	h     *harness.Harness
+	host  string
+	conns []*sim.Conn
+}
+
+func (v *vanisher) join(n int) {
+	hello := transport.Hello{Version: replication.ProtocolVersion, ProtocolHash: v.h.Registry.Hash()}.Append(nil)
+	for range n {
+		c, err := v.h.Net.DialFrom("server", fmt.Sprintf("%s:%d", v.host, 1000+len(v.conns)), sim.Link{})
+		require.NoError(v.h.T, err)
+		require.NoError(v.h.T, c.SendMessage(hello))
+		v.conns = append(v.conns, c)
+	}
+}
+
+// rejects returns the reasons of the Rejects the vanisher's connections got.
+func (v *vanisher) rejects() map[string]int {
+	reasons := map[string]int{}
+	for _, c := range v.conns {
+		for {
+			m, ok := c.PollMessage()
+			if !ok {
+				break
+			}
+			if rj, err := transport.ParseReject(m); err == nil {
+				reasons[rj.Reason]++
+			}
+		}
+	}
+	return reasons
+}
+
+// One source joining and vanishing as fast as it can (four connections a
+// tick, 480 in 4 s) holds at most MaxClientsPerAddress slots with the
+// defaults (64 slots, 8 per address), is told which limit it hit, and a
+// player from another address joins at once; the vanished peers' slots are
+// reclaimed by the JoinTimeout (2 s), not the 10 s ClientTimeout.
+func TestOneSourceCannotTakeEverySlot(t *testing.T) {
+	h := harness.New(t, 0, sim.Link{}, nil)
+	h.Spawn(0, components.Vec3{})
+	v := &vanisher{h: h, host: "198.51.100.7"}
+	var player *harness.ClientSide
+	var joined time.Duration
+	most := 0
+	for tick := range 120 {
+		v.join(4)
+		if tick == 30 {
+			player = h.AddClientFrom("203.0.113.9:4000")
+		}
+		h.Step()
+		if player != nil && joined == 0 && player.Client.Ready() {
+			joined = time.Duration(tick-30) * harness.TickDt
+		}
+		most = max(most, len(h.Server.Clients())-btoi(player != nil && player.Client.Ready()))
+	}
+	reasons := v.rejects()
+	t.Logf("vanisher held at most %d slots; the player was ready %v after it dialled; rejects: %v", most, joined, reasons)
+	require.NotNil(t, player)
+	require.True(t, player.Client.Ready(), "the player from another address got in")
+	require.LessOrEqual(t, joined, 2*time.Second)
+	require.LessOrEqual(t, most, replication.DefaultMaxClientsPerAddress)
+	require.NotEmpty(t, reasons)
+	for reason := range reasons {
+		require.Contains(t, reason, "too many clients from one address: 8 clients from 198.51.100.7 (ServerConfig.MaxClientsPerAddress)")
+	}
+	require.GreaterOrEqual(t, h.Server.Stats.Disconnected, 8, "vanished peers were dropped by the JoinTimeout (2 s), not the ClientTimeout (10 s)")
+}
+
+// With the per-address limit off (LAN play), peers that joined and
+// vanished give their slots back within the JoinTimeout: a player refused
+// as "server full" gets in on its next try, 2 s later.
+func TestVanishedPeersSlotsReclaimed(t *testing.T) {
+	h := harness.New(t, 0, sim.Link{}, func(cfg *replication.ServerConfig) {
+		cfg.MaxClients = 16
+		cfg.MaxClientsPerAddress = -1
+	})
+	h.Spawn(0, components.Vec3{})
+	v := &vanisher{h: h, host: "198.51.100.7"}
+	v.join(16)
+	h.Run(2)
+	require.Len(t, h.Server.Clients(), 16)
+	early := h.AddClientFrom("203.0.113.9:4000")
+	h.Run(3)
+	require.Equal(t, replication.StateClosed, early.Client.State())
+	require.ErrorContains(t, early.Client.Err(), "rejected by server: server full: 16 of 16 slots taken (ServerConfig.MaxClients)")
+
+	start := h.Net.Now()
+	for len(h.Server.Clients()) > 0 {
+		require.Less(t, h.Net.Now().Sub(start), 3*time.Second, "the vanished peers' slots were not reclaimed")
+		h.Step()
+	}
+	t.Logf("16 vanished peers dropped %v after the server was full", h.Net.Now().Sub(start))
+	late := h.AddClientFrom("203.0.113.9:4001")
+	h.Run(5)
+	require.True(t, late.Client.Ready(), fmt.Sprint(late.Client.Err()))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
