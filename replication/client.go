@@ -66,8 +66,10 @@ type ClientConfig struct {
 	// except the client's own entities that carry components.Predicted (if
 	// registered): those are predicted, not interpolated.
 	Interpolate func(owner ClientID, set uint64) bool
-	// OnSnapshot, if set, is called for every snapshot datagram decoded, with
-	// its server tick and arrival time (tick synchronization, statistics).
+	// OnSnapshot, if set, is called once per snapshot tick, when its first
+	// datagram is decoded, with the server tick and the arrival time (tick
+	// synchronization, statistics); the hooks of [Client.OnSnapshot] run
+	// after it, at the same moment.
 	OnSnapshot func(tick uint32, arrival time.Time)
 	// ConnectTimeout closes the client with an ErrTimeout error naming the
 	// server's address when no Welcome arrives this long after the Hello.
@@ -305,9 +307,9 @@ func (c *Client) Ready() bool { return c.link.State() == link.Ready }
 // OnReady registers fn to run once when the initial world has arrived.
 func (c *Client) OnReady(fn func()) { c.onReady = append(c.onReady, fn) }
 
-// OnSnapshot registers fn to run, like ClientConfig.OnSnapshot, for every
-// snapshot tick's first datagram decoded (helpers such as input.Player
-// register here; ClientConfig.OnSnapshot runs first).
+// OnSnapshot registers fn to run, like ClientConfig.OnSnapshot, once per
+// snapshot tick, when its first datagram is decoded (helpers such as
+// input.Player register here; ClientConfig.OnSnapshot runs first).
 func (c *Client) OnSnapshot(fn func(tick uint32, arrival time.Time)) {
 	c.onSnap = append(c.onSnap, fn)
 }
@@ -364,7 +366,7 @@ type InputReport struct {
 }
 
 // InputReport returns what the snapshot of server tick said about this
-// client's input; call it from ClientConfig.OnSnapshot to see every one.
+// client's input; call it from an OnSnapshot hook to see every one.
 // ok is false if that snapshot is not held (the receiver keeps the last
 // Depth ticks) or carried no input ack.
 func (c *Client) InputReport(tick uint32) (InputReport, bool) {
