@@ -11,6 +11,9 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/input/internal/frames"
+	"github.com/archenet/archenet/input/internal/inputlog"
+	"github.com/archenet/archenet/input/internal/predict"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/lagcomp"
@@ -75,9 +78,9 @@ type AuthorityStats struct {
 type Authority[S, I any] struct {
 	cfg    AuthorityConfig[S, I]
 	world  *arche.World
-	codec  *codec[I]
-	round  *rounder[S]
-	logs   [256]*inputLog[I]
+	codec  *frames.Codec[I]
+	round  *predict.Rounder[S]
+	logs   [256]*inputlog.Log[I]
 	info   generic.Resource[ecs.TickInfo]
 	in     I
 	before S // the state before the step, for OnStep (a field: no allocation)
@@ -110,13 +113,13 @@ func NewAuthority[S, I any](world *arche.World, cfg AuthorityConfig[S, I]) (*Aut
 	}
 	a := &Authority[S, I]{cfg: cfg, world: world, info: generic.NewResource[ecs.TickInfo](world)}
 	var err error
-	if a.codec, err = newCodec[I](cfg.Input); err != nil {
+	if a.codec, err = frames.New[I](frames.Config(cfg.Input)); err != nil {
 		return nil, err
 	}
-	if a.round, err = newRounder[S](plan); err != nil {
+	if a.round, err = predict.NewRounder[S](plan); err != nil {
 		return nil, err
 	}
-	if _, err = newInputLog(a.codec, cfg.Log); err != nil {
+	if _, err = inputlog.New(a.codec, inputlog.Config(cfg.Log)); err != nil {
 		return nil, err
 	}
 	if _, err = lagcomp.NewRewinds(cfg.Rewind); err != nil {
@@ -143,7 +146,7 @@ func (a *Authority[S, I]) Configure(cfg *replication.ServerConfig) error {
 		if connect != nil {
 			connect(c)
 		}
-		a.logs[c], _ = newInputLog(a.codec, a.cfg.Log) // checked in NewAuthority
+		a.logs[c], _ = inputlog.New(a.codec, inputlog.Config(a.cfg.Log)) // checked in NewAuthority
 		a.views[c], a.ackAge[c] = viewReport{}, 0
 		if a.rewinds != nil {
 			a.rewinds.Reset(c)
@@ -154,7 +157,7 @@ func (a *Authority[S, I]) Configure(cfg *replication.ServerConfig) error {
 			disconnect(c, reason)
 		}
 		if l := a.logs[c]; l != nil {
-			a.stats.add(l.Stats())
+			a.stats.add(Stats(l.Stats()))
 			a.logs[c] = nil
 		}
 	}
@@ -271,7 +274,7 @@ func (a *Authority[S, I]) Step() {
 		if l == nil {
 			continue // not connected: no input, no step
 		}
-		if l.Consume(tick, &a.in) == statusOutage {
+		if l.Consume(tick, &a.in) == inputlog.Outage {
 			a.in = outageInput(a.cfg.Outage, a.in)
 		}
 		lag, viewed := l.View()
@@ -322,7 +325,7 @@ func (a *Authority[S, I]) RoundSystem() ecs.System { return ecs.Func(func(*arche
 // missing, duplicate and refused frames (false if c is not connected).
 func (a *Authority[S, I]) ClientStats(c replication.ClientID) (Stats, bool) {
 	if l := a.logs[c]; l != nil {
-		return l.Stats(), true
+		return Stats(l.Stats()), true
 	}
 	return Stats{}, false
 }
@@ -332,7 +335,7 @@ func (a *Authority[S, I]) Stats() AuthorityStats {
 	st := a.stats
 	for _, l := range a.logs {
 		if l != nil {
-			st.add(l.Stats())
+			st.add(Stats(l.Stats()))
 		}
 	}
 	return st

@@ -24,17 +24,18 @@
 //     tick) and moved on the Player's timeline with the game's step, from
 //     the server's newest state of each once its spawn adopted it.
 //
-// Inside, they are built from parts this package keeps to itself: a codec
+// Inside, they are built from parts in internal packages: a codec
 // compiled from the input struct's `net` precision tags (package schema)
-// that writes and reads input sections; a sender on the client that keeps
-// the frames not yet acked and writes the newest N into every datagram; an
-// input log per client on the server that stores frames (deduplicated, at
-// most [LogConfig].MaxLead ahead, rate-limited), hands out one input per
-// tick (repeating the last one when a frame is missing) and tells the
-// client its ack and buffer depth in every snapshot; and a predictor that
-// runs the game's [StepFunc], records (tick, input, rounded state) and
-// rewinds and replays when the server's state differs, returning a
-// [Correction] for smoothing. [TickSync] (client) is public: it estimates
+// that writes and reads input sections, and a sender on the client that
+// keeps the frames not yet acked and writes the newest N into every
+// datagram (input/internal/frames); an input log per client on the server
+// that stores frames (deduplicated, at most [LogConfig].MaxLead ahead,
+// rate-limited), hands out one input per tick (repeating the last one when
+// a frame is missing) and tells the client its ack and buffer depth in
+// every snapshot (input/internal/inputlog); and a predictor that runs the
+// game's [StepFunc], records (tick, input, rounded state) and rewinds and
+// replays when the server's state differs, returning a [Correction] for
+// smoothing (input/internal/predict). [TickSync] (client) is public: it estimates
 // the server tick from snapshot arrivals — best from the client's own
 // estimator, shared with its render clock ([SyncConfig].Arrivals =
 // replication.Client.Arrivals), else fed by [TickSync.ObserveSnapshot] —
@@ -138,7 +139,7 @@
 //
 // # Costs
 //
-// Measured with go test -bench . ./input/ (AMD EPYC-class VM, 2 cores), a
+// Measured with go test -bench . ./input/... (AMD EPYC-class VM, 2 cores), a
 // shooter input (16-bit keys held, mouse dx/dy at 0.25 px moving every tick,
 // 3-bit buttons) in steady state with N = 4 and acks 9 ticks old:
 //

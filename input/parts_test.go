@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/input/internal/frames"
+	"github.com/archenet/archenet/input/internal/inputlog"
+	"github.com/archenet/archenet/input/internal/predict"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 )
@@ -26,12 +29,12 @@ type partsInput struct {
 // consumes one per tick.
 func TestPartsSectionExample(t *testing.T) {
 	var out strings.Builder
-	codec, err := newCodec[partsInput](Config{}) // N = 4 frames per datagram
+	codec, err := frames.New[partsInput](frames.Config{}) // N = 4 frames per datagram
 	if err != nil {
 		panic(err)
 	}
-	sender := newSender(codec)
-	log, err := newInputLog(codec, LogConfig{})
+	sender := frames.NewSender(codec)
+	log, err := inputlog.New(codec, inputlog.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -67,9 +70,9 @@ received 8, missing 0, last section 8 bytes
 // and reports it; the client is told how deep its input buffer was.
 func TestPartsFeedbackExample(t *testing.T) {
 	var out strings.Builder
-	codec, _ := newCodec[partsInput](Config{})
-	sender := newSender(codec)
-	log, _ := newInputLog(codec, LogConfig{})
+	codec, _ := frames.New[partsInput](frames.Config{})
+	sender := frames.NewSender(codec)
+	log, _ := inputlog.New(codec, inputlog.Config{})
 	for tick := uint32(1); tick <= 6; tick++ {
 		in := partsInput{Keys: uint16(tick)}
 		sender.Push(tick, &in)
@@ -82,8 +85,8 @@ func TestPartsFeedbackExample(t *testing.T) {
 	f := log.Feedback()
 	fmt.Fprintf(&out, "ack %d depth %d\n", f.Ack, f.Depth)
 	w.Reset(nil)
-	appendFeedback(&w, f)
-	back, _ := readFeedback(bitio.NewReader(w.Bytes()), 6)
+	inputlog.AppendFeedback(&w, f)
+	back, _ := inputlog.ReadFeedback(bitio.NewReader(w.Bytes()), 6)
 	fmt.Fprintf(&out, "on the wire: %d bits, %+v\n", w.BitLen(), back)
 	require.Equal(t, `ack 6 depth 3
 on the wire: 24 bits, {Ack:6 HasAck:true Depth:3}
@@ -111,8 +114,8 @@ func partsStep(s *partsPlayer, in *partsInput, dt float64) {
 func TestPartsPredictorExample(t *testing.T) {
 	var out strings.Builder
 	plan := schema.MustRegister[partsPlayer](schema.NewRegistry())
-	pred, _ := newPredictor(plan, partsStep, predictorConfig{})
-	rounder, _ := newRounder[partsPlayer](plan) // server side
+	pred, _ := predict.New(plan, partsStep, predict.Config{})
+	rounder, _ := predict.NewRounder[partsPlayer](plan) // server side
 
 	var server partsPlayer
 	pred.Reset(0, &server)

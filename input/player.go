@@ -10,6 +10,8 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
+	"github.com/archenet/archenet/input/internal/frames"
+	"github.com/archenet/archenet/input/internal/predict"
 	"github.com/archenet/archenet/interp"
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/bitio"
@@ -98,10 +100,10 @@ type Player[S, I any] struct {
 	cl    *replication.Client
 	world *arche.World
 
-	codec  *codec[I]
-	sender *sender[I]
+	codec  *frames.Codec[I]
+	sender *frames.Sender[I]
 	sync   *TickSync
-	pred   *predictor[S, I]
+	pred   *predict.Predictor[S, I]
 	smooth interp.Smoother
 	w      bitio.Writer
 
@@ -142,12 +144,12 @@ func NewPlayer[S, I any](cl *replication.Client, cfg PlayerConfig[S, I]) (*Playe
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	p := &Player[S, I]{cfg: cfg, cl: cl, world: cl.World(), smooth: smooth}
-	if p.codec, err = newCodec[I](cfg.Input); err != nil {
+	if p.codec, err = frames.New[I](frames.Config(cfg.Input)); err != nil {
 		return nil, err
 	}
-	p.sender = newSender(p.codec)
+	p.sender = frames.NewSender(p.codec)
 	// Dt is set from the server's tick rate at the Welcome (see start).
-	if p.pred, err = newPredictor(plan, cfg.Step, predictorConfig{History: cfg.History}); err != nil {
+	if p.pred, err = predict.New(plan, cfg.Step, predict.Config{History: cfg.History}); err != nil {
 		return nil, err
 	}
 	p.idState = arche.TypeID(p.world, reflect.TypeFor[S]())
@@ -180,7 +182,7 @@ func (p *Player[S, I]) start() error {
 		return err
 	}
 	p.sync = s
-	p.pred.dt = 1 / float64(rate) // exactly the server's ecs.TickInfo.Dt
+	p.pred.SetDt(1 / float64(rate)) // exactly the server's ecs.TickInfo.Dt
 	p.watch = stallWatch{hold: p.codec.Hold(), tick: time.Second / time.Duration(rate),
 		net: time.Second / time.Duration(p.cl.NetRate())}
 	p.started = true
@@ -228,7 +230,7 @@ func (p *Player[S, I]) Update() error {
 			in := p.sample(t)
 			p.push(t, &in) // rounds in to what the server decodes
 			if p.cfg.OnPredict != nil {
-				p.before = p.pred.state
+				p.before = *p.pred.State()
 				p.cfg.OnPredict(t, &p.before, p.pred.Predict(t, &in), &in)
 			} else {
 				p.pred.Predict(t, &in)
@@ -238,7 +240,7 @@ func (p *Player[S, I]) Update() error {
 	}
 	if p.has && p.stateTick != 0 {
 		// The mirror shows the prediction until the next state arrives.
-		*(*S)(p.world.Get(p.entity, p.idState)) = p.pred.state
+		*(*S)(p.world.Get(p.entity, p.idState)) = *p.pred.State()
 	}
 	if n > 0 || fresh {
 		p.cl.Send()
@@ -253,7 +255,7 @@ func (p *Player[S, I]) Update() error {
 func (p *Player[S, I]) push(t uint32, in *I) {
 	if clk := p.cl.InterpClock(); clk != nil && clk.Ready() {
 		q := math.Round(p.ViewLag(t) * 4)
-		p.sender.PushView(t, in, uint16(min(max(q, 0), maxViewLag)))
+		p.sender.PushView(t, in, uint16(min(max(q, 0), frames.MaxViewLag)))
 		return
 	}
 	p.sender.Push(t, in)
@@ -266,7 +268,7 @@ func (p *Player[S, I]) sample(t uint32) I {
 		p.stats.OutageTicks++
 		return outageInput(p.cfg.Outage, p.last)
 	}
-	p.last = p.cfg.Sample(t, &p.pred.state)
+	p.last = p.cfg.Sample(t, p.pred.State())
 	return p.last
 }
 
@@ -359,23 +361,23 @@ func (p *Player[S, I]) reconcile() {
 	p.stateTick = simTick
 	c := p.pred.Reconcile(simTick, applied, st)
 	switch c.Status {
-	case ReconcileMatch:
+	case predict.Match:
 		p.stats.Matches++
 		return
-	case ReconcileCorrected:
+	case predict.Corrected:
 		p.stats.Corrections++
 		p.stats.MaxError = max(p.stats.MaxError, c.MaxError)
 		if p.cfg.Visual != nil {
 			p.smooth.Correct(p.drawn, p.cfg.Visual(&c.New)) // keep drawing where it was; the offset decays
 		}
-	case ReconcileReset:
+	case predict.Reset:
 		p.stats.Resets++
 		p.smooth = interp.Smoother{Config: p.cfg.Smoother}
 	default:
 		return
 	}
 	if p.cfg.OnCorrection != nil {
-		p.cfg.OnCorrection(c)
+		p.cfg.OnCorrection(correction(&c))
 	}
 }
 
@@ -390,7 +392,7 @@ func (p *Player[S, I]) draw(now time.Time) {
 		return
 	}
 	p.smooth.Decay(dt)
-	p.drawn = p.smooth.Apply(p.cfg.Visual(&p.pred.state))
+	p.drawn = p.smooth.Apply(p.cfg.Visual(p.pred.State()))
 	if !p.world.Has(p.entity, p.idVisual) {
 		p.world.Add(p.entity, p.idVisual)
 	}
@@ -405,7 +407,7 @@ func (p *Player[S, I]) Entity() (e arche.Entity, ok bool) {
 
 // State returns the predicted state at [Player.Tick] (valid until the next
 // Update).
-func (p *Player[S, I]) State() *S { return &p.pred.state }
+func (p *Player[S, I]) State() *S { return p.pred.State() }
 
 // PredictedAt returns a copy of the predicted state after simulation tick
 // tick, while it is in the predictor's history (PlayerConfig.History): what
@@ -421,7 +423,7 @@ func (p *Player[S, I]) PredictedAt(tick uint32) (*S, bool) {
 }
 
 // Tick returns the newest predicted input tick.
-func (p *Player[S, I]) Tick() uint32 { return p.pred.tick }
+func (p *Player[S, I]) Tick() uint32 { return p.pred.Tick() }
 
 // Visual returns the drawn pose (with Visual configured).
 func (p *Player[S, I]) Visual() components.Visual { return p.drawn }

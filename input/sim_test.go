@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/input/internal/frames"
+	"github.com/archenet/archenet/input/internal/inputlog"
+	"github.com/archenet/archenet/input/internal/predict"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport/sim"
@@ -58,7 +61,7 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 	require.True(t, ok)
 	sconn := sconnT.(*sim.Conn)
 
-	codec, err := newCodec[fpsInput](Config{})
+	codec, err := frames.New[fpsInput](frames.Config{})
 	require.NoError(t, err)
 	reg := schema.NewRegistry()
 	plan := schema.MustRegister[player](reg)
@@ -66,9 +69,9 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 	tickDur := func(n int) time.Duration { return time.Duration(n) * time.Second / 60 }
 
 	// Server.
-	log, err := newInputLog(codec, LogConfig{})
+	log, err := inputlog.New(codec, inputlog.Config{})
 	require.NoError(t, err)
-	rounder, err := newRounder[player](plan)
+	rounder, err := predict.NewRounder[player](plan)
 	require.NoError(t, err)
 	var srv player
 	srvLanes := map[uint32][]uint64{}
@@ -78,8 +81,8 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 	// Client.
 	sync, err := NewTickSync(SyncConfig{})
 	require.NoError(t, err)
-	sender := newSender(codec)
-	pred, err := newPredictor(plan, stepPlayer, predictorConfig{})
+	sender := frames.NewSender(codec)
+	pred, err := predict.New(plan, stepPlayer, predict.Config{})
 	require.NoError(t, err)
 	script := inputScript{rng: rand.New(rand.NewPCG(seed, 99))}
 	lastReconciled := uint32(0)
@@ -104,17 +107,17 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 			}
 			st := log.Consume(tick, &in)
 			measured := nextServer > warm && nextServer <= ticks
-			if st != statusReceived {
+			if st != inputlog.Received {
 				missingAt[tick] = true
 			}
-			if st == statusMissing {
+			if st == inputlog.Missing {
 				if measured {
 					res.missing++
 				} else {
 					res.warmMissing++
 				}
 			}
-			if measured && st == statusReceived {
+			if measured && st == inputlog.Received {
 				res.received++
 			}
 			if measured {
@@ -139,7 +142,7 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 			sw.Reset(sw.Bytes()[:0])
 			sw.WriteBits(uint64(tick), 32)
 			sw.WriteBits(uint64(last), 32)
-			appendFeedback(&sw, fb)
+			inputlog.AppendFeedback(&sw, fb)
 			plan.Write(&sw, lanes, true)
 			require.NoError(t, sconn.SendDatagram(append([]byte(nil), sw.Bytes()...)))
 			nextServer++
@@ -158,7 +161,7 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 			tick := uint32(r.ReadBits(32))
 			last := uint32(r.ReadBits(32))
 			newest, _ := sender.Newest()
-			fb, err := readFeedback(r, newest)
+			fb, err := inputlog.ReadFeedback(r, newest)
 			require.NoError(t, err)
 			var lanes = make([]uint64, plan.NumLanes())
 			require.NoError(t, plan.Read(r, lanes, true))
@@ -173,12 +176,12 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 			}
 			c := pred.Reconcile(tick, last, &auth)
 			if int(tick) <= warm {
-				c.Status = ReconcileStale // not counted: start-up
+				c.Status = predict.Stale // not counted: start-up
 			}
 			switch c.Status {
-			case ReconcileMatch:
+			case predict.Match:
 				res.matches++
-			case ReconcileCorrected:
+			case predict.Corrected:
 				res.corrections++
 				res.maxError = max(res.maxError, c.MaxError)
 				explained := false
@@ -192,8 +195,8 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 					t.Logf("unexplained correction at tick %d (last reconciled %d)", tick, lastReconciled)
 				}
 			}
-			if pred.hasReconciled {
-				lastReconciled = pred.reconciled
+			if tk, ok := pred.Reconciled(); ok {
+				lastReconciled = tk
 			}
 		}
 		// Client: input ticks.
@@ -222,10 +225,13 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 
 	// After the last disturbance, everything the client predicted for ticks
 	// the server has simulated must equal the server's rounded state exactly.
-	for tk := pred.Tick() - uint32(len(pred.ticks)) + 1; int32(tk-pred.Tick()) <= 0; tk++ {
-		i := pred.slot(tk)
+	// (StateAt gives the recorded lanes dequantized; quantizing them again
+	// gives the same lanes, as for every rounded state.)
+	predicted := make([]uint64, plan.NumLanes())
+	var at player
+	for tk := pred.Tick() - uint32(pred.History()) + 1; int32(tk-pred.Tick()) <= 0; tk++ {
 		sl, ok := srvLanes[tk]
-		if pred.ticks[i] != tk || !ok || int(tk) < ticks-150 || int32(tk-lastReconciled) > 0 && !ok {
+		if !pred.StateAt(tk, &at) || !ok || int(tk) < ticks-150 || int32(tk-lastReconciled) > 0 && !ok {
 			continue
 		}
 		if int32(tk-lastReconciled) > 0 {
@@ -235,7 +241,8 @@ func runSim(t *testing.T, seed uint64, link sim.Link, ticks, warm, disturbEvery 
 				continue
 			}
 		}
-		require.Equal(t, sl, pred.slotLanes(i), "tick %d", tk)
+		schema.QuantizeValue(plan, &at, predicted)
+		require.Equal(t, sl, predicted, "tick %d", tk)
 		res.finalCompared++
 	}
 	return res

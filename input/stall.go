@@ -4,7 +4,7 @@ import "time"
 
 // stallWatch tells a [Player] whether its inputs are cut off from the
 // server, so that it predicts and sends the outage input, as the server
-// applies it ([Config].Hold, statusOutage), instead of the player's: then
+// applies it ([Config].Hold, inputlog.Outage), instead of the player's: then
 // an outage moves the predicted entity where the server moves it, and the
 // link's return brings no jump. It is a pure state machine: snapshots and
 // the time go in, the verdict comes out.

@@ -97,10 +97,11 @@ const (
 //
 //	lead = upstream delay + JitterMargin × jitter + Safety   (ticks)
 //
-// The upstream delay starts as RTT/2 and is then measured from the server's
-// feedback.Depth: an input for tick T was stamped when the client ran lead
-// ticks ahead, and the server held it depth ticks before consuming T, so the
-// upstream delay was lead − depth. The client tick rate is scaled within
+// The upstream delay starts as RTT/2 and is then measured from the input
+// buffer depth in the server's feedback (replication.InputReport.Depth):
+// an input for tick T was stamped when the client ran lead ticks ahead,
+// and the server held it depth ticks before consuming T, so the upstream
+// delay was lead − depth. The client tick rate is scaled within
 // 1±MaxScale to follow the target lead smoothly; only an error above
 // ResyncTicks (start, a server restart, a long stall) makes it jump, and it
 // never emits a tick twice. Time comes only from the arguments.
@@ -169,8 +170,9 @@ func (s *TickSync) ObserveRTT(rtt time.Duration) {
 	s.rtt += (rtt.Seconds() - s.rtt) * rttGain
 }
 
-// ObserveFeedback records the server's feedback.Depth for this client
-// (call it only when the feedback has an ack, i.e. the server has input).
+// ObserveFeedback records the input buffer depth the server's feedback
+// reports for this client (replication.InputReport.Depth; call it only
+// when the feedback has an ack, i.e. the server has input).
 // It refines the upstream-delay estimate that the target lead is built on.
 func (s *TickSync) ObserveFeedback(depth int) {
 	if !s.started {

@@ -54,6 +54,10 @@ var DocumentedPackages = []string{
 	"replication/host/agones",
 	"replication/host/agones/agonestest",
 	"input",
+	"input/internal/inputerr",
+	"input/internal/frames",
+	"input/internal/inputlog",
+	"input/internal/predict",
 	"interp",
 }
 

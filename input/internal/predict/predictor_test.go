@@ -1,24 +1,25 @@
-package input
+package predict
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/input/internal/inputerr"
 	"github.com/archenet/archenet/replication/schema"
 )
 
-func newPlayerPredictor(t *testing.T) (*predictor[player, fpsInput], *schema.Plan) {
+func newPlayerPredictor(t *testing.T) (*Predictor[player, fpsInput], *schema.Plan) {
 	t.Helper()
 	plan := schema.MustRegister[player](schema.NewRegistry())
-	p, err := newPredictor(plan, stepPlayer, predictorConfig{History: 32})
+	p, err := New(plan, stepPlayer, Config{History: 32})
 	require.NoError(t, err)
 	return p, plan
 }
 
-func newPlayerPredictorB(b *testing.B) (*predictor[player, fpsInput], *schema.Plan) {
+func newPlayerPredictorB(b *testing.B) (*Predictor[player, fpsInput], *schema.Plan) {
 	plan := schema.MustRegister[player](schema.NewRegistry())
-	p, err := newPredictor(plan, stepPlayer, predictorConfig{})
+	p, err := New(plan, stepPlayer, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func newPlayerPredictorB(b *testing.B) (*predictor[player, fpsInput], *schema.Pl
 
 func TestPredictorMatchAndCorrect(t *testing.T) {
 	p, plan := newPlayerPredictor(t)
-	r, err := newRounder[player](plan)
+	r, err := NewRounder[player](plan)
 	require.NoError(t, err)
 	var srv player
 	p.Reset(0, &srv)
@@ -45,7 +46,7 @@ func TestPredictorMatchAndCorrect(t *testing.T) {
 		r.Round(&srv)
 		states[tk] = srv
 		c := p.Reconcile(tk, tk, &srv)
-		require.Equal(t, ReconcileMatch, c.Status, "tick %d", tk)
+		require.Equal(t, Match, c.Status, "tick %d", tk)
 		require.Zero(t, c.MaxError)
 	}
 	// A push at tick 11 the client cannot know about.
@@ -55,7 +56,7 @@ func TestPredictorMatchAndCorrect(t *testing.T) {
 	r.Round(&srv)
 	old := *p.State()
 	c := p.Reconcile(11, 11, &srv)
-	require.Equal(t, ReconcileCorrected, c.Status)
+	require.Equal(t, Corrected, c.Status)
 	require.Equal(t, 9, c.Replayed)
 	require.Equal(t, old, c.Old)
 	require.Equal(t, *p.State(), c.New)
@@ -68,14 +69,14 @@ func TestPredictorMatchAndCorrect(t *testing.T) {
 	}
 	require.Equal(t, srv, *p.State())
 	// Stale and too-old states are ignored.
-	require.Equal(t, ReconcileStale, p.Reconcile(5, 5, &srv).Status)
+	require.Equal(t, Stale, p.Reconcile(5, 5, &srv).Status)
 	for tk := uint32(21); tk <= 80; tk++ {
 		p.Predict(tk, &in)
 	}
-	require.Equal(t, ReconcileTooOld, p.Reconcile(30, 30, &srv).Status)
+	require.Equal(t, TooOld, p.Reconcile(30, 30, &srv).Status)
 	// A server state ahead of the prediction resets.
 	c = p.Reconcile(200, 199, &srv)
-	require.Equal(t, ReconcileReset, c.Status)
+	require.Equal(t, Reset, c.Status)
 	require.True(t, c.InputMissing)
 	require.Equal(t, uint32(200), p.Tick())
 	st := p.Stats()
@@ -99,13 +100,13 @@ func TestPredictorGapAndConfig(t *testing.T) {
 	p.Predict(3, &in)
 	require.Equal(t, before, *p.State(), "old ticks are ignored")
 
-	_, err := newPredictor[player, fpsInput](plan, nil, predictorConfig{})
-	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err := New[player, fpsInput](plan, nil, Config{})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
 	other := schema.MustRegister[fpsInput](schema.NewRegistry())
-	_, err = newPredictor(other, stepPlayer, predictorConfig{})
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = newRounder[player](other)
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = newPredictor(plan, stepPlayer, predictorConfig{History: -1})
-	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = New(other, stepPlayer, Config{})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
+	_, err = NewRounder[player](other)
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
+	_, err = New(plan, stepPlayer, Config{History: -1})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
 }

@@ -1,4 +1,4 @@
-package input
+package frames
 
 import "github.com/archenet/archenet/replication/bitio"
 
@@ -7,11 +7,11 @@ import "github.com/archenet/archenet/replication/bitio"
 // power of two.
 const senderRing = 128
 
-// sender is the client side of input frames: it keeps the newest frames the
+// Sender is the client side of input frames: it keeps the newest frames the
 // client produced, and the newest tick the server acknowledged holding, and
 // writes input sections for outgoing datagrams. Not safe for concurrent use.
-type sender[I any] struct {
-	c      *codec[I]
+type Sender[I any] struct {
+	c      *Codec[I]
 	nl     int
 	lanes  []uint64 // senderRing frames
 	has    bool
@@ -25,35 +25,35 @@ type sender[I any] struct {
 	outV   [MaxRedundancy]uint16
 }
 
-// newSender returns a sender for codec c. Allocates its history once.
-func newSender[I any](c *codec[I]) *sender[I] {
+// NewSender returns a Sender for codec c. Allocates its history once.
+func NewSender[I any](c *Codec[I]) *Sender[I] {
 	nl := c.NumLanes()
-	return &sender[I]{c: c, nl: nl, lanes: make([]uint64, senderRing*nl), out: make([]uint64, MaxRedundancy*nl)}
+	return &Sender[I]{c: c, nl: nl, lanes: make([]uint64, senderRing*nl), out: make([]uint64, MaxRedundancy*nl)}
 }
 
-func (s *sender[I]) slot(tick uint32) []uint64 {
+func (s *Sender[I]) slot(tick uint32) []uint64 {
 	i := int(tick%senderRing) * s.nl
 	return s.lanes[i : i+s.nl]
 }
 
-// Push records the input for tick (normally the tick [TickSync.Advance]
+// Push records the input for tick (normally the tick input.TickSync.Advance
 // stamped) and rounds *in in place to the value the server will decode, so
 // the client predicts with exactly what the server applies. Ticks must
 // increase; a tick not after the newest is ignored and Push returns false.
 // A gap (ticks skipped after a clock resync) is filled with copies of the
 // previous input, so sections always hold consecutive ticks.
 // Allocation-free, O(NumLanes).
-func (s *sender[I]) Push(tick uint32, in *I) bool { return s.push(tick, in, 0, false) }
+func (s *Sender[I]) Push(tick uint32, in *I) bool { return s.push(tick, in, 0, false) }
 
 // PushView is Push with the frame's view lag: how far behind tick, in
 // quarter ticks, the client's render clock was when it sampled in (at most
-// maxViewLag), for the server's lag compensation (inputLog.View). A section
+// MaxViewLag), for the server's lag compensation (the input log's View). A section
 // carries view lags when every frame in it has one.
-func (s *sender[I]) PushView(tick uint32, in *I, quarterTicks uint16) bool {
-	return s.push(tick, in, min(quarterTicks, maxViewLag), true)
+func (s *Sender[I]) PushView(tick uint32, in *I, quarterTicks uint16) bool {
+	return s.push(tick, in, min(quarterTicks, MaxViewLag), true)
 }
 
-func (s *sender[I]) push(tick uint32, in *I, view uint16, viewed bool) bool {
+func (s *Sender[I]) push(tick uint32, in *I, view uint16, viewed bool) bool {
 	if s.has && int32(tick-s.newest) <= 0 {
 		return false
 	}
@@ -78,13 +78,13 @@ func (s *sender[I]) push(tick uint32, in *I, view uint16, viewed bool) bool {
 }
 
 // Newest returns the newest pushed tick; ok is false before the first Push.
-func (s *sender[I]) Newest() (tick uint32, ok bool) { return s.newest, s.has }
+func (s *Sender[I]) Newest() (tick uint32, ok bool) { return s.newest, s.has }
 
-// Ack records that the server holds the frame of tick (from its feedback,
-// feedback.Ack). Older and duplicate acks are ignored. Sections then code
+// Ack records that the server holds the frame of tick (the Ack of its input
+// feedback). Older and duplicate acks are ignored. Sections then code
 // their oldest frame against that frame while it is within the baseline
 // window. O(1).
-func (s *sender[I]) Ack(tick uint32) {
+func (s *Sender[I]) Ack(tick uint32) {
 	if !s.has || int32(tick-s.newest) > 0 {
 		return // acks a tick never sent: ignore
 	}
@@ -97,11 +97,11 @@ func (s *sender[I]) Ack(tick uint32) {
 // AppendFrames writes an input section with the newest min(N, frames held)
 // frames to w and returns how many it wrote (0, writing nothing, before the
 // first Push). Allocation-free once w's buffer has grown; O(N·NumLanes).
-func (s *sender[I]) AppendFrames(w *bitio.Writer) int {
+func (s *Sender[I]) AppendFrames(w *bitio.Writer) int {
 	if !s.has {
 		return 0
 	}
-	n := min(s.c.n, s.count)
+	n := min(s.c.Redundancy(), s.count)
 	first := s.newest - uint32(n) + 1
 	viewed := true // (every frame has a view lag, or the section carries none)
 	for i := 0; i < n; i++ {
@@ -118,7 +118,7 @@ func (s *sender[I]) AppendFrames(w *bitio.Writer) int {
 	if s.hasAck {
 		back := int64(int32(first - s.acked))
 		// The frame must still be in our ring, and within the window.
-		if back >= -MaxRedundancy && back <= int64(s.c.window) && int(int32(s.newest-s.acked)) < s.count {
+		if back >= -MaxRedundancy && back <= int64(s.c.BaselineWindow()) && int(int32(s.newest-s.acked)) < s.count {
 			base, baseTick = s.slot(s.acked), s.acked
 		}
 	}

@@ -1,4 +1,4 @@
-package input
+package frames
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/input/internal/inputerr"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 )
@@ -24,9 +25,9 @@ type shooterInput struct {
 	Note    string  `net:"-"`
 }
 
-func newShooterCodec(t testing.TB, cfg Config) *codec[shooterInput] {
+func newShooterCodec(t testing.TB, cfg Config) *Codec[shooterInput] {
 	t.Helper()
-	c, err := newCodec[shooterInput](cfg)
+	c, err := New[shooterInput](cfg)
 	require.NoError(t, err)
 	return c
 }
@@ -75,7 +76,7 @@ func TestFramesRoundTrip(t *testing.T) {
 		frames = append(frames, lanes...)
 	}
 	var w bitio.Writer
-	var dst frameSection
+	var dst Section
 	for trial := 0; trial < 500; trial++ {
 		n := 1 + rng.IntN(6)
 		start := 70 + rng.IntN(300)
@@ -133,7 +134,7 @@ func TestFramesExactBytes(t *testing.T) {
 	c.AppendFrames(&w, 1, two, []uint16{40, 41}, 0, nil)
 	// (frame 1 equals frame 0: a new mask, of no group)
 	require.Equal(t, 31+10+egLen(bitio.ZigZag(1), 0)+1+egLen(9, 2)+1+int(c.ng), w.BitLen())
-	var dst frameSection
+	var dst Section
 	require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 1, nil, &dst))
 	for i, want := range []uint16{40, 41} {
 		v, ok := dst.View(i)
@@ -145,7 +146,7 @@ func TestFramesExactBytes(t *testing.T) {
 	c.AppendFrames(&w, 1, lanes, []uint16{5000}, 0, nil)
 	require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 1, nil, &dst))
 	v, _ := dst.View(0)
-	require.Equal(t, uint16(maxViewLag), v)
+	require.Equal(t, uint16(MaxViewLag), v)
 }
 
 func TestFramesTruncated(t *testing.T) {
@@ -161,31 +162,31 @@ func TestFramesTruncated(t *testing.T) {
 	var w bitio.Writer
 	c.AppendFrames(&w, 100, frames, nil, 0, nil)
 	full := w.Bytes()
-	var dst frameSection
+	var dst Section
 	require.NoError(t, c.ReadFrames(bitio.NewReader(full), 100, nil, &dst))
 	for n := 0; n < len(full); n++ {
 		err := c.ReadFrames(bitio.NewReader(full[:n]), 100, nil, &dst)
-		require.ErrorIs(t, err, ErrMalformed, "prefix %d of %d", n, len(full))
+		require.ErrorIs(t, err, inputerr.ErrMalformed, "prefix %d of %d", n, len(full))
 		require.ErrorIs(t, err, bitio.ErrShortBuffer)
 	}
 }
 
 func TestFramesHostile(t *testing.T) {
 	c := newShooterCodec(t, Config{Redundancy: 4})
-	var dst frameSection
+	var dst Section
 	t.Run("count above redundancy", func(t *testing.T) {
 		var w bitio.Writer
-		w.WriteBits(10, tickBits)
+		w.WriteBits(10, TickBits)
 		w.WriteBits(31, countBits) // 32 frames
 		w.WriteBits(0, 1)
 		w.WriteBits(0, 64)
 		err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
-		require.ErrorIs(t, err, ErrMalformed)
+		require.ErrorIs(t, err, inputerr.ErrMalformed)
 		require.Equal(t, 4*c.NumLanes(), cap(dst.lanes), "sized by the codec, not the count")
 	})
 	t.Run("out of range code", func(t *testing.T) {
 		var w bitio.Writer
-		w.WriteBits(10, tickBits)
+		w.WriteBits(10, TickBits)
 		w.WriteBits(0, countBits)
 		w.WriteBits(0, 1)
 		w.WriteBits(0, 1)
@@ -193,19 +194,19 @@ func TestFramesHostile(t *testing.T) {
 		w.WriteBits(7, 3)       // valid (absolute-only lane of 3 bits)
 		require.NoError(t, c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst))
 		w.Reset(nil)
-		w.WriteBits(10, tickBits)
+		w.WriteBits(10, TickBits)
 		w.WriteBits(0, countBits)
 		w.WriteBits(0, 1)
 		w.WriteBits(0, 1)
 		w.WriteBits(1<<4, c.ng) // Weapon: 0..9 in 4 bits
 		w.WriteBits(15, 4)
 		err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
-		require.ErrorIs(t, err, ErrMalformed)
+		require.ErrorIs(t, err, inputerr.ErrMalformed)
 		require.ErrorIs(t, err, schema.ErrCorrupt)
 	})
 	t.Run("residual leaves range", func(t *testing.T) {
 		var w bitio.Writer
-		w.WriteBits(10, tickBits)
+		w.WriteBits(10, TickBits)
 		w.WriteBits(0, countBits)
 		w.WriteBits(0, 1)
 		w.WriteBits(0, 1)
@@ -221,27 +222,27 @@ func TestFramesHostile(t *testing.T) {
 		var w bitio.Writer
 		c.AppendFrames(&w, 10, lanes, nil, 5, make([]uint64, nl))
 		err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, mapBaselines{}, &dst)
-		require.ErrorIs(t, err, errNoBaseline)
+		require.ErrorIs(t, err, ErrNoBaseline)
 		err = c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
-		require.ErrorIs(t, err, errNoBaseline)
+		require.ErrorIs(t, err, ErrNoBaseline)
 	})
 	t.Run("baseline outside window", func(t *testing.T) {
 		var w bitio.Writer
-		w.WriteBits(10, tickBits)
+		w.WriteBits(10, TickBits)
 		w.WriteBits(0, countBits)
 		w.WriteBits(1, 1)
 		w.WriteExpGolomb(bitio.ZigZag(40), 0)
 		err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, mapBaselines{}, &dst)
-		require.ErrorIs(t, err, ErrMalformed)
+		require.ErrorIs(t, err, inputerr.ErrMalformed)
 	})
 	t.Run("mask per frame", func(t *testing.T) {
 		type small struct {
 			A uint8 `net:"range=0:3"`
 		}
-		cs, err := newCodec[small](Config{})
+		cs, err := New[small](Config{})
 		require.NoError(t, err)
 		var w bitio.Writer
-		w.WriteBits(10, tickBits)
+		w.WriteBits(10, TickBits)
 		w.WriteBits(1, countBits)
 		w.WriteBits(0, 1)
 		w.WriteBits(0, 1) // no views
@@ -255,15 +256,15 @@ func TestFramesHostile(t *testing.T) {
 	t.Run("view lag leaves range", func(t *testing.T) {
 		for _, d := range []int64{+1, -21} {
 			var w bitio.Writer
-			w.WriteBits(10, tickBits)
+			w.WriteBits(10, TickBits)
 			w.WriteBits(1, countBits)
 			w.WriteBits(0, 1)
 			w.WriteBits(1, 1)
-			w.WriteBits(map[int64]uint64{+1: maxViewLag, -21: 20}[d], viewBits)
+			w.WriteBits(map[int64]uint64{+1: MaxViewLag, -21: 20}[d], viewBits)
 			w.WriteExpGolomb(bitio.ZigZag(d), 0)
 			w.WriteBits(0, 64)
 			err := c.ReadFrames(bitio.NewReader(w.Bytes()), 10, nil, &dst)
-			require.ErrorIs(t, err, ErrMalformed)
+			require.ErrorIs(t, err, inputerr.ErrMalformed)
 			require.ErrorContains(t, err, "view lag of frame 1 out of 0..1023")
 		}
 	})
@@ -281,7 +282,7 @@ func TestFramesHostile(t *testing.T) {
 				ok++
 				require.LessOrEqual(t, dst.Count, 4)
 			} else {
-				require.True(t, errors.Is(err, ErrMalformed) || errors.Is(err, errNoBaseline), "%v", err)
+				require.True(t, errors.Is(err, inputerr.ErrMalformed) || errors.Is(err, ErrNoBaseline), "%v", err)
 			}
 		}
 		t.Logf("%d of 20000 random sections decoded", ok)
@@ -289,23 +290,23 @@ func TestFramesHostile(t *testing.T) {
 }
 
 func TestCodecConfig(t *testing.T) {
-	_, err := newCodec[shooterInput](Config{Redundancy: 33})
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = newCodec[shooterInput](Config{BaselineWindow: -1})
-	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err := New[shooterInput](Config{Redundancy: 33})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
+	_, err = New[shooterInput](Config{BaselineWindow: -1})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
 	type bad struct{ X float32 }
-	_, err = newCodec[bad](Config{})
+	_, err = New[bad](Config{})
 	require.Error(t, err)
 	type none struct {
 		X float32 `net:"-"`
 	}
-	_, err = newCodec[none](Config{})
+	_, err = New[none](Config{})
 	require.Error(t, err)
 
 	reg := schema.NewRegistry()
-	c1, err := newCodec[shooterInput](Config{Registry: reg})
+	c1, err := New[shooterInput](Config{Registry: reg})
 	require.NoError(t, err)
-	c2, err := newCodec[shooterInput](Config{Registry: reg})
+	c2, err := New[shooterInput](Config{Registry: reg})
 	require.NoError(t, err)
 	require.Same(t, c1.Plan(), c2.Plan(), "an already registered input type reuses its plan")
 }

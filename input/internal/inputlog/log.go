@@ -1,4 +1,4 @@
-package input
+package inputlog
 
 import (
 	"errors"
@@ -6,17 +6,24 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/archenet/archenet/input/internal/frames"
+	"github.com/archenet/archenet/input/internal/inputerr"
 	"github.com/archenet/archenet/replication/bitio"
 )
 
-// MaxLeadLimit is the largest [LogConfig.MaxLead]: far below the ±32767
+// MaxLeadLimit is the largest [Config].MaxLead: far below the ±32767
 // ticks the 16-bit tick on the wire can resolve.
 const MaxLeadLimit = 1024
 
-// LogConfig configures the server's input log of each client (the
-// Authority keeps one per client). Its zero value accepts input up to 64 ticks
-// ahead and at most 3 datagrams per tick on average with bursts of 30.
-type LogConfig struct {
+// ErrFlood: the client sends more input datagrams than its rate limit
+// allows ([Config].DatagramsPerTick, [Config].Burst); the datagram was not
+// decoded. A caller may disconnect a client that keeps flooding.
+var ErrFlood = errors.New("input: client exceeds its input datagram rate")
+
+// Config configures a client's [Log]. Its fields are input.LogConfig's,
+// which converts to it. Its zero value accepts input up to 64 ticks ahead
+// and at most 3 datagrams per tick on average with bursts of 30.
+type Config struct {
 	// MaxLead is how far ahead of the next consumed tick a frame may be:
 	// frames for ticks ≥ next+MaxLead are rejected (counted in
 	// [Stats].Ahead). Zero: 64 (about 1 s at 60 Hz). At most [MaxLeadLimit].
@@ -30,45 +37,46 @@ type LogConfig struct {
 	Burst int
 }
 
-// logStatus says where the input inputLog.Consume returned came from.
-type logStatus uint8
+// Status says where the input [Log.Consume] returned came from.
+type Status uint8
 
 const (
-	// statusNone: no input has been received yet; the zero input.
-	statusNone logStatus = iota
-	// statusReceived: the client's own frame for this tick.
-	statusReceived
-	// statusMissing: the frame did not arrive in time; the last applied
-	// input is repeated (predicted-missing). The client predicted with its
-	// real input, so expect a correction if the two differ.
-	statusMissing
-	// statusOutage: no frame arrived for more than [Config].Hold ticks
-	// since the last applied one: the client's inputs are cut off. Consume
-	// returns the last applied input; the caller applies the outage input
-	// made from it ([AuthorityConfig].Outage), which the client predicts
+	// None: no input has been received yet; the zero input.
+	None Status = iota
+	// Received: the client's own frame for this tick.
+	Received
+	// Missing: the frame did not arrive in time; the last applied input is
+	// repeated (predicted-missing). The client predicted with its real
+	// input, so expect a correction if the two differ.
+	Missing
+	// Outage: no frame arrived for more than the codec's Hold ticks
+	// (frames.Config.Hold) since the last applied one: the client's inputs
+	// are cut off. Consume returns the last applied input; the caller
+	// applies the outage input made from it, which the client predicts
 	// too.
-	statusOutage
+	Outage
 )
 
 // String names the status.
-func (s logStatus) String() string {
+func (s Status) String() string {
 	switch s {
-	case statusNone:
+	case None:
 		return "none"
-	case statusReceived:
+	case Received:
 		return "received"
-	case statusMissing:
+	case Missing:
 		return "missing"
-	case statusOutage:
+	case Outage:
 		return "outage"
 	}
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
 
-// Stats counts what a client's input log saw. All counters only grow.
+// Stats counts what a client's input log saw. All counters only grow. Its
+// fields are input.Stats's, which it converts to.
 type Stats struct {
 	Datagrams  uint64 // input sections decoded successfully
-	Malformed  uint64 // sections rejected as [ErrMalformed]
+	Malformed  uint64 // sections rejected as malformed (inputerr.ErrMalformed)
 	NoBaseline uint64 // sections coded against a frame the log no longer holds
 	Flooded    uint64 // sections refused by the rate limit
 	Frames     uint64 // new frames stored
@@ -78,13 +86,13 @@ type Stats struct {
 	Consumed   uint64 // ticks consumed
 	Received   uint64 // ticks consumed with the client's frame
 	Missing    uint64 // ticks consumed without it (last input repeated, or the outage input)
-	Outage     uint64 // of those, ticks past Config.Hold (the outage input)
+	Outage     uint64 // of those, ticks past the codec's Hold (the outage input)
 }
 
-// feedback is what the server tells a client about its inputs, in each
-// snapshot datagram: the client's sender.Ack and [TickSync.ObserveFeedback]
-// inputs. Write it with appendFeedback.
-type feedback struct {
+// Feedback is what the server tells a client about its inputs, in each
+// snapshot datagram: what the client's frames.Sender.Ack and
+// input.TickSync.ObserveFeedback take. [AppendFeedback] writes it.
+type Feedback struct {
 	// Ack is the newest tick whose frame the server holds, valid if HasAck.
 	Ack    uint32
 	HasAck bool
@@ -94,14 +102,14 @@ type feedback struct {
 	Depth int
 }
 
-// inputLog is the server's per-client input log: a ring of received frames,
-// indexed by tick. inputLog.Receive stores the frames of an input section
-// (deduplicated, bounded lead, rate-limited); inputLog.Consume returns the input
-// for a tick exactly once, or repeats the last input when it is missing.
-// Not safe for concurrent use.
-type inputLog[I any] struct {
-	c      *codec[I]
-	cfg    LogConfig
+// Log is the server's input log of one client: a ring of received frames,
+// indexed by tick. [Log.Receive] stores the frames of an input section
+// (deduplicated, bounded lead, rate-limited); [Log.Consume] returns the
+// input for a tick exactly once, or repeats the last input when it is
+// missing. Not safe for concurrent use.
+type Log[I any] struct {
+	c      *frames.Codec[I]
+	cfg    Config
 	nl     int
 	mask   uint32 // ring size − 1
 	ticks  []uint32
@@ -109,7 +117,7 @@ type inputLog[I any] struct {
 	lanes  []uint64
 	views  []uint16 // per slot: the frame's view lag (viewed: it had one)
 	viewed []bool
-	batch  frameSection
+	batch  frames.Section
 
 	view    uint16 // the view lag of the frame the last Consume returned
 	hasView bool
@@ -129,18 +137,18 @@ type inputLog[I any] struct {
 	stats Stats
 }
 
-// newInputLog returns an empty log for codec c. It fails with
-// [ErrInvalidConfig]. Allocates its ring once: (MaxLead+128 rounded up to a
+// New returns an empty log for codec c. It fails with
+// inputerr.ErrInvalidConfig. Allocates its ring once: (MaxLead+128 rounded up to a
 // power of two) × NumLanes × 8 bytes.
-func newInputLog[I any](c *codec[I], cfg LogConfig) (*inputLog[I], error) {
+func New[I any](c *frames.Codec[I], cfg Config) (*Log[I], error) {
 	if cfg.MaxLead < 0 || cfg.MaxLead > MaxLeadLimit {
-		return nil, fmt.Errorf("%w: MaxLead %d not in 0..%d", ErrInvalidConfig, cfg.MaxLead, MaxLeadLimit)
+		return nil, fmt.Errorf("%w: MaxLead %d not in 0..%d", inputerr.ErrInvalidConfig, cfg.MaxLead, MaxLeadLimit)
 	}
 	if cfg.DatagramsPerTick < 0 || math.IsNaN(cfg.DatagramsPerTick) || math.IsInf(cfg.DatagramsPerTick, 0) {
-		return nil, fmt.Errorf("%w: DatagramsPerTick %v", ErrInvalidConfig, cfg.DatagramsPerTick)
+		return nil, fmt.Errorf("%w: DatagramsPerTick %v", inputerr.ErrInvalidConfig, cfg.DatagramsPerTick)
 	}
 	if cfg.Burst < 0 {
-		return nil, fmt.Errorf("%w: Burst %d is negative", ErrInvalidConfig, cfg.Burst)
+		return nil, fmt.Errorf("%w: Burst %d is negative", inputerr.ErrInvalidConfig, cfg.Burst)
 	}
 	if cfg.MaxLead == 0 {
 		cfg.MaxLead = 64
@@ -154,7 +162,7 @@ func newInputLog[I any](c *codec[I], cfg LogConfig) (*inputLog[I], error) {
 	// Room for MaxLead ahead plus baselines and late copies behind.
 	size := 1 << bits.Len(uint(cfg.MaxLead+128-1))
 	nl := c.NumLanes()
-	return &inputLog[I]{
+	return &Log[I]{
 		c: c, cfg: cfg, nl: nl, mask: uint32(size - 1),
 		ticks:  make([]uint32, size),
 		held:   make([]bool, size),
@@ -167,15 +175,15 @@ func newInputLog[I any](c *codec[I], cfg LogConfig) (*inputLog[I], error) {
 }
 
 // Config returns the configuration with defaults filled in.
-func (l *inputLog[I]) Config() LogConfig { return l.cfg }
+func (l *Log[I]) Config() Config { return l.cfg }
 
 // Stats returns the counters.
-func (l *inputLog[I]) Stats() Stats { return l.stats }
+func (l *Log[I]) Stats() Stats { return l.stats }
 
-func (l *inputLog[I]) slot(tick uint32) int { return int(tick & l.mask) }
+func (l *Log[I]) slot(tick uint32) int { return int(tick & l.mask) }
 
-// Baseline returns the held frame of tick, implementing baselines.
-func (l *inputLog[I]) Baseline(tick uint32) ([]uint64, bool) {
+// Baseline returns the held frame of tick, implementing frames.Baselines.
+func (l *Log[I]) Baseline(tick uint32) ([]uint64, bool) {
 	i := l.slot(tick)
 	if !l.held[i] || l.ticks[i] != tick {
 		return nil, false
@@ -190,19 +198,20 @@ func (l *inputLog[I]) Baseline(tick uint32) ([]uint64, bool) {
 // (counted in Ahead), frames already held are duplicates (the first copy
 // wins). It returns the number of new frames stored.
 //
-// Errors: errFlood when the client is over its datagram rate (nothing was
+// Errors: [ErrFlood] when the client is over its datagram rate (nothing was
 // decoded; the caller may disconnect a client that keeps doing this);
-// [ErrMalformed] or errNoBaseline from decoding (drop the datagram). Quantized
+// inputerr.ErrMalformed or frames.ErrNoBaseline from decoding (drop the
+// datagram). Quantized
 // codes are validated while decoding, so every stored value is in range.
 // Never panics; allocation-free on success.
-func (l *inputLog[I]) Receive(r *bitio.Reader, now uint32) (int, error) {
+func (l *Log[I]) Receive(r *bitio.Reader, now uint32) (int, error) {
 	if l.tokens < 1 {
 		l.stats.Flooded++
-		return 0, errFlood
+		return 0, ErrFlood
 	}
 	l.tokens--
 	if err := l.c.ReadFrames(r, now, l, &l.batch); err != nil {
-		if errors.Is(err, errNoBaseline) {
+		if errors.Is(err, frames.ErrNoBaseline) {
 			l.stats.NoBaseline++
 		} else {
 			l.stats.Malformed++
@@ -238,11 +247,12 @@ func (l *inputLog[I]) Receive(r *bitio.Reader, now uint32) (int, error) {
 }
 
 // Consume returns in *dst the input to apply at tick: the client's frame if
-// held, else the last applied input repeated (statusMissing), else the
-// zero input (statusNone). Call it once per server tick with increasing
-// ticks; it also refills the flood budget and measures the input buffer
-// depth for inputLog.Feedback. Allocation-free, O(NumLanes).
-func (l *inputLog[I]) Consume(tick uint32, dst *I) logStatus {
+// held, else the last applied input repeated ([Missing], or [Outage] past
+// the codec's Hold), else the zero input ([None]). Call it once per server
+// tick with increasing ticks; it also refills the flood budget and
+// measures the input buffer depth for [Log.Feedback]. Allocation-free,
+// O(NumLanes).
+func (l *Log[I]) Consume(tick uint32, dst *I) Status {
 	l.tokens = min(l.tokens+l.cfg.DatagramsPerTick, float64(l.cfg.Burst))
 	l.stats.Consumed++
 	if l.hasNewest {
@@ -259,39 +269,39 @@ func (l *inputLog[I]) Consume(tick uint32, dst *I) logStatus {
 		l.stats.Received++
 		s := l.slot(tick)
 		l.view, l.hasView = l.views[s], l.viewed[s]
-		return statusReceived
+		return Received
 	}
 	l.hasView = false
 	if l.hasLast {
 		l.c.Dequantize(l.last, dst)
 		l.stats.Missing++
-		if h := l.c.hold; h >= 0 && int32(tick-l.lastTick) > int32(h) {
+		if h := l.c.Hold(); h >= 0 && int32(tick-l.lastTick) > int32(h) {
 			l.stats.Outage++
-			return statusOutage
+			return Outage
 		}
-		return statusMissing
+		return Missing
 	}
 	var zero I
 	*dst = zero
-	return statusNone
+	return None
 }
 
 // View returns the view lag the client reported with the frame the last
-// inputLog.Consume returned: how far behind that tick, in quarter ticks, its
+// [Log.Consume] returned: how far behind that tick, in quarter ticks, its
 // render clock was when it sampled the input (what it saw when it acted,
 // for lag compensation). ok is false if that Consume did not return the
 // client's own frame for the tick, or the frame carried no view lag.
-func (l *inputLog[I]) View() (quarterTicks uint16, ok bool) { return l.view, l.hasView }
+func (l *Log[I]) View() (quarterTicks uint16, ok bool) { return l.view, l.hasView }
 
 // LastApplied returns the tick of the client frame whose values the last
-// inputLog.Consume returned (older than the consumed tick when the frame was
+// [Log.Consume] returned (older than the consumed tick when the frame was
 // missing); ok is false before the first received frame. The server sends it
-// with the predicted entity's state (see predictor.Reconcile).
-func (l *inputLog[I]) LastApplied() (tick uint32, ok bool) { return l.lastTick, l.hasLast }
+// with the predicted entity's state (see predict.Predictor.Reconcile).
+func (l *Log[I]) LastApplied() (tick uint32, ok bool) { return l.lastTick, l.hasLast }
 
 // Feedback returns the client's feedback and starts a new depth window.
-func (l *inputLog[I]) Feedback() feedback {
-	f := feedback{Ack: l.newest, HasAck: l.hasNewest, Depth: l.depth}
+func (l *Log[I]) Feedback() Feedback {
+	f := Feedback{Ack: l.newest, HasAck: l.hasNewest, Depth: l.depth}
 	if l.hasDepth {
 		f.Depth = l.minDepth
 	}

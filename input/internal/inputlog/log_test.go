@@ -1,15 +1,17 @@
-package input
+package inputlog
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/archenet/archenet/input/internal/frames"
+	"github.com/archenet/archenet/input/internal/inputerr"
 	"github.com/archenet/archenet/replication/bitio"
 )
 
 // section encodes frames for ticks first.. with keys values ks.
-func section(t *testing.T, c *codec[shooterInput], first uint32, ks ...uint16) []byte {
+func section(t *testing.T, c *frames.Codec[shooterInput], first uint32, ks ...uint16) []byte {
 	t.Helper()
 	nl := c.NumLanes()
 	frames := make([]uint64, len(ks)*nl)
@@ -23,12 +25,12 @@ func section(t *testing.T, c *codec[shooterInput], first uint32, ks ...uint16) [
 }
 
 func TestLogStoreAndConsume(t *testing.T) {
-	c := newShooterCodec(t, Config{})
-	l, err := newInputLog(c, LogConfig{MaxLead: 8})
+	c := newShooterCodec(t, frames.Config{})
+	l, err := New(c, Config{MaxLead: 8})
 	require.NoError(t, err)
 	var in shooterInput
 
-	require.Equal(t, statusNone, l.Consume(9, &in))
+	require.Equal(t, None, l.Consume(9, &in))
 	require.Equal(t, shooterInput{}, in)
 
 	n, err := l.Receive(bitio.NewReader(section(t, c, 10, 1, 2, 3, 4)), 10)
@@ -44,18 +46,18 @@ func TestLogStoreAndConsume(t *testing.T) {
 	require.Equal(t, 2, n)
 
 	for tick := uint32(10); tick <= 14; tick++ {
-		require.Equal(t, statusReceived, l.Consume(tick, &in))
+		require.Equal(t, Received, l.Consume(tick, &in))
 		require.Equal(t, uint16(tick-9), in.Keys)
 		last, ok := l.LastApplied()
 		require.True(t, ok)
 		require.Equal(t, tick, last)
 	}
 	// 15 missing: the input of 14 repeats.
-	require.Equal(t, statusMissing, l.Consume(15, &in))
+	require.Equal(t, Missing, l.Consume(15, &in))
 	require.Equal(t, uint16(5), in.Keys)
 	last, _ := l.LastApplied()
 	require.Equal(t, uint32(14), last)
-	require.Equal(t, statusReceived, l.Consume(16, &in))
+	require.Equal(t, Received, l.Consume(16, &in))
 	require.Equal(t, uint16(7), in.Keys)
 
 	// A frame for 15 now is late; 16 is a duplicate.
@@ -85,8 +87,8 @@ func TestLogStoreAndConsume(t *testing.T) {
 }
 
 func TestLogFirstCopyWins(t *testing.T) {
-	c := newShooterCodec(t, Config{})
-	l, err := newInputLog(c, LogConfig{})
+	c := newShooterCodec(t, frames.Config{})
+	l, err := New(c, Config{})
 	require.NoError(t, err)
 	_, err = l.Receive(bitio.NewReader(section(t, c, 5, 1)), 5)
 	require.NoError(t, err)
@@ -98,8 +100,8 @@ func TestLogFirstCopyWins(t *testing.T) {
 }
 
 func TestLogFlood(t *testing.T) {
-	c := newShooterCodec(t, Config{})
-	l, err := newInputLog(c, LogConfig{DatagramsPerTick: 2, Burst: 5})
+	c := newShooterCodec(t, frames.Config{})
+	l, err := New(c, Config{DatagramsPerTick: 2, Burst: 5})
 	require.NoError(t, err)
 	data := section(t, c, 1, 1)
 	for i := 0; i < 5; i++ {
@@ -107,7 +109,7 @@ func TestLogFlood(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err = l.Receive(bitio.NewReader(data), 1)
-	require.ErrorIs(t, err, errFlood)
+	require.ErrorIs(t, err, ErrFlood)
 	var in shooterInput
 	l.Consume(1, &in) // refills 2
 	for i := 0; i < 2; i++ {
@@ -115,7 +117,7 @@ func TestLogFlood(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, err = l.Receive(bitio.NewReader(data), 2)
-	require.ErrorIs(t, err, errFlood)
+	require.ErrorIs(t, err, ErrFlood)
 	require.Equal(t, uint64(2), l.Stats().Flooded)
 
 	// A well-behaved client at one datagram per tick is never refused.
@@ -127,8 +129,8 @@ func TestLogFlood(t *testing.T) {
 }
 
 func TestLogHostile(t *testing.T) {
-	c := newShooterCodec(t, Config{})
-	l, err := newInputLog(c, LogConfig{MaxLead: 32, Burst: 1000})
+	c := newShooterCodec(t, frames.Config{})
+	l, err := New(c, Config{MaxLead: 32, Burst: 1000})
 	require.NoError(t, err)
 	var in shooterInput
 	for tick := uint32(0); tick < 100; tick++ {
@@ -149,25 +151,25 @@ func TestLogHostile(t *testing.T) {
 	require.False(t, ok)
 	// Garbage.
 	_, err = l.Receive(bitio.NewReader([]byte{0xff, 0xff, 0xff}), 100)
-	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorIs(t, err, inputerr.ErrMalformed)
 	_, err = l.Receive(bitio.NewReader(nil), 100)
-	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorIs(t, err, inputerr.ErrMalformed)
 	require.Equal(t, uint64(2), l.Stats().Malformed)
 
-	_, err = newInputLog(c, LogConfig{MaxLead: MaxLeadLimit + 1})
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = newInputLog(c, LogConfig{DatagramsPerTick: -1})
-	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = newInputLog(c, LogConfig{Burst: -1})
-	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = New(c, Config{MaxLead: MaxLeadLimit + 1})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
+	_, err = New(c, Config{DatagramsPerTick: -1})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
+	_, err = New(c, Config{Burst: -1})
+	require.ErrorIs(t, err, inputerr.ErrInvalidConfig)
 }
 
 // TestSenderLogAckedBaseline: sections coded against an acked frame decode
 // at the log, and a baseline the log no longer holds fails cleanly.
 func TestSenderLogAckedBaseline(t *testing.T) {
-	c := newShooterCodec(t, Config{})
-	s := newSender(c)
-	l, err := newInputLog(c, LogConfig{Burst: 1000})
+	c := newShooterCodec(t, frames.Config{})
+	s := frames.NewSender(c)
+	l, err := New(c, Config{Burst: 1000})
 	require.NoError(t, err)
 	var w bitio.Writer
 	require.Equal(t, 0, s.AppendFrames(&w))
@@ -179,7 +181,7 @@ func TestSenderLogAckedBaseline(t *testing.T) {
 		require.Equal(t, min(4, int(tick)), s.AppendFrames(&w))
 		_, err := l.Receive(bitio.NewReader(w.Bytes()), tick)
 		require.NoError(t, err)
-		require.Equal(t, statusReceived, l.Consume(tick, &got))
+		require.Equal(t, Received, l.Consume(tick, &got))
 		require.Equal(t, in, got)
 		if tick%5 == 0 {
 			f := l.Feedback()
@@ -202,42 +204,42 @@ func TestSenderLogAckedBaseline(t *testing.T) {
 	require.Equal(t, uint16(999), got.Keys)
 
 	// A fresh log does not hold the sender's baseline.
-	l2, err := newInputLog(c, LogConfig{})
+	l2, err := New(c, Config{})
 	require.NoError(t, err)
 	_, err = l2.Receive(bitio.NewReader(w.Bytes()), 200)
-	require.ErrorIs(t, err, errNoBaseline)
+	require.ErrorIs(t, err, frames.ErrNoBaseline)
 	require.Equal(t, uint64(1), l2.Stats().NoBaseline)
 }
 
 func TestFeedbackRoundTrip(t *testing.T) {
-	for _, f := range []feedback{{}, {Ack: 70000, HasAck: true, Depth: 3}, {Ack: 5, HasAck: true, Depth: -7}, {Depth: 1000}} {
+	for _, f := range []Feedback{{}, {Ack: 70000, HasAck: true, Depth: 3}, {Ack: 5, HasAck: true, Depth: -7}, {Depth: 1000}} {
 		var w bitio.Writer
-		appendFeedback(&w, f)
-		got, err := readFeedback(bitio.NewReader(w.Bytes()), f.Ack+100)
+		AppendFeedback(&w, f)
+		got, err := ReadFeedback(bitio.NewReader(w.Bytes()), f.Ack+100)
 		require.NoError(t, err)
 		want := f
-		want.Depth = min(max(f.Depth, -maxFeedbackDepth), maxFeedbackDepth)
+		want.Depth = min(max(f.Depth, -MaxFeedbackDepth), MaxFeedbackDepth)
 		if !f.HasAck {
 			want.Ack = 0
 		}
 		require.Equal(t, want, got)
 		full := w.Bytes()
 		for n := 0; n < len(full)-1; n++ {
-			_, err := readFeedback(bitio.NewReader(full[:n]), 0)
-			require.ErrorIs(t, err, ErrMalformed)
+			_, err := ReadFeedback(bitio.NewReader(full[:n]), 0)
+			require.ErrorIs(t, err, inputerr.ErrMalformed)
 		}
 	}
 	var w bitio.Writer
 	w.WriteBool(false)
 	w.WriteExpGolomb(bitio.ZigZag(1000), 0)
-	_, err := readFeedback(bitio.NewReader(w.Bytes()), 0)
-	require.ErrorIs(t, err, ErrMalformed)
+	_, err := ReadFeedback(bitio.NewReader(w.Bytes()), 0)
+	require.ErrorIs(t, err, inputerr.ErrMalformed)
 }
 
 func TestSteadyStateAllocs(t *testing.T) {
-	c := newShooterCodec(t, Config{})
-	s := newSender(c)
-	l, err := newInputLog(c, LogConfig{})
+	c := newShooterCodec(t, frames.Config{})
+	s := frames.NewSender(c)
+	l, err := New(c, Config{})
 	require.NoError(t, err)
 	var w bitio.Writer
 	var r bitio.Reader

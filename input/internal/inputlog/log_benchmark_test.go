@@ -1,22 +1,23 @@
-package input
+package inputlog
 
 import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/archenet/archenet/input/internal/frames"
 	"github.com/archenet/archenet/replication/bitio"
 )
 
-// steadyShooter returns a Sender and Log that have exchanged 200 ticks of a
+// steadyShooter returns a codec, Sender and Log that have exchanged 200 ticks of a
 // held key set (forward + sprint) with a moving mouse and the acks of a
 // 150 ms round trip (9 ticks at 60 Hz), and the next input script.
-func steadyShooter(b *testing.B) (*codec[fpsInput], *sender[fpsInput], *inputLog[fpsInput], func(tick uint32) fpsInput) {
-	c, err := newCodec[fpsInput](Config{})
+func steadyShooter(b *testing.B) (*frames.Codec[fpsInput], *frames.Sender[fpsInput], *Log[fpsInput], func(tick uint32) fpsInput) {
+	c, err := frames.New[fpsInput](frames.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := newSender(c)
-	l, err := newInputLog(c, LogConfig{MaxLead: MaxLeadLimit, Burst: 1 << 30, DatagramsPerTick: 1 << 20})
+	s := frames.NewSender(c)
+	l, err := New(c, Config{MaxLead: MaxLeadLimit, Burst: 1 << 30, DatagramsPerTick: 1 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,61 +109,17 @@ func BenchmarkSectionDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkNewFrameBits: the marginal cost of one frame in steady state
-// (held keys, moving mouse): the bits a section grows by per extra frame.
-func BenchmarkNewFrameBits(b *testing.B) {
-	b.ReportAllocs()
-	c, _, _, next := steadyShooter(b)
-	nl := c.NumLanes()
-	const frames = 32
-	lanes := make([]uint64, frames*nl)
-	var w bitio.Writer
-	tick := uint32(100)
-	total, count := 0, 0
-	for b.Loop() {
-		for i := 0; i < frames; i++ {
-			in := next(tick)
-			c.Quantize(&in, lanes[i*nl:])
-		}
-		w.Reset(w.Bytes()[:0])
-		c.AppendFrames(&w, tick, lanes[:nl], nil, 0, nil)
-		one := w.BitLen()
-		w.Reset(w.Bytes()[:0])
-		c.AppendFrames(&w, tick, lanes, nil, 0, nil)
-		total += w.BitLen() - one
-		count += frames - 1
-	}
-	b.ReportMetric(float64(total)/float64(count), "bits/frame")
+// fpsInput is the typical shooter input of the benchmarks (package input's
+// end-to-end test has the same): held movement keys, mouse deltas, mouse
+// buttons.
+type fpsInput struct {
+	Keys    uint16  `net:"range=0:65535"`
+	DX      float32 `net:"range=-512:512,step=0.25"`
+	DY      float32 `net:"range=-512:512,step=0.25"`
+	Buttons uint8   `net:"range=0:7"`
 }
 
-// BenchmarkPredict: one predicted tick (step + rounding + history).
-func BenchmarkPredict(b *testing.B) {
-	b.ReportAllocs()
-	p, _ := newPlayerPredictorB(b)
-	in := fpsInput{Keys: keyFwd, DX: 2}
-	tick := uint32(1)
-	for b.Loop() {
-		p.Predict(tick, &in)
-		tick++
-	}
-}
-
-// BenchmarkReconcileReplay: a correction replaying 9 ticks (150 ms at 60 Hz).
-func BenchmarkReconcileReplay(b *testing.B) {
-	b.ReportAllocs()
-	p, _ := newPlayerPredictorB(b)
-	in := fpsInput{Keys: keyFwd, DX: 2}
-	for tick := uint32(1); tick <= 10; tick++ {
-		p.Predict(tick, &in)
-	}
-	auth := player{X: 1}
-	tick := uint32(10)
-	for b.Loop() {
-		tick++
-		p.Predict(tick, &in)
-		auth.X = -auth.X
-		if c := p.Reconcile(tick-9, tick-9, &auth); c.Status != ReconcileCorrected {
-			b.Fatal(c.Status)
-		}
-	}
-}
+const (
+	keyFwd    = 1 << 0
+	keySprint = 1 << 4
+)

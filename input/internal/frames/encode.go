@@ -1,4 +1,4 @@
-package input
+package frames
 
 import (
 	"math/bits"
@@ -6,23 +6,26 @@ import (
 	"github.com/archenet/archenet/replication/bitio"
 )
 
+// TickBits is the width of a tick on the wire: the low bits of a section's
+// oldest tick (and of the ack in the server's input feedback).
+const TickBits = 16
+
 // Section header widths.
 const (
-	tickBits  = 16 // low bits of the first frame's tick
 	countBits = 5  // count − 1
 	viewBits  = 10 // the oldest frame's view lag, quarter ticks
 )
 
-// maxViewLag is the largest view lag a frame carries, in quarter ticks: how
+// MaxViewLag is the largest view lag a frame carries, in quarter ticks: how
 // far behind its tick the client's render clock was when it sampled it.
-const maxViewLag = 1<<viewBits - 1
+const MaxViewLag = 1<<viewBits - 1
 
 // AppendFrames writes an input section to w: count = len(frames)/NumLanes
 // consecutive frames for ticks first, first+1, …; frames holds their lanes
-// back to back (from codec.Quantize, so every code is valid). views, if
+// back to back (from [Codec.Quantize], so every code is valid). views, if
 // not nil, holds each frame's view lag in quarter ticks (at most
-// maxViewLag; larger ones are written as it): the server's lag
-// compensation reads it (inputLog.View).
+// MaxViewLag; larger ones are written as it): the server's lag
+// compensation reads it (the input log's View).
 //
 // The oldest frame is coded against base, the lanes of the frame of
 // baseTick that the receiver has acknowledged holding, when base is non-nil
@@ -30,18 +33,18 @@ const maxViewLag = 1<<viewBits - 1
 // the zero input. Every later frame is coded against the frame before it in the same
 // section. Nothing depends on an earlier datagram having arrived, so any
 // pattern of loss, duplication and reordering decodes correctly (see the
-// package documentation for the layout).
+// wire layout in package input's documentation).
 //
 // Panics if the frame count is not in 1..[MaxRedundancy] or frames is not a
 // multiple of NumLanes (a programming error). Allocation-free once w's buffer
-// has grown. See also sender.AppendFrames, which keeps the history for you.
-func (c *codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, views []uint16, baseTick uint32, base []uint64) {
+// has grown. See also [Sender.AppendFrames], which keeps the history for you.
+func (c *Codec[I]) AppendFrames(w *bitio.Writer, first uint32, frames []uint64, views []uint16, baseTick uint32, base []uint64) {
 	nl := len(c.lanes)
 	count := len(frames) / nl
 	if count < 1 || count > MaxRedundancy || count*nl != len(frames) || (views != nil && len(views) != count) {
 		panic("input: AppendFrames needs 1..MaxRedundancy whole frames (and a view per frame, if any)")
 	}
-	w.WriteBits(uint64(first), tickBits)
+	w.WriteBits(uint64(first), TickBits)
 	w.WriteBits(uint64(count-1), countBits)
 	if back := int64(int32(first-baseTick)) - 1; base != nil && back >= -MaxRedundancy-1 && back < int64(c.window) {
 		w.WriteBits(1, 1)
@@ -84,17 +87,17 @@ func writeViews(w *bitio.Writer, views []uint16) {
 		return
 	}
 	w.WriteBits(1, 1)
-	prev := int64(min(views[0], maxViewLag))
+	prev := int64(min(views[0], MaxViewLag))
 	w.WriteBits(uint64(prev), viewBits)
 	for _, v := range views[1:] {
-		cur := int64(min(v, maxViewLag))
+		cur := int64(min(v, MaxViewLag))
 		w.WriteExpGolomb(bitio.ZigZag(cur-prev), 0)
 		prev = cur
 	}
 }
 
 // diffMask returns the groups whose lanes differ between a and b.
-func (c *codec[I]) diffMask(a, b []uint64) uint64 {
+func (c *Codec[I]) diffMask(a, b []uint64) uint64 {
 	var mask uint64
 	for i := range c.lanes {
 		if a[i] != b[i] {
@@ -109,7 +112,7 @@ func egLen(z uint64, k uint8) int {
 	return 2*bits.Len64(z+1<<k) - int(k) - 1
 }
 
-func (c *codec[I]) writeGroup(w *bitio.Writer, g int, base, cur []uint64, ord *[256]uint8) {
+func (c *Codec[I]) writeGroup(w *bitio.Writer, g int, base, cur []uint64, ord *[256]uint8) {
 	gr := &c.groups[g]
 	switch c.kinds[g] {
 	case groupFlip:

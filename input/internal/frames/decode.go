@@ -1,23 +1,25 @@
-package input
+package frames
 
 import (
 	"fmt"
 	"math/bits"
 
+	"github.com/archenet/archenet/input/internal/inputerr"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/schema"
 )
 
-// baselines gives a decoder the frames the receiver acknowledged, by tick.
-// inputLog implements it; the returned lanes must not be modified.
-type baselines interface {
+// Baselines gives a decoder the frames the receiver acknowledged, by tick.
+// The server's input log implements it; the returned lanes must not be
+// modified.
+type Baselines interface {
 	Baseline(tick uint32) (lanes []uint64, ok bool)
 }
 
-// frameSection is a decoded input section: Count frames for ticks First,
-// First+1, …. Reuse one frameSection per connection: after its first use,
-// codec.ReadFrames into it does not allocate.
-type frameSection struct {
+// Section is a decoded input section: Count frames for ticks First,
+// First+1, …. Reuse one Section per connection: after its first use,
+// [Codec.ReadFrames] into it does not allocate.
+type Section struct {
 	// First is the tick of the oldest frame, extended to 32 bits around the
 	// reference tick given to ReadFrames.
 	First uint32
@@ -27,7 +29,7 @@ type frameSection struct {
 	// baseline, BaseTick.
 	Based    bool
 	BaseTick uint32
-	// HasView reports whether the frames carry view lags (frameSection.View).
+	// HasView reports whether the frames carry view lags (Section.View).
 	HasView bool
 
 	nl    int
@@ -38,52 +40,52 @@ type frameSection struct {
 // View returns frame i's view lag in quarter ticks: how far behind tick i
 // the client's render clock was when it sampled the frame. ok is false if
 // the section carried none. Panics if i is not in 0..Count−1.
-func (f *frameSection) View(i int) (quarterTicks uint16, ok bool) {
+func (f *Section) View(i int) (quarterTicks uint16, ok bool) {
 	if i < 0 || i >= f.Count {
-		panic("input: Frames.View index out of range")
+		panic("input: Section.View index out of range")
 	}
 	return f.views[i], f.HasView
 }
 
 // Tick returns the tick of frame i.
-func (f *frameSection) Tick(i int) uint32 { return f.First + uint32(i) }
+func (f *Section) Tick(i int) uint32 { return f.First + uint32(i) }
 
 // Lanes returns the quantized lanes of frame i (valid until the next
 // ReadFrames into f). Panics if i is not in 0..Count−1.
-func (f *frameSection) Lanes(i int) []uint64 {
+func (f *Section) Lanes(i int) []uint64 {
 	if i < 0 || i >= f.Count {
-		panic("input: Frames.Lanes index out of range")
+		panic("input: Section.Lanes index out of range")
 	}
 	return f.lanes[i*f.nl : (i+1)*f.nl]
 }
 
-// ReadFrames decodes an input section written by codec.AppendFrames from r
+// ReadFrames decodes an input section written by [Codec.AppendFrames] from r
 // into dst, leaving r just past the section. ref is the receiver's current
 // tick: the 16-bit tick on the wire is extended to the tick nearest to ref,
 // so ticks must stay within ±32767 of ref (a server rejects frames that far
 // off anyway). bases resolves an acked baseline; it may be nil when the peer
 // never codes against one.
 //
-// Errors: truncated or invalid input wraps [ErrMalformed] (and the
-// underlying bitio or schema error); a count above the codec's Redundancy is
-// [ErrMalformed]; a baseline bases does not hold is errNoBaseline. Never
-// panics; the count is bounded before anything is sized by it, and dst's
-// buffer is sized once for Redundancy frames.
-func (c *codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases baselines, dst *frameSection) error {
+// Errors: truncated or invalid input wraps [inputerr.ErrMalformed] (and
+// the underlying bitio or schema error); a count above the codec's
+// Redundancy is [inputerr.ErrMalformed]; a baseline bases does not hold is
+// [ErrNoBaseline]. Never panics; the count is bounded before anything is
+// sized by it, and dst's buffer is sized once for Redundancy frames.
+func (c *Codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases Baselines, dst *Section) error {
 	nl := len(c.lanes)
 	if dst.nl != nl || cap(dst.lanes) < c.n*nl {
 		dst.nl = nl
 		dst.lanes = make([]uint64, c.n*nl)
 	}
 	dst.Count = 0
-	low := uint16(r.ReadBits(tickBits))
+	low := uint16(r.ReadBits(TickBits))
 	count := int(r.ReadBits(countBits)) + 1
 	based := r.ReadBool()
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("%w: header: %w", ErrMalformed, err)
+		return fmt.Errorf("%w: header: %w", inputerr.ErrMalformed, err)
 	}
 	if count > c.n {
-		return fmt.Errorf("%w: %d frames, limit %d", ErrMalformed, count, c.n)
+		return fmt.Errorf("%w: %d frames, limit %d", inputerr.ErrMalformed, count, c.n)
 	}
 	first := ref + uint32(int32(int16(low-uint16(ref))))
 	base := c.zero
@@ -91,10 +93,10 @@ func (c *codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases baselines, dst 
 	if based {
 		back := bitio.UnZigZag(r.ReadExpGolomb(0))
 		if err := r.Err(); err != nil {
-			return fmt.Errorf("%w: baseline: %w", ErrMalformed, err)
+			return fmt.Errorf("%w: baseline: %w", inputerr.ErrMalformed, err)
 		}
 		if back < -MaxRedundancy-1 || back >= int64(c.window) {
-			return fmt.Errorf("%w: baseline %d ticks back, window %d", ErrMalformed, back+1, c.window)
+			return fmt.Errorf("%w: baseline %d ticks back, window %d", inputerr.ErrMalformed, back+1, c.window)
 		}
 		dst.BaseTick = first - 1 - uint32(int32(back))
 		var ok bool
@@ -102,7 +104,7 @@ func (c *codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases baselines, dst 
 			base, ok = bases.Baseline(dst.BaseTick)
 		}
 		if !ok || len(base) < nl {
-			return fmt.Errorf("%w: tick %d", errNoBaseline, dst.BaseTick)
+			return fmt.Errorf("%w: tick %d", ErrNoBaseline, dst.BaseTick)
 		}
 	}
 	dst.First = first
@@ -124,7 +126,7 @@ func (c *codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases baselines, dst 
 			c.readGroup(r, bits.TrailingZeros64(m), base, cur, &ord)
 		}
 		if err := r.Err(); err != nil {
-			return fmt.Errorf("%w: frame %d: %w", ErrMalformed, f, err)
+			return fmt.Errorf("%w: frame %d: %w", inputerr.ErrMalformed, f, err)
 		}
 		base = cur
 	}
@@ -133,7 +135,7 @@ func (c *codec[I]) ReadFrames(r *bitio.Reader, ref uint32, bases baselines, dst 
 }
 
 // readViews reads the section's view flag and the frames' view lags.
-func readViews(r *bitio.Reader, count int, dst *frameSection) error {
+func readViews(r *bitio.Reader, count int, dst *Section) error {
 	dst.HasView = r.ReadBool()
 	if !dst.HasView {
 		return r.Err()
@@ -142,18 +144,18 @@ func readViews(r *bitio.Reader, count int, dst *frameSection) error {
 	dst.views[0] = uint16(v)
 	for f := 1; f < count; f++ {
 		v += bitio.UnZigZag(r.ReadExpGolomb(0))
-		if v < 0 || v > maxViewLag {
-			return fmt.Errorf("%w: view lag of frame %d out of 0..%d", ErrMalformed, f, maxViewLag)
+		if v < 0 || v > MaxViewLag {
+			return fmt.Errorf("%w: view lag of frame %d out of 0..%d", inputerr.ErrMalformed, f, MaxViewLag)
 		}
 		dst.views[f] = uint16(v)
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("%w: view lags: %w", ErrMalformed, err)
+		return fmt.Errorf("%w: view lags: %w", inputerr.ErrMalformed, err)
 	}
 	return nil
 }
 
-func (c *codec[I]) readGroup(r *bitio.Reader, g int, base, cur []uint64, ord *[256]uint8) {
+func (c *Codec[I]) readGroup(r *bitio.Reader, g int, base, cur []uint64, ord *[256]uint8) {
 	gr := &c.groups[g]
 	switch c.kinds[g] {
 	case groupFlip:

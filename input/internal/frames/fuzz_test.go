@@ -1,4 +1,4 @@
-package input
+package frames
 
 import (
 	"math/rand/v2"
@@ -8,11 +8,11 @@ import (
 )
 
 // FuzzReadFrames decodes arbitrary bytes as an input section, against a
-// log that holds a few baselines. It must never panic or allocate by an
+// log that holds a few Baselines. It must never panic or allocate by an
 // untrusted count; whatever decodes must re-encode (against the same
 // baseline) to a section that decodes to the same frames.
 func FuzzReadFrames(f *testing.F) {
-	c, err := newCodec[shooterInput](Config{})
+	c, err := New[shooterInput](Config{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func FuzzReadFrames(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var dst, back frameSection
+		var dst, back Section
 		if err := c.ReadFrames(bitio.NewReader(data), 1030, bases, &dst); err != nil {
 			return
 		}
