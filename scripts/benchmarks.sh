@@ -5,7 +5,7 @@
 # the machine they ran on and its load.
 #
 #   scripts/benchmarks.sh            # writes BENCHMARKS.md (about 5 minutes)
-#   BENCHTIME=1s scripts/benchmarks.sh
+#   BENCHTIME=1s SWEEP_ROUNDS=5 scripts/benchmarks.sh
 #
 # The physics trace needs the avalanche kit (a Rapier trace and a
 # @colyseus/schema replay, run with node): AVALANCHE_KIT (default: ../shared/bench
@@ -62,13 +62,18 @@ load 254-clients-1-worker -clients 254 -entities 2000 -ticks 600 -workers 1
 load 254-clients-2-workers -clients 254 -entities 2000 -ticks 600 -workers 2
 load 50k-entities-2-workers -clients 64 -entities 50000 -world 4096 -ticks 300 -workers 2
 
-# Server time against the number of clients: short runs, the same scene.
+# Server time against the number of clients: short runs of the same scene,
+# SWEEP_ROUNDS rounds over every number in turn (a load spike from other work
+# then hits one run, not one number's every run); benchmd keeps the median.
 sweep_clients=(16 32 64 128 192 254)
 sweep_flags=(-entities 2000 -ticks 300)
+sweep_rounds=${SWEEP_ROUNDS:-3}
 sweep=()
-for n in "${sweep_clients[@]}"; do
-	run "$tmp/sweep-$n.out" -clients "$n" "${sweep_flags[@]}"
-	sweep+=(-sweep "$n=$tmp/sweep-$n.out")
+for r in $(seq "$sweep_rounds"); do
+	for n in "${sweep_clients[@]}"; do
+		run "$tmp/sweep-$n-$r.out" -clients "$n" "${sweep_flags[@]}"
+		sweep+=(-sweep "$n=$tmp/sweep-$n-$r.out")
+	done
 done
 
 # The physics trace (600 Rapier bodies, 60 Hz) against @colyseus/schema.
@@ -127,6 +132,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo
 	echo "- CPU: $cpu, $(nproc) cores (GOMAXPROCS $(nproc)), $(uname -sm)"
 	echo "- load average (1, 5, 15 min) at the start: ${load_start}; at the end: ${load_end}; the run took $(( ($(date +%s) - started + 30) / 60 )) min. Timings are of this machine at this load: byte counts are exact and repeat, times move with the load (up to 2× between runs on a shared VM)."
 	echo "- package benchmarks: \`go test -p 1 -run '^\$' -bench . -benchmem -count 1 -benchtime $BENCHTIME\`"
+	echo "- to compare two revisions, take turns: \`go run ./scripts/loadcompare\` runs the load test of each in interleaved rounds, prints the medians and checks that they sent the same bytes."
 	echo
 	echo "Sections: [key package benchmarks](#key-package-benchmarks) · [server time against clients](#server-time-against-clients) · [physics trace against @colyseus/schema](#physics-trace-against-colyseusschema) · [load test](#load-test-examplesloadtest) · [hosting](#hosting-examplesloadtest--matches) · [every package benchmark](#package-benchmarks)"
 	echo
@@ -136,7 +142,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo
 	echo
 	echo "## Server time against clients"
 	echo
-	echo "\`go run ./examples/loadtest -clients N ${sweep_flags[*]}\` for N = ${sweep_clients[*]}: one process, the simulated network, 2,000 entities (a quarter moving) in a 1,024 m world, interest radius 150 m, 30 Hz, workers = GOMAXPROCS. Server time is the server's Receive + Send per net tick: the frame (reading the world once for every client) and the per-client phase (each client's datagrams, on the workers). CPU adds the helpers' time."
+	echo "\`go run ./examples/loadtest -clients N ${sweep_flags[*]}\` for N = ${sweep_clients[*]}, ${sweep_rounds} rounds in turn, each row the run of median server time: one process, the simulated network, 2,000 entities (a quarter moving) in a 1,024 m world, interest radius 150 m, 30 Hz, workers = GOMAXPROCS. Server time is the server's Receive + Send per net tick: the frame (reading the world once for every client) and the per-client phase (each client's datagrams, on the workers). CPU adds the helpers' time."
 	echo
 	echo "![server time per net tick against the number of clients](docs/bench-clients.svg)"
 	echo

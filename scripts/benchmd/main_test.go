@@ -69,8 +69,9 @@ func TestSweepAndTrace(t *testing.T) {
 		`{"mode":"naive_full_snapshot","mean_bytes_per_tick":19200,"p99_bytes_per_tick":19200,"kbytes_per_s":1152}`+"\n")
 	var out bytes.Buffer
 	svg := filepath.Join(dir, "c.svg")
-	require.NoError(t, sweepTable(&out, []string{"254=" + b, "16=" + a}, svg))
-	require.Regexp(t, `(?s)\| 16 \| 1\.10 .*\| 254 \| 2\.10 `, out.String())
+	c := write("c", `{"server_ms_per_tick_mean":9.9,"server_ms_per_tick_p99":5,"converged":true}`)
+	require.NoError(t, sweepTable(&out, []string{"254=" + b, "16=" + a, "254=" + c, "254=" + b}, svg))
+	require.Regexp(t, `(?s)\| 16 \| 1 \| 1\.10 .*\| 254 \| 3 \| 2\.10 `, out.String(), "254: the median of three runs")
 	s, err := os.ReadFile(svg)
 	require.NoError(t, err)
 	wellFormed(t, s)
