@@ -63,7 +63,7 @@ func TestSweepAndTrace(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
 		return p
 	}
-	a := write("a", "progress\n"+`{"server_ms_per_tick_mean":1.1,"server_ms_per_tick_p99":4,"converged":true,"net_rate_hz":60,"down_kbytes_per_s_mean":56.668,"bytes_per_tick_p99":3163,"loss":0,"pos_err_max_m":0.000976,"rot_err_max_deg":0.316,"pos_bound_m":0.000977,"rot_bound_deg":0.549}`+"\n")
+	a := write("a", "progress\n"+`{"server_ms_per_tick_mean":1.1,"server_ms_per_tick_p99":4,"converged":true,"net_rate_hz":60,"down_kbytes_per_s_mean":56.668,"bytes_per_tick_p99":3163,"loss":0,"pos_err_max_m":0.000976,"rot_err_max_deg":0.316,"pos_err_p99_m":0.000973,"rot_err_p99_deg":0.257,"pos_bound_m":0.000977,"rot_bound_deg":0.549}`+"\n")
 	b := write("b", `{"server_ms_per_tick_mean":2.1,"server_ms_per_tick_p99":5,"converged":true}`)
 	kit := write("kit", `{"mode":"quant","mean_bytes_per_tick":3808.78,"p99_bytes_per_tick":13746,"kbytes_per_s":228.53}`+"\n"+
 		`{"mode":"naive_full_snapshot","mean_bytes_per_tick":19200,"p99_bytes_per_tick":19200,"kbytes_per_s":1152}`+"\n")
@@ -78,7 +78,7 @@ func TestSweepAndTrace(t *testing.T) {
 
 	out.Reset()
 	require.NoError(t, traceTable(&out, []string{"archenet=" + a}, kit, svg))
-	require.Contains(t, out.String(), "| archenet | error bound 0.977 mm, 0.549° | 944 | 3,163 | 56.7 | 0.248× |")
+	require.Contains(t, out.String(), "| archenet | error bound 0.977 mm, 0.549° | 944 | 3,163 | 56.7 | 0.248× | error max 0.976 mm, 0.316°, p99 0.973 mm, 0.257°; stale 0% |")
 	require.Contains(t, out.String(), "| @colyseus/schema quant | 1/512 m int32, 9-bit smallest-three | 3,809 | 13,746 | 229 | 1× |")
 	s, err = os.ReadFile(svg)
 	require.NoError(t, err)

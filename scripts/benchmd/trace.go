@@ -78,8 +78,9 @@ func traceTable(w io.Writer, runs []string, kitFile, svgPath string) error {
 		if rate == 0 {
 			return fmt.Errorf("%s: no net_rate_hz", file)
 		}
-		fid := fmt.Sprintf("max error %s mm, %s°; stale %s%%", format("pos_err_max_m", m["pos_err_max_m"]),
-			format("rot_err_max_deg", m["rot_err_max_deg"]), format("", 100*f64(m, "stale_fraction")))
+		fid := fmt.Sprintf("error max %s mm, %s°, p99 %s mm, %s°; stale %s%%", format("pos_err_max_m", m["pos_err_max_m"]),
+			format("rot_err_max_deg", m["rot_err_max_deg"]), format("pos_err_p99_m", m["pos_err_p99_m"]),
+			format("rot_err_p99_deg", m["rot_err_p99_deg"]), format("", 100*f64(m, "stale_fraction")))
 		if c, _ := m["converged"].(bool); !c {
 			fid += "; **not converged**"
 		}
