@@ -121,6 +121,7 @@ hosting=(-matches 32 -clients 8 -entities 500 -rate 30 -duration 10s -md)
 load_end=$(loadavg)
 
 mkdir -p "$svgdir"
+note="$(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, load average at the start ${load_start% *} (1, 5 min)"
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
 {
 	echo "# Benchmarks"
@@ -146,7 +147,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo
 	echo
 	echo "![server time per net tick against the number of clients](docs/bench-clients.svg)"
 	echo
-	"$tmp/benchmd" "${sweep[@]}" -sweep-svg "$svgdir/bench-clients.svg"
+	"$tmp/benchmd" "${sweep[@]}" -sweep-svg "$svgdir/bench-clients.svg" -plot-note "$note"
 	echo "## Physics trace against @colyseus/schema"
 	echo
 	if [ -n "$trace_ok" ]; then
@@ -154,7 +155,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo
 		echo
 		echo "![bytes per tick on the physics trace: archenet against @colyseus/schema](docs/bench-avalanche.svg)"
 		echo
-		"$tmp/benchmd" "${traces[@]}" -kit "$tmp/kit.jsonl" -trace-svg "$svgdir/bench-avalanche.svg"
+		"$tmp/benchmd" "${traces[@]}" -kit "$tmp/kit.jsonl" -trace-svg "$svgdir/bench-avalanche.svg" -plot-note "$note"
 	else
 		echo "Not run: $trace_note."
 		echo

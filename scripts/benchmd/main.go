@@ -36,6 +36,7 @@ func main() {
 	flag.Var(&traces, "trace", "label=file: a load test's -trace output on the physics trace; repeatable")
 	kit := flag.String("kit", "", "the physics-trace kit's JSON lines (colyseus.mjs, naive.mjs)")
 	traceSVG := flag.String("trace-svg", "", "write the physics-trace plot to this SVG file")
+	note := flag.String("plot-note", "", "a line under each plot's title: when and where it was measured")
 	flag.Parse()
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
@@ -50,10 +51,10 @@ func main() {
 		fail(loadTable(w, runs))
 	}
 	if len(sweep) > 0 {
-		fail(sweepTable(w, sweep, *sweepSVG))
+		fail(sweepTable(w, sweep, *sweepSVG, *note))
 	}
 	if len(traces) > 0 {
-		fail(traceTable(w, traces, *kit, *traceSVG))
+		fail(traceTable(w, traces, *kit, *traceSVG, *note))
 	}
 	for _, f := range []struct {
 		file  string

@@ -70,14 +70,15 @@ func TestSweepAndTrace(t *testing.T) {
 	var out bytes.Buffer
 	svg := filepath.Join(dir, "c.svg")
 	c := write("c", `{"server_ms_per_tick_mean":9.9,"server_ms_per_tick_p99":5,"converged":true}`)
-	require.NoError(t, sweepTable(&out, []string{"254=" + b, "16=" + a, "254=" + c, "254=" + b}, svg))
+	require.NoError(t, sweepTable(&out, []string{"254=" + b, "16=" + a, "254=" + c, "254=" + b}, svg, "a note"))
 	require.Regexp(t, `(?s)\| 16 \| 1 \| 1\.10 .*\| 254 \| 3 \| 2\.10 `, out.String(), "254: the median of three runs")
 	s, err := os.ReadFile(svg)
 	require.NoError(t, err)
 	wellFormed(t, s)
+	require.Contains(t, string(s), ">a note</text>")
 
 	out.Reset()
-	require.NoError(t, traceTable(&out, []string{"archenet=" + a}, kit, svg))
+	require.NoError(t, traceTable(&out, []string{"archenet=" + a}, kit, svg, ""))
 	require.Contains(t, out.String(), "| archenet | error bound 0.977 mm, 0.549° | 944 | 3,163 | 56.7 | 0.248× | error max 0.976 mm, 0.316°, p99 0.973 mm, 0.257°; stale 0% |")
 	require.Contains(t, out.String(), "| @colyseus/schema quant | 1/512 m int32, 9-bit smallest-three | 3,809 | 13,746 | 229 | 1× |")
 	s, err = os.ReadFile(svg)

@@ -30,15 +30,15 @@ type series struct {
 
 // lineChart describes a chart of series over a numeric x axis.
 type lineChart struct {
-	Title, XLabel, YLabel string
-	Series                []series
-	XTicks                []float64 // the x positions to label (nil: nice ticks)
+	Title, Note, XLabel, YLabel string
+	Series                      []series
+	XTicks                      []float64 // the x positions to label (nil: nice ticks)
 }
 
 // writeLineChart renders c as SVG.
 func writeLineChart(w io.Writer, c lineChart) error {
 	const width, height = 720, 420
-	const left, right, top, bottom = 70, 190, 50, 60
+	const left, right, top, bottom = 70, 190, 56, 60
 	pw, ph := float64(width-left-right), float64(height-top-bottom)
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	ymax := 0.0
@@ -71,7 +71,7 @@ func writeLineChart(w io.Writer, c lineChart) error {
 	py := func(y float64) float64 { return float64(top) + ph - y/ytop*ph }
 
 	var b strings.Builder
-	svgOpen(&b, width, height, c.Title)
+	svgOpen(&b, width, height, c.Title, c.Note)
 	for _, y := range yticks {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", left, py(y), float64(left)+pw, py(y), gridCol)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="12" text-anchor="end" %s>%s</text>`+"\n", left-6, py(y)+4, svgFont, num(y))
@@ -118,7 +118,8 @@ type bar struct {
 
 // barChart describes a horizontal bar chart.
 type barChart struct {
-	Title, XLabel  string
+	Title, Note    string
+	XLabel         string
 	Bars           []bar
 	Legend         [][2]string // colour, text
 	BackLegend     string      // the lighter bars' meaning ("" : none)
@@ -135,7 +136,7 @@ func writeBarChart(w io.Writer, c barChart) error {
 	if left == 0 {
 		left = 250
 	}
-	const right, top, row, bottom = 190, 50, 30, 90
+	const right, top, row, bottom = 190, 56, 30, 90
 	height := top + row*len(c.Bars) + bottom
 	pw, ph := float64(width-left-right), float64(row*len(c.Bars))
 	xmax := 0.0
@@ -150,7 +151,7 @@ func writeBarChart(w io.Writer, c barChart) error {
 	px := func(x float64) float64 { return float64(left) + x/xtop*pw }
 
 	var b strings.Builder
-	svgOpen(&b, width, height, c.Title)
+	svgOpen(&b, width, height, c.Title, c.Note)
 	for _, x := range xticks {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", px(x), top, px(x), float64(top)+ph, gridCol)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle" %s>%s</text>`+"\n", px(x), float64(top)+ph+19, svgFont, num(x))
@@ -188,11 +189,16 @@ func writeBarChart(w io.Writer, c barChart) error {
 	return err
 }
 
-func svgOpen(b *strings.Builder, width, height int, title string) {
+// svgOpen starts the document: its size, title and note (a smaller line
+// under the title: when and where it was measured).
+func svgOpen(b *strings.Builder, width, height int, title, note string) {
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`+"\n", width, height, width, height)
 	fmt.Fprintf(b, `<title>%s</title>`+"\n", esc(title))
 	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(b, `<text x="%d" y="28" font-size="16" font-weight="bold" text-anchor="middle" %s>%s</text>`+"\n", width/2, svgFont, esc(title))
+	fmt.Fprintf(b, `<text x="%d" y="24" font-size="16" font-weight="bold" text-anchor="middle" %s>%s</text>`+"\n", width/2, svgFont, esc(title))
+	if note != "" {
+		fmt.Fprintf(b, `<text x="%d" y="41" font-size="11" fill="#555555" text-anchor="middle" %s>%s</text>`+"\n", width/2, svgFont, esc(note))
+	}
 }
 
 // axes draws the plot area's left and bottom axes and their labels.

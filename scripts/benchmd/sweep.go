@@ -69,7 +69,7 @@ func readSweep(runs []string) ([]sweepPoint, error) {
 
 // sweepTable renders the client sweep as a table and, if svgPath is set,
 // a plot of server time per net tick against the number of clients.
-func sweepTable(w io.Writer, runs []string, svgPath string) error {
+func sweepTable(w io.Writer, runs []string, svgPath, note string) error {
 	pts, err := readSweep(runs)
 	if err != nil {
 		return err
@@ -91,6 +91,7 @@ func sweepTable(w io.Writer, runs []string, svgPath string) error {
 	}
 	chart := lineChart{
 		Title:  "Server time per net tick against clients (2,000 entities, 30 Hz)",
+		Note:   note,
 		XLabel: "clients",
 		YLabel: "ms per net tick",
 	}

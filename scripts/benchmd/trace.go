@@ -63,7 +63,7 @@ func readKit(file string) (map[string]map[string]any, error) {
 // ("label=file", each a load test's -trace report) beside the kit's
 // colyseus and no-delta lines, as a table and, if svgPath is set, a bar
 // chart of bytes per tick.
-func traceTable(w io.Writer, runs []string, kitFile, svgPath string) error {
+func traceTable(w io.Writer, runs []string, kitFile, svgPath, note string) error {
 	var rows []traceRow
 	for _, r := range runs {
 		label, file, ok := strings.Cut(r, "=")
@@ -124,6 +124,7 @@ func traceTable(w io.Writer, runs []string, kitFile, svgPath string) error {
 	}
 	chart := barChart{
 		Title:      "Physics trace (600 Rapier bodies, 60 Hz): bytes per tick",
+		Note:       note,
 		XLabel:     "bytes per tick",
 		BackLegend: "p99 of ticks (lighter)",
 		Legend:     [][2]string{{palette[0], "archenet"}, {palette[1], "@colyseus/schema 5.0.34"}, {palette[6], "no delta coding"}},
