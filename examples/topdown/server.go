@@ -76,7 +76,8 @@ func (s *Server) shoot(e arche.Entity, _, b *Body, in *Move) {
 	sin, cos := math.Sincos(b.Yaw)
 	s.Hist.Each(s.Hist.Clamp(view), func(t arche.Entity, tb *Body) bool {
 		along, off := (tb.X-b.X)*cos+(tb.Z-b.Z)*sin, (tb.Z-b.Z)*cos-(tb.X-b.X)*sin
-		if ok && t != e && !s.World.Has(t, arche.ComponentID[Coin](s.World)) && along > 0 && along < 20 && math.Abs(off) < 0.5 {
+		// The history holds what clients were shown: a coin picked since is no longer alive.
+		if ok && t != e && s.World.Alive(t) && !s.World.Has(t, arche.ComponentID[Coin](s.World)) && along > 0 && along < 20 && math.Abs(off) < 0.5 {
 			s.Hits++
 			return false
 		}

@@ -201,6 +201,9 @@ func (h *History[T]) At(e arche.Entity, view float64, dst *T) bool {
 // Each calls fn with every entity present in both recorded ticks around
 // view and its interpolated state (valid during the call), until fn
 // returns false. It reports false if view is outside the history.
+//
+// The history holds what clients were shown, so e may have been removed
+// from the world since: check World.Alive before asking the world about it.
 func (h *History[T]) Each(view float64, fn func(e arche.Entity, v *T) bool) bool {
 	a, b, f, ok := h.bracket(view)
 	if !ok {

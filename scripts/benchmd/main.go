@@ -1,8 +1,13 @@
 // Command benchmd turns `go test -bench` output and examples/loadtest -json
-// lines into the markdown tables of BENCHMARKS.md. scripts/benchmarks.sh
-// runs it; it is not meant to be run by hand.
+// lines into the markdown tables and SVG plots of BENCHMARKS.md.
+// scripts/benchmarks.sh runs it; it is not meant to be run by hand. Each
+// flag prints its section's markdown to stdout, in this order:
 //
-//	benchmd -bench bench.txt -load "name=file.json" [-load ...]
+//	benchmd -load "name=file" [-load ...]          the load-test table
+//	benchmd -sweep "clients=file" [...] -sweep-svg F  server time against clients
+//	benchmd -trace "label=file" [...] -kit FILE -trace-svg F  the physics trace against @colyseus/schema
+//	benchmd -keys bench.txt                        the key package benchmarks (fails if one is missing)
+//	benchmd -bench bench.txt                       every package benchmark
 package main
 
 import (
@@ -22,26 +27,46 @@ func (l *loads) String() string     { return strings.Join(*l, ",") }
 func (l *loads) Set(s string) error { *l = append(*l, s); return nil }
 
 func main() {
-	bench := flag.String("bench", "", "go test -bench output")
-	var runs loads
+	bench := flag.String("bench", "", "go test -bench output: every benchmark")
+	keys := flag.String("keys", "", "go test -bench output: the key benchmarks")
+	var runs, sweep, traces loads
 	flag.Var(&runs, "load", "name=file: a load test's output (its last line is the JSON report); repeatable")
+	flag.Var(&sweep, "sweep", "clients=file: a load test's output, one of the client sweep; repeatable")
+	sweepSVG := flag.String("sweep-svg", "", "write the client sweep's plot to this SVG file")
+	flag.Var(&traces, "trace", "label=file: a load test's -trace output on the physics trace; repeatable")
+	kit := flag.String("kit", "", "the physics-trace kit's JSON lines (colyseus.mjs, naive.mjs)")
+	traceSVG := flag.String("trace-svg", "", "write the physics-trace plot to this SVG file")
+	note := flag.String("plot-note", "", "a line under each plot's title: when and where it was measured")
 	flag.Parse()
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	if len(runs) > 0 {
-		if err := loadTable(w, runs); err != nil {
+	fail := func(err error) {
+		if err != nil {
+			w.Flush()
 			fmt.Fprintln(os.Stderr, "benchmd:", err)
 			os.Exit(1)
 		}
 	}
-	if *bench != "" {
-		f, err := os.Open(*bench)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "benchmd:", err)
-			os.Exit(1)
+	if len(runs) > 0 {
+		fail(loadTable(w, runs))
+	}
+	if len(sweep) > 0 {
+		fail(sweepTable(w, sweep, *sweepSVG, *note))
+	}
+	if len(traces) > 0 {
+		fail(traceTable(w, traces, *kit, *traceSVG, *note))
+	}
+	for _, f := range []struct {
+		file  string
+		table func(io.Writer, io.Reader) error
+	}{{*keys, keyTable}, {*bench, benchTable}} {
+		if f.file == "" {
+			continue
 		}
-		defer f.Close()
-		benchTable(w, f)
+		r, err := os.Open(f.file)
+		fail(err)
+		fail(f.table(w, r))
+		r.Close()
 	}
 }
 
@@ -164,7 +189,7 @@ func format(key string, v any) string {
 }
 
 // benchTable renders benchmark lines grouped by package.
-func benchTable(w io.Writer, r io.Reader) {
+func benchTable(w io.Writer, r io.Reader) error {
 	fmt.Fprintf(w, "| package | benchmark | ns/op | B/op | allocs/op | other |\n|---|---|---:|---:|---:|---|\n")
 	sc := bufio.NewScanner(r)
 	pkg := ""
@@ -198,4 +223,5 @@ func benchTable(w io.Writer, r io.Reader) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", pkg, strings.TrimPrefix(name, "Benchmark"), ns, bop, allocs, strings.Join(other, ", "))
 	}
+	return sc.Err()
 }
