@@ -278,3 +278,31 @@ func TestTopdownConvergedWhileMoving(t *testing.T) {
 		require.GreaterOrEqual(t, passed, checks*9/10)
 	}
 }
+
+// A shot is judged against the field as the shooter saw it, which may hold
+// a coin picked up since: the shot passes through it (the world is not
+// asked about an entity it no longer has).
+func TestTopdownShotThroughPickedCoin(t *testing.T) {
+	g := newGame(t, nil, func(uint32, *Body) Move { return Move{Fire: true} }) // at the origin, firing along +x
+	w := g.srv.World
+	coin := w.NewEntity(arche.ComponentID[components.Replicated](w), arche.ComponentID[Body](w), arche.ComponentID[Coin](w))
+	*g.body(coin) = Body{X: 5}
+	g.frames(500*time.Millisecond, nil)
+	w.RemoveEntity(coin)
+	shown := 0 // frames after which the shooter's view still held the coin
+	g.frames(2*time.Second, func() bool {
+		view, ok := g.srv.Auth.ViewTick(g.clients[0].Net.ID())
+		if !ok {
+			return false
+		}
+		g.srv.Hist.Each(g.srv.Hist.Clamp(view), func(e arche.Entity, _ *Body) bool {
+			if e == coin {
+				shown++
+			}
+			return e != coin
+		})
+		return shown >= 3
+	})
+	require.GreaterOrEqual(t, shown, 3, "the shooter's view held the removed coin while it fired")
+	require.Zero(t, g.srv.Hits)
+}
