@@ -199,7 +199,7 @@ func (p *Player[S, I]) Update() error {
 	p.cl.PredictSystemRan()
 	if !p.cl.Ready() {
 		// Ack the snapshots while the initial world arrives: the server
-		// drops a client that acknowledges none (ServerConfig.JoinTimeout),
+		// drops a client that acknowledges none (ServerConfig.Limits.JoinTimeout),
 		// and the Player sends for the client.
 		if st := p.cl.ServerTick(); st != 0 && st != p.joinNet {
 			p.joinNet = st

@@ -23,22 +23,22 @@ func TestConfigsRefuseInvalidSettings(t *testing.T) {
 		{"negative net rate", "NetRate -1", func(c *ServerConfig) { c.NetRate = -1 }},
 		{"net rate beyond the wire's", "NetRate 70000", func(c *ServerConfig) { c.NetRate = 70000 }},
 		{"depth", "Depth 129", func(c *ServerConfig) { c.Depth = 129 }},
-		{"clients", "MaxClients 255", func(c *ServerConfig) { c.MaxClients = 255 }},
+		{"clients", "Limits.MaxClients 255", func(c *ServerConfig) { c.Limits.MaxClients = 255 }},
 		{"negative workers", "Workers -2", func(c *ServerConfig) { c.Workers = -2 }},
 		{"min above max", "MinBytesPerSecond 9000 exceeds MaxBytesPerSecond 8000", func(c *ServerConfig) { c.MinBytesPerSecond, c.MaxBytesPerSecond = 9000, 8000 }},
-		{"negative handshake timeout", "HandshakeTimeout -1s", func(c *ServerConfig) { c.HandshakeTimeout = -time.Second }},
+		{"negative handshake timeout", "Limits.HandshakeTimeout -1s", func(c *ServerConfig) { c.Limits.HandshakeTimeout = -time.Second }},
 	} {
 		cfg := ServerConfig{Registry: reg}
 		tc.tweak(&cfg)
 		_, err := cfg.resolve()
 		require.ErrorContains(t, err, tc.want, tc.name)
 	}
-	r, err := ServerConfig{Registry: reg, MaxBytesPerSecond: 2000, MaxClients: 1, ClientTimeout: -1}.resolve()
+	r, err := ServerConfig{Registry: reg, MaxBytesPerSecond: 2000, Limits: ServerLimits{MaxClients: 1, ClientTimeout: -1}}.resolve()
 	require.NoError(t, err)
 	require.Equal(t, 2000, r.MinBytesPerSecond, "the default floor is the ceiling when the ceiling is lower")
 	require.Equal(t, 1, r.Workers, "the default workers are no more than the clients")
 	require.Equal(t, 30, r.NetRate)
-	require.Equal(t, time.Duration(-1), r.ClientTimeout, "negative: no timeout (documented)")
+	require.Equal(t, time.Duration(-1), r.Limits.ClientTimeout, "negative: no timeout (documented)")
 
 	_, err = ClientConfig{Registry: reg, MaxEntities: -1}.resolve()
 	require.ErrorContains(t, err, "MaxEntities -1")
@@ -47,6 +47,35 @@ func TestConfigsRefuseInvalidSettings(t *testing.T) {
 	c, err := ClientConfig{Registry: reg}.resolve()
 	require.NoError(t, err)
 	require.Equal(t, DefaultTimeout, c.Timeout)
+}
+
+// TestDeprecatedLimitsStillCount: until v0.3.0 a limit set in its old place
+// at ServerConfig's top level counts as if set in Limits; one set in both
+// places to different values is an error naming both, not a silent choice.
+func TestDeprecatedLimitsStillCount(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	r, err := ServerConfig{Registry: reg, MaxClients: 16, MaxClientsPerAddress: -1, MaxHandshakes: 3, MaxPredictedSpawns: 5,
+		HandshakeTimeout: time.Second, JoinTimeout: -1, ClientTimeout: time.Minute}.resolve()
+	require.NoError(t, err)
+	require.Equal(t, ServerLimits{MaxClients: 16, MaxClientsPerAddress: -1, MaxHandshakes: 3, MaxPredictedSpawns: 5,
+		HandshakeTimeout: time.Second, JoinTimeout: -1, ClientTimeout: time.Minute}, r.Limits)
+	require.Zero(t, r.MaxClients, "the old places are cleared: only Limits is read")
+
+	r, err = ServerConfig{Registry: reg, MaxClients: 16, Limits: ServerLimits{MaxClients: 16}}.resolve()
+	require.NoError(t, err, "the same value in both places")
+	require.Equal(t, 16, r.Limits.MaxClients)
+
+	_, err = ServerConfig{Registry: reg, MaxClients: 16, Limits: ServerLimits{MaxClients: 8}}.resolve()
+	require.EqualError(t, err, "replication: ServerConfig.MaxClients 16 (deprecated) and ServerConfig.Limits.MaxClients 8 differ: set Limits.MaxClients only")
+	_, err = ServerConfig{Registry: reg, ClientTimeout: time.Second, Limits: ServerLimits{ClientTimeout: time.Minute}}.resolve()
+	require.ErrorContains(t, err, "ServerConfig.ClientTimeout 1s (deprecated) and ServerConfig.Limits.ClientTimeout 1m0s differ")
+
+	d, err := ServerConfig{Registry: reg}.resolve()
+	require.NoError(t, err)
+	require.Equal(t, ServerLimits{MaxClients: 64, MaxClientsPerAddress: DefaultMaxClientsPerAddress, MaxHandshakes: 256,
+		MaxPredictedSpawns: DefaultMaxPredictedSpawns, HandshakeTimeout: 5 * time.Second, JoinTimeout: DefaultJoinTimeout,
+		ClientTimeout: DefaultTimeout}, d.Limits, "the documented defaults")
 }
 
 // TestClientStatesAreTheLinks: a ClientState is its link's state

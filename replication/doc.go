@@ -71,9 +71,9 @@
 // take its reliable messages is disconnected once its backlog passes the
 // transport's bound (transport.CodeSendBacklog, counted in
 // [ServerStats].BacklogDrops). The [ServerConfig].Authenticator runs on a
-// goroutine of its own, bounded by [ServerConfig].HandshakeTimeout, and only
+// goroutine of its own, bounded by [ServerLimits].HandshakeTimeout, and only
 // after the version, protocol-hash and server-full checks; at most
-// [ServerConfig].MaxHandshakes connections wait in the handshake at once.
+// [ServerLimits].MaxHandshakes connections wait in the handshake at once.
 // Every close is logged, rate-limited per kind. On the client, mirrors are
 // kept by slot in memory bounded by [ClientConfig].MaxEntities, whatever slot
 // numbers a server names.
@@ -143,7 +143,7 @@
 // and the client adopts its provisional entity as the mirror: one entity,
 // no flicker; other clients see an ordinary spawn. Unconfirmed provisional
 // entities are removed after [ClientConfig].PredictedSpawnTimeout; each
-// client may have at most [ServerConfig].MaxPredictedSpawns keyed entities
+// client may have at most [ServerLimits].MaxPredictedSpawns keyed entities
 // alive on the server.
 //
 // # Liveness
@@ -151,7 +151,7 @@
 // A client fails with [ErrTimeout] (the message names the server's address
 // and the phase) when no Welcome arrives within [ClientConfig].ConnectTimeout,
 // no initial world within ReadyTimeout, or nothing for Timeout once joined;
-// the server drops a client silent for [ServerConfig].ClientTimeout with
+// the server drops a client silent for [ServerLimits].ClientTimeout with
 // transport.CodeTimeout. Either side's Send warns when its Receive is not
 // running.
 //

@@ -12,7 +12,7 @@ import (
 
 // Errors of [Server.PredictedSpawn].
 var (
-	// ErrSpawnAllowance: the owner already has ServerConfig.MaxPredictedSpawns
+	// ErrSpawnAllowance: the owner already has ServerConfig.Limits.MaxPredictedSpawns
 	// keyed entities alive (a client cannot make the server hold more).
 	ErrSpawnAllowance = errors.New("replication: predicted-spawn allowance exhausted")
 	// ErrSpawnKey: the entity is not a replicated entity owned by a client,
@@ -21,7 +21,7 @@ var (
 )
 
 // DefaultMaxPredictedSpawns is the default of
-// ServerConfig.MaxPredictedSpawns and ClientConfig.MaxPredictedSpawns.
+// ServerConfig.Limits.MaxPredictedSpawns and ClientConfig.MaxPredictedSpawns.
 const DefaultMaxPredictedSpawns = 64
 
 // PredictedSpawn marks e — an entity the game just created because client
@@ -33,7 +33,7 @@ const DefaultMaxPredictedSpawns = 64
 // that fired), so a client cannot choose it for the server.
 //
 // e must be alive with components.Replicated and a components.Owner naming
-// a client; each owner may hold at most ServerConfig.MaxPredictedSpawns
+// a client; each owner may hold at most ServerConfig.Limits.MaxPredictedSpawns
 // keyed entities alive, and keys must be unique among them — beyond that
 // PredictedSpawn fails ([ErrSpawnAllowance], [ErrSpawnKey]) and the game
 // should not create the entity (the client's provisional one then expires).
@@ -46,7 +46,7 @@ func (s *Server) PredictedSpawn(e arche.Entity, key uint32) error {
 		return fmt.Errorf("%w: owner 0 is the server", ErrSpawnKey)
 	}
 	keys := &s.slots.Keys
-	if n := keys.Count(owner); n >= s.cfg.MaxPredictedSpawns {
+	if n := keys.Count(owner); n >= s.cfg.Limits.MaxPredictedSpawns {
 		return fmt.Errorf("%w: client %d holds %d", ErrSpawnAllowance, owner, n)
 	}
 	k := slots.Key{Owner: owner, Key: key}

@@ -524,7 +524,7 @@ func (s *Server) Receive() {
 	for _, c := range s.work.active {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, transport.CodeProtocolError, err.Error())
-		} else if why := c.Silent(now, s.cfg.ClientTimeout, s.cfg.JoinTimeout, s.clientSender()); why != "" {
+		} else if why := c.Silent(now, s.cfg.Limits.ClientTimeout, s.cfg.Limits.JoinTimeout, s.clientSender()); why != "" {
 			s.drop(c, transport.CodeTimeout, why)
 		}
 	}
@@ -552,10 +552,10 @@ func (s *Server) accept() {
 		if !ok {
 			return
 		}
-		if s.hs.desk.Len() >= s.cfg.MaxHandshakes {
+		if s.hs.desk.Len() >= s.cfg.Limits.MaxHandshakes {
 			s.Stats.Busy++
 			s.cfg.Logger.Warn("archenet: connection refused: server busy", "remote", c.RemoteAddr(), "handshakes", s.hs.desk.Len())
-			s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.MaxHandshakes)", s.hs.desk.Len()))
+			s.closeConn(c, transport.CodeRejected, fmt.Sprintf("server busy: %d handshakes in progress (ServerConfig.Limits.MaxHandshakes)", s.hs.desk.Len()))
 			continue
 		}
 		if hl != nil {

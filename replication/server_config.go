@@ -48,20 +48,6 @@ type ServerConfig struct {
 	// (32 kbit/s), so that even a very slow link carries the most important
 	// changes without a standing queue.
 	MinBytesPerSecond int
-	// MaxClients bounds connected clients (≤ 254). 0: 64.
-	MaxClients int
-	// MaxClientsPerAddress bounds the clients from one source address (an
-	// IPv4 address or an IPv6 /64; for other transports the address without
-	// its port), connected or being authenticated, so that no single source
-	// can take every slot; more are refused with a reason naming the limit.
-	// 0: 8. Negative: no bound (LAN play, many players behind one address).
-	MaxClientsPerAddress int
-	// JoinTimeout drops a welcomed client that has not acknowledged any
-	// snapshot this long after its Welcome (a peer that joined and vanished,
-	// or a client whose Receive and Send do not run), so its slot is free
-	// again within seconds rather than at ClientTimeout. 0: 2 s. Negative:
-	// never (ClientTimeout still applies).
-	JoinTimeout time.Duration
 	// Workers is how many goroutines build the clients' datagrams in each
 	// Send (the clients are shared out among them; the bytes each client
 	// gets do not depend on it): the caller's and Workers−1 helpers that
@@ -91,12 +77,14 @@ type ServerConfig struct {
 	// Authenticator, if set, decides whether a client may join (after the
 	// version and protocol-hash checks, and only while the server is not
 	// full). It runs on a goroutine of its own, never on the simulation's,
-	// with a context that ends at the client's HandshakeTimeout; a client
+	// with a context that ends at the client's Limits.HandshakeTimeout; a client
 	// whose authentication has not finished by then is rejected. Nil:
 	// everyone may.
 	Authenticator transport.Authenticator
 	// Interest limits what each client receives. Nil: every entity.
 	Interest *Interest
+	// Limits bounds the clients, the handshakes and the timeouts.
+	Limits ServerLimits
 	// Compression zstd-compresses every snapshot datagram whose body it
 	// strictly shrinks (the datagram is flagged; the others go as they are).
 	// The Welcome tells clients, which then decode compressed datagrams with
@@ -108,22 +96,6 @@ type ServerConfig struct {
 	// for Compression; clients must be given the same one (a client with
 	// another is refused at the Welcome). Nil: none.
 	CompressionDictionary []byte
-	// HandshakeTimeout drops connections that are not through the handshake
-	// (Hello received, Authenticator done) in time. 0: 5 s.
-	HandshakeTimeout time.Duration
-	// MaxPredictedSpawns bounds the keyed entities (Server.PredictedSpawn)
-	// each client may have alive at once. 0: DefaultMaxPredictedSpawns (64).
-	MaxPredictedSpawns int
-	// ClientTimeout drops a client from which no datagram (ack or input)
-	// arrived for this long, with transport.CodeTimeout and a reason that
-	// says so: a killed peer or dead path (noticed long before QUIC's 30 s
-	// idle timeout), or a client that does not run Client.Send. 0: 10 s.
-	// Negative: never (the transport's idle timeout still applies).
-	ClientTimeout time.Duration
-	// MaxHandshakes bounds connections in the handshake at once (accepted,
-	// not yet welcomed); more are refused at once with "server busy", so a
-	// flood of connections that never say Hello holds bounded memory. 0: 256.
-	MaxHandshakes int
 	// Input receives the input section of each client datagram (package
 	// input decodes it). A returned error drops that client with the error
 	// as the reason. Nil: input sections are ignored.
@@ -148,6 +120,72 @@ type ServerConfig struct {
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
 	Logger *slog.Logger
+
+	// MaxClients is the old place of Limits.MaxClients, read when that is zero.
+	//
+	// Deprecated: set Limits.MaxClients; this field goes in v0.3.0.
+	MaxClients int
+	// MaxClientsPerAddress is the old place of Limits.MaxClientsPerAddress, read when that is zero.
+	//
+	// Deprecated: set Limits.MaxClientsPerAddress; this field goes in v0.3.0.
+	MaxClientsPerAddress int
+	// MaxHandshakes is the old place of Limits.MaxHandshakes, read when that is zero.
+	//
+	// Deprecated: set Limits.MaxHandshakes; this field goes in v0.3.0.
+	MaxHandshakes int
+	// HandshakeTimeout is the old place of Limits.HandshakeTimeout, read when that is zero.
+	//
+	// Deprecated: set Limits.HandshakeTimeout; this field goes in v0.3.0.
+	HandshakeTimeout time.Duration
+	// JoinTimeout is the old place of Limits.JoinTimeout, read when that is zero.
+	//
+	// Deprecated: set Limits.JoinTimeout; this field goes in v0.3.0.
+	JoinTimeout time.Duration
+	// ClientTimeout is the old place of Limits.ClientTimeout, read when that is zero.
+	//
+	// Deprecated: set Limits.ClientTimeout; this field goes in v0.3.0.
+	ClientTimeout time.Duration
+	// MaxPredictedSpawns is the old place of Limits.MaxPredictedSpawns, read when that is zero.
+	//
+	// Deprecated: set Limits.MaxPredictedSpawns; this field goes in v0.3.0.
+	MaxPredictedSpawns int
+}
+
+// ServerLimits bounds what a [Server] admits and how long it waits for a
+// peer: the slots, the handshakes in progress, the timeouts that give a
+// silent peer's slot back, the keyed entities a client may predict. Every
+// zero value has a documented default.
+type ServerLimits struct {
+	// MaxClients bounds connected clients (≤ 254). 0: 64.
+	MaxClients int
+	// MaxClientsPerAddress bounds the clients from one source address (an
+	// IPv4 address or an IPv6 /64; for other transports the address without
+	// its port), connected or being authenticated, so that no single source
+	// can take every slot; more are refused with a reason naming the limit.
+	// 0: 8. Negative: no bound (LAN play, many players behind one address).
+	MaxClientsPerAddress int
+	// MaxHandshakes bounds connections in the handshake at once (accepted,
+	// not yet welcomed); more are refused at once with "server busy", so a
+	// flood of connections that never say Hello holds bounded memory. 0: 256.
+	MaxHandshakes int
+	// HandshakeTimeout drops connections that are not through the handshake
+	// (Hello received, Authenticator done) in time. 0: 5 s.
+	HandshakeTimeout time.Duration
+	// JoinTimeout drops a welcomed client that has not acknowledged any
+	// snapshot this long after its Welcome (a peer that joined and vanished,
+	// or a client whose Receive and Send do not run), so its slot is free
+	// again within seconds rather than at ClientTimeout. 0: 2 s. Negative:
+	// never (ClientTimeout still applies).
+	JoinTimeout time.Duration
+	// ClientTimeout drops a client from which no datagram (ack or input)
+	// arrived for this long, with transport.CodeTimeout and a reason that
+	// says so: a killed peer or dead path (noticed long before QUIC's 30 s
+	// idle timeout), or a client that does not run Client.Send. 0: 10 s.
+	// Negative: never (the transport's idle timeout still applies).
+	ClientTimeout time.Duration
+	// MaxPredictedSpawns bounds the keyed entities (Server.PredictedSpawn)
+	// each client may have alive at once. 0: DefaultMaxPredictedSpawns (64).
+	MaxPredictedSpawns int
 }
 
 // resolve returns c with every zero setting replaced by its default, or
@@ -158,6 +196,10 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	if c.Registry == nil {
 		return c, errors.New("replication: ServerConfig.Registry is required")
 	}
+	if err := c.adoptLimits(); err != nil {
+		return c, err
+	}
+	l := &c.Limits
 	type intSetting struct {
 		name    string
 		v       *int
@@ -169,11 +211,11 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 		{"Depth", &c.Depth, entity.DefaultDepth, 128},
 		{"MTU", &c.MTU, encode.DefaultMTU, 1 << 16},
 		{"MaxBytesPerSecond", &c.MaxBytesPerSecond, DefaultMaxBytesPerSecond, 1 << 40},
-		{"MaxClients", &c.MaxClients, 64, 254},
+		{"Limits.MaxClients", &l.MaxClients, 64, 254},
 		{"ParallelFrame", &c.ParallelFrame, 1024, 1 << 30},
 		{"Workers", &c.Workers, -1, 1024}, // (-1: resolved below)
-		{"MaxHandshakes", &c.MaxHandshakes, 256, 1 << 20},
-		{"MaxPredictedSpawns", &c.MaxPredictedSpawns, DefaultMaxPredictedSpawns, 1 << 20},
+		{"Limits.MaxHandshakes", &l.MaxHandshakes, 256, 1 << 20},
+		{"Limits.MaxPredictedSpawns", &l.MaxPredictedSpawns, DefaultMaxPredictedSpawns, 1 << 20},
 	} {
 		if *f.v < 0 || *f.v > f.hi {
 			return c, fmt.Errorf("replication: ServerConfig.%s %d not in 0..%d (0: the default)", f.name, *f.v, f.hi)
@@ -183,7 +225,7 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 		}
 	}
 	if c.Workers == -1 {
-		c.Workers = min(runtime.GOMAXPROCS(0), c.MaxClients) // (more would idle)
+		c.Workers = min(runtime.GOMAXPROCS(0), l.MaxClients) // (more would idle)
 	}
 	switch {
 	case c.MinBytesPerSecond < 0:
@@ -193,21 +235,21 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	case c.MinBytesPerSecond > c.MaxBytesPerSecond:
 		return c, fmt.Errorf("replication: ServerConfig.MinBytesPerSecond %d exceeds MaxBytesPerSecond %d", c.MinBytesPerSecond, c.MaxBytesPerSecond)
 	}
-	if c.HandshakeTimeout < 0 {
-		return c, fmt.Errorf("replication: ServerConfig.HandshakeTimeout %v is negative", c.HandshakeTimeout)
+	if l.HandshakeTimeout < 0 {
+		return c, fmt.Errorf("replication: ServerConfig.Limits.HandshakeTimeout %v is negative", l.HandshakeTimeout)
 	}
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = 5 * time.Second
+	if l.HandshakeTimeout == 0 {
+		l.HandshakeTimeout = 5 * time.Second
 	}
 	// Zero is the default; negative turns the bound off (documented).
-	if c.MaxClientsPerAddress == 0 {
-		c.MaxClientsPerAddress = DefaultMaxClientsPerAddress
+	if l.MaxClientsPerAddress == 0 {
+		l.MaxClientsPerAddress = DefaultMaxClientsPerAddress
 	}
-	if c.JoinTimeout == 0 {
-		c.JoinTimeout = DefaultJoinTimeout
+	if l.JoinTimeout == 0 {
+		l.JoinTimeout = DefaultJoinTimeout
 	}
-	if c.ClientTimeout == 0 {
-		c.ClientTimeout = DefaultTimeout
+	if l.ClientTimeout == 0 {
+		l.ClientTimeout = DefaultTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -219,6 +261,57 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	// message is rate-limited, and the count of suppressed ones is reported.
 	c.Logger = slog.New(transport.RateLimit(c.Logger.Handler(), 10, time.Second))
 	return c, nil
+}
+
+// adoptLimits moves each deprecated limit set in c's top level into
+// c.Limits where that is zero, and refuses one set in both places to
+// different values (which would be a silent choice). The top-level fields
+// are cleared: everything after reads c.Limits.
+func (c *ServerConfig) adoptLimits() error {
+	l := &c.Limits
+	ints := []struct {
+		name     string
+		from, to *int
+	}{
+		{"MaxClients", &c.MaxClients, &l.MaxClients},
+		{"MaxClientsPerAddress", &c.MaxClientsPerAddress, &l.MaxClientsPerAddress},
+		{"MaxHandshakes", &c.MaxHandshakes, &l.MaxHandshakes},
+		{"MaxPredictedSpawns", &c.MaxPredictedSpawns, &l.MaxPredictedSpawns},
+	}
+	for _, f := range ints {
+		if err := adopt(f.name, f.from, f.to); err != nil {
+			return err
+		}
+	}
+	durations := []struct {
+		name     string
+		from, to *time.Duration
+	}{
+		{"HandshakeTimeout", &c.HandshakeTimeout, &l.HandshakeTimeout},
+		{"JoinTimeout", &c.JoinTimeout, &l.JoinTimeout},
+		{"ClientTimeout", &c.ClientTimeout, &l.ClientTimeout},
+	}
+	for _, f := range durations {
+		if err := adopt(f.name, f.from, f.to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adopt moves *from (a deprecated field) into *to (its place in Limits)
+// when *to is zero.
+func adopt[T comparable](name string, from, to *T) error {
+	var zero T
+	switch {
+	case *from == zero:
+	case *to == zero:
+		*to = *from
+	case *to != *from:
+		return fmt.Errorf("replication: ServerConfig.%s %v (deprecated) and ServerConfig.Limits.%s %v differ: set Limits.%s only", name, *from, name, *to, name)
+	}
+	*from = zero
+	return nil
 }
 
 // DefaultTimeout is the default of ServerConfig.ClientTimeout and of

@@ -15,7 +15,7 @@ import (
 func (s *Server) newDesk() *admit.Desk {
 	hash := s.cfg.Registry.Hash()
 	return admit.New(admit.Config{Version: ProtocolVersion, Hash: hash, Authenticator: s.cfg.Authenticator,
-		HandshakeTimeout: s.cfg.HandshakeTimeout, Now: s.cfg.Now, Logger: s.cfg.Logger, Close: s.closeConn,
+		HandshakeTimeout: s.cfg.Limits.HandshakeTimeout, Now: s.cfg.Now, Logger: s.cfg.Logger, Close: s.closeConn,
 		Reject: func(he *transport.HandshakeError) transport.Reject { return rejectFor(he, hash, s.cfg.Registry) }})
 }
 
@@ -53,10 +53,10 @@ func (s *Server) slotLimit(addr net.Addr) error {
 		return s.draining
 	}
 	n := s.hs.desk.Authing() + s.connected()
-	if n >= s.cfg.MaxClients {
-		return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, n, s.cfg.MaxClients)
+	if n >= s.cfg.Limits.MaxClients {
+		return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, n, s.cfg.Limits.MaxClients)
 	}
-	if s.cfg.MaxClientsPerAddress < 0 {
+	if s.cfg.Limits.MaxClientsPerAddress < 0 {
 		return nil
 	}
 	src := admit.SourceOf(addr)
@@ -71,8 +71,8 @@ func (s *Server) slotLimit(addr net.Addr) error {
 			from++
 		}
 	})
-	if from >= s.cfg.MaxClientsPerAddress {
-		return fmt.Errorf("%w: %d clients from %s (ServerConfig.MaxClientsPerAddress)", errPerAddress, from, src)
+	if from >= s.cfg.Limits.MaxClientsPerAddress {
+		return fmt.Errorf("%w: %d clients from %s (ServerConfig.Limits.MaxClientsPerAddress)", errPerAddress, from, src)
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (s *Server) admit(p *admit.Pending) {
 	}
 	id, full := s.allocClientID()
 	if full {
-		s.hs.desk.Refuse(p, fmt.Errorf("%w: %d of %d slots taken (ServerConfig.MaxClients)", errServerFull, s.cfg.MaxClients, s.cfg.MaxClients))
+		s.hs.desk.Refuse(p, fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, s.cfg.Limits.MaxClients, s.cfg.Limits.MaxClients))
 		return
 	}
 	info := wire.Welcome{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor),
@@ -119,7 +119,7 @@ func (s *Server) allocClientID() (ClientID, bool) {
 			n++
 		}
 	}
-	if n >= s.cfg.MaxClients {
+	if n >= s.cfg.Limits.MaxClients {
 		return 0, true
 	}
 	for i := 0; i < 254; i++ {

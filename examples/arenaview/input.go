@@ -79,6 +79,33 @@ func script(f int) (keys uint8, fire bool, dx, dy float32) {
 	return game.KeyForward, f%60 < 40, p[0], p[1]
 }
 
+// scriptReach is how far (px on screen) the script walks the own avatar in
+// one leg: at 60 frames a second it walks about 140 px in a leg and never
+// gets there; on a busy machine each frame covers more simulated time, and
+// without the bound the avatar would leave the screen.
+const scriptReach = 160
+
+// scripted is the input script's state: the leg under way and where the
+// own avatar was drawn when it began.
+type scripted struct {
+	leg    int
+	x0, y0 float32
+}
+
+// next returns frame f's input (script) for the own avatar drawn at (x, y),
+// without KeyForward once the avatar has gone scriptReach px along the
+// leg's direction.
+func (s *scripted) next(f int, x, y float32) (keys uint8, fire bool, dx, dy float32) {
+	keys, fire, dx, dy = script(f)
+	if leg := f / scriptLeg; leg != s.leg {
+		s.leg, s.x0, s.y0 = leg, x, y
+	}
+	if ((x-s.x0)*dx+(y-s.y0)*dy)/float32(math.Hypot(float64(dx), float64(dy))) >= scriptReach {
+		keys = 0
+	}
+	return keys, fire, dx, dy
+}
+
 // toggles reports the overlay and debug toggle keys pressed this frame.
 func toggles() (overlay, debug, quit bool) {
 	overlay = inpututil.IsKeyJustPressed(ebiten.KeyF1) || inpututil.IsKeyJustPressed(ebiten.KeyTab)

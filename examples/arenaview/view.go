@@ -45,6 +45,7 @@ type view struct {
 	frame int // frames since the own avatar was first drawn
 	// The pointer on screen: the mouse's, or the script's.
 	pointerX, pointerY float32
+	script             scripted // (-script)
 	overlay            bool
 	debug              bool
 	pending            []int    // screenshots to take in the next Draw
@@ -74,6 +75,7 @@ func newView(o options, s *session) *view {
 	w := s.player.World()
 	return &view{
 		o: o, s: s, w: w, font: newDebugFont(),
+		script:    scripted{leg: -1},
 		idTrans:   ecs.ComponentID[components.Transform](w),
 		idVisual:  ecs.ComponentID[components.Visual](w),
 		idNetID:   ecs.ComponentID[components.NetID](w),
@@ -105,10 +107,10 @@ func (v *view) Update() error {
 	var keys uint8
 	var fire bool
 	if v.o.script {
-		var dx, dy float32
-		keys, fire, dx, dy = script(v.frame)
 		if e, ok := v.s.player.Player().Entity(); ok {
 			x, y := v.toScreen(v.drawnPos(e))
+			var dx, dy float32
+			keys, fire, dx, dy = v.script.next(v.frame, x, y)
 			v.pointerX, v.pointerY = x+dx, y+dy
 		} else {
 			keys, fire = 0, false // the script starts with the avatar

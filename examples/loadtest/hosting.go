@@ -187,8 +187,8 @@ func openHosted(h *host.Host, reg *schema.Registry, c HostingConfig, i int, meas
 		w := ecs.NewWorld()
 		// (JoinTimeout 10 s: 256 clients joining at once on a loaded 2-core
 		// machine may take longer than 2 s to ack their first snapshot.)
-		cfg := replication.ServerConfig{Registry: reg, NetRate: c.Rate, MaxClientsPerAddress: -1, Workers: c.Workers, Logger: log,
-			JoinTimeout: 10 * time.Second}
+		cfg := replication.ServerConfig{Registry: reg, NetRate: c.Rate, Workers: c.Workers, Logger: log,
+			Limits: replication.ServerLimits{MaxClientsPerAddress: -1, JoinTimeout: 10 * time.Second}}
 		m.Configure(&cfg)
 		srv, err := replication.NewServer(&w, m.Listener(), cfg)
 		if err != nil {
@@ -353,7 +353,7 @@ func runHostingClients(addr, dir string, matches, clients, rate int, stderr io.W
 	reg := hostingRegistry()
 	// One stepping goroutine per core, each with its share of the clients,
 	// stepping them from the moment they are dialled (a welcomed client
-	// that acks nothing for 2 s is dropped: ServerConfig.JoinTimeout).
+	// that acks nothing for 2 s is dropped: ServerConfig.Limits.JoinTimeout).
 	n := runtime.GOMAXPROCS(0)
 	shares := make([][]*replication.Client, n)
 	var mu sync.Mutex

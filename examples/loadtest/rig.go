@@ -190,9 +190,10 @@ func newRig(cfg Config, interest *replication.Interest) (*rig, error) {
 	r.sw = &sw
 	r.tid = ecs.ComponentID[components.Transform](r.sw)
 	scfg := replication.ServerConfig{
-		Registry: r.reg, NetRate: cfg.Rate, Interest: interest, MaxClients: cfg.Clients, Logger: r.cfg.Logger,
+		Registry: r.reg, NetRate: cfg.Rate, Interest: interest, Logger: r.cfg.Logger,
 		MaxBytesPerSecond: cfg.MaxBytesPerSecond, Workers: cfg.Workers,
-		MaxClientsPerAddress: -1, // (every simulated client runs on this machine)
+		// (Every simulated client runs on this machine.)
+		Limits: replication.ServerLimits{MaxClients: cfg.Clients, MaxClientsPerAddress: -1},
 	}
 	if cfg.Transport == "sim" {
 		r.simNet = sim.NewNetwork(cfg.Seed, time.Unix(1_000_000, 0))

@@ -61,7 +61,7 @@ func startGame(reg *schema.Registry, x float64, games map[string]*testGame) func
 	return func(m *Match) (Game, error) {
 		w := ecs.NewWorld()
 		g := &testGame{world: &w}
-		cfg := replication.ServerConfig{Registry: reg, NetRate: 30, MaxClientsPerAddress: -1}
+		cfg := replication.ServerConfig{Registry: reg, NetRate: 30, Limits: replication.ServerLimits{MaxClientsPerAddress: -1}}
 		m.Configure(&cfg)
 		srv, err := replication.NewServer(&w, m.Listener(), cfg)
 		if err != nil {

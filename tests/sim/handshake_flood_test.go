@@ -17,8 +17,8 @@ import (
 // and the pending list lets go of them.
 func TestHandshakeFlood(t *testing.T) {
 	h := harness.New(t, 1, sim.Link{}, func(cfg *replication.ServerConfig) {
-		cfg.MaxHandshakes = 8
-		cfg.HandshakeTimeout = time.Second
+		cfg.Limits.MaxHandshakes = 8
+		cfg.Limits.HandshakeTimeout = time.Second
 	})
 	h.Run(3)
 	var silent []*sim.Conn
@@ -38,7 +38,7 @@ func TestHandshakeFlood(t *testing.T) {
 			closed++
 			var ce *transport.CloseError
 			require.ErrorAs(t, c.Err(), &ce)
-			require.Contains(t, []string{"no hello in time", "server busy: 8 handshakes in progress (ServerConfig.MaxHandshakes)"}, ce.Reason)
+			require.Contains(t, []string{"no hello in time", "server busy: 8 handshakes in progress (ServerConfig.Limits.MaxHandshakes)"}, ce.Reason)
 		default:
 		}
 	}

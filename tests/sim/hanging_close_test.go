@@ -66,9 +66,9 @@ func TestHangingClosesDoNotStallTick(t *testing.T) {
 			return hc
 		}}
 	}, func(cfg *replication.ServerConfig) {
-		cfg.MaxHandshakes = 3
-		cfg.HandshakeTimeout = time.Second
-		cfg.ClientTimeout = time.Second
+		cfg.Limits.MaxHandshakes = 3
+		cfg.Limits.HandshakeTimeout = time.Second
+		cfg.Limits.ClientTimeout = time.Second
 	})
 	released := false
 	defer func() {

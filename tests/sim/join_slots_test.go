@@ -80,7 +80,7 @@ func TestOneSourceCannotTakeEverySlot(t *testing.T) {
 	require.LessOrEqual(t, most, replication.DefaultMaxClientsPerAddress)
 	require.NotEmpty(t, reasons)
 	for reason := range reasons {
-		require.Contains(t, reason, "too many clients from one address: 8 clients from 198.51.100.7 (ServerConfig.MaxClientsPerAddress)")
+		require.Contains(t, reason, "too many clients from one address: 8 clients from 198.51.100.7 (ServerConfig.Limits.MaxClientsPerAddress)")
 	}
 	require.GreaterOrEqual(t, h.Server.Stats.Disconnected, 8, "vanished peers were dropped by the JoinTimeout (2 s), not the ClientTimeout (10 s)")
 }
@@ -90,8 +90,8 @@ func TestOneSourceCannotTakeEverySlot(t *testing.T) {
 // as "server full" gets in on its next try, 2 s later.
 func TestVanishedPeersSlotsReclaimed(t *testing.T) {
 	h := harness.New(t, 0, sim.Link{}, func(cfg *replication.ServerConfig) {
-		cfg.MaxClients = 16
-		cfg.MaxClientsPerAddress = -1
+		cfg.Limits.MaxClients = 16
+		cfg.Limits.MaxClientsPerAddress = -1
 	})
 	h.Spawn(0, components.Vec3{})
 	v := &vanisher{h: h, host: "198.51.100.7"}
@@ -101,7 +101,7 @@ func TestVanishedPeersSlotsReclaimed(t *testing.T) {
 	early := h.AddClientFrom("203.0.113.9:4000")
 	h.Run(3)
 	require.Equal(t, replication.StateClosed, early.Client.State())
-	require.ErrorContains(t, early.Client.Err(), "rejected by server: server full: 16 of 16 slots taken (ServerConfig.MaxClients)")
+	require.ErrorContains(t, early.Client.Err(), "rejected by server: server full: 16 of 16 slots taken (ServerConfig.Limits.MaxClients)")
 
 	start := h.Net.Now()
 	for len(h.Server.Clients()) > 0 {

@@ -48,7 +48,7 @@ func newSpawnRig(t *testing.T, maxSpawns int) *spawnRig {
 		created: map[uint32]ecs.Entity{}, shots: map[uint32]ecs.Entity{}, hist: map[int]map[uint32]components.Vec3{}}
 	oneWay := sim.Conditions{Latency: 50 * time.Millisecond} // 100 ms RTT
 	r.Harness = harness.New(t, 0, sim.Link{Up: oneWay, Down: oneWay}, func(c *replication.ServerConfig) {
-		c.MaxPredictedSpawns = maxSpawns
+		c.Limits.MaxPredictedSpawns = maxSpawns
 		c.Input = func(id replication.ClientID, _ uint32, b []byte) error {
 			for ; len(b) >= 4; b = b[4:] {
 				r.queued = append(r.queued, spawnReq{id, binary.LittleEndian.Uint32(b)})

@@ -56,12 +56,12 @@ func TestSlowAuthenticatorDoesNotStallServer(t *testing.T) {
 	}
 	h := harness.New(t, 0, sim.Link{}, func(cfg *replication.ServerConfig) {
 		cfg.Authenticator = auth
-		cfg.MaxClients = 3
+		cfg.Limits.MaxClients = 3
 		// Verdicts come from goroutines in real time while the test steps
 		// simulated time fast: a long timeout (in simulated time) keeps a
 		// verdict that the loaded machine delivers a few hundred steps late
 		// from reading as a timeout. The hanging one still reaches it.
-		cfg.HandshakeTimeout = 30 * time.Second
+		cfg.Limits.HandshakeTimeout = 30 * time.Second
 	})
 	join := func(token string) *harness.ClientSide {
 		h.ClientConfig = func(cfg *replication.ClientConfig) {
@@ -109,7 +109,7 @@ func TestSlowAuthenticatorDoesNotStallServer(t *testing.T) {
 	stepUntil(t, h, "the hanging authentication to start", func() bool { return calls.Load() == 4 })
 	e := join("fast")
 	stepUntil(t, h, "the full server's answer", func() bool { return e.Client.State() == replication.StateClosed })
-	require.EqualError(t, e.Client.Err(), "rejected by server: server full: 3 of 3 slots taken (ServerConfig.MaxClients)")
+	require.EqualError(t, e.Client.Err(), "rejected by server: server full: 3 of 3 slots taken (ServerConfig.Limits.MaxClients)")
 	require.Equal(t, int32(4), calls.Load(), "no Authenticator call for a client that cannot join anyway")
 
 	// The hanging authentication ends with the handshake timeout.

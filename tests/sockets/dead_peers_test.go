@@ -24,7 +24,7 @@ func TestQUICDeadAndSilentPeers(t *testing.T) {
 	// back to a client and a server that kept waiting (liveness tests cover
 	// dropping dead peers).
 	// 33 clients from one address join at once.
-	r := loopback.NewQUIC(t, quic.Config{MaxPendingPerAddress: -1}, func(c *replication.ServerConfig) { c.ClientTimeout = 20 * time.Second })
+	r := loopback.NewQUIC(t, quic.Config{MaxPendingPerAddress: -1}, func(c *replication.ServerConfig) { c.Limits.ClientTimeout = 20 * time.Second })
 	r.ClientTimeout = 20 * time.Second
 	ents := r.Movers(200, 3)
 	for range 2 {
@@ -98,7 +98,7 @@ func TestQUICDeadAndSilentPeers(t *testing.T) {
 // with CodeTimeout. TestQUICDeadAndSilentPeers' counterpart.
 func TestWebTransportDeadPeers(t *testing.T) {
 	const timeout = 3 * time.Second
-	w := loopback.NewWebTransport(t, webtransport.Config{}, func(c *replication.ServerConfig) { c.ClientTimeout = timeout })
+	w := loopback.NewWebTransport(t, webtransport.Config{}, func(c *replication.ServerConfig) { c.Limits.ClientTimeout = timeout })
 	ents := w.Movers(200, 3)
 	for range 2 {
 		w.Good = append(w.Good, w.Dial())

@@ -45,8 +45,8 @@ func TestQUICHandshakeFlood(t *testing.T) {
 		t.Skip("500 QUIC handshakes per round")
 	}
 	r := loopback.NewQUIC(t, quic.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, func(cfg *replication.ServerConfig) {
-		cfg.MaxHandshakes = 1000
-		cfg.HandshakeTimeout = time.Minute
+		cfg.Limits.MaxHandshakes = 1000
+		cfg.Limits.HandshakeTimeout = time.Minute
 	})
 	r.Movers(200, 5)
 	r.Good = append(r.Good, r.Dial(r.QUIC.Addr().String(), ""))

@@ -102,7 +102,7 @@ func newHostRig(t *testing.T, cfg host.Config) *hostRig {
 func (r *hostRig) open(name string, movers int, seed uint64) {
 	_, err := r.h.Open(name, host.MatchConfig{FrameRate: harness.NetRate, Start: func(m *host.Match) (host.Game, error) {
 		w := ecs.NewWorld()
-		cfg := replication.ServerConfig{Registry: r.reg, NetRate: harness.NetRate, MaxClientsPerAddress: -1, Logger: harness.Quiet}
+		cfg := replication.ServerConfig{Registry: r.reg, NetRate: harness.NetRate, Limits: replication.ServerLimits{MaxClientsPerAddress: -1}, Logger: harness.Quiet}
 		m.Configure(&cfg)
 		srv, err := replication.NewServer(&w, m.Listener(), cfg)
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 func TestWebTransportHostileBrowsers(t *testing.T) {
 	// (The non-reader acks no snapshot: no JoinTimeout, so that its backlog drops it.)
 	w := loopback.NewWebTransport(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second, DatagramRateLimit: 500, DatagramBurst: 200},
-		func(c *replication.ServerConfig) { c.JoinTimeout = -1 })
+		func(c *replication.ServerConfig) { c.Limits.JoinTimeout = -1 })
 	ents := w.Movers(200, 5)
 	for range 2 {
 		w.Good = append(w.Good, w.Dial())

@@ -23,7 +23,7 @@ func TestQUICKickUnansweringPeers(t *testing.T) {
 	if harness.RaceEnabled {
 		t.Skip("100 QUIC clients and a timing bound: run without the race detector (.ci/run does)")
 	}
-	r := loopback.NewQUIC(t, quic.Config{MaxPendingPerAddress: -1}, func(c *replication.ServerConfig) { c.ClientTimeout, c.MaxClients = time.Minute, 128 })
+	r := loopback.NewQUIC(t, quic.Config{MaxPendingPerAddress: -1}, func(c *replication.ServerConfig) { c.Limits.ClientTimeout, c.Limits.MaxClients = time.Minute, 128 })
 	r.Movers(100, 9)
 	r.Game = func(int) {}
 	r.Good = append(r.Good, r.Dial(r.QUIC.Addr().String(), ""))

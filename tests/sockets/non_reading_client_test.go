@@ -25,7 +25,7 @@ import (
 func TestQUICNonReadingClient(t *testing.T) {
 	// (The non-reader sends no datagram either: the JoinTimeout would drop
 	// it first.)
-	r := loopback.NewQUIC(t, quic.Config{SendBacklogTimeout: 2 * time.Second}, func(c *replication.ServerConfig) { c.JoinTimeout = -1 })
+	r := loopback.NewQUIC(t, quic.Config{SendBacklogTimeout: 2 * time.Second}, func(c *replication.ServerConfig) { c.Limits.JoinTimeout = -1 })
 	ents := r.Movers(200, 1)
 	for range 2 {
 		r.Good = append(r.Good, r.Dial(r.QUIC.Addr().String(), ""))
@@ -77,7 +77,7 @@ func TestQUICNonReadingClient(t *testing.T) {
 func TestWebTransportNonReadingClient(t *testing.T) {
 	// (The non-reader sends no datagram either: the JoinTimeout would drop it
 	// for that first.)
-	w := loopback.NewWebTransport(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second}, func(c *replication.ServerConfig) { c.JoinTimeout = -1 })
+	w := loopback.NewWebTransport(t, webtransport.Config{SendBacklogTimeout: 2 * time.Second}, func(c *replication.ServerConfig) { c.Limits.JoinTimeout = -1 })
 	ents := w.Movers(200, 1)
 	for range 2 {
 		w.Good = append(w.Good, w.Dial())

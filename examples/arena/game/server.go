@@ -35,7 +35,7 @@ type ServerOptions struct {
 	// Workers is replication.ServerConfig.Workers (a host of many matches
 	// runs each on one). 0: its default.
 	Workers int
-	// MaxClientsPerAddress is replication.ServerConfig.MaxClientsPerAddress:
+	// MaxClientsPerAddress is replication.ServerConfig.Limits.MaxClientsPerAddress:
 	// negative when the bots connect from this machine. 0: its default.
 	MaxClientsPerAddress int
 	// Now is the clock of the replication layer (RTT, timeouts). Nil: time.Now.
@@ -153,12 +153,12 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		// below, before the first Send).
 		Tick: func() uint32 { return g.sched.Info().NetTick },
 		// Joins and leaves are queued: avatars change between systems.
-		OnConnect:            func(c replication.ClientID) { g.joined = append(g.joined, c) },
-		OnDisconnect:         func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
-		MaxClientsPerAddress: opts.MaxClientsPerAddress,
-		Workers:              opts.Workers,
-		Now:                  opts.Now,
-		Logger:               opts.Logger,
+		OnConnect:    func(c replication.ClientID) { g.joined = append(g.joined, c) },
+		OnDisconnect: func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
+		Limits:       replication.ServerLimits{MaxClientsPerAddress: opts.MaxClientsPerAddress},
+		Workers:      opts.Workers,
+		Now:          opts.Now,
+		Logger:       opts.Logger,
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}

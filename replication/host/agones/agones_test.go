@@ -54,7 +54,7 @@ func (g *game) Close()                           {}
 func openGame(h *host.Host, reg *schema.Registry, name string, games *sync.Map) error {
 	_, err := h.Open(name, host.MatchConfig{FrameRate: 30, Start: func(m *host.Match) (host.Game, error) {
 		w := ecs.NewWorld()
-		cfg := replication.ServerConfig{Registry: reg, MaxClientsPerAddress: -1, Logger: quiet}
+		cfg := replication.ServerConfig{Registry: reg, Limits: replication.ServerLimits{MaxClientsPerAddress: -1}, Logger: quiet}
 		m.Configure(&cfg)
 		srv, err := replication.NewServer(&w, m.Listener(), cfg)
 		if err != nil {

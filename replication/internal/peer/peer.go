@@ -194,9 +194,9 @@ func (p *Peer) Init(id uint8, cfg Config, now time.Time) {
 func (p *Peer) Silent(now time.Time, timeout, joinTimeout time.Duration, sender string) string {
 	if joinTimeout > 0 && p.Tracker.NewestAck == 0 && !p.firstSent.IsZero() && now.Sub(p.firstSent) > joinTimeout {
 		if p.heard.Equal(p.welcomed) {
-			return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and %s?); ServerConfig.JoinTimeout", joinTimeout, sender)
+			return fmt.Sprintf("no datagram from the client in the %v since its Welcome (is it running Client.Receive and %s?); ServerConfig.Limits.JoinTimeout", joinTimeout, sender)
 		}
-		return fmt.Sprintf("the client acknowledged no snapshot in the %v since its Welcome (is it running Client.Receive?); ServerConfig.JoinTimeout", joinTimeout)
+		return fmt.Sprintf("the client acknowledged no snapshot in the %v since its Welcome (is it running Client.Receive?); ServerConfig.Limits.JoinTimeout", joinTimeout)
 	}
 	if timeout <= 0 || now.Sub(p.heard) <= timeout {
 		return ""

@@ -6,7 +6,7 @@ import (
 )
 
 // MaxEndedKeys bounds the keys of one spawns-ended message (a client holds
-// at most ServerConfig.MaxPredictedSpawns keyed entities, ≤ 1024 in
+// at most ServerConfig.Limits.MaxPredictedSpawns keyed entities, ≤ 1024 in
 // practice; more is malformed).
 const MaxEndedKeys = 4096
 

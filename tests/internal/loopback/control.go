@@ -39,7 +39,7 @@ func (r *Rig) startQUICControl() {
 // startControl starts the rig's control on l, with clients dialled by dial,
 // and steps the rig until they are ready.
 func (r *Rig) startControl(l transport.Listener, dial func() transport.Conn) {
-	srv, err := replication.NewServer(r.World, l, replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, MaxClientsPerAddress: -1})
+	srv, err := replication.NewServer(r.World, l, replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, Limits: replication.ServerLimits{MaxClientsPerAddress: -1}})
 	require.NoError(r.T, err)
 	r.T.Cleanup(func() { srv.Close() })
 	c := &Control{Server: srv, Ticks: make([]time.Duration, len(r.Ticks))}

@@ -71,7 +71,7 @@ func newRig(t *testing.T, l transport.Listener, tweak func(*replication.ServerCo
 	sw := ecs.NewWorld()
 	r.World = &sw
 	// (Every client of these tests connects from 127.0.0.1.)
-	cfg := replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, MaxClientsPerAddress: -1,
+	cfg := replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, Limits: replication.ServerLimits{MaxClientsPerAddress: -1},
 		OnDisconnect: func(_ replication.ClientID, err error) {
 			r.mu.Lock()
 			r.events = append(r.events, err)
