@@ -146,6 +146,7 @@ type pageReport struct {
 	Matches       uint64                       `json:"matches"`
 	Corrections   uint64                       `json:"corrections"`
 	Resets        uint64                       `json:"resets"`
+	Stalls        int                          `json:"stalls"`
 	FrameMs       float64                      `json:"frameMs"`
 	Checks        int                          `json:"checks"`
 	Converged     bool                         `json:"converged"`

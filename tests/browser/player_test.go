@@ -15,7 +15,10 @@ import (
 // predicts its own body with input.Player (the same code as the native player), and
 // once everyone lets go of the keys and the movers stop, replicationtest.Converged
 // run in the page on its world against the server's state holds, as it does for the
-// native player.
+// native player. Its prediction starts once and is corrected at most twice, plus once
+// for each frame the page was late by more than its input lead (the browser starved of
+// the processor on a busy machine: its inputs reach the server late, or the server's
+// states overtake its prediction).
 func TestBrowserPlayerPredictsAndConverges(t *testing.T) {
 	m := newBrowserMatch(t, true)
 	var stop atomic.Bool
@@ -27,13 +30,16 @@ func TestBrowserPlayerPredictsAndConverges(t *testing.T) {
 	require.Equal(t, browserMovers+2, r.Mirrors, "the page mirrors every mover and both players' bodies")
 	require.True(t, r.Predicted, "the page predicts its body")
 	r, _ = m.still(ctx, &stop)
-	t.Logf("page: client %d, %d snapshots, %d mirrors; prediction: %d input ticks, %d matches, %d corrections, %d resets; converged after %d checks; %.3f ms CPU per frame",
-		r.ID, r.Snapshots, r.Mirrors, r.InputTicks, r.Matches, r.Corrections, r.Resets, r.Checks, r.FrameMs)
+	t.Logf("page: client %d, %d snapshots, %d mirrors; prediction: %d input ticks, %d matches, %d corrections, %d resets; converged after %d checks; %.3f ms CPU per frame; %d frames later than the input lead",
+		r.ID, r.Snapshots, r.Mirrors, r.InputTicks, r.Matches, r.Corrections, r.Resets, r.Checks, r.FrameMs, r.Stalls)
 	require.True(t, r.Converged, r.ConvergeError)
 	require.Greater(t, r.Snapshots, 60)
 	require.Greater(t, r.Matches, uint64(30), "the page's predictions match the server's states")
-	require.Equal(t, uint64(1), r.Resets, "the predictor starts once, from the first state")
-	require.LessOrEqual(t, r.Corrections, uint64(2), "nothing the page cannot predict happens to its body")
+	require.GreaterOrEqual(t, r.Resets, uint64(1), "the predictor starts from the first state")
+	require.LessOrEqual(t, r.Resets, uint64(1+r.Stalls),
+		"the predictor starts once, from the first state, and restarts only after the page stalled longer than its input lead (%d times: a busy machine)", r.Stalls)
+	require.LessOrEqual(t, r.Corrections, uint64(2+r.Stalls),
+		"nothing the page cannot predict happens to its body (but an input sent late by a stalled page: %d stalls)", r.Stalls)
 	var st struct{ inputTicks, matches uint64 }
 	m.do(func() {
 		ps := native.Player.Stats()

@@ -42,6 +42,7 @@ type report struct {
 	Matches      uint64                       `json:"matches"`
 	Corrections  uint64                       `json:"corrections"`
 	Resets       uint64                       `json:"resets"`
+	Stalls       int                          `json:"stalls"`  // frames later than the input lead after the one before
 	FrameMs      float64                      `json:"frameMs"` // mean CPU time of a frame
 	Checks       int                          `json:"checks"`  // convergence checks run
 	Converged    bool                         `json:"converged"`
@@ -90,9 +91,16 @@ func play(r *report) error {
 	defer tk.Stop()
 	var cpu time.Duration
 	frames := 0
-	var nextCheck time.Time
+	var nextCheck, last time.Time
 	for range tk.C {
 		t0 := time.Now()
+		// A page starved of the processor (a busy machine) falls behind the
+		// server: a gap longer than the input lead lets the server's states
+		// overtake the prediction, which then restarts from them.
+		if clock := c.Player.Clock(); clock != nil && !last.IsZero() && t0.Sub(last) > time.Duration((clock.Lead()+1)*float64(time.Second)/pagegame.SimRate) {
+			r.Stalls++
+		}
+		last = t0
 		if err := c.Frame(); err != nil {
 			return err
 		}
