@@ -1,6 +1,10 @@
 package slots
 
-import arche "github.com/mlange-42/arche/ecs"
+import (
+	"slices"
+
+	arche "github.com/mlange-42/arche/ecs"
+)
 
 // Keys is the server's record of predicted spawns (Server.PredictedSpawn):
 // the key of each keyed entity (pending until its slot is allocated at the
@@ -60,9 +64,16 @@ func (k *Keys) take(t *Table) {
 		t.Infos[slot].Keyed, t.Infos[slot].Key = true, key
 	}
 	clear(k.pending)
+	// The map gave the keys in no order: the message an owner is sent holds
+	// them in ascending order, the same bytes for the same tick.
+	slices.Sort(k.owing)
+	for _, o := range k.owing {
+		slices.Sort(k.ended[o])
+	}
 }
 
-// Ended returns the keys owner is to be told ended this tick.
+// Ended returns the keys owner is to be told ended this tick, in
+// ascending order.
 func (k *Keys) Ended(owner uint8) []uint32 { return k.ended[owner] }
 
 // ClearEnded forgets the keys told this tick (after the flush).

@@ -2,6 +2,7 @@ package slots
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	arche "github.com/mlange-42/arche/ecs"
@@ -273,4 +274,22 @@ func TestKeysEndedBeforeTheirSlot(t *testing.T) {
 	tab.TakeKeys()
 	require.Equal(t, []uint32{2}, tab.Keys.Ended(6))
 	require.Empty(t, tab.Keys.Ended(2))
+}
+
+// TestKeysEndedInOrder: an owner's ended keys come in ascending order
+// whatever order the game keyed them in (they are kept in a map until the
+// Send), so that the same tick sends the same bytes.
+func TestKeysEndedInOrder(t *testing.T) {
+	tab := NewTable()
+	tab.Begin(1)
+	es := newEntities(40)
+	for i, e := range es {
+		tab.Keys.Add(e, Key{Owner: uint8(3 + i%2), Key: uint32(1000 - i)}) // none allocated
+	}
+	tab.TakeKeys()
+	for _, owner := range []uint8{3, 4} {
+		ended := tab.Keys.Ended(owner)
+		require.Len(t, ended, 20)
+		require.True(t, slices.IsSorted(ended), "owner %d: %v", owner, ended)
+	}
 }
