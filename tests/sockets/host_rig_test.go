@@ -60,6 +60,9 @@ func (g *sceneGame) Replication() *replication.Server { return g.srv }
 
 func (g *sceneGame) Close() {}
 
+// rigTimeout is the liveness timeout of the rig's servers and good clients.
+const rigTimeout = time.Minute
+
 // hostRig is a host on QUIC loopback whose matches' clients are stepped at
 // the net rate on a goroutine of their own.
 type hostRig struct {
@@ -102,7 +105,12 @@ func newHostRig(t *testing.T, cfg host.Config) *hostRig {
 func (r *hostRig) open(name string, movers int, seed uint64) {
 	_, err := r.h.Open(name, host.MatchConfig{FrameRate: harness.NetRate, Start: func(m *host.Match) (host.Game, error) {
 		w := ecs.NewWorld()
-		cfg := replication.ServerConfig{Registry: r.reg, NetRate: harness.NetRate, Limits: replication.ServerLimits{MaxClientsPerAddress: -1}, Logger: harness.Quiet}
+		// (The tests on this rig are about isolation; liveness has its own,
+		// in tests/sim and dead_peers_test.go. Under the race detector beside
+		// other work a match's frame can take seconds: no good client is to
+		// be dropped by a timeout meant for dead peers.)
+		cfg := replication.ServerConfig{Registry: r.reg, NetRate: harness.NetRate, Logger: harness.Quiet,
+			Limits: replication.ServerLimits{MaxClientsPerAddress: -1, JoinTimeout: rigTimeout, ClientTimeout: rigTimeout}}
 		m.Configure(&cfg)
 		srv, err := replication.NewServer(&w, m.Listener(), cfg)
 		if err != nil {
@@ -131,11 +139,24 @@ func (r *hostRig) join(match string, tok []byte) {
 	require.NoError(r.t, err)
 	r.t.Cleanup(func() { _ = conn.Close() })
 	w := ecs.NewWorld()
-	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Match: match, Token: tok, Logger: harness.Quiet})
+	c, err := replication.NewClient(&w, conn, replication.ClientConfig{Registry: r.reg, Match: match, Token: tok, Logger: harness.Quiet, Timeout: rigTimeout})
 	require.NoError(r.t, err)
 	r.mu.Lock()
 	r.clients = append(r.clients, c)
 	r.mu.Unlock()
+}
+
+// closedWhy lists the closed clients' errors.
+func (r *hostRig) closedWhy() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var why []string
+	for _, c := range r.clients {
+		if c.State() == replication.StateClosed {
+			why = append(why, fmt.Sprint(c.Err()))
+		}
+	}
+	return why
 }
 
 // stepClients runs every client at the net rate and counts the ready and

@@ -123,7 +123,7 @@ func TestHostTokenFlood(t *testing.T) {
 	st := r.h.Stats()
 	t.Logf("4 matches' frame time p99 %s in quiet windows (the decoy flooded), %s during a flood of %d connections with bad tokens (the windows' median p99 %s / %s; mean %s / %s; %d connected, %d refusals seen by the attackers); refused %v",
 		ms(pct(quiet, 99)), ms(pct(flood, 99)), attempts.Load(), ms(base), ms(during), ms(mean(quiet)), ms(mean(flood)), dialled.Load(), answered.Load(), st.Refused)
-	require.Zero(t, r.closed.Load(), "a good client was disconnected")
+	require.Zero(t, r.closed.Load(), "a good client was disconnected: %q", r.closedWhy())
 	require.Equal(t, int32(8), r.ready.Load())
 	for _, why := range []string{"token expired", "token wrong key", "token replayed", "token malformed", "unknown match"} {
 		require.Positive(t, st.Refused[why], why)
