@@ -2,7 +2,9 @@
 // incompatibly since the last release without CHANGELOG.md naming the
 // change: it compares the API with the newest v* tag's (golang.org/x/exp's
 // apidiff, on PATH) and requires every incompatible change's identifier, in
-// backticks, in the changelog's "## [Unreleased]" section (as
+// backticks, in the changelog's sections newer than that release: its
+// "## [Unreleased]" section, and a release's section written before its tag
+// exists (as
 // `pkg.Name`, `pkg.(*Type).Method`, `pkg.Type.Field`, or the package's
 // path for a removed package). Examples, scripts and tests are not API.
 //
@@ -55,7 +57,7 @@ func run(base, changelog string) error {
 	if err != nil {
 		return err
 	}
-	unreleased := section(string(log), "## [Unreleased]")
+	unreleased := since(string(log), base)
 	missing := 0
 	for _, line := range diff {
 		key, ok := keyOf(line)
@@ -63,7 +65,7 @@ func run(base, changelog string) error {
 			continue
 		}
 		if !strings.Contains(unreleased, "`"+key+"`") {
-			fmt.Printf("not named in %s's Unreleased section: `%s`   (%s)\n", changelog, key, line)
+			fmt.Printf("not named in %s since %s: `%s`   (%s)\n", changelog, base, key, line)
 			missing++
 		}
 	}
@@ -146,6 +148,21 @@ func incompatible(base string) ([]string, error) {
 		}
 	}
 	return lines, sc.Err()
+}
+
+// since returns the changelog's text newer than release base: from its
+// "## [Unreleased]" heading to base's ("## [v0.1.0]"), or the Unreleased
+// section alone if base has no section.
+func since(doc, base string) string {
+	i := strings.Index(doc, "## [Unreleased]")
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(doc[i:], "\n## ["+base+"]")
+	if j < 0 {
+		return section(doc, "## [Unreleased]")
+	}
+	return doc[i : i+j]
 }
 
 // section returns the text under heading up to the next "## " heading.

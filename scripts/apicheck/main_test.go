@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestKeyOf(t *testing.T) {
 	for line, want := range map[string]string{
@@ -40,5 +43,24 @@ func TestSection(t *testing.T) {
 	}
 	if section(doc, "## [v9]") != "" {
 		t.Fatal("a missing heading has no section")
+	}
+}
+
+func TestSince(t *testing.T) {
+	doc := "# Changelog\n\n## [Unreleased]\n- `n.New`\n\n## [v0.2.0] - 2026-12-06\n- `a.B` → c\n\n## [v0.1.0] - 2026-12-02\n- `x.Y`\n"
+	s := since(doc, "v0.1.0")
+	for _, want := range []string{"`n.New`", "`a.B`"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("since v0.1.0 lacks %s: %q", want, s)
+		}
+	}
+	if strings.Contains(s, "`x.Y`") {
+		t.Errorf("since v0.1.0 holds v0.1.0's own: %q", s)
+	}
+	if s := since(doc, "v0.2.0"); strings.Contains(s, "`a.B`") || !strings.Contains(s, "`n.New`") {
+		t.Errorf("since v0.2.0 = %q, want the Unreleased section only", s)
+	}
+	if s := since(doc, "v9.9.9"); s != section(doc, "## [Unreleased]") {
+		t.Errorf("since a release without a section = %q, want the Unreleased section", s)
 	}
 }
