@@ -27,7 +27,7 @@ func TestRunAgones(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{"-agones", "-agones-url", sc.URL, "-addr", "127.0.0.1:0", "-cert", dir, "-npcs", "4",
-			"-duration", "5s", "-drain", "2s"}, &out, &errb)
+			"-duration", "10s", "-drain", "2s"}, &out, &errb)
 	}()
 	addr := waitFor(t, &out, regexp.MustCompile(`arena game server on (\S+) \(QUIC\)`))
 	waitFor(t, &out, regexp.MustCompile(`agones Ready`))
@@ -43,7 +43,7 @@ func TestRunAgones(t *testing.T) {
 	waitFor(t, &out, regexp.MustCompile(`match "duel" open`))
 
 	var bots bytes.Buffer
-	require.Equal(t, 0, run([]string{"-mode", "client", "-addr", addr, "-cert", dir, "-match", "duel", "-clients", "2", "-duration", "1500ms"}, &bots, &bots), bots.String())
+	require.Equal(t, 0, run([]string{"-mode", "client", "-addr", addr, "-cert", dir, "-match", "duel", "-clients", "2", "-duration", "2500ms"}, &bots, &bots), bots.String())
 	require.Contains(t, bots.String(), "2 bot clients connected")
 	select {
 	case c := <-code:

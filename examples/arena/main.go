@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mode, "mode", "both", "server, client, or both (server and bots in one process)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:4433", "server UDP address (-mode both: a free port unless set)")
 	fs.IntVar(&o.clients, "clients", 3, "number of bot clients (-mode both|client)")
-	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long, counted once the server is up and the bots are connected (0: until Ctrl-C)")
 	fs.IntVar(&o.npcs, "npcs", 24, "number of NPC bots on the server")
 	fs.Float64Var(&o.interest, "interest", 0, "interest radius in metres (0: every client gets every entity)")
 	fs.StringVar(&o.cert, "cert", filepath.Join(os.TempDir(), "archenet-arena"), "directory of the development certificate (cert.pem, key.pem) shared by -mode server and -mode client")
@@ -148,13 +148,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if o.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
 
 	if o.agones {
+		ctx, cancel := withDuration(ctx, o.duration)
+		defer cancel()
 		if err := runAgones(ctx, o, stdout, logger); err != nil {
 			fmt.Fprintln(stderr, "arena:", err)
 			return 1
@@ -166,6 +163,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "arena:", err)
 		return 1
 	}
+	// -duration counts from here: building the browser client or dialling
+	// the bots on a busy machine can take seconds.
+	ctx, cancel := withDuration(ctx, o.duration)
+	defer cancel()
 	err = loop(ctx, a, stdout)
 	sum := a.Summary(time.Now()) // before cleanup: closing disconnects the clients
 	cleanup()
@@ -175,6 +176,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// withDuration ends ctx after d (0: never).
+func withDuration(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // setup starts the server and/or connects the bots over QUIC.

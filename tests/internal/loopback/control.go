@@ -30,6 +30,11 @@ type Control struct {
 const ControlClients = 2
 
 // startQUICControl starts the rig's control over QUIC.
+// Limits are the rigs' and the controls' server limits: no bound per
+// address (every client is on 127.0.0.1), and liveness timeouts of a
+// minute (see newRig).
+var Limits = replication.ServerLimits{MaxClientsPerAddress: -1, JoinTimeout: time.Minute, ClientTimeout: time.Minute}
+
 func (r *Rig) startQUICControl() {
 	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: r.Cert.ServerTLS(), Logger: harness.Quiet})
 	require.NoError(r.T, err)
@@ -39,7 +44,7 @@ func (r *Rig) startQUICControl() {
 // startControl starts the rig's control on l, with clients dialled by dial,
 // and steps the rig until they are ready.
 func (r *Rig) startControl(l transport.Listener, dial func() transport.Conn) {
-	srv, err := replication.NewServer(r.World, l, replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, Limits: replication.ServerLimits{MaxClientsPerAddress: -1}})
+	srv, err := replication.NewServer(r.World, l, replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, Limits: Limits})
 	require.NoError(r.T, err)
 	r.T.Cleanup(func() { srv.Close() })
 	c := &Control{Server: srv, Ticks: make([]time.Duration, len(r.Ticks))}

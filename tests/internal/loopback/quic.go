@@ -70,8 +70,11 @@ func newRig(t *testing.T, l transport.Listener, tweak func(*replication.ServerCo
 	r := &Rig{Harness: &harness.Harness{T: t, Registry: harness.NewRegistry()}, LagMax: map[int]int{}, Active: map[int]bool{}}
 	sw := ecs.NewWorld()
 	r.World = &sw
-	// (Every client of these tests connects from 127.0.0.1.)
-	cfg := replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, Limits: replication.ServerLimits{MaxClientsPerAddress: -1},
+	// (Every client of these tests connects from 127.0.0.1. Liveness
+	// timeouts of a minute: a test that is about them sets its own in
+	// tweak; the others must not drop a good client that a busy machine
+	// starved for a few seconds.)
+	cfg := replication.ServerConfig{Registry: r.Registry, NetRate: harness.NetRate, Logger: harness.Quiet, Limits: Limits,
 		OnDisconnect: func(_ replication.ClientID, err error) {
 			r.mu.Lock()
 			r.events = append(r.events, err)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"time"
 
 	arche "github.com/mlange-42/arche/ecs"
 
@@ -115,7 +116,10 @@ func NewServer(o ServerOptions) (*Server, error) {
 		Tick:         func() uint32 { return s.Sched.Info().NetTick },
 		OnConnect:    func(c replication.ClientID) { s.events = append(s.events, c) },
 		OnDisconnect: func(c replication.ClientID, _ error) { s.events = append(s.events, c) },
-		Logger:       o.Logger}
+		// (A page starved for seconds on a busy machine is not dead: no
+		// test of this game is about liveness.)
+		Limits: replication.ServerLimits{JoinTimeout: time.Minute, ClientTimeout: time.Minute},
+		Logger: o.Logger}
 	var err error
 	if o.Players {
 		if s.Auth, err = input.NewAuthority(&w, input.AuthorityConfig[Body, Move]{Registry: reg, Step: Step}); err != nil {
