@@ -3,6 +3,7 @@ module github.com/archenet/archenet
 go 1.26.0
 
 require (
+	github.com/chromedp/cdproto v0.159.0 // tests: the browser's console
 	github.com/chromedp/chromedp v0.23.0 // tests: headless Chromium
 	github.com/klauspost/compress v1.20.4
 	github.com/mlange-42/arche v0.15.3
@@ -15,7 +16,6 @@ require (
 )
 
 require (
-	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/dunglas/httpsfv v1.1.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/quic-go/qpack v0.6.0 // indirect

@@ -168,14 +168,19 @@ func (m *browserMatch) waitPage(ctx context.Context, what string, cond func(page
 	var r pageReport
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.pageReport || "{}"`))
+		page, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+			Report string `json:"report"`
+			Exited bool   `json:"exited"`
+		}](`({report: window.pageReport || "{}", exited: !!window.goExited})`))
 		require.NoError(m.t, err)
+		s := page.Report
 		r = pageReport{}
 		require.NoError(m.t, json.Unmarshal([]byte(s), &r))
 		require.NotEqual(m.t, "error", r.State, "the page failed: %s", r.Error)
 		if cond(r) {
 			return r
 		}
+		require.False(m.t, page.Exited, "%s: the page's program ended (its console is logged below); page: %s", what, s)
 		require.True(m.t, time.Now().Before(deadline), "%s: not within 60 s; page: %s", what, s)
 		time.Sleep(50 * time.Millisecond) // (polling the page)
 	}

@@ -217,7 +217,9 @@ func TestStartCloseDoesNotWait(t *testing.T) {
 		start := time.Now()
 		if how == "StartClose" {
 			s.(transport.CloseStarter).StartClose(transport.CodeApplication, "kicked")
-			require.Less(t, time.Since(start), 20*time.Millisecond, "StartClose returned at once")
+			// At once: well before the close linger (250 ms) it would wait
+			// out if it waited (the bound leaves a busy machine room).
+			require.Less(t, time.Since(start), 150*time.Millisecond, "StartClose returned at once")
 		} else {
 			require.NoError(t, s.CloseWithReason(transport.CodeApplication, "kicked"))
 		}

@@ -38,7 +38,11 @@ type Rig struct {
 	Ticks []time.Duration // every server tick's duration, in order
 	// Stepped is when the last step began (its clients sent in it).
 	Stepped time.Time
-	Probe   ecs.Entity
+	// LongestGap is the longest time between two steps of RunFor (the test
+	// may reset it): beyond harness.TickDt it is how long this process was
+	// starved of the processor, which a bound in real time must allow for.
+	LongestGap time.Duration
+	Probe      ecs.Entity
 	// ClientTimeout is ClientConfig.Timeout of dialled clients (0: default).
 	ClientTimeout time.Duration
 	LagMax        map[int]int  // client index → worst probe lag seen, in ticks
@@ -186,8 +190,12 @@ func (r *Rig) lag(srv *replication.Server, cs *harness.ClientSide) (int, bool) {
 func (r *Rig) RunFor(d time.Duration, stop func() bool) {
 	tk := time.NewTicker(harness.TickDt)
 	defer tk.Stop()
-	for end := time.Now().Add(d); time.Now().Before(end); {
+	last := time.Now()
+	for end := last.Add(d); time.Now().Before(end); {
 		<-tk.C
+		now := time.Now()
+		r.LongestGap = max(r.LongestGap, now.Sub(last))
+		last = now
 		r.Step()
 		if stop != nil && stop() {
 			return

@@ -97,7 +97,7 @@ func play(r *report) error {
 		// A page starved of the processor (a busy machine) falls behind the
 		// server: a gap longer than the input lead lets the server's states
 		// overtake the prediction, which then restarts from them.
-		if clock := c.Player.Clock(); clock != nil && !last.IsZero() && t0.Sub(last) > time.Duration((clock.Lead()+1)*float64(time.Second)/pagegame.SimRate) {
+		if c.Player != nil && c.Player.Clock() != nil && !last.IsZero() && t0.Sub(last) > time.Duration((c.Player.Clock().Lead()+1)*float64(time.Second)/pagegame.SimRate) {
 			r.Stalls++
 		}
 		last = t0

@@ -20,9 +20,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -80,9 +82,50 @@ func Chromium(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Conte
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelA() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
+	// The page's console and uncaught exceptions go to the test's log if it fails.
+	var mu sync.Mutex
+	var console []string
+	err := chromedp.Listen(ctx, func(ev any) { // starts the browser
+		var line string
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			args := make([]string, 0, len(ev.Args))
+			for _, a := range ev.Args {
+				if a.Value != nil {
+					args = append(args, string(a.Value))
+				} else {
+					args = append(args, a.Description)
+				}
+			}
+			line = "console." + string(ev.Type) + ": " + strings.Join(args, " ")
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			line = "exception: " + d.Text
+			if d.Exception != nil {
+				line += " " + d.Exception.Description
+			}
+		default:
+			return
+		}
+		mu.Lock()
+		if len(console) < 200 {
+			console = append(console, line)
+		}
+		mu.Unlock()
+	})
+	if err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range console {
+			t.Logf("page %s", l)
+		}
+	})
 	return ctx
 }
 
@@ -155,10 +198,13 @@ func PageServer(t testing.TB, port int, h http.Handler) *httptest.Server {
 }
 
 // RunPage is the HTML of a page that runs /main.wasm (with the page's query string
-// visible to it as location.search) and shows a "go exited" note when it returns.
+// visible to it as location.search) and sets window.goExited when the program has
+// ended (returned, or panicked: the panic is on the console, which [Chromium] logs
+// when the test fails).
 const RunPage = `<!doctype html><html><head><meta charset="utf-8"><title>wasm</title>
 <script src="/wasm_exec.js"></script></head><body><pre id="log"></pre><script>
 const go = new Go();
 WebAssembly.instantiateStreaming(fetch("/main.wasm"), go.importObject).then(r => go.run(r.instance))
-  .catch(e => { window.probeResult = JSON.stringify({error: "wasm: " + e}); });
+  .then(() => { window.goExited = true; })
+  .catch(e => { window.goExited = true; window.probeResult = JSON.stringify({error: "wasm: " + e}); });
 </script></body></html>`
