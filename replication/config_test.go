@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestConfigsRefuseInvalidSettings(t *testing.T) {
 		{"negative workers", "Workers -2", func(c *ServerConfig) { c.Workers = -2 }},
 		{"min above max", "MinBytesPerSecond 9000 exceeds MaxBytesPerSecond 8000", func(c *ServerConfig) { c.MinBytesPerSecond, c.MaxBytesPerSecond = 9000, 8000 }},
 		{"negative handshake timeout", "Limits.HandshakeTimeout -1s", func(c *ServerConfig) { c.Limits.HandshakeTimeout = -time.Second }},
+		{"match name", "Match of 65 bytes", func(c *ServerConfig) { c.Match = strings.Repeat("m", 65) }},
 	} {
 		cfg := ServerConfig{Registry: reg}
 		tc.tweak(&cfg)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+	"unicode/utf8"
 
 	"github.com/archenet/archenet/replication/internal/encode"
 	"github.com/archenet/archenet/replication/internal/entity"
@@ -81,6 +82,15 @@ type ServerConfig struct {
 	// whose authentication has not finished by then is rejected. Nil:
 	// everyone may.
 	Authenticator transport.Authenticator
+	// Match names the match this server hosts (replication.ClientConfig.Match,
+	// transport.Hello.Match). A client whose Hello names another match is
+	// refused, and its error says which match it named and which this
+	// server hosts; a Hello that names none joins. Empty: the server hosts one
+	// unnamed match, and a Hello that names any match is refused. A host of
+	// many matches (package replication/host) routes each Hello by its
+	// name before the match's server sees it, and the server does not judge
+	// the name again.
+	Match string
 	// Interest limits what each client receives. Nil: every entity.
 	Interest *Interest
 	// Limits bounds the clients, the handshakes and the timeouts.
@@ -195,6 +205,9 @@ type ServerLimits struct {
 func (c ServerConfig) resolve() (ServerConfig, error) {
 	if c.Registry == nil {
 		return c, errors.New("replication: ServerConfig.Registry is required")
+	}
+	if len(c.Match) > transport.MaxMatchLen || !utf8.ValidString(c.Match) {
+		return c, fmt.Errorf("replication: ServerConfig.Match of %d bytes: want at most %d bytes of UTF-8", len(c.Match), transport.MaxMatchLen)
 	}
 	if err := c.adoptLimits(); err != nil {
 		return c, err

@@ -15,7 +15,7 @@ import (
 func (s *Server) newDesk() *admit.Desk {
 	hash := s.cfg.Registry.Hash()
 	return admit.New(admit.Config{Version: ProtocolVersion, Hash: hash, Authenticator: s.cfg.Authenticator,
-		HandshakeTimeout: s.cfg.Limits.HandshakeTimeout, Now: s.cfg.Now, Logger: s.cfg.Logger, Close: s.closeConn,
+		HandshakeTimeout: s.cfg.Limits.HandshakeTimeout, Match: s.cfg.Match, Now: s.cfg.Now, Logger: s.cfg.Logger, Close: s.closeConn,
 		Reject: func(he *transport.HandshakeError) transport.Reject { return rejectFor(he, hash, s.cfg.Registry) }})
 }
 

@@ -32,6 +32,10 @@ type Config struct {
 	// own, bounded by what is left of HandshakeTimeout.
 	Authenticator    func(ctx context.Context, remote net.Addr, token []byte) error
 	HandshakeTimeout time.Duration
+	// Match is the name of the server's match (replication.ServerConfig.Match):
+	// a Hello the desk read itself that names another match is refused. (A
+	// Hello that came with its connection was routed to this match by name.)
+	Match string
 	// Reject builds the Reject sent for he (with the server's component
 	// list on a protocol hash mismatch).
 	Reject func(he *transport.HandshakeError) transport.Reject
@@ -145,7 +149,7 @@ func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) ou
 	if p.auth != nil {
 		return d.awaitAuth(p, now)
 	}
-	m, ok := p.first, p.routed
+	m, ok, routed := p.first, p.routed, p.routed
 	if p.routed {
 		p.routed = false
 	} else {
@@ -161,7 +165,13 @@ func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) ou
 		}
 		return stay
 	}
-	h, he := transport.JudgeHello(m, d.cfg.Version, d.cfg.Hash, limit(p.Conn.RemoteAddr()))
+	h, he := transport.JudgeHello(m, d.cfg.Version, d.cfg.Hash, nil)
+	if he == nil && !routed && h.Match != "" && h.Match != d.cfg.Match {
+		_, he = transport.JudgeHello(m, d.cfg.Version, d.cfg.Hash, d.otherMatch(h.Match))
+	}
+	if he == nil {
+		_, he = transport.JudgeHello(m, d.cfg.Version, d.cfg.Hash, limit(p.Conn.RemoteAddr()))
+	}
 	if he != nil {
 		d.Reject(p.Conn, he)
 		return gone
@@ -172,6 +182,19 @@ func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) ou
 	}
 	d.startAuth(p, now)
 	return stay
+}
+
+// ErrUnknownMatch is why a Hello that names a match the server does not
+// host is refused.
+var ErrUnknownMatch = errors.New("no such match here")
+
+// otherMatch is the refusal of a Hello that names the match name, which is
+// not the server's.
+func (d *Desk) otherMatch(name string) error {
+	if d.cfg.Match == "" {
+		return fmt.Errorf("%w: the Hello names match %q, and this server hosts one unnamed match (replication.ClientConfig.Match must be empty, or ServerConfig.Match name it)", ErrUnknownMatch, name)
+	}
+	return fmt.Errorf("%w: the Hello names match %q, and this server hosts %q (ServerConfig.Match)", ErrUnknownMatch, name, d.cfg.Match)
 }
 
 // startAuth runs the Authenticator on p's Hello on a goroutine of its own,

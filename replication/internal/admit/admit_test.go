@@ -167,7 +167,8 @@ func TestNoHelloTimesOut(t *testing.T) {
 }
 
 // Each refused Hello gets a Reject saying why (malformed, version or hash
-// mismatch, in that order, else the slot limit's reason) and is closed
+// mismatch, a match the server does not host, in that order, else the slot
+// limit's reason) and is closed
 // with the Reject's code only after RejectLinger, so that the client reads
 // the Reject first.
 func TestRefusedHellos(t *testing.T) {
@@ -182,6 +183,8 @@ func TestRefusedHellos(t *testing.T) {
 		{"not a hello", transport.Welcome{}.Append(nil), nil, transport.CodeHandshakeFailed, "handshake failed"},
 		{"version", transport.Hello{Version: version + 1, ProtocolHash: hash}.Append(nil), errors.New("full"), transport.CodeHandshakeFailed, "protocol version mismatch"},
 		{"hash", transport.Hello{Version: version, ProtocolHash: hash + 1}.Append(nil), errors.New("full"), transport.CodeHandshakeFailed, "protocol hash mismatch"},
+		{"other match", transport.Hello{Version: version, ProtocolHash: hash, Match: "duel"}.Append(nil), errors.New("full"), transport.CodeRejected,
+			`no such match here: the Hello names match "duel", and this server hosts one unnamed match`},
 		{"limit", hello("x"), errors.New("server full: 4 of 4 slots taken"), transport.CodeRejected, "server full: 4 of 4 slots taken"},
 		{"draining", hello("x"), &transport.CloseError{Code: transport.CodeDraining, Reason: "draining"}, transport.CodeDraining, "draining"},
 	} {
@@ -210,6 +213,29 @@ func TestRefusedHellos(t *testing.T) {
 			require.Equal(t, tc.code, r.closes[0].code)
 		})
 	}
+}
+
+// A server with a named match welcomes Hellos that name it or none, and
+// refuses one that names another match, saying which it named and which
+// the server hosts, before it asks for a slot; a Hello that came with its
+// connection (routed by name by a host) is not judged by name again.
+func TestMatchByName(t *testing.T) {
+	r := newRig(nil)
+	r.d.cfg.Match = "arena"
+	named := func(m string) []byte { return transport.Hello{Version: version, ProtocolHash: hash, Match: m}.Append(nil) }
+	same, none, other, routed := newConn("10.0.0.1", named("arena")), newConn("10.0.0.2", named("")), newConn("10.0.0.3", named("duel")), newConn("10.0.0.4")
+	r.d.Add(same, nil)
+	r.d.Add(none, nil)
+	r.d.Add(other, nil)
+	r.d.Add(routed, named("duel"))
+	in := r.advance()
+	require.Len(t, in, 3)
+	require.Equal(t, []transport.Conn{same, none, routed}, []transport.Conn{in[0].Conn, in[1].Conn, in[2].Conn})
+	require.Equal(t, []net.Addr{same.addr, none.addr, routed.addr}, r.asked, "no slot asked for the other match's Hello")
+	rj := other.reject(t)
+	require.Equal(t, transport.CodeRejected, rj.Code)
+	require.Equal(t, `no such match here: the Hello names match "duel", and this server hosts "arena" (ServerConfig.Match)`, rj.Reason)
+	require.Equal(t, Counts{Rejected: 1}, r.d.Counts)
 }
 
 // gate is an Authenticator the test answers: each call is reported on
