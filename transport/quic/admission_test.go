@@ -3,6 +3,7 @@ package quic_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -83,6 +84,58 @@ func TestHandshakeWindow(t *testing.T) {
 	m, err = s.ReceiveMessage(ctx)
 	require.NoError(t, err)
 	require.Len(t, m, 1<<20-16)
+	_ = qc
+}
+
+// A peer that streams small messages after its Hello makes the server buffer
+// no more than the handshake window until its Welcome, however long it waits
+// (an Authenticator at work, a Reject's linger): once the Hello is taken,
+// nothing more is read. After the Welcome every message arrives.
+func TestUnwelcomedPeerStreamingMessages(t *testing.T) {
+	const window = 32 << 10
+	e := newEnv(t, quic.Config{HandshakeWindow: window})
+	qc, st, err := rawDialFrom(t, e, net.IPv4(127, 0, 0, 1))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := e.l.Accept(ctx)
+	require.NoError(t, err)
+	hello := append(binary.AppendUvarint(nil, 100), make([]byte, 100)...)
+	_, err = st.Write(hello)
+	require.NoError(t, err)
+	m, err := s.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Len(t, m, 100)
+
+	// 100,000 messages of 8 bytes (900 KB framed).
+	const n = 100_000
+	var stream []byte
+	for i := range n {
+		stream = append(binary.AppendUvarint(stream, 8), binary.LittleEndian.AppendUint64(nil, uint64(i))...)
+	}
+	sent := writeFor(st, stream, 500*time.Millisecond)
+	t.Logf("before the Welcome: %d bytes of %d taken (window %d); %d messages received", sent, len(stream), window, s.Stats().MessagesReceived)
+	require.LessOrEqual(t, sent, window+1, "the flow control held the stream to the handshake window")
+	require.EqualValues(t, 1, s.Stats().MessagesReceived, "nothing read past the Hello")
+
+	require.NoError(t, s.SendMessage(transport.Welcome{ClientID: 1}.Append(nil)))
+	got := make(chan error, 1)
+	go func() {
+		for i := range n {
+			m, err := s.ReceiveMessage(ctx)
+			if err == nil && binary.LittleEndian.Uint64(m) != uint64(i) {
+				err = fmt.Errorf("message %d is %x", i, m)
+			}
+			if err != nil {
+				got <- err
+				return
+			}
+		}
+		got <- nil
+	}()
+	more := writeFor(st, stream[sent:], 10*time.Second)
+	require.Equal(t, len(stream)-sent, more)
+	require.NoError(t, <-got)
 	_ = qc
 }
 

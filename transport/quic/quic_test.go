@@ -227,9 +227,10 @@ func TestHostilePeers(t *testing.T) {
 		defer cancel()
 		s, err := e.l.Accept(ctx)
 		require.NoError(t, err)
-		b, err := s.ReceiveMessage(ctx) // taking the first message lets the next be read
+		b, err := s.ReceiveMessage(ctx) // taking the first message and welcoming lets the next be read
 		require.NoError(t, err)
 		require.Equal(t, "h", string(b))
+		require.NoError(t, s.SendMessage(transport.Welcome{ClientID: 1}.Append(nil)))
 		st.Write([]byte{0x80, 0x80, 0x80, 0x80, 0x10})
 		app := closedWith(t, qc)
 		require.Equal(t, quicgo.ApplicationErrorCode(transport.CodeMessageTooLarge), app.ErrorCode)

@@ -79,14 +79,16 @@ func Run(t *testing.T, mk MakePair) {
 	})
 }
 
-// Handshake exchanges a first message each way, as the archenet handshake does: a
-// connection reads nothing after its first message until that has been taken, and bounds
-// it by transport.MaxHandshakeMessageSize.
+// Handshake exchanges a first message each way, as the archenet handshake does, the
+// server's a [transport.Welcome]: a connection reads nothing after its first message
+// until that has been taken (a server's end: and it has sent its Welcome), and bounds it
+// by transport.MaxHandshakeMessageSize.
 func Handshake(t testing.TB, p Pair) {
 	require.NoError(t, p.Client.SendMessage([]byte("hello")))
 	require.Equal(t, []byte("hello"), PollMessage(t, p, p.Server))
-	require.NoError(t, p.Server.SendMessage([]byte("welcome")))
-	require.Equal(t, []byte("welcome"), PollMessage(t, p, p.Client))
+	welcome := transport.Welcome{ClientID: 1}.Append(nil)
+	require.NoError(t, p.Server.SendMessage(welcome))
+	require.Equal(t, welcome, PollMessage(t, p, p.Client))
 }
 
 func testHandshakeMessageBound(t *testing.T, p Pair) {

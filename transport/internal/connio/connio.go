@@ -44,8 +44,9 @@ type Setup struct {
 	// ([Core.Violation]; see Settings.CloseLog). Nil: none is logged.
 	Log func(code transport.CloseCode, reason string)
 	// Server is set for a server's end: until it sends a transport.Welcome
-	// it queues at most PendingDatagrams datagrams, and then it calls
-	// Welcomed (nil: nothing).
+	// it queues at most PendingDatagrams datagrams and reads no message past
+	// the first (Core.ReadMessages), and then it calls Welcomed (nil:
+	// nothing).
 	Server   bool
 	Welcomed func()
 }
@@ -65,6 +66,7 @@ type Core struct {
 	log       func(code transport.CloseCode, reason string)
 	server    bool
 	welcomed  atomic.Bool
+	welcome   chan struct{} // a server's: closed once it sent its Welcome
 	onWelcome func()
 
 	datagrams *queue.Queue[[]byte]
@@ -94,6 +96,7 @@ func (c *Core) Init(s Setup) {
 	c.messages = queue.New(c.set.MessageQueueLen, c.set.MessageQueueBytes, func(b []byte) int { return len(b) })
 	c.closeReq = make(chan CloseRequest, 1)
 	c.done = make(chan struct{})
+	c.welcome = make(chan struct{})
 	c.out = transport.NewOutbox(s.Writer, transport.OutboxConfig{
 		DatagramQueueLen: c.set.DatagramSendQueueLen, MaxBacklog: c.set.MaxSendBacklog, BacklogTimeout: c.set.SendBacklogTimeout,
 	}, c.Violation)
@@ -196,8 +199,11 @@ func (c *Core) ReadDatagrams(recv func(context.Context) ([]byte, error), maxSize
 //
 // With handshake set, the first message is the handshake: it is bounded by
 // transport.MaxHandshakeMessageSize, and the next one is not read before the
-// application has taken it, so a peer that has not been welcomed yet holds at
-// most one small message of this end's memory (plus the stream's window).
+// application has taken it and, on a server's connection, has sent its
+// Welcome. A peer that has not been welcomed holds at most its Hello of this
+// end's memory, plus what the stream's flow-control window lets it send
+// (the listener's handshake window), however many messages it sends after
+// the Hello, for as long as its Authenticator runs or its Reject lingers.
 func (c *Core) ReadMessages(br *bufio.Reader, handshake bool, ended func(error) bool) {
 	for first := handshake; ; first = false {
 		limit := c.set.MaxMessageSize
@@ -227,6 +233,13 @@ func (c *Core) ReadMessages(br *bufio.Reader, handshake bool, ended func(error) 
 		c.messageBytesReceived.Add(uint64(len(b)))
 		if first && !c.messages.WaitEmpty(c.ctx, nil) {
 			return
+		}
+		if first && c.server {
+			select {
+			case <-c.welcome:
+			case <-c.ctx.Done():
+				return
+			}
 		}
 	}
 }
@@ -267,8 +280,8 @@ func (c *Core) SendMessage(b []byte) error {
 	}
 	c.messagesSent.Add(1)
 	c.messageBytesSent.Add(uint64(len(b)))
-	if c.server && !c.welcomed.Load() && transport.TypeOf(b) == transport.MessageWelcome {
-		c.welcomed.Store(true)
+	if c.server && !c.welcomed.Load() && transport.TypeOf(b) == transport.MessageWelcome && c.welcomed.CompareAndSwap(false, true) {
+		close(c.welcome)
 		if c.onWelcome != nil {
 			c.onWelcome()
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,6 +127,57 @@ func TestCoreReadMessagesHandshake(t *testing.T) {
 	require.Equal(t, transport.CodeMessageTooLarge, v.code)
 	require.True(t, strings.HasPrefix(v.reason, "handshake message of"), v.reason)
 	require.Equal(t, transport.CodeMessageTooLarge, c.Local().Code)
+}
+
+// A server's connection reads nothing past the Hello before it sends its
+// Welcome, however many messages follow the Hello; a client's reads on once
+// the first message was taken.
+func TestCoreReadsNothingBeforeWelcome(t *testing.T) {
+	in := frame.Append(nil, []byte("hello"))
+	for i := range 1000 {
+		in = frame.Append(in, []byte{byte(i), byte(i >> 8)})
+	}
+	for _, server := range []bool{true, false} {
+		c, _ := newCore(t, Settings{}, server, nil)
+		r := &countingReader{r: bytes.NewReader(in)}
+		go c.ReadMessages(bufio.NewReaderSize(r, 16), true, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		b, err := c.ReceiveMessage(ctx)
+		cancel()
+		require.NoError(t, err)
+		require.Equal(t, "hello", string(b))
+		// (A short wait for what must not come: a reader that went on would
+		// have queued the next message within microseconds.)
+		ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err = c.ReceiveMessage(ctx)
+		cancel()
+		if server {
+			require.ErrorIs(t, err, context.DeadlineExceeded, "a message read before the Welcome")
+			require.EqualValues(t, 1, c.Stats(0).MessagesReceived)
+			require.LessOrEqual(t, r.n.Load(), int64(len("hello")+1+16), "read past the Hello's frame and one buffer")
+			require.NoError(t, c.SendMessage(transport.Welcome{ClientID: 1}.Append(nil)))
+		} else {
+			require.NoError(t, err)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		for c.Stats(0).MessagesReceived < 1001 {
+			_, err = c.ReceiveMessage(ctx)
+			require.NoError(t, err)
+		}
+		cancel()
+	}
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // Messages reach the queue in order; a stream that ends while the connection
