@@ -2,13 +2,16 @@ package sockets_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,46 +26,72 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A flood of connections that never finish the handshake, from one address
-// with no per-address bound (LAN settings, the worst case): 500 QUIC
-// connections, a third of them silent after the stream preamble, a third
-// sending part of a Hello, a third sending 1 MiB on the one stream they may
-// open (a first message of the largest handshake size, which the server
-// rejects, and more behind it). Three rounds. The server's tick keeps its
-// rate, as its control's does (no close waits on quic-go, closes run on the
-// connections' own goroutines), the playing client's newest snapshot stays
-// at most 250 ms old (or twice the control's clients' newest, on a machine
-// loaded beyond that), and the server's heap
-// grows by at most 64 MB (each connection's flow-control window is the
-// handshake's 32 KiB until the Welcome, and it queues at most 16 datagrams).
+// A flood of connections that never finish the handshake, with no
+// per-address bound (LAN settings, the worst case): 500 QUIC connections, a
+// quarter of them silent after the stream preamble, a quarter sending part
+// of a Hello, a quarter sending 1 MiB on the one stream they may open (a
+// first message of the largest handshake size, which the server rejects,
+// and more behind it), and a quarter sending a valid Hello and then 4 KiB
+// messages as fast as flow control lets them, while the server's
+// Authenticator holds them (or, once its slots are promised, while
+// their Reject lingers). Then all 500 send a Hello and messages: the
+// Authenticator holds 254 (the most slots a server has), and the others'
+// Rejects linger. Four rounds: the mix from one source address and from
+// 250, the Hellos from one and from 250. The server's tick keeps its rate, as its control's
+// does (no close waits on quic-go, closes run on the connections' own
+// goroutines), the playing client's newest snapshot stays at most 250 ms
+// old (or twice the control's clients' newest, on a machine loaded beyond
+// that), and the server's heap grows by at most 64 MB (each connection's
+// flow-control window is the handshake's 32 KiB until the Welcome, nothing
+// past the Hello is read before it, and it queues at most 16 datagrams).
 // The attackers run in a child process (this test binary as
 // TestQUICHandshakeAttacker), so the heap measured here is the server's.
 // Under the race detector the tick and lag figures are reported, not bounded
-// (instrumented quic-go handshakes take several times as long); .ci/run
-// runs this test without it too.
+// (instrumented quic-go handshakes take several times as long), in one
+// round; .ci/run runs this test without it too.
 func TestQUICHandshakeFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 QUIC handshakes per round")
 	}
 	r := loopback.NewQUIC(t, quic.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, func(cfg *replication.ServerConfig) {
 		cfg.Limits.MaxHandshakes = 1000
+		cfg.Limits.MaxClients = 254
 		cfg.Limits.HandshakeTimeout = time.Minute
+		cfg.Authenticator = holdAuthenticator
 	})
 	r.Movers(200, 5)
 	r.Good = append(r.Good, r.Dial(r.QUIC.Addr().String(), ""))
 	r.Until("client ready", 10*time.Second, func() bool { return r.Clients[0].Client.Ready() })
 	r.Game = func(int) {}
-	rounds := 3
+	rounds := []struct {
+		sources int
+		hellos  bool
+	}{{1, false}, {250, false}, {1, true}, {250, true}}
 	if harness.RaceEnabled {
-		rounds = 1
+		rounds = rounds[:1]
 	}
-	for round := range rounds {
-		floodRound(t, r, round)
+	for i, rd := range rounds {
+		floodRound(t, r, i, rd.sources, rd.hellos)
 	}
 }
 
-// floodRound runs one round of TestQUICHandshakeFlood.
-func floodRound(t *testing.T, r *loopback.Rig, round int) {
+// frame is b with its length prefix (a message on the stream).
+func frame(b []byte) []byte { return append(binary.AppendUvarint(nil, uint64(len(b))), b...) }
+
+// holdAuthenticator lets every client in but those whose token is "hold":
+// it holds them until their handshake time is up.
+func holdAuthenticator(ctx context.Context, _ net.Addr, token []byte) error {
+	if string(token) != "hold" {
+		return nil
+	}
+	<-ctx.Done()
+	return context.Cause(ctx)
+}
+
+// floodRound runs one round of TestQUICHandshakeFlood, its attackers from
+// sources addresses, every one of them sending a Hello and messages if
+// hellos is set, else the four kinds.
+func floodRound(t *testing.T, r *loopback.Rig, round, sources int, hellos bool) {
 	t.Helper()
 	r.RunFor(300*time.Millisecond, nil) // (the last round's connections are gone)
 	runtime.GC()
@@ -95,7 +124,9 @@ func floodRound(t *testing.T, r *loopback.Rig, round int) {
 	}
 	defer stopLoop()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestQUICHandshakeAttacker$", "-test.v")
-	cmd.Env = append(os.Environ(), "ARCHENET_ATTACK_ADDR="+r.QUIC.Addr().String())
+	hello := transport.Hello{Version: replication.ProtocolVersion, ProtocolHash: r.Registry.Hash(), Token: []byte("hold")}.Append(nil)
+	cmd.Env = append(os.Environ(), "ARCHENET_ATTACK_ADDR="+r.QUIC.Addr().String(), "ARCHENET_ATTACK_HELLO="+hex.EncodeToString(hello),
+		fmt.Sprintf("ARCHENET_ATTACK_SOURCES=%d", sources), fmt.Sprintf("ARCHENET_ATTACK_HELLOS=%t", hellos))
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -128,10 +159,18 @@ func floodRound(t *testing.T, r *loopback.Rig, round int) {
 	growth := int64(peak.HeapInuse) - int64(base.HeapInuse)
 	lag := time.Duration(r.LagMax[0]) * harness.TickDt
 	controlLag := time.Duration(r.Control.LagMax) * harness.TickDt
-	t.Logf("round %d: %s; %d pending at the transport; server heap +%.1f MB (%.1f KB per connection); the client's newest snapshot at most %v old (the control's clients' %v)",
-		round+1, summary[len("attack: "):], pending, float64(growth)/(1<<20), float64(growth)/1024/500, lag, controlLag)
+	kinds := "four kinds"
+	if hellos {
+		kinds = "all Hellos and messages"
+	}
+	t.Logf("round %d, %s from %d source addresses: %s; %d pending at the transport, %d rejected by the server so far; server heap +%.1f MB (%.1f KB per connection); the client's newest snapshot at most %v old (the control's clients' %v)",
+		round+1, kinds, sources, summary[len("attack: "):], pending, r.Server.Stats.Rejected, float64(growth)/(1<<20), float64(growth)/1024/500, lag, controlLag)
 	require.Less(t, growth, int64(64<<20), "heap growth")
-	require.GreaterOrEqual(t, pending, 300, "the silent and partial connections were held (pending) while measured")
+	if hellos {
+		require.GreaterOrEqual(t, pending, 200, "the Authenticator held the Hellos it had slots for (pending) while measured")
+	} else {
+		require.GreaterOrEqual(t, pending, 200, "the silent and partial connections and the Hellos were held (pending) while measured")
+	}
 	// The server's ticks against its control's, which the attackers' CPU
 	// (a child process on the same cores) slows alike.
 	r.RequireTicks(from, fmt.Sprintf("round %d", round+1))
@@ -141,10 +180,14 @@ func floodRound(t *testing.T, r *loopback.Rig, round int) {
 }
 
 // TestQUICHandshakeAttacker is the child process of TestQUICHandshakeFlood:
-// 500 connections that open the stream and write its preamble, and then a
-// third write nothing, a third part of a Hello (the first 1000 bytes of one
-// announcing the largest handshake message) and a third 1 MiB (a message of
-// the largest handshake size, and more), until stdin closes.
+// 500 connections from ARCHENET_ATTACK_SOURCES loopback addresses
+// (127.0.0.1, or 127.0.0.2 on) that open the stream and write its preamble,
+// and then a quarter write nothing, a quarter part of a Hello (the first
+// 1000 bytes of one announcing the largest handshake message), a quarter
+// 1 MiB (a message of the largest handshake size, and more), and a quarter
+// the Hello ARCHENET_ATTACK_HELLO (hex) and then 4 KiB messages for as long
+// as they can (with ARCHENET_ATTACK_HELLOS=true: all of them), until stdin
+// closes.
 func TestQUICHandshakeAttacker(t *testing.T) {
 	addr := os.Getenv("ARCHENET_ATTACK_ADDR")
 	if addr == "" {
@@ -152,7 +195,16 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 	}
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	require.NoError(t, err)
-	tr := newRawTransport(t)
+	hello, err := hex.DecodeString(os.Getenv("ARCHENET_ATTACK_HELLO"))
+	require.NoError(t, err)
+	hello = frame(hello)
+	small := frame(make([]byte, 4<<10))
+	sources, _ := strconv.Atoi(os.Getenv("ARCHENET_ATTACK_SOURCES"))
+	hellos := os.Getenv("ARCHENET_ATTACK_HELLOS") == "true"
+	trs := []*quicgo.Transport{newRawTransport(t)}
+	for i := 1; i < sources; i++ {
+		trs = append(trs, newRawTransportOn(t, net.IPv4(127, 0, byte((i+1)>>8), byte(i+1))))
+	}
 	const n = 500
 	conns := make([]*quicgo.Conn, n)
 	errs := make(chan error, n)
@@ -165,13 +217,17 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			qc, st, err := rawHostile(tr, raddr)
+			qc, st, err := rawHostile(trs[i%len(trs)], raddr)
 			if err != nil {
 				errs <- err
 				return
 			}
 			conns[i] = qc
-			switch i % 3 {
+			kind := i % 4
+			if hellos {
+				kind = 3
+			}
+			switch kind {
 			case 1:
 				_, _ = st.Write(append(binary.AppendUvarint(nil, transport.MaxHandshakeMessageSize), make([]byte, 1000)...))
 			case 2:
@@ -183,6 +239,19 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 					_, _ = st.Write(append(binary.AppendUvarint(nil, transport.MaxHandshakeMessageSize), make([]byte, 1<<20)...))
 				}()
 				_, _ = qc.OpenUniStream() // none allowed
+			case 3:
+				bulk.Add(1)
+				go func() {
+					defer bulk.Done()
+					if _, err := st.Write(hello); err != nil {
+						return
+					}
+					for {
+						if _, err := st.Write(small); err != nil {
+							return
+						}
+					}
+				}()
 			}
 		}()
 	}
@@ -203,7 +272,7 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 	if len(failed) > 0 {
 		why = fmt.Sprintf(" (%d failed to connect, e.g. %v)", len(failed), failed[0])
 	}
-	fmt.Printf("attack: %d connections%s, %d still open (those sending 1 MiB are rejected)\n", n-len(failed), why, open)
+	fmt.Printf("attack: %d connections%s, %d still open (those sending 1 MiB are rejected, and Hellos beyond the free slots)\n", n-len(failed), why, open)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	for _, qc := range conns {
 		if qc != nil {

@@ -33,7 +33,12 @@ func rawQUIC(t *testing.T, tr *quicgo.Transport, addr net.Addr, cert *quic.DevCe
 }
 
 func newRawTransport(t *testing.T) *quicgo.Transport {
-	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return newRawTransportOn(t, net.IPv4(127, 0, 0, 1))
+}
+
+// newRawTransportOn is newRawTransport from the loopback address ip.
+func newRawTransportOn(t *testing.T, ip net.IP) *quicgo.Transport {
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	require.NoError(t, err)
 	tr := &quicgo.Transport{Conn: udp}
 	t.Cleanup(func() { tr.Close(); udp.Close() })
