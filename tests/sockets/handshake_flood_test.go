@@ -3,9 +3,13 @@ package sockets_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/archenet/archenet/transport/webtransport"
+	"github.com/quic-go/quic-go/http3"
+	wt "github.com/quic-go/webtransport-go"
 	"io"
 	"net"
 	"os"
@@ -53,16 +57,47 @@ func TestQUICHandshakeFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 QUIC handshakes per round")
 	}
-	r := loopback.NewQUIC(t, quic.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, func(cfg *replication.ServerConfig) {
-		cfg.Limits.MaxHandshakes = 1000
-		cfg.Limits.MaxClients = 254
-		cfg.Limits.HandshakeTimeout = time.Minute
-		cfg.Authenticator = holdAuthenticator
-	})
+	r := loopback.NewQUIC(t, quic.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, floodServer)
 	r.Movers(200, 5)
 	r.Good = append(r.Good, r.Dial(r.QUIC.Addr().String(), ""))
 	r.Until("client ready", 10*time.Second, func() bool { return r.Clients[0].Client.Ready() })
 	r.Game = func(int) {}
+	flood(t, r, floodTarget{addr: r.QUIC.Addr().String(), pending: func() int { return r.QUIC.Admission().Pending }})
+}
+
+// The same flood of WebTransport sessions (the stream preamble written):
+// the same bounds hold.
+func TestWebTransportHandshakeFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 WebTransport handshakes per round")
+	}
+	w := loopback.NewWebTransport(t, webtransport.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, floodServer)
+	w.Movers(200, 5)
+	w.Good = append(w.Good, w.Dial())
+	w.Until("client ready", 10*time.Second, func() bool { return w.Clients[0].Client.Ready() })
+	w.Game = func(int) {}
+	flood(t, w.Rig, floodTarget{addr: w.WT.Addr().String(), url: w.WT.URL(""), pending: func() int { return w.WT.Admission().Pending }})
+}
+
+// floodServer is the flooded server's configuration: room for the
+// handshakes, the most slots a server has, a minute to finish, and the
+// Authenticator that holds the attackers' Hellos.
+func floodServer(cfg *replication.ServerConfig) {
+	cfg.Limits.MaxHandshakes = 1000
+	cfg.Limits.MaxClients = 254
+	cfg.Limits.HandshakeTimeout = time.Minute
+	cfg.Authenticator = holdAuthenticator
+}
+
+// floodTarget is the flooded listener.
+type floodTarget struct {
+	addr    string     // its UDP address
+	url     string     // a WebTransport session's URL ("": QUIC)
+	pending func() int // connections it holds before their Welcome
+}
+
+// flood runs the rounds of a handshake flood against r's server.
+func flood(t *testing.T, r *loopback.Rig, to floodTarget) {
 	rounds := []struct {
 		sources int
 		hellos  bool
@@ -71,8 +106,41 @@ func TestQUICHandshakeFlood(t *testing.T) {
 		rounds = rounds[:1]
 	}
 	for i, rd := range rounds {
-		floodRound(t, r, i, rd.sources, rd.hellos)
+		floodRound(t, r, to, i, rd.sources, rd.hellos)
 	}
+}
+
+// hostileDial opens a QUIC connection (url "") or a WebTransport session at
+// url from tr to addr, with its message stream open and the preamble
+// written; openUni opens a stream the server allows none of.
+func hostileDial(tr *quicgo.Transport, addr net.Addr, url string) (qc *quicgo.Conn, st io.Writer, openUni func(), err error) {
+	if url == "" {
+		qc, qs, err := rawHostile(tr, addr)
+		return qc, qs, func() { _, _ = qc.OpenUniStream() }, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tlsConf := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}}
+	qc, err = tr.Dial(ctx, addr, tlsConf, &quicgo.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, MaxIdleTimeout: time.Minute})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("dial: %w", err)
+	}
+	cc, err := (&wt.Transport{}).NewClientConn(qc)
+	if err != nil {
+		return qc, nil, nil, err
+	}
+	_, sess, err := cc.Dial(ctx, url, nil)
+	if err != nil {
+		return qc, nil, nil, fmt.Errorf("session: %w", err)
+	}
+	ws, err := sess.OpenStreamSync(ctx)
+	if err != nil {
+		return qc, nil, nil, err
+	}
+	if _, err := ws.Write([]byte{0xA1}); err != nil {
+		return qc, nil, nil, err
+	}
+	return qc, ws, func() { _, _ = sess.OpenUniStream() }, nil
 }
 
 // frame is b with its length prefix (a message on the stream).
@@ -91,7 +159,7 @@ func holdAuthenticator(ctx context.Context, _ net.Addr, token []byte) error {
 // floodRound runs one round of TestQUICHandshakeFlood, its attackers from
 // sources addresses, every one of them sending a Hello and messages if
 // hellos is set, else the four kinds.
-func floodRound(t *testing.T, r *loopback.Rig, round, sources int, hellos bool) {
+func floodRound(t *testing.T, r *loopback.Rig, to floodTarget, round, sources int, hellos bool) {
 	t.Helper()
 	r.RunFor(300*time.Millisecond, nil) // (the last round's connections are gone)
 	runtime.GC()
@@ -125,7 +193,7 @@ func floodRound(t *testing.T, r *loopback.Rig, round, sources int, hellos bool) 
 	defer stopLoop()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestQUICHandshakeAttacker$", "-test.v")
 	hello := transport.Hello{Version: replication.ProtocolVersion, ProtocolHash: r.Registry.Hash(), Token: []byte("hold")}.Append(nil)
-	cmd.Env = append(os.Environ(), "ARCHENET_ATTACK_ADDR="+r.QUIC.Addr().String(), "ARCHENET_ATTACK_HELLO="+hex.EncodeToString(hello),
+	cmd.Env = append(os.Environ(), "ARCHENET_ATTACK_ADDR="+to.addr, "ARCHENET_ATTACK_URL="+to.url, "ARCHENET_ATTACK_HELLO="+hex.EncodeToString(hello),
 		fmt.Sprintf("ARCHENET_ATTACK_SOURCES=%d", sources), fmt.Sprintf("ARCHENET_ATTACK_HELLOS=%t", hellos))
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -154,7 +222,7 @@ func floodRound(t *testing.T, r *loopback.Rig, round, sources int, hellos bool) 
 	runtime.GC()
 	var peak runtime.MemStats
 	runtime.ReadMemStats(&peak)
-	pending := r.QUIC.Admission().Pending
+	pending := to.pending()
 	stopLoop()
 	growth := int64(peak.HeapInuse) - int64(base.HeapInuse)
 	lag := time.Duration(r.LagMax[0]) * harness.TickDt
@@ -195,6 +263,7 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 	}
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	require.NoError(t, err)
+	url := os.Getenv("ARCHENET_ATTACK_URL")
 	hello, err := hex.DecodeString(os.Getenv("ARCHENET_ATTACK_HELLO"))
 	require.NoError(t, err)
 	hello = frame(hello)
@@ -217,7 +286,7 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			qc, st, err := rawHostile(trs[i%len(trs)], raddr)
+			qc, st, openUni, err := hostileDial(trs[i%len(trs)], raddr, url)
 			if err != nil {
 				errs <- err
 				return
@@ -238,7 +307,7 @@ func TestQUICHandshakeAttacker(t *testing.T) {
 					defer bulk.Done()
 					_, _ = st.Write(append(binary.AppendUvarint(nil, transport.MaxHandshakeMessageSize), make([]byte, 1<<20)...))
 				}()
-				_, _ = qc.OpenUniStream() // none allowed
+				openUni() // none allowed
 			case 3:
 				bulk.Add(1)
 				go func() {
