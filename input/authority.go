@@ -91,7 +91,8 @@ type Authority[S, I any] struct {
 
 	rewinds *lagcomp.Rewinds // made at the first tick (the net rate is the scheduler's)
 	views   [256]viewReport
-	ackAge  [256]float64 // seconds: smoothed age of each client's snapshot acks (its round trip)
+	ackAge  [256]float64 // seconds: smoothed age of each client's snapshot acks (its round trip without a server)
+	server  generic.Resource[replication.Server]
 }
 
 // viewReport is what a client reported it saw with the input applied to its
@@ -111,7 +112,7 @@ func NewAuthority[S, I any](world *arche.World, cfg AuthorityConfig[S, I]) (*Aut
 	if plan == nil {
 		return nil, fmt.Errorf("%w: %s is not in the registry", ErrInvalidConfig, reflect.TypeFor[S]())
 	}
-	a := &Authority[S, I]{cfg: cfg, world: world, info: generic.NewResource[ecs.TickInfo](world)}
+	a := &Authority[S, I]{cfg: cfg, world: world, info: generic.NewResource[ecs.TickInfo](world), server: generic.NewResource[replication.Server](world)}
 	var err error
 	if a.codec, err = frames.New[I](frames.Config(cfg.Input)); err != nil {
 		return nil, err
@@ -213,7 +214,8 @@ func (a *Authority[S, I]) noteAck(c replication.ClientID, ackTick uint32) {
 // ViewTick returns the net tick (fractional) at which client c saw the
 // world when it sampled the input applied to its entities this tick: what
 // its input.Player reported with that input (its render clock), bounded by
-// the round trip the server measured for it (AuthorityConfig.Rewind; the
+// the round trip the server measured for it ([Authority.RTT];
+// AuthorityConfig.Rewind; the
 // claims and bounds are in [Authority.Rewinds]). Judge its shot against
 // what it saw with lagcomp.History: hist.At(target, hist.Clamp(view), &s).
 // ok is false if this tick's input was not the client's own frame (late,
@@ -231,7 +233,20 @@ func (a *Authority[S, I]) ViewTick(c replication.ClientID) (view float64, ok boo
 	div := float64(max(info.NetDivisor, 1))
 	at := float64(r.tick) / div
 	claimed := (float64(r.tick) - float64(r.lag)/4) / div
-	return a.rewinds.Judge(c, at, claimed, time.Duration(a.ackAge[c]*float64(time.Second))), true
+	return a.rewinds.Judge(c, at, claimed, a.RTT(c)), true
+}
+
+// RTT returns the round trip that bounds client c's rewinds: the one the
+// world's replication server measured for it (Server.RTT: the transport's
+// smoothed RTT), else, with no server on the world or before it measured
+// one, the age of the snapshots c acks, in net ticks less one, smoothed.
+func (a *Authority[S, I]) RTT(c replication.ClientID) time.Duration {
+	if a.server.Has() {
+		if rtt := a.server.Get().RTT(c); rtt > 0 {
+			return rtt
+		}
+	}
+	return time.Duration(a.ackAge[c] * float64(time.Second))
 }
 
 // Rewinds returns the judge of the view ticks clients report, with each

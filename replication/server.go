@@ -147,7 +147,10 @@ type ServerStats struct {
 // NewServer attaches replication to world, serving clients that connect
 // through l (nil: add connections with [Server.AddConn]). It installs an
 // arche listener through archenet's listener fan-out (arche.AddListener), so
-// the game's own listeners keep working.
+// the game's own listeners keep working. The first server made on a world
+// adds itself to it as a resource, for the helpers that run there
+// (arche's ecs.GetResource[replication.Server](world)): input.Authority
+// bounds lag compensation by each client's measured round trip from it.
 func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Server, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
@@ -196,6 +199,9 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	q := world.Query(arche.All(s.ids.rep))
 	for q.Next() {
 		s.capture.Touch(q.Entity())
+	}
+	if id := arche.ResourceID[Server](world); !world.Resources().Has(id) {
+		world.Resources().Add(id, s)
 	}
 	return s, nil
 }

@@ -24,12 +24,16 @@ type Client struct {
 
 // NewClient joins the server at the other end of conn and sends the Hello; sample
 // is the player's input (nil: a watcher). It records the first maxTicks snapshot
-// ticks.
-func NewClient(conn transport.Conn, sample func(uint32, *Body) Move, maxTicks int, logger *slog.Logger) (*Client, error) {
+// ticks. tweak, if given, adjusts the client's configuration.
+func NewClient(conn transport.Conn, sample func(uint32, *Body) Move, maxTicks int, logger *slog.Logger, tweak ...func(*replication.ClientConfig)) (*Client, error) {
 	w := arche.NewWorld()
 	c := &Client{World: &w, Recorder: replicationtest.NewRecorder(conn, maxTicks)}
+	cfg := replication.ClientConfig{Registry: Registry(), Logger: logger}
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	var err error
-	if c.Net, err = replication.NewClient(&w, c.Recorder, replication.ClientConfig{Registry: Registry(), Logger: logger}); err != nil {
+	if c.Net, err = replication.NewClient(&w, c.Recorder, cfg); err != nil {
 		return nil, err
 	}
 	if sample != nil {
