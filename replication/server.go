@@ -110,6 +110,10 @@ type ServerStats struct {
 	// Busy counts connections refused because MaxHandshakes were in
 	// progress.
 	Busy int
+	// JoinsEvicted counts welcomed clients that had acknowledged no snapshot
+	// for a quarter of the JoinTimeout, dropped to give their slot to a newer
+	// client while every slot was taken (also in Disconnected).
+	JoinsEvicted int
 	// BacklogDrops counts clients disconnected because they did not take
 	// reliable messages (transport.CodeSendBacklog; also in Disconnected).
 	BacklogDrops int

@@ -184,8 +184,11 @@ type ServerLimits struct {
 	// JoinTimeout drops a welcomed client that has not acknowledged any
 	// snapshot this long after its Welcome (a peer that joined and vanished,
 	// or a client whose Receive and Send do not run), so its slot is free
-	// again within seconds rather than at ClientTimeout. 0: 2 s. Negative:
-	// never (ClientTimeout still applies).
+	// again within seconds rather than at ClientTimeout. While every slot is
+	// taken, a new client gets the slot of the one welcomed longest ago that
+	// has acknowledged nothing for a quarter of it (ServerStats.JoinsEvicted):
+	// sources that join and vanish cannot keep players out. 0: 2 s.
+	// Negative: never (ClientTimeout still applies).
 	JoinTimeout time.Duration
 	// ClientTimeout drops a client from which no datagram (ack or input)
 	// arrived for this long, with transport.CodeTimeout and a reason that

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/archenet/archenet/replication/internal/admit"
 	"github.com/archenet/archenet/replication/internal/peer"
@@ -46,16 +47,56 @@ type handshakes struct {
 }
 
 // slotLimit returns why a client from addr cannot have a slot now, or nil:
-// the server is draining (Server.Drain), every slot is taken or promised to a client whose authentication runs
-// (MaxClients), or MaxClientsPerAddress of them are from addr's source.
+// the server is draining (Server.Drain), MaxClientsPerAddress of them are
+// from addr's source, or every slot is taken or promised to a client whose
+// authentication runs (MaxClients) and none could be freed (evictJoining).
 func (s *Server) slotLimit(addr net.Addr) error {
 	if s.draining != nil {
 		return s.draining
 	}
+	if err := s.perAddressLimit(addr); err != nil {
+		return err
+	}
 	n := s.hs.desk.Authing() + s.connected()
-	if n >= s.cfg.Limits.MaxClients {
+	if n >= s.cfg.Limits.MaxClients && !s.evictJoining(s.cfg.Now()) {
 		return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, n, s.cfg.Limits.MaxClients)
 	}
+	return nil
+}
+
+// evictJoining frees a slot while every one is taken: it drops the client
+// welcomed longest ago that has acknowledged no snapshot yet, if it has had
+// a quarter of the JoinTimeout to (a real client acknowledges within a few
+// round trips; a peer that joined and vanished never does). Without it,
+// sources joining and vanishing faster than MaxClients per JoinTimeout would
+// keep the server full of joins that never finish. It reports whether it
+// freed one.
+func (s *Server) evictJoining(now time.Time) bool {
+	if s.cfg.Limits.JoinTimeout <= 0 {
+		return false
+	}
+	grace := s.cfg.Limits.JoinTimeout / 4
+	var oldest *remote
+	var age time.Duration
+	for _, c := range s.clients {
+		if c == nil {
+			continue
+		}
+		if since, joining := c.Joining(now); joining && since >= grace && since > age {
+			oldest, age = c, since
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	s.Stats.JoinsEvicted++
+	s.drop(oldest, transport.CodeTimeout, fmt.Sprintf("the client acknowledged no snapshot in the %v since its Welcome, and the full server gave its slot to a newer client (ServerConfig.Limits.JoinTimeout)", age.Round(time.Millisecond)))
+	return true
+}
+
+// perAddressLimit returns why a client from addr cannot have a slot now
+// because MaxClientsPerAddress of the clients are from its source, or nil.
+func (s *Server) perAddressLimit(addr net.Addr) error {
 	if s.cfg.Limits.MaxClientsPerAddress < 0 {
 		return nil
 	}

@@ -120,3 +120,49 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// 64 sources joining and vanishing at 60 joins a second keep the 64 slots
+// taken by joins that will never finish; a real player who arrives while
+// every slot is taken is ready within 2 s, on its first try: a join that has acknowledged nothing
+// in a quarter of the JoinTimeout gives its slot to the newest client while
+// the server is full. The players already in keep their slots.
+func TestChurningSourcesCannotLockPlayersOut(t *testing.T) {
+	h := harness.New(t, 0, sim.Link{}, nil)
+	h.Spawn(0, components.Vec3{})
+	early := h.AddClientFrom("203.0.113.1:4000")
+	h.Run(10)
+	require.True(t, early.Client.Ready())
+	vs := make([]*vanisher, 64)
+	for i := range vs {
+		vs[i] = &vanisher{h: h, host: fmt.Sprintf("198.51.100.%d", i+1)}
+	}
+	joins := 0
+	churn := func(ticks int) {
+		for range ticks {
+			// 60 joins a second at the harness's 30 Hz: two a tick, from
+			// the sources in turn.
+			for range 2 {
+				vs[joins%len(vs)].join(1)
+				joins++
+			}
+			h.Step()
+		}
+	}
+	churn(3 * harness.NetRate)
+	// The player dials when every slot is taken.
+	for len(h.Server.Clients()) < 64 {
+		require.Less(t, joins, 1000, "the churn does not fill the server")
+		churn(1)
+	}
+	late := h.AddClientFrom("203.0.113.9:4000")
+	start := h.Net.Now()
+	for !late.Client.Ready() {
+		require.Less(t, h.Net.Now().Sub(start), 2*time.Second, "the player was not let in: %v", late.Client.Err())
+		churn(1)
+	}
+	t.Logf("%d joins from 64 sources: a player ready %v after it dialled; %d joins evicted", joins, h.Net.Now().Sub(start), h.Server.Stats.JoinsEvicted)
+	churn(2 * harness.NetRate)
+	require.True(t, late.Client.Ready(), "%v", late.Client.Err())
+	require.True(t, early.Client.Ready(), "%v", early.Client.Err())
+	require.Positive(t, h.Server.Stats.JoinsEvicted)
+}

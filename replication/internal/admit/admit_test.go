@@ -222,7 +222,9 @@ func TestRefusedHellos(t *testing.T) {
 func TestMatchByName(t *testing.T) {
 	r := newRig(nil)
 	r.d.cfg.Match = "arena"
-	named := func(m string) []byte { return transport.Hello{Version: version, ProtocolHash: hash, Match: m}.Append(nil) }
+	named := func(m string) []byte {
+		return transport.Hello{Version: version, ProtocolHash: hash, Match: m}.Append(nil)
+	}
 	same, none, other, routed := newConn("10.0.0.1", named("arena")), newConn("10.0.0.2", named("")), newConn("10.0.0.3", named("duel")), newConn("10.0.0.4")
 	r.d.Add(same, nil)
 	r.d.Add(none, nil)

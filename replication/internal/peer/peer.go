@@ -207,6 +207,12 @@ func (p *Peer) Silent(now time.Time, timeout, joinTimeout time.Duration, sender 
 	return fmt.Sprintf("no datagram from the client for %v (dead link, or the client stopped running %s)", timeout, sender)
 }
 
+// Joining reports whether the client has acknowledged no snapshot yet, and
+// how long ago it was welcomed.
+func (p *Peer) Joining(now time.Time) (since time.Duration, ok bool) {
+	return now.Sub(p.welcomed), p.Tracker.NewestAck == 0
+}
+
 // MemoryBytes returns the bytes the peer holds for its client (capacities;
 // not the output it lends the server for the tick, which the worker's
 // encoder owns).
