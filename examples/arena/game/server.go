@@ -155,10 +155,15 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 		// Joins and leaves are queued: avatars change between systems.
 		OnConnect:    func(c replication.ClientID) { g.joined = append(g.joined, c) },
 		OnDisconnect: func(c replication.ClientID, _ error) { g.left = append(g.left, c) },
-		Limits:       replication.ServerLimits{MaxClientsPerAddress: opts.MaxClientsPerAddress},
-		Workers:      opts.Workers,
-		Now:          opts.Now,
-		Logger:       opts.Logger,
+		// A browser page may take seconds after its Welcome to start its
+		// game loop (compiling its wasm, its first GL frame, on a slow
+		// device or a busy machine); a full server still hands the slot of
+		// a join that acknowledged nothing to a new client after a quarter
+		// of this.
+		Limits:  replication.ServerLimits{MaxClientsPerAddress: opts.MaxClientsPerAddress, JoinTimeout: 10 * time.Second},
+		Workers: opts.Workers,
+		Now:     opts.Now,
+		Logger:  opts.Logger,
 	}
 	if opts.Interest > 0 {
 		cfg.Interest = &replication.Interest{Radius: opts.Interest, Focus: g.focus}
