@@ -148,7 +148,7 @@ func hosting(c HostingConfig, stderr io.Writer) (*hostingReport, error) {
 	if err := cert.WriteFiles(filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")); err != nil {
 		return nil, err
 	}
-	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), MaxPendingPerAddress: -1, Logger: quiet})
+	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), MaxPendingPerAddress: -1, NewConnectionRate: -1, Logger: quiet})
 	if err != nil {
 		return nil, err
 	}

@@ -219,7 +219,7 @@ func newRig(cfg Config, interest *replication.Interest) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.quicL, err = quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), AcceptBacklog: cfg.Clients, MaxPendingPerAddress: -1})
+	r.quicL, err = quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), AcceptBacklog: cfg.Clients, MaxPendingPerAddress: -1, NewConnectionRate: -1})
 	if err != nil {
 		return nil, err
 	}

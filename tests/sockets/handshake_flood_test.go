@@ -57,7 +57,7 @@ func TestQUICHandshakeFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 QUIC handshakes per round")
 	}
-	r := loopback.NewQUIC(t, quic.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, floodServer)
+	r := loopback.NewQUIC(t, quic.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1, NewConnectionRate: -1}, floodServer)
 	r.Movers(200, 5)
 	r.Good = append(r.Good, r.Dial(r.QUIC.Addr().String(), ""))
 	r.Until("client ready", 10*time.Second, func() bool { return r.Clients[0].Client.Ready() })
@@ -71,7 +71,7 @@ func TestWebTransportHandshakeFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("500 WebTransport handshakes per round")
 	}
-	w := loopback.NewWebTransport(t, webtransport.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1}, floodServer)
+	w := loopback.NewWebTransport(t, webtransport.Config{AcceptBacklog: 1000, MaxPendingPerAddress: -1, NewConnectionRate: -1}, floodServer)
 	w.Movers(200, 5)
 	w.Good = append(w.Good, w.Dial())
 	w.Until("client ready", 10*time.Second, func() bool { return w.Clients[0].Client.Ready() })

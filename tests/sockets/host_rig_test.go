@@ -86,7 +86,7 @@ func newHostRig(t *testing.T, cfg host.Config) *hostRig {
 	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	cert, err := quic.GenerateDevCert(time.Hour)
 	require.NoError(t, err)
-	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), MaxPendingPerAddress: -1, Logger: harness.Quiet})
+	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), MaxPendingPerAddress: -1, NewConnectionRate: -1, Logger: harness.Quiet})
 	require.NoError(t, err)
 	cfg.Logger = harness.Quiet
 	h, err := host.New(l, cfg)

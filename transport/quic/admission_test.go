@@ -139,6 +139,41 @@ func TestUnwelcomedPeerStreamingMessages(t *testing.T) {
 	_ = qc
 }
 
+// New connections beyond a source's rate are refused at their first packet (two
+// seconds' worth may come at once), and beyond the listener's rate from any source
+// (a second's worth); while half of that is spent, new connections are asked for a
+// Retry first. Dial says why a refusal may be.
+func TestNewConnectionRates(t *testing.T) {
+	e := newEnv(t, quic.Config{NewConnectionRatePerAddress: 1, NewConnectionRate: 4, Logger: quietLogger()})
+	for range 2 {
+		_, _, err := rawDialFrom(t, e, net.IPv4(127, 0, 0, 1))
+		require.NoError(t, err)
+	}
+	_, _, err := rawDialFrom(t, e, net.IPv4(127, 0, 0, 1))
+	var te *quicgo.TransportError
+	require.ErrorAs(t, err, &te, "a third connection within the second from the same address is refused")
+	require.Equal(t, quicgo.ConnectionRefused, te.ErrorCode)
+	require.GreaterOrEqual(t, e.l.Admission().RefusedRatePerAddress, uint64(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = quic.Dial(ctx, e.l.Addr().String(), &quic.Config{TLS: e.cert.ClientTLS()})
+	require.ErrorContains(t, err, "new connections come too fast, from this address or from all, see NewConnectionRatePerAddress and NewConnectionRate")
+
+	// Another address gets in, through a Retry once half the listener's rate is spent,
+	// and then the listener's rate is spent for every address.
+	for range 2 {
+		_, _, err := rawDialFrom(t, e, net.IPv4(127, 0, 0, 2))
+		require.NoError(t, err)
+	}
+	require.GreaterOrEqual(t, e.l.Admission().Retries, uint64(1))
+	_, _, err = rawDialFrom(t, e, net.IPv4(127, 0, 0, 3))
+	require.ErrorAs(t, err, &te, "a fifth connection within the second is refused")
+	require.Equal(t, quicgo.ConnectionRefused, te.ErrorCode)
+	st := e.l.Admission()
+	t.Logf("%+v", st)
+	require.GreaterOrEqual(t, st.RefusedRate, uint64(1))
+}
+
 // One source address may hold MaxPendingPerAddress connections in the
 // handshake; more are refused at their first packet, while other sources
 // still get in, and a welcomed connection frees its place.

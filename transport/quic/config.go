@@ -98,6 +98,17 @@ type Config struct {
 	// with a QUIC Retry (one round trip more), so that spoofed sources cannot hold
 	// handshake state. Listen only. Zero: 64. Negative: never.
 	RetryAbove int
+	// NewConnectionRate bounds the new connections a second, from every source: more
+	// are refused at their first packet, before any TLS work (a flood of handshakes
+	// costs the server little but the refusals), and while it is half spent new
+	// connections must first prove their source address with a QUIC Retry. A second's
+	// worth may come at once. Listen only. Zero: 256. Negative: no limit.
+	NewConnectionRate int
+	// NewConnectionRatePerAddress bounds the new connections a second from one source
+	// address (as for MaxPendingPerAddress), refused the same way; twice that may come
+	// at once. Listen only. Zero: 16, or no limit if MaxPendingPerAddress is negative
+	// (LAN play behind one address). Negative: no limit.
+	NewConnectionRatePerAddress int
 
 	// Logger receives every close this end decides on (flood, oversize or malformed
 	// frames, send backlog, failed connection setup), rate-limited per kind. Nil:
@@ -127,6 +138,7 @@ func (c *Config) resolve() (Config, connio.Settings, error) {
 		DatagramSendQueueLen: r.DatagramSendQueueLen, MaxSendBacklog: r.MaxSendBacklog, SendBacklogTimeout: r.SendBacklogTimeout,
 		AcceptBacklog: r.AcceptBacklog, HandshakeWindow: r.HandshakeWindow,
 		MaxPendingPerAddress: r.MaxPendingPerAddress, RetryAbove: r.RetryAbove,
+		NewConnectionRate: r.NewConnectionRate, NewConnectionRatePerAddress: r.NewConnectionRatePerAddress,
 		Logger: r.Logger,
 	}
 	err := s.Resolve("quic")

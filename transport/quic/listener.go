@@ -119,8 +119,13 @@ type AdmissionStats struct {
 	// source address had Config.MaxPendingPerAddress connections pending.
 	RefusedPerAddress uint64
 	// Retries counts connection attempts asked to validate their source address with a
-	// QUIC Retry because more than Config.RetryAbove connections were pending.
+	// QUIC Retry because more than Config.RetryAbove connections were pending, or half
+	// of a second's Config.NewConnectionRate was spent.
 	Retries uint64
+	// RefusedRate counts connections refused at their first packet because they came
+	// faster than Config.NewConnectionRate, and RefusedRatePerAddress those from a
+	// source faster than Config.NewConnectionRatePerAddress.
+	RefusedRate, RefusedRatePerAddress uint64
 }
 
 // Admission returns the listener's pre-handshake counts.
@@ -193,7 +198,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		}
 		if quicnet.Refused(err) {
 			return nil, &dialError{addr: addr, err: err, phase: "QUIC handshake refused by the server (too many connections " +
-				"from this address are in the handshake there, see quic.Config.MaxPendingPerAddress, or it is closing)"}
+				"from this address are in the handshake there, see quic.Config.MaxPendingPerAddress; or new connections come " +
+				"too fast, from this address or from all, see NewConnectionRatePerAddress and NewConnectionRate: try again " +
+				"in a moment; or it is closing)"}
 		}
 		return nil, &dialError{addr: addr, phase: "QUIC handshake", err: err}
 	}

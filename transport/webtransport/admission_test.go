@@ -108,6 +108,31 @@ func TestUnwelcomedPeerStreamingMessages(t *testing.T) {
 	require.NoError(t, <-got)
 }
 
+// New sessions beyond a source's rate, and beyond the listener's, are refused at
+// their first packet, as over QUIC (transport/quic's TestNewConnectionRates).
+func TestNewConnectionRates(t *testing.T) {
+	e := newEnv(t, webtransport.Config{NewConnectionRatePerAddress: 1, NewConnectionRate: 4, Logger: quietLogger()})
+	for range 2 {
+		_, _, err := rawSession(t, e, net.IPv4(127, 0, 0, 1), true)
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := webtransport.Dial(ctx, e.url(), &webtransport.Config{CertHashes: e.certs.Hashes()})
+	require.ErrorContains(t, err, "new connections come too fast, from this address or from all, see NewConnectionRatePerAddress and NewConnectionRate")
+	require.GreaterOrEqual(t, e.l.Admission().RefusedRatePerAddress, uint64(1))
+	for range 2 {
+		_, _, err := rawSession(t, e, net.IPv4(127, 0, 0, 2), true)
+		require.NoError(t, err)
+	}
+	_, _, err = rawSession(t, e, net.IPv4(127, 0, 0, 3), true)
+	require.Error(t, err, "the listener's rate is spent")
+	st := e.l.Admission()
+	t.Logf("%+v", st)
+	require.GreaterOrEqual(t, st.RefusedRate, uint64(1))
+	require.GreaterOrEqual(t, st.Retries, uint64(1))
+}
+
 // One source address may hold MaxPendingPerAddress connections before their Welcome;
 // more are refused at their first packet (Dial says why it may be), other sources
 // still get in, and a welcomed connection frees its place.

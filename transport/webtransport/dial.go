@@ -69,7 +69,8 @@ func DialWithHeader(ctx context.Context, rawURL string, cfg *Config, header http
 		release()
 		if quicnet.Refused(err) {
 			return fail("QUIC handshake refused by the server (too many connections from this address are in the handshake there, "+
-				"see webtransport.Config.MaxPendingPerAddress, or it is closing)", err)
+				"see webtransport.Config.MaxPendingPerAddress; or new connections come too fast, from this address or from all, "+
+				"see NewConnectionRatePerAddress and NewConnectionRate: try again in a moment; or it is closing)", err)
 		}
 		return fail("QUIC handshake", err)
 	}

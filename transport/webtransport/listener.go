@@ -304,8 +304,13 @@ type AdmissionStats struct {
 	// source address had Config.MaxPendingPerAddress connections pending.
 	RefusedPerAddress uint64
 	// Retries counts connection attempts asked to validate their source address with a
-	// QUIC Retry because more than Config.RetryAbove connections were pending.
+	// QUIC Retry because more than Config.RetryAbove connections were pending, or half
+	// of a second's Config.NewConnectionRate was spent.
 	Retries uint64
+	// RefusedRate counts connections refused at their first packet because they came
+	// faster than Config.NewConnectionRate, and RefusedRatePerAddress those from a
+	// source faster than Config.NewConnectionRatePerAddress.
+	RefusedRate, RefusedRatePerAddress uint64
 }
 
 // Admission returns the listener's pre-handshake counts (zero for a Listener made by

@@ -6,7 +6,9 @@
 // ([AllowWindowIncrease]), at most a bounded number come from one source address
 // ([Budget.ConnContext], before any TLS work), and once too many are pending new ones
 // must first prove their address with a QUIC Retry ([Budget.VerifySource]; a spoofed
-// source cannot).
+// source cannot). New connections beyond a rate, from everywhere and from one source,
+// are refused at their first packet too (token buckets), and while the global rate is
+// half spent new ones must prove their address.
 package admission
 
 import (
@@ -16,21 +18,38 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
 // Budget counts a listener's pending connections. Its methods are quic-go's
 // Transport.ConnContext and Transport.VerifySourceAddress hooks; all are safe for
 // concurrent use.
 type Budget struct {
-	perAddr  int // 0: unlimited
-	retryAt  int // 0: never
+	lim      Limits
 	mu       sync.Mutex
 	bySource map[netip.Addr]int
+	global   ratelimit.TokenBucket                 // (under mu)
+	rates    map[netip.Addr]*ratelimit.TokenBucket // each source's (under mu)
+	pruned   time.Time                             // when rates was last pruned
 	pending  atomic.Int64
 	refused  atomic.Uint64
 	retries  atomic.Uint64
+	rateRef  atomic.Uint64
+	srcRef   atomic.Uint64
+}
+
+// Limits are a budget's bounds (<= 0: none).
+type Limits struct {
+	PerAddress int // pending connections from one source
+	RetryAbove int // pending connections from everywhere, beyond which a Retry is asked
+	// Rate and RatePerAddress are new connections a second, from everywhere
+	// (a second's worth at once) and from one source (two seconds' worth).
+	Rate, RatePerAddress int
+	Now                  func() time.Time // nil: time.Now
 }
 
 // Entry is one connection's place in a Budget, from its first packet until
@@ -43,11 +62,20 @@ type Entry struct {
 
 type entryKey struct{}
 
-// New returns a budget that allows at most perAddress pending connections from one
-// source (<= 0: no bound) and asks for a Retry while more than retryAbove are pending
-// (<= 0: never).
-func New(perAddress, retryAbove int) *Budget {
-	return &Budget{bySource: map[netip.Addr]int{}, perAddr: max(perAddress, 0), retryAt: max(retryAbove, 0)}
+// maxSources bounds the sources whose rates the budget remembers: beyond it, those
+// whose bucket has refilled are forgotten (they would start full anyway), at most
+// once a second.
+const maxSources = 4096
+
+// New returns a budget with the limits lim.
+func New(lim Limits) *Budget {
+	if lim.Now == nil {
+		lim.Now = time.Now
+	}
+	lim.PerAddress, lim.RetryAbove = max(lim.PerAddress, 0), max(lim.RetryAbove, 0)
+	lim.Rate, lim.RatePerAddress = max(lim.Rate, 0), max(lim.RatePerAddress, 0)
+	return &Budget{lim: lim, bySource: map[netip.Addr]int{}, rates: map[netip.Addr]*ratelimit.TokenBucket{},
+		global: ratelimit.New(lim.Rate, max(lim.Rate, 1), lim.Now())}
 }
 
 // SourceOf is the budget's key for a peer: its IPv4 address, or the /64 prefix of its
@@ -67,16 +95,20 @@ func SourceOf(addr net.Addr) netip.Addr {
 }
 
 // ConnContext is quic-go's Transport.ConnContext: called for a new connection's first
-// packet, before any TLS work. A source over its budget is refused here (quic-go
-// answers CONNECTION_REFUSED); any other connection gets an [Entry], released when
-// ctx (the connection's) ends or by [Entry.Release].
+// packet, before any TLS work. A source over its budget, or a connection beyond the
+// rates, is refused here (quic-go answers CONNECTION_REFUSED); any other connection
+// gets an [Entry], released when ctx (the connection's) ends or by [Entry.Release].
 func (b *Budget) ConnContext(ctx context.Context, info *quicgo.ClientInfo) (context.Context, error) {
 	src := SourceOf(info.RemoteAddr)
 	b.mu.Lock()
-	if b.perAddr > 0 && b.bySource[src] >= b.perAddr {
+	if b.lim.PerAddress > 0 && b.bySource[src] >= b.lim.PerAddress {
 		b.mu.Unlock()
 		b.refused.Add(1)
-		return nil, fmt.Errorf("%d connections from %v are in the handshake (MaxPendingPerAddress)", b.perAddr, src)
+		return nil, fmt.Errorf("%d connections from %v are in the handshake (MaxPendingPerAddress)", b.lim.PerAddress, src)
+	}
+	if err := b.allowRate(src); err != nil {
+		b.mu.Unlock()
+		return nil, err
 	}
 	b.bySource[src]++
 	b.mu.Unlock()
@@ -84,6 +116,57 @@ func (b *Budget) ConnContext(ctx context.Context, info *quicgo.ClientInfo) (cont
 	e := &Entry{b: b, src: src}
 	context.AfterFunc(ctx, e.Release) // a connection that ends in the handshake
 	return context.WithValue(ctx, entryKey{}, e), nil
+}
+
+// allowRate takes a token from src's bucket and the global one, or says which
+// rate a new connection from src exceeds (b.mu held). A source's refused
+// attempts do not spend the global rate.
+func (b *Budget) allowRate(src netip.Addr) error {
+	now := b.lim.Now()
+	if b.lim.RatePerAddress > 0 {
+		tb := b.rates[src]
+		if tb == nil {
+			b.prune(now)
+			t := ratelimit.New(b.lim.RatePerAddress, 2*b.lim.RatePerAddress, now)
+			tb = &t
+			b.rates[src] = tb
+		}
+		if !tb.Allow(now) {
+			b.srcRef.Add(1)
+			return fmt.Errorf("connections from %v come faster than %d a second (NewConnectionRatePerAddress)", src, b.lim.RatePerAddress)
+		}
+	}
+	if b.lim.Rate > 0 {
+		if !b.global.Allow(now) {
+			b.rateRef.Add(1)
+			return fmt.Errorf("new connections come faster than %d a second (NewConnectionRate)", b.lim.Rate)
+		}
+	}
+	return nil
+}
+
+// pressed reports whether half the global rate's burst is spent.
+func (b *Budget) pressed() bool {
+	if b.lim.Rate <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.global.Tokens(b.lim.Now()) <= float64(b.lim.Rate)/2
+}
+
+// prune forgets the sources whose buckets have refilled, when there are more
+// than maxSources, at most once a second (b.mu held).
+func (b *Budget) prune(now time.Time) {
+	if len(b.rates) < maxSources || now.Sub(b.pruned) < time.Second {
+		return
+	}
+	b.pruned = now
+	for src, tb := range b.rates {
+		if tb.Full(now) {
+			delete(b.rates, src)
+		}
+	}
 }
 
 // Release takes e out of its budget (the first call; later ones, and a call on
@@ -111,9 +194,10 @@ func Of(qc *quicgo.Conn) *Entry {
 }
 
 // VerifySource is quic-go's Transport.VerifySourceAddress: a Retry for new connections
-// while more than the budget's retryAbove are pending.
+// while more than the budget's RetryAbove are pending, or half the global rate's
+// burst is spent.
 func (b *Budget) VerifySource(net.Addr) bool {
-	if b.retryAt > 0 && b.pending.Load() > int64(b.retryAt) {
+	if (b.lim.RetryAbove > 0 && b.pending.Load() > int64(b.lim.RetryAbove)) || b.pressed() {
 		b.retries.Add(1)
 		return true
 	}
@@ -131,9 +215,10 @@ func AllowWindowIncrease(qc *quicgo.Conn, _ uint64) bool {
 // Stats are a budget's counts (transport/quic's and transport/webtransport's
 // AdmissionStats convert from them).
 type Stats struct {
-	Pending           int
-	RefusedPerAddress uint64
-	Retries           uint64
+	Pending                            int
+	RefusedPerAddress                  uint64
+	Retries                            uint64
+	RefusedRate, RefusedRatePerAddress uint64
 }
 
 // Stats returns the budget's counts (zero for a nil budget).
@@ -141,7 +226,8 @@ func (b *Budget) Stats() Stats {
 	if b == nil {
 		return Stats{}
 	}
-	return Stats{Pending: b.Pending(), RefusedPerAddress: b.Refused(), Retries: b.Retries()}
+	return Stats{Pending: b.Pending(), RefusedPerAddress: b.Refused(), Retries: b.Retries(),
+		RefusedRate: b.rateRef.Load(), RefusedRatePerAddress: b.srcRef.Load()}
 }
 
 // Pending returns the number of connections in the budget.

@@ -22,7 +22,7 @@ func TestSourceOf(t *testing.T) {
 // ended connection (its context) leaves the budget once, and Retries start above
 // retryAbove pending.
 func TestBudget(t *testing.T) {
-	b := New(2, 3)
+	b := New(Limits{PerAddress: 2, RetryAbove: 3})
 	a := &quicgo.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}}
 	other := &quicgo.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 1}}
 	ctx1, end1 := context.WithCancel(context.Background())
@@ -54,10 +54,69 @@ func TestBudget(t *testing.T) {
 	e3.Release()
 	require.True(t, e3.Released())
 
-	unbounded := New(0, 0)
+	unbounded := New(Limits{})
 	for range 100 {
 		_, err := unbounded.ConnContext(context.Background(), a)
 		require.NoError(t, err)
 	}
 	require.False(t, unbounded.VerifySource(nil))
+}
+
+// New connections beyond a source's rate are refused (two seconds' worth may
+// come at once; the source's refusals do not spend the global rate), others'
+// still pass; beyond the global rate every new one is refused (a second's
+// worth at once), and while half of that is spent new ones are asked for a
+// Retry. Both refill with time.
+func TestBudgetRates(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := New(Limits{Rate: 10, RatePerAddress: 2, Now: func() time.Time { return now }})
+	from := func(i int) *quicgo.ClientInfo {
+		return &quicgo.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(10, 0, 1, byte(i)), Port: 1}}
+	}
+	for range 4 {
+		_, err := b.ConnContext(context.Background(), from(1))
+		require.NoError(t, err)
+	}
+	for range 3 {
+		_, err := b.ConnContext(context.Background(), from(1))
+		require.ErrorContains(t, err, "connections from 10.0.1.1 come faster than 2 a second (NewConnectionRatePerAddress)")
+	}
+	require.EqualValues(t, 3, b.Stats().RefusedRatePerAddress)
+	require.False(t, b.VerifySource(nil), "4 of the 10 global tokens spent")
+	_, err := b.ConnContext(context.Background(), from(2))
+	require.NoError(t, err)
+	require.True(t, b.VerifySource(nil), "5 left: pressure")
+	for i := range 5 {
+		_, err := b.ConnContext(context.Background(), from(3+i))
+		require.NoError(t, err)
+	}
+	_, err = b.ConnContext(context.Background(), from(20))
+	require.ErrorContains(t, err, "new connections come faster than 10 a second (NewConnectionRate)")
+	require.EqualValues(t, 1, b.Stats().RefusedRate)
+
+	now = now.Add(500 * time.Millisecond) // 5 global tokens, 1 for source 1
+	_, err = b.ConnContext(context.Background(), from(1))
+	require.NoError(t, err)
+	_, err = b.ConnContext(context.Background(), from(1))
+	require.Error(t, err)
+	now = now.Add(time.Second)
+	require.False(t, b.VerifySource(nil), "refilled")
+	st := b.Stats()
+	require.EqualValues(t, 1, st.Retries)
+	require.Equal(t, 11, st.Pending)
+}
+
+// The sources' rates are forgotten once refilled, when there are many.
+func TestBudgetForgetsIdleSources(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := New(Limits{RatePerAddress: 1, Now: func() time.Time { return now }})
+	for i := range maxSources + 10 {
+		_, err := b.ConnContext(context.Background(), &quicgo.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(10, 1, byte(i>>8), byte(i)), Port: 1}})
+		require.NoError(t, err)
+	}
+	require.Len(t, b.rates, maxSources+10)
+	now = now.Add(3 * time.Second)
+	_, err := b.ConnContext(context.Background(), &quicgo.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(10, 2, 0, 1), Port: 1}})
+	require.NoError(t, err)
+	require.Len(t, b.rates, 1, "the refilled ones forgotten")
 }

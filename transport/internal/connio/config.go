@@ -36,6 +36,9 @@ type Settings struct {
 	HandshakeWindow      int
 	MaxPendingPerAddress int // negative: no bound
 	RetryAbove           int // negative: never
+	// New connections a second, from everywhere and from one source;
+	// negative: no limit.
+	NewConnectionRate, NewConnectionRatePerAddress int
 
 	Logger *slog.Logger
 
@@ -55,6 +58,10 @@ const (
 	DefaultHandshakeWindow      = 32 << 10
 	DefaultMaxPendingPerAddress = 16
 	DefaultRetryAbove           = 64
+	// DefaultNewConnectionRate: a second's worth may come at once.
+	DefaultNewConnectionRate = 256
+	// DefaultNewConnectionRatePerAddress: twice that may come at once.
+	DefaultNewConnectionRatePerAddress = 16
 )
 
 // Resolve replaces every zero setting with its default, or reports the
@@ -101,6 +108,17 @@ func (s *Settings) ResolveLimits(pkg string) error {
 	}
 	if s.RetryAbove == 0 {
 		s.RetryAbove = DefaultRetryAbove
+	}
+	if s.NewConnectionRate == 0 {
+		s.NewConnectionRate = DefaultNewConnectionRate
+	}
+	if s.NewConnectionRatePerAddress == 0 {
+		// LAN play behind one address (no per-address bound) has no
+		// per-address rate either, unless one is set.
+		s.NewConnectionRatePerAddress = DefaultNewConnectionRatePerAddress
+		if s.MaxPendingPerAddress < 0 {
+			s.NewConnectionRatePerAddress = -1
+		}
 	}
 	if s.DatagramRateLimit == 0 {
 		s.DatagramRateLimit = DefaultDatagramRateLimit

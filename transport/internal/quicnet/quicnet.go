@@ -28,8 +28,8 @@ type Socket struct {
 }
 
 // Listen binds the UDP address addr for a listener whose transport refuses
-// and retries connections as s's MaxPendingPerAddress and RetryAbove say
-// (package admission).
+// and retries connections as s's MaxPendingPerAddress, RetryAbove,
+// NewConnectionRate and NewConnectionRatePerAddress say (package admission).
 func Listen(addr string, s *connio.Settings) (*Socket, error) {
 	uaddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
@@ -39,7 +39,8 @@ func Listen(addr string, s *connio.Settings) (*Socket, error) {
 	if err != nil {
 		return nil, err
 	}
-	adm := admission.New(s.MaxPendingPerAddress, s.RetryAbove)
+	adm := admission.New(admission.Limits{PerAddress: s.MaxPendingPerAddress, RetryAbove: s.RetryAbove,
+		Rate: s.NewConnectionRate, RatePerAddress: s.NewConnectionRatePerAddress})
 	tr := &quicgo.Transport{Conn: udp, ConnContext: adm.ConnContext, VerifySourceAddress: adm.VerifySource}
 	return &Socket{UDP: udp, Tr: tr, Adm: adm}, nil
 }

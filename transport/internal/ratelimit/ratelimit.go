@@ -34,3 +34,19 @@ func (b *TokenBucket) Allow(now time.Time) bool {
 	b.tokens--
 	return true
 }
+
+// Tokens returns the tokens the bucket would hold at time now (at least now's
+// refill; the bucket is not changed).
+func (b *TokenBucket) Tokens(now time.Time) float64 {
+	if b.rate <= 0 {
+		return b.burst
+	}
+	t := b.tokens
+	if dt := now.Sub(b.last); dt > 0 {
+		t = min(b.burst, t+dt.Seconds()*b.rate)
+	}
+	return t
+}
+
+// Full reports whether the bucket would be full at time now.
+func (b *TokenBucket) Full(now time.Time) bool { return b.Tokens(now) >= b.burst }
