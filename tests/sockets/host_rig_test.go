@@ -70,6 +70,7 @@ type hostRig struct {
 	reg       *schema.Registry
 	cert      *quic.DevCert
 	h         *host.Host
+	l         *quic.Listener
 	addr      string
 	measuring atomic.Bool
 	games     map[string]*sceneGame
@@ -82,16 +83,25 @@ type hostRig struct {
 	stepped sync.WaitGroup
 }
 
+// newHostRig returns a host rig whose listener has no bounds per address or
+// rate (its tests are about what gets past them).
 func newHostRig(t *testing.T, cfg host.Config) *hostRig {
+	return newHostRigOn(t, cfg, quic.Config{MaxPendingPerAddress: -1, NewConnectionRate: -1})
+}
+
+// newHostRigOn is newHostRig on a listener configured as lcfg (its
+// certificate and logger set).
+func newHostRigOn(t *testing.T, cfg host.Config, lcfg quic.Config) *hostRig {
 	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	cert, err := quic.GenerateDevCert(time.Hour)
 	require.NoError(t, err)
-	l, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), MaxPendingPerAddress: -1, NewConnectionRate: -1, Logger: harness.Quiet})
+	lcfg.TLS, lcfg.Logger = cert.ServerTLS(), harness.Quiet
+	l, err := quic.Listen("127.0.0.1:0", &lcfg)
 	require.NoError(t, err)
 	cfg.Logger = harness.Quiet
 	h, err := host.New(l, cfg)
 	require.NoError(t, err)
-	r := &hostRig{t: t, reg: harness.NewRegistry(), cert: cert, h: h, addr: l.Addr().String(), games: map[string]*sceneGame{}, stop: make(chan struct{})}
+	r := &hostRig{t: t, reg: harness.NewRegistry(), cert: cert, h: h, l: l, addr: l.Addr().String(), games: map[string]*sceneGame{}, stop: make(chan struct{})}
 	r.stepped.Add(1)
 	go r.stepClients()
 	t.Cleanup(func() {
