@@ -8,6 +8,7 @@ import (
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/internal/link"
 	"github.com/archenet/archenet/replication/schema"
+	arche "github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -90,4 +91,31 @@ func TestClientStatesAreTheLinks(t *testing.T) {
 		require.Equal(t, tc.client, ClientState(tc.link))
 		require.Equal(t, tc.client.String(), tc.link.String())
 	}
+}
+
+// A server is its world's Server resource while open (helpers such as
+// input.Authority find it there); a second server on the world leaves the
+// first's in place; after Close the next one made takes the place.
+func TestServerIsItsWorldsResource(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	w := arche.NewWorld()
+	of := func() *Server {
+		s, _ := w.Resources().Get(arche.ResourceID[Server](&w)).(*Server)
+		return s
+	}
+	a, err := NewServer(&w, nil, ServerConfig{Registry: reg, Workers: 1})
+	require.NoError(t, err)
+	require.Same(t, a, of())
+	b, err := NewServer(&w, nil, ServerConfig{Registry: reg, Workers: 1})
+	require.NoError(t, err)
+	require.Same(t, a, of())
+	require.NoError(t, b.Close())
+	require.Same(t, a, of(), "another server's close leaves it")
+	require.NoError(t, a.Close())
+	require.Nil(t, of())
+	c, err := NewServer(&w, nil, ServerConfig{Registry: reg, Workers: 1})
+	require.NoError(t, err)
+	require.Same(t, c, of())
+	require.NoError(t, c.Close())
 }

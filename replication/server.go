@@ -151,8 +151,9 @@ type ServerStats struct {
 // NewServer attaches replication to world, serving clients that connect
 // through l (nil: add connections with [Server.AddConn]). It installs an
 // arche listener through archenet's listener fan-out (arche.AddListener), so
-// the game's own listeners keep working. The first server made on a world
-// adds itself to it as a resource, for the helpers that run there
+// the game's own listeners keep working. A server adds itself to its world as
+// a resource unless another open one has (it leaves at Close), for the
+// helpers that run there
 // (arche's ecs.GetResource[replication.Server](world)): input.Authority
 // bounds lag compensation by each client's measured round trip from it.
 func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Server, error) {
@@ -366,6 +367,9 @@ func (s *Server) Close() error { return s.CloseWithReason(transport.CodeNormal, 
 // transport that may block (not for a transport.CloseStarter's).
 func (s *Server) CloseWithReason(code transport.CloseCode, reason string) error {
 	defer s.work.gang.Stop()
+	if id := arche.ResourceID[Server](s.world); s.world.Resources().Get(id) == s {
+		s.world.Resources().Remove(id) // (a server made on the world later takes its place)
+	}
 	for _, c := range s.clients {
 		if c != nil {
 			s.drop(c, code, reason)

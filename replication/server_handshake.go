@@ -58,22 +58,43 @@ func (s *Server) slotLimit(addr net.Addr) error {
 		return err
 	}
 	n := s.hs.desk.Authing() + s.connected()
-	if n >= s.cfg.Limits.MaxClients && !s.evictJoining(s.cfg.Now()) {
-		return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, n, s.cfg.Limits.MaxClients)
+	if n < s.cfg.Limits.MaxClients {
+		return nil
 	}
-	return nil
+	// A stale join's slot is taken only for a client that may have it: at
+	// once without an Authenticator, else once it authenticated (admit), so
+	// that a Hello with a bad token cannot evict anyone.
+	if s.cfg.Authenticator == nil && s.evictJoining(s.cfg.Now()) {
+		return nil
+	}
+	if s.cfg.Authenticator != nil && s.staleJoin(s.cfg.Now()) != nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, n, s.cfg.Limits.MaxClients)
 }
 
 // evictJoining frees a slot while every one is taken: it drops the client
-// welcomed longest ago that has acknowledged no snapshot yet, if it has had
-// a quarter of the JoinTimeout to (a real client acknowledges within a few
-// round trips; a peer that joined and vanished never does). Without it,
-// sources joining and vanishing faster than MaxClients per JoinTimeout would
-// keep the server full of joins that never finish. It reports whether it
-// freed one.
+// that has acknowledged no snapshot for the longest since the server built
+// it its first, if that is at least a quarter of the JoinTimeout (a real
+// client acknowledges within a few round trips; a peer that joined and
+// vanished never does). Without it, sources joining and vanishing faster
+// than MaxClients per JoinTimeout would keep the server full of joins that
+// never finish. It reports whether it freed one.
 func (s *Server) evictJoining(now time.Time) bool {
-	if s.cfg.Limits.JoinTimeout <= 0 {
+	c := s.staleJoin(now)
+	if c == nil {
 		return false
+	}
+	since, _ := c.Joining(now)
+	s.Stats.JoinsEvicted++
+	s.drop(c, transport.CodeTimeout, fmt.Sprintf("the client acknowledged no snapshot in the %v since its first, and the full server gave its slot to a newer client (ServerConfig.Limits.JoinTimeout)", since.Round(time.Millisecond)))
+	return true
+}
+
+// staleJoin returns the client evictJoining would drop, or nil.
+func (s *Server) staleJoin(now time.Time) *remote {
+	if s.cfg.Limits.JoinTimeout <= 0 {
+		return nil
 	}
 	grace := s.cfg.Limits.JoinTimeout / 4
 	var oldest *remote
@@ -86,12 +107,7 @@ func (s *Server) evictJoining(now time.Time) bool {
 			oldest, age = c, since
 		}
 	}
-	if oldest == nil {
-		return false
-	}
-	s.Stats.JoinsEvicted++
-	s.drop(oldest, transport.CodeTimeout, fmt.Sprintf("the client acknowledged no snapshot in the %v since its Welcome, and the full server gave its slot to a newer client (ServerConfig.Limits.JoinTimeout)", age.Round(time.Millisecond)))
-	return true
+	return oldest
 }
 
 // perAddressLimit returns why a client from addr cannot have a slot now
@@ -131,6 +147,9 @@ func (s *Server) admit(p *admit.Pending) {
 		return
 	}
 	id, full := s.allocClientID()
+	if full && s.evictJoining(s.cfg.Now()) {
+		id, full = s.allocClientID()
+	}
 	if full {
 		s.hs.desk.Refuse(p, fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, s.cfg.Limits.MaxClients, s.cfg.Limits.MaxClients))
 		return

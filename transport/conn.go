@@ -53,7 +53,10 @@ type Conn interface {
 	// The first message a connection receives is the handshake: it may be at most
 	// [MaxHandshakeMessageSize] bytes (a larger one closes the connection with
 	// [CodeMessageTooLarge]), and nothing after it is read until it has been taken, so
-	// an unauthenticated peer holds at most that much of the receiver's memory.
+	// an unauthenticated peer holds at most that much of the receiver's memory. A
+	// server's end of transport/quic and transport/webtransport reads nothing more
+	// until it has sent a [Welcome] (the flow-control window holds the rest); a server
+	// speaking another protocol over them must send one before it reads on.
 	PollMessage() (b []byte, ok bool)
 	// MaxMessageSize is the largest message that SendMessage accepts and the peer receives.
 	MaxMessageSize() int

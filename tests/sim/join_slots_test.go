@@ -1,7 +1,11 @@
 package sim_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -165,4 +169,41 @@ func TestChurningSourcesCannotLockPlayersOut(t *testing.T) {
 	require.True(t, late.Client.Ready(), "%v", late.Client.Err())
 	require.True(t, early.Client.Ready(), "%v", early.Client.Err())
 	require.Positive(t, h.Server.Stats.JoinsEvicted)
+}
+
+// With an Authenticator, a full server's stale join gives its slot only to a
+// client that authenticated: a Hello with a bad token is refused by the
+// Authenticator and evicts nobody; a good one then gets in, evicting one.
+func TestOnlyAuthenticatedClientsEvictStaleJoins(t *testing.T) {
+	h := harness.New(t, 0, sim.Link{}, func(cfg *replication.ServerConfig) {
+		cfg.Limits.MaxClients = 8
+		cfg.Limits.MaxClientsPerAddress = -1
+		cfg.Authenticator = func(_ context.Context, _ net.Addr, token []byte) error {
+			if string(token) == "bad" {
+				return errors.New("bad token")
+			}
+			return nil
+		}
+	})
+	h.Spawn(0, components.Vec3{})
+	v := &vanisher{h: h, host: "198.51.100.7"}
+	v.join(8)
+	until := func(what string, cond func() bool) {
+		for start := h.Net.Now(); !cond(); h.Step() {
+			require.Less(t, h.Net.Now().Sub(start), 2*time.Second, what)
+			runtime.Gosched() // (the Authenticator's goroutines)
+		}
+	}
+	until("the vanishers admitted", func() bool { return len(h.Server.Clients()) == 8 })
+	h.Run(harness.NetRate) // a second: every join is stale
+	h.ClientConfig = func(cfg *replication.ClientConfig) { cfg.Token = []byte("bad") }
+	bad := h.AddClientFrom("203.0.113.9:4000")
+	until("the bad token refused", func() bool { return bad.Client.State() == replication.StateClosed })
+	require.ErrorContains(t, bad.Client.Err(), "bad token")
+	require.Zero(t, h.Server.Stats.JoinsEvicted, "a bad token evicted a join")
+	require.Len(t, h.Server.Clients(), 8)
+	h.ClientConfig = func(cfg *replication.ClientConfig) { cfg.Token = []byte("good") }
+	good := h.AddClientFrom("203.0.113.9:4001")
+	until("the good player ready", good.Client.Ready)
+	require.Equal(t, 1, h.Server.Stats.JoinsEvicted)
 }

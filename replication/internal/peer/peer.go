@@ -207,10 +207,14 @@ func (p *Peer) Silent(now time.Time, timeout, joinTimeout time.Duration, sender 
 	return fmt.Sprintf("no datagram from the client for %v (dead link, or the client stopped running %s)", timeout, sender)
 }
 
-// Joining reports whether the client has acknowledged no snapshot yet, and
-// how long ago it was welcomed.
+// Joining reports whether the client has acknowledged no snapshot yet while
+// the server has built it some, and how long ago the first (as JoinTimeout
+// counts: a server whose Send did not run is not the client's fault).
 func (p *Peer) Joining(now time.Time) (since time.Duration, ok bool) {
-	return now.Sub(p.welcomed), p.Tracker.NewestAck == 0
+	if p.firstSent.IsZero() || p.Tracker.NewestAck != 0 {
+		return 0, false
+	}
+	return now.Sub(p.firstSent), true
 }
 
 // MemoryBytes returns the bytes the peer holds for its client (capacities;

@@ -96,7 +96,8 @@ func SourceOf(addr net.Addr) netip.Addr {
 
 // ConnContext is quic-go's Transport.ConnContext: called for a new connection's first
 // packet, before any TLS work. A source over its budget, or a connection beyond the
-// rates, is refused here (quic-go answers CONNECTION_REFUSED); any other connection
+// rates, is refused here (quic-go answers CONNECTION_REFUSED; see allowRate for the
+// verified fresh sources the global rate lets in); any other connection
 // gets an [Entry], released when ctx (the connection's) ends or by [Entry.Release].
 func (b *Budget) ConnContext(ctx context.Context, info *quicgo.ClientInfo) (context.Context, error) {
 	src := SourceOf(info.RemoteAddr)
@@ -106,7 +107,7 @@ func (b *Budget) ConnContext(ctx context.Context, info *quicgo.ClientInfo) (cont
 		b.refused.Add(1)
 		return nil, fmt.Errorf("%d connections from %v are in the handshake (MaxPendingPerAddress)", b.lim.PerAddress, src)
 	}
-	if err := b.allowRate(src); err != nil {
+	if err := b.allowRate(src, info.AddrVerified); err != nil {
 		b.mu.Unlock()
 		return nil, err
 	}
@@ -119,28 +120,37 @@ func (b *Budget) ConnContext(ctx context.Context, info *quicgo.ClientInfo) (cont
 }
 
 // allowRate takes a token from src's bucket and the global one, or says which
-// rate a new connection from src exceeds (b.mu held). A source's refused
-// attempts do not spend the global rate.
-func (b *Budget) allowRate(src netip.Addr) error {
+// rate a new connection from src exceeds (b.mu held). Nothing is taken from a
+// bucket for a connection refused. While the global rate is spent, a source
+// whose address is verified (a Retry, which the pressure asks for) and that
+// has made no connection lately (its bucket is full) still gets in: a flood
+// from a few sources cannot lock new players out, and each fresh source costs
+// one handshake at most.
+func (b *Budget) allowRate(src netip.Addr, verified bool) error {
 	now := b.lim.Now()
+	var tb *ratelimit.TokenBucket
+	fresh := true
 	if b.lim.RatePerAddress > 0 {
-		tb := b.rates[src]
+		if tb = b.rates[src]; tb != nil {
+			if tb.Tokens(now) < 1 {
+				b.srcRef.Add(1)
+				return fmt.Errorf("connections from %v come faster than %d a second (NewConnectionRatePerAddress)", src, b.lim.RatePerAddress)
+			}
+			fresh = tb.Full(now)
+		}
+	}
+	if b.lim.Rate > 0 && !b.global.Allow(now) && !(verified && fresh) {
+		b.rateRef.Add(1)
+		return fmt.Errorf("new connections come faster than %d a second (NewConnectionRate)", b.lim.Rate)
+	}
+	if b.lim.RatePerAddress > 0 {
 		if tb == nil {
 			b.prune(now)
 			t := ratelimit.New(b.lim.RatePerAddress, 2*b.lim.RatePerAddress, now)
 			tb = &t
 			b.rates[src] = tb
 		}
-		if !tb.Allow(now) {
-			b.srcRef.Add(1)
-			return fmt.Errorf("connections from %v come faster than %d a second (NewConnectionRatePerAddress)", src, b.lim.RatePerAddress)
-		}
-	}
-	if b.lim.Rate > 0 {
-		if !b.global.Allow(now) {
-			b.rateRef.Add(1)
-			return fmt.Errorf("new connections come faster than %d a second (NewConnectionRate)", b.lim.Rate)
-		}
+		tb.Allow(now)
 	}
 	return nil
 }

@@ -106,6 +106,32 @@ func TestBudgetRates(t *testing.T) {
 	require.Equal(t, 11, st.Pending)
 }
 
+// While the global rate is spent, a source whose address is verified and that
+// made no connection lately still gets in (once: then it is not fresh), an
+// unverified one does not, and a refusal takes no token from the source.
+func TestBudgetRateLetsFreshVerifiedSourcesIn(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := New(Limits{Rate: 2, RatePerAddress: 1, Now: func() time.Time { return now }})
+	info := func(i int, verified bool) *quicgo.ClientInfo {
+		return &quicgo.ClientInfo{RemoteAddr: &net.UDPAddr{IP: net.IPv4(10, 0, 2, byte(i)), Port: 1}, AddrVerified: verified}
+	}
+	for i := range 2 {
+		_, err := b.ConnContext(context.Background(), info(i, false))
+		require.NoError(t, err)
+	}
+	_, err := b.ConnContext(context.Background(), info(9, false))
+	require.ErrorContains(t, err, "NewConnectionRate")
+	_, err = b.ConnContext(context.Background(), info(9, true))
+	require.NoError(t, err, "verified and fresh")
+	_, err = b.ConnContext(context.Background(), info(9, true))
+	require.ErrorContains(t, err, "NewConnectionRate", "no longer fresh")
+	_, err = b.ConnContext(context.Background(), info(0, true))
+	require.ErrorContains(t, err, "NewConnectionRate", "source 0 connected a moment ago")
+	now = now.Add(2 * time.Second) // both refill
+	_, err = b.ConnContext(context.Background(), info(9, false))
+	require.NoError(t, err, "the refused attempts took none of source 9's tokens")
+}
+
 // The sources' rates are forgotten once refilled, when there are many.
 func TestBudgetForgetsIdleSources(t *testing.T) {
 	now := time.Unix(1000, 0)
