@@ -126,6 +126,8 @@ func TestNewConnectionRates(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, _, err = rawSession(t, e, net.IPv4(127, 0, 0, 3), true)
+	require.NoError(t, err, "a fresh source, verified by the Retry")
+	_, _, err = rawSession(t, e, net.IPv4(127, 0, 0, 3), true)
 	require.Error(t, err, "the listener's rate is spent")
 	st := e.l.Admission()
 	t.Logf("%+v", st)
