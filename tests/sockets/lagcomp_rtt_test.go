@@ -83,7 +83,9 @@ func TestLagCompensationBoundByMeasuredRTT(t *testing.T) {
 	for _, j := range seen[len(seen)/2:] {
 		require.Greater(t, j.claimed, 900*time.Millisecond, "the player claims about a second")
 		used := j.bound - lim.InterpDelay - lim.Margin
-		require.Equal(t, j.rtt, used, "the bound is the Authority's round trip plus the interpolation delay and the margin")
+		// (The transport's RTT moves under the test's feet: quic-go updates it
+		// on its own goroutine between ViewTick's read and this one.)
+		require.InDelta(t, j.rtt, used, float64(2*time.Millisecond), "the bound is the Authority's round trip plus the interpolation delay and the margin")
 		worst = max(worst, (used - j.transportRTT).Abs())
 		worstVsNetem = max(worstVsNetem, (used - 2*oneWay).Abs())
 		end = j
@@ -92,8 +94,9 @@ func TestLagCompensationBoundByMeasuredRTT(t *testing.T) {
 		end.claimed.Round(time.Millisecond), end.bound.Round(100*time.Microsecond), end.rtt.Round(100*time.Microsecond), end.transportRTT.Round(100*time.Microsecond),
 		2*oneWay, lim.InterpDelay, lim.Margin, worst.Round(100*time.Microsecond), worstVsNetem.Round(100*time.Microsecond))
 	// The transport's RTT moves between the two reads of a tick by what
-	// one ack changes: far less than the whole net tick of ack counting.
-	require.LessOrEqual(t, worst, 2*time.Millisecond, "the bound's round trip is the transport's")
+	// an ack or two change (up to 1.6 ms seen on a loaded machine): far less
+	// than counting acks in whole net ticks (13.4 ms off here).
+	require.LessOrEqual(t, worst, 5*time.Millisecond, "the bound's round trip is the transport's")
 	if !harness.RaceEnabled {
 		require.LessOrEqual(t, end.rtt, 2*oneWay+10*time.Millisecond, "the measured round trip is netem's, give or take a busy machine")
 	}
