@@ -11,8 +11,12 @@
 //	go run ./scripts/apicheck            # from the module root
 //	go run ./scripts/apicheck -base v0.1.0
 //
-// Without a release tag in the clone (a shallow one, say) it fetches the
-// tags; if there still is none it says so loudly and checks nothing.
+// Without a release tag in the clone (a shallow one, say, or a clone whose
+// tags were not carried over) it fetches the tags; if there still is none it
+// takes the newest release the changelog records with its commit (a line
+// "Released as commit `e373c71`." under the release's heading), tags it in
+// the clone and compares with that. With neither, it says so loudly and
+// checks nothing.
 package main
 
 import (
@@ -45,8 +49,20 @@ func run(base, changelog string) error {
 			return err
 		}
 		if base == "" {
-			fmt.Println("!!! API CHECK SKIPPED: no v* release tag in this clone (git fetch --tags)")
-			return nil
+			doc, err := os.ReadFile(changelog)
+			if err != nil {
+				return err
+			}
+			version, commit := recordedRelease(string(doc))
+			if version == "" {
+				fmt.Println("!!! API CHECK SKIPPED: no v* release tag in this clone (git fetch --tags), and no release commit in " + changelog)
+				return nil
+			}
+			if out, err := exec.Command("git", "tag", version, commit).CombinedOutput(); err != nil {
+				return fmt.Errorf("tagging %s at %s, the commit %s records: %v\n%s", version, commit, changelog, err, out)
+			}
+			fmt.Printf("no v* tag in this clone: tagged %s at %s, the commit %s records for it\n", version, commit, changelog)
+			base = version
 		}
 	}
 	diff, err := incompatible(base)
@@ -96,6 +112,42 @@ func lastRelease() (string, error) {
 		_ = exec.Command("git", "fetch", "--quiet", "--tags").Run()
 	}
 	return describe(), nil
+}
+
+// recordedRelease returns the newest release in the changelog whose
+// section records its commit ("Released as commit `<hash>`."), or "".
+func recordedRelease(doc string) (version, commit string) {
+	const mark = "Released as commit `"
+	for rest := doc; ; {
+		i := strings.Index(rest, "\n## [v")
+		if i < 0 {
+			return "", ""
+		}
+		rest = rest[i+len("\n## ["):]
+		end := strings.IndexByte(rest, ']')
+		if end < 0 {
+			return "", ""
+		}
+		body := section("## ["+rest, "## ["+rest[:end+1])
+		if j := strings.Index(body, mark); j >= 0 {
+			h := body[j+len(mark):]
+			if k := strings.IndexByte(h, '`'); k > 0 && isHex(h[:k]) {
+				return rest[:end], h[:k]
+			}
+		}
+	}
+}
+
+func isHex(s string) bool {
+	if len(s) < 7 || len(s) > 40 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }
 
 // incompatible returns apidiff's incompatible changes of the module since

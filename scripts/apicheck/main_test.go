@@ -64,3 +64,16 @@ func TestSince(t *testing.T) {
 		t.Errorf("since a release without a section = %q, want the Unreleased section", s)
 	}
 }
+
+func TestRecordedRelease(t *testing.T) {
+	doc := "# Changelog\n\n## [Unreleased]\nReleased as commit `0000000`.\n\n## [v0.3.0] - 2026-12-07\nno commit yet\n\n## [v0.2.0] - 2026-12-06\n\nReleased as commit `e373c71`.\n\n## [v0.1.0] - 2026-12-02\nReleased as commit `896be95`.\n"
+	if v, c := recordedRelease(doc); v != "v0.2.0" || c != "e373c71" {
+		t.Fatalf("recordedRelease = %q %q, want v0.2.0 e373c71 (the newest release that records its commit)", v, c)
+	}
+	if v, _ := recordedRelease("## [v0.1.0]\nReleased as commit `not-hex`.\n"); v != "" {
+		t.Fatalf("a commit that is no hash was taken: %q", v)
+	}
+	if v, _ := recordedRelease("# Changelog\n\n## [v0.1.0]\n"); v != "" {
+		t.Fatalf("a release without its commit was taken: %q", v)
+	}
+}
