@@ -67,8 +67,8 @@ func (s *Server) slotLimit(addr net.Addr) error {
 	if s.cfg.Authenticator == nil && s.evictJoining(s.cfg.Now()) {
 		return nil
 	}
-	if s.cfg.Authenticator != nil && s.staleJoin(s.cfg.Now()) != nil {
-		return nil
+	if s.cfg.Authenticator != nil && s.staleJoins(s.cfg.Now()) > n-s.cfg.Limits.MaxClients {
+		return nil // (a stale join for each client promised a slot, this one too)
 	}
 	return fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, n, s.cfg.Limits.MaxClients)
 }
@@ -93,21 +93,37 @@ func (s *Server) evictJoining(now time.Time) bool {
 
 // staleJoin returns the client evictJoining would drop, or nil.
 func (s *Server) staleJoin(now time.Time) *remote {
-	if s.cfg.Limits.JoinTimeout <= 0 {
-		return nil
-	}
-	grace := s.cfg.Limits.JoinTimeout / 4
 	var oldest *remote
 	var age time.Duration
 	for _, c := range s.clients {
-		if c == nil {
-			continue
-		}
-		if since, joining := c.Joining(now); joining && since >= grace && since > age {
+		if since, ok := s.stale(c, now); ok && since > age {
 			oldest, age = c, since
 		}
 	}
 	return oldest
+}
+
+// staleJoins counts the clients staleJoin may pick: how many slots
+// evictJoining could free.
+func (s *Server) staleJoins(now time.Time) int {
+	n := 0
+	for _, c := range s.clients {
+		if _, ok := s.stale(c, now); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// stale reports whether c is a join evictJoining may drop (it has
+// acknowledged no snapshot in a quarter of the JoinTimeout since its
+// first), and for how long it has been joining.
+func (s *Server) stale(c *remote, now time.Time) (time.Duration, bool) {
+	if c == nil || s.cfg.Limits.JoinTimeout <= 0 {
+		return 0, false
+	}
+	since, joining := c.Joining(now)
+	return since, joining && since >= s.cfg.Limits.JoinTimeout/4
 }
 
 // perAddressLimit returns why a client from addr cannot have a slot now

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,4 +207,43 @@ func TestOnlyAuthenticatedClientsEvictStaleJoins(t *testing.T) {
 	good := h.AddClientFrom("203.0.113.9:4001")
 	until("the good player ready", good.Client.Ready)
 	require.Equal(t, 1, h.Server.Stats.JoinsEvicted)
+}
+
+// A full server with one stale join promises its slot to one authenticating
+// client only: of two good players who dial together, one gets in and the
+// other is refused as "server full" before its token costs an
+// Authenticator call.
+func TestOneStaleJoinIsPromisedOnce(t *testing.T) {
+	var calls atomic.Int32
+	h := harness.New(t, 0, sim.Link{}, func(cfg *replication.ServerConfig) {
+		cfg.Limits.MaxClients = 2
+		cfg.Limits.MaxClientsPerAddress = -1
+		cfg.Authenticator = func(context.Context, net.Addr, []byte) error { calls.Add(1); return nil }
+	})
+	h.Spawn(0, components.Vec3{})
+	early := h.AddClientFrom("203.0.113.1:4000")
+	v := &vanisher{h: h, host: "198.51.100.7"}
+	v.join(1)
+	until := func(what string, cond func() bool) {
+		for start := h.Net.Now(); !cond(); h.Step() {
+			require.Less(t, h.Net.Now().Sub(start), 2*time.Second, what)
+			runtime.Gosched() // (the Authenticator's goroutines)
+		}
+	}
+	until("both admitted", func() bool { return early.Client.Ready() && len(h.Server.Clients()) == 2 })
+	h.Run(harness.NetRate) // a second: the vanisher's join is stale
+	calls.Store(0)
+	a := h.AddClientFrom("203.0.113.9:4000")
+	b := h.AddClientFrom("203.0.113.9:4001")
+	until("one player ready, one refused", func() bool {
+		return (a.Client.Ready() || b.Client.Ready()) && (a.Client.State() == replication.StateClosed || b.Client.State() == replication.StateClosed)
+	})
+	refused := a
+	if a.Client.Ready() {
+		refused = b
+	}
+	require.ErrorContains(t, refused.Client.Err(), "server full")
+	require.Equal(t, int32(1), calls.Load(), "the Authenticator ran for the client with no slot to give")
+	require.Equal(t, 1, h.Server.Stats.JoinsEvicted)
+	require.True(t, early.Client.Ready())
 }

@@ -21,7 +21,10 @@ type Conn struct {
 	done          chan struct{}
 
 	// guarded by n.mu
-	gotFirst bool // the first (handshake) message has arrived
+	gotFirst bool     // the first (handshake) message has arrived
+	listened bool     // accepted by a listener: the server's end
+	welcomed bool     // the server's end sent a transport.Welcome
+	unread   [][]byte // the messages after the first, waiting for the Welcome
 	closed   bool
 	err      error
 	stats    transport.Stats
@@ -95,7 +98,23 @@ func (c *Conn) SendMessage(b []byte) error {
 	c.stats.MessagesSent++
 	c.stats.MessageBytesSent += uint64(len(b))
 	c.n.sendReliable(c.out, &event{kind: evMessage, data: append([]byte(nil), b...)})
+	if c.listened && !c.welcomed && transport.TypeOf(b) == transport.MessageWelcome {
+		c.welcomed = true
+		for _, m := range c.unread {
+			c.deliver(m)
+			c.n.emit(TraceDeliver, c.in, true, m)
+		}
+		c.unread = nil
+	}
 	return nil
+}
+
+// deliver queues the message m, arrived, for the reader. The caller holds
+// n.mu.
+func (c *Conn) deliver(m []byte) {
+	c.stats.MessagesReceived++
+	c.stats.MessageBytesReceived += uint64(len(m))
+	c.messages.TryPush(m)
 }
 
 // ReceiveMessage implements [transport.Conn].

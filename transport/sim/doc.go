@@ -17,7 +17,9 @@
 //
 // Reliable messages arrive exactly once and in order. Each simulated loss of a
 // transmission delays the message by one retransmission timeout, max(2 × base RTT,
-// 20 ms), and blocks the messages behind it.
+// 20 ms), and blocks the messages behind it. As with the real transports, the server's
+// end reads nothing past the client's first message (its Hello) until it has sent a
+// transport.Welcome; the messages held arrive then.
 //
 // # Tasks
 //

@@ -184,6 +184,7 @@ func (n *Network) DialFrom(addr, from string, link Link) (*Conn, error) {
 	lk.up.cond, lk.down.cond = link.Up, link.Down
 	client := newConn(n, lk, Addr(from), l.addr, link)
 	server := newConn(n, lk, l.addr, client.local, link)
+	server.listened = true
 	client.out, client.in = &lk.up, &lk.down
 	server.out, server.in = &lk.down, &lk.up
 	lk.up.from, lk.up.to = client, server
@@ -375,10 +376,14 @@ func (n *Network) process(ev *event) {
 			n.sendReliable(d.to.out, &event{kind: evClose, code: transport.CodeMessageTooLarge, reason: reason})
 			return
 		}
+		if d.to.listened && d.to.gotFirst && !d.to.welcomed {
+			// As a real transport does: nothing past the Hello is read
+			// before the server's Welcome.
+			d.to.unread = append(d.to.unread, ev.data)
+			return
+		}
 		d.to.gotFirst = true
-		d.to.stats.MessagesReceived++
-		d.to.stats.MessageBytesReceived += uint64(len(ev.data))
-		d.to.messages.TryPush(ev.data)
+		d.to.deliver(ev.data)
 		n.emit(TraceDeliver, d, true, ev.data)
 	case evIdle:
 		lk := ev.lk

@@ -30,6 +30,45 @@ func dial(t *testing.T, seed int64, link sim.Link) (*sim.Network, *sim.Conn, *si
 	return n, c, s.(*sim.Conn)
 }
 
+// welcome sends the client a transport.Welcome from the server's end s,
+// as a server does once it took the client's first message: before it, s
+// reads nothing past that message.
+func welcome(t *testing.T, s *sim.Conn) {
+	t.Helper()
+	require.NoError(t, s.SendMessage(transport.Welcome{ClientID: 1}.Append(nil)))
+}
+
+// As a real transport's: the server's end of a connection reads nothing
+// past the client's first message (its Hello) until it sent a Welcome; then
+// the messages held arrive in order, and the ones after them as they come.
+func TestNothingReadPastTheHelloBeforeTheWelcome(t *testing.T) {
+	n, c, s := dial(t, 1, sim.Link{})
+	for _, m := range []string{"hello", "a", "b"} {
+		require.NoError(t, c.SendMessage([]byte(m)))
+	}
+	n.Advance(time.Millisecond)
+	b, ok := s.PollMessage()
+	require.True(t, ok)
+	require.Equal(t, "hello", string(b))
+	_, ok = s.PollMessage()
+	require.False(t, ok, "a message past the Hello was read before the Welcome")
+	require.Equal(t, uint64(1), s.Stats().MessagesReceived)
+	require.NoError(t, s.SendMessage([]byte{0xFF, 1}), "a message that is not a Welcome")
+	n.Advance(time.Millisecond)
+	_, ok = s.PollMessage()
+	require.False(t, ok)
+
+	welcome(t, s)
+	require.NoError(t, c.SendMessage([]byte("c")))
+	n.Advance(time.Millisecond)
+	var got []string
+	for b, ok := s.PollMessage(); ok; b, ok = s.PollMessage() {
+		got = append(got, string(b))
+	}
+	require.Equal(t, []string{"a", "b", "c"}, got)
+	require.Equal(t, uint64(4), s.Stats().MessagesReceived)
+}
+
 func TestConformance(t *testing.T) {
 	t.Run("perfect", func(t *testing.T) {
 		transporttest.Run(t, func(t *testing.T) transporttest.Pair {
@@ -245,6 +284,7 @@ func TestJitterBounds(t *testing.T) {
 func TestBandwidthAndTailDrop(t *testing.T) {
 	// 100 kB/s, 10 kB queue: a burst of 100 × 1000 B fits 10 (+1 in transmission), the rest is dropped.
 	n, c, s := dial(t, 17, sim.Link{Up: sim.Conditions{Bandwidth: 100_000, QueueBytes: 10_000}})
+	welcome(t, s)
 	for range 100 {
 		require.NoError(t, c.SendDatagram(make([]byte, 1000)))
 	}
@@ -296,6 +336,7 @@ func TestMTU(t *testing.T) {
 func TestReliableUnderLoss(t *testing.T) {
 	cond := sim.Conditions{Latency: 50 * time.Millisecond, Loss: 0.2}
 	n, c, s := dial(t, 21, sim.Link{Up: cond, Down: cond})
+	welcome(t, s)
 	const total = 1000
 	for i := range total {
 		var b [4]byte
@@ -331,6 +372,7 @@ func TestRetransmissionDelaysAndBlocks(t *testing.T) {
 	lossy := cond
 	lossy.Loss = 1
 	n, c, s := dial(t, 1, sim.Link{Up: lossy, Down: cond})
+	welcome(t, s)
 	require.NoError(t, c.SendMessage([]byte("first")))
 	c.SetConditions(cond, cond)
 	require.NoError(t, c.SendMessage([]byte("second")))

@@ -114,7 +114,17 @@ func (d *Desk) Each(fn func(p *Pending)) {
 // cost no Authenticator call while the server is full.
 func (d *Desk) Advance(now time.Time, limit func(net.Addr) error, admitted []*Pending) []*Pending {
 	d.lingering.Due(now, d.cfg.Close)
+	// The connections closed since the last tick go first, so that a slot
+	// promised to one of them is free when any Hello is judged this tick.
 	keep := d.pending[:0]
+	for _, p := range d.pending {
+		if !d.reap(p) {
+			keep = append(keep, p)
+		}
+	}
+	clear(d.pending[len(keep):])
+	d.pending = keep
+	keep = d.pending[:0]
 	for _, p := range d.pending {
 		switch d.advance(p, now, limit) {
 		case stay:
@@ -137,15 +147,20 @@ const (
 	gone                // rejected or closed
 )
 
-// advance moves p on.
-func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) outcome {
+// reap reports whether p's connection closed, releasing what it held.
+func (d *Desk) reap(p *Pending) bool {
 	select {
 	case <-p.Conn.Done():
 		d.endAuth(p)
 		d.cfg.Logger.Info("archenet: connection closed during the handshake", "remote", p.Conn.RemoteAddr(), "err", p.Conn.Err())
-		return gone
+		return true
 	default:
+		return false
 	}
+}
+
+// advance moves p on.
+func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) outcome {
 	if p.auth != nil {
 		return d.awaitAuth(p, now)
 	}

@@ -385,6 +385,29 @@ func TestAuthenticationAbandoned(t *testing.T) {
 	require.Empty(t, r.closes, "closed by the client: nothing to close")
 }
 
+// A connection that closed during its authentication gives back the slot
+// it was promised before any Hello of the same tick is judged, wherever it
+// is in the desk's order.
+func TestClosedReapedBeforeSlotsJudged(t *testing.T) {
+	g := newGate()
+	r := newRig(g.auth)
+	late, gone := newConn("10.0.0.1"), newConn("10.0.0.2", hello("a"))
+	r.d.Add(late, nil) // (first in order: its Hello comes after gone's)
+	r.d.Add(gone, nil)
+	r.advance()
+	require.Equal(t, 1, r.d.Authing())
+	<-g.calls
+
+	close(gone.done)
+	late.in = append(late.in, hello("b"))
+	authing := -1
+	r.d.Advance(r.now, func(net.Addr) error { authing = r.d.Authing(); return nil }, nil)
+	require.Zero(t, authing, "the closed connection's slot was still promised when the Hello was judged")
+	require.Equal(t, 1, r.d.Len())
+	require.Equal(t, 1, r.d.Authing())
+	<-g.calls
+}
+
 // Refuse rejects a connection the desk passed (the server filled up
 // before it welcomed it), with the reason given; a refusal that is a
 // CloseError closes with its code.
