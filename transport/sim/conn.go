@@ -21,10 +21,9 @@ type Conn struct {
 	done          chan struct{}
 
 	// guarded by n.mu
-	gotFirst bool     // the first (handshake) message has arrived
-	listened bool     // accepted by a listener: the server's end
-	welcomed bool     // the server's end sent a transport.Welcome
-	unread   [][]byte // the messages after the first, waiting for the Welcome
+	gotFirst bool // the first (handshake) message has arrived
+	listened bool // accepted by a listener: the server's end
+	welcomed bool // the server's end sent a transport.Welcome (its in.unread arrives)
 	closed   bool
 	err      error
 	stats    transport.Stats
@@ -100,11 +99,11 @@ func (c *Conn) SendMessage(b []byte) error {
 	c.n.sendReliable(c.out, &event{kind: evMessage, data: append([]byte(nil), b...)})
 	if c.listened && !c.welcomed && transport.TypeOf(b) == transport.MessageWelcome {
 		c.welcomed = true
-		for _, m := range c.unread {
+		for _, m := range c.in.unread {
 			c.deliver(m)
 			c.n.emit(TraceDeliver, c.in, true, m)
 		}
-		c.unread = nil
+		c.in.unread = nil
 	}
 	return nil
 }

@@ -379,7 +379,7 @@ func (n *Network) process(ev *event) {
 		if d.to.listened && d.to.gotFirst && !d.to.welcomed {
 			// As a real transport does: nothing past the Hello is read
 			// before the server's Welcome.
-			d.to.unread = append(d.to.unread, ev.data)
+			d.unread = append(d.unread, ev.data)
 			return
 		}
 		d.to.gotFirst = true
@@ -455,6 +455,7 @@ type direction struct {
 	nextFree     time.Time // when the bandwidth bottleneck has sent its backlog
 	lastReliable time.Time // delivery time of the last reliable event scheduled
 	held         []*event  // reliable events waiting for the link to come back up
+	unread       [][]byte  // messages past the Hello, waiting for the server's Welcome
 	stats        LinkStats
 	from, to     *Conn
 }
