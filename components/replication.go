@@ -25,12 +25,23 @@ func (n NetID) IsZero() bool { return n == NetID{} }
 // Owner marks the client that owns an entity (its player avatar, its
 // projectiles). Owned entities receive owner-only fields and may be
 // predicted by their owner. Client 0 is the server (no client owns it).
+//
+// An entity is handed to another client by changing Client (in place, or by
+// replacing the component): from the next net tick its NetID names the new
+// owner on the server and on every client (the old NetID no longer
+// resolves), its mirrors stay, and the owner-only fields go to the new owner.
 type Owner struct {
 	Client uint8
 }
 
 // Replicated marks an entity for replication. Its replicated components are
 // those registered with the replication registry that the entity has.
+//
+// The server reads its fields when the entity is created and when a
+// component is added to it or removed from it, not each tick: to change
+// them for a live entity, replace the component (remove it and add it back
+// with the new values before the server's next Send; an entity without
+// Replicated at a Send is despawned).
 type Replicated struct {
 	// Priority weights the entity when a client's budget cannot carry every
 	// change: its priority accumulator grows by Priority each tick it waits.

@@ -46,6 +46,11 @@ type Capture struct {
 	parallel int
 	log      structureLog
 	frame    frameShares
+	// owned: the slots whose entity had an Owner component at its last
+	// Apply (listed once: in ownedSet), whose Owner is compared each Apply
+	// (a change in place is no structural event)
+	owned    []uint32
+	ownedSet entity.Bitset
 }
 
 // New returns the capture of world into t and r; g may be nil (no
@@ -98,6 +103,7 @@ func (l Listener) Components() *arche.Mask { return nil }
 // slot's layout changed (its next rebuild is a full one).
 func (c *Capture) Apply() {
 	w, t := c.world, c.slots
+	c.ownersChanged()
 	for _, e := range c.log.order {
 		delete(c.log.touched, e)
 		slot, has := t.Of(e)
@@ -115,11 +121,16 @@ func (c *Capture) Apply() {
 			continue
 		}
 		var owner uint8
-		if w.Has(e, c.ids.Owner) {
+		hasOwner := w.Has(e, c.ids.Owner)
+		if hasOwner {
 			owner = (*components.Owner)(w.Get(e, c.ids.Owner)).Client
 		}
 		if !has {
 			slot = t.Alloc(e)
+		}
+		if hasOwner && !c.ownedSet.Has(slot) {
+			c.ownedSet.Set(slot)
+			c.owned = append(c.owned, slot)
 		}
 		si := &t.Infos[slot]
 		m := entity.Meta{Gen: si.Gen, Owner: owner, Set: set}
@@ -139,6 +150,26 @@ func (c *Capture) Apply() {
 	if c.grid != nil && len(t.Relayout) > 0 {
 		c.grid.Relaid() // (the next rebuild is a full one)
 	}
+}
+
+// ownersChanged touches the entities whose Owner was changed in place
+// since the last Apply (handed to another client without a structural
+// change), and forgets the listed slots whose entity has no Owner now.
+func (c *Capture) ownersChanged() {
+	w, t := c.world, c.slots
+	keep := c.owned[:0]
+	for _, slot := range c.owned {
+		si := &t.Infos[slot]
+		if !si.Alive || !w.Alive(si.Entity) || !w.Has(si.Entity, c.ids.Owner) {
+			c.ownedSet.Clear(slot) // (a structural change: touched already, or freed)
+			continue
+		}
+		keep = append(keep, slot)
+		if (*components.Owner)(w.Get(si.Entity, c.ids.Owner)).Client != si.Meta.Owner {
+			c.Touch(si.Entity)
+		}
+	}
+	c.owned = keep
 }
 
 func (c *Capture) setOf(e arche.Entity) uint64 {

@@ -88,8 +88,8 @@ func (m *Mirrors) Len() int { return m.n }
 // find returns the live mirror of id, or nil.
 func (m *Mirrors) find(id components.NetID) *mirror {
 	mr := m.table.get(id.Index())
-	if mr == nil || !mr.alive || mr.gen != id.Gen {
-		return nil
+	if mr == nil || !mr.alive || mr.gen != id.Gen || mr.owner != id.Owner() {
+		return nil // (a handle's owner bits name the client the entity was handed to)
 	}
 	return mr
 }
@@ -159,8 +159,11 @@ func (m *Mirrors) Spawn(tick uint32, e wire.SpawnEntry, latest *receive.View) {
 		}
 		m.n++
 		*m.count.Spawns++
-	} else if mr.set != e.Meta.Set {
-		m.exchange(mr, e.Meta.Set)
+	} else {
+		if mr.set != e.Meta.Set {
+			m.exchange(mr, e.Meta.Set)
+		}
+		mr.owner = e.Meta.Owner // (handed to another client)
 	}
 	*(*components.NetID)(m.world.Get(mr.entity, m.idNetID)) = components.NetID{Handle: components.MakeHandle(e.Meta.Owner, e.Slot), Gen: e.Meta.Gen}
 	m.write(mr, e.Meta.Set, e.Lanes)

@@ -430,8 +430,8 @@ func (p *Peer) spawnDiff(t *Tick, plan *Plan, sw *wire.SpawnWriter) {
 		switch {
 		case !si.Alive || si.Gen != r.Was.Gen:
 			despawn(r.Slot, r.Was.Gen)
-		case si.Meta.Set != r.Was.Set && relevant.Has(r.Slot):
-			spawn(r.Slot) // component set change: same slot and generation
+		case (si.Meta.Set != r.Was.Set || si.Meta.Owner != r.Was.Owner) && relevant.Has(r.Slot):
+			spawn(r.Slot) // component set or owner change: same slot and generation
 		}
 	}
 	// (Two passes over the words where the sets differ: few, in a big world.)
