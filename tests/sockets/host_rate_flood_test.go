@@ -92,7 +92,7 @@ func TestHostConnectionRateFlood(t *testing.T) {
 	}
 	say("decoy")
 	time.Sleep(time.Second) // (the attack's own load settles in)
-	before := r.l.Admission()
+	before, cpu0 := r.l.Admission(), harness.ReadCPU()
 	quiet, flood, base, during := r.phases(4, time.Second, names, func(here bool) {
 		if here {
 			say("target")
@@ -100,7 +100,7 @@ func TestHostConnectionRateFlood(t *testing.T) {
 			say("decoy")
 		}
 	})
-	after := r.l.Admission()
+	after, idle := r.l.Admission(), harness.ReadCPU().IdleShare(cpu0)
 	stdin.Close()
 	var summary string
 	sc := bufio.NewScanner(stdout)
@@ -112,7 +112,7 @@ func TestHostConnectionRateFlood(t *testing.T) {
 	require.NoError(t, cmd.Wait(), childErr.String())
 	done = true
 	st := r.h.Stats()
-	t.Logf("attackers: %s", summary)
+	t.Logf("attackers: %s; the machine's CPU %.0f%% idle while measured", summary, 100*idle)
 	t.Logf("4 matches' frame p99 (the windows' median) %s quiet, %s during the flood (pooled %s / %s, mean %s / %s); the listener refused %d for the rate, %d for their source's rate, asked %d for a Retry; the host refused %d bad tokens",
 		ms(base), ms(during), ms(pct(quiet, 99)), ms(pct(flood, 99)), ms(mean(quiet)), ms(mean(flood)),
 		after.RefusedRate-before.RefusedRate, after.RefusedRatePerAddress-before.RefusedRatePerAddress, after.Retries-before.Retries, refused(st))
@@ -122,9 +122,26 @@ func TestHostConnectionRateFlood(t *testing.T) {
 	// (How many of the attempts reach the host's TLS depends on the
 	// attackers' own CPU on the same cores: the listener's refusals are
 	// tested in transport/quic. A busy machine raises every window's p99:
-	// twice the quiet windows' is allowed then.)
+	// twice the quiet windows' is allowed then. A saturated one, with no
+	// CPU idle while measured (beside two busy loops on two cores), hands
+	// the attack's handshakes the good matches' time slices, whatever the
+	// limits: there only a stall is caught.)
+	if idle >= 0 && idle < saturated {
+		t.Logf("the machine was saturated (%.1f%% idle): frame p99 bounded by the quiet windows' + %v only, not + 3 ms", 100*idle, saturatedSlack)
+		require.LessOrEqual(t, during, base+saturatedSlack, "the flood stalled the good matches' frames on a saturated machine")
+		return
+	}
 	require.LessOrEqual(t, during, max(base+3*time.Millisecond, 2*base), "the flood moved the good matches' frame p99")
 }
+
+// The machine is saturated when less than this share of its CPU time was
+// idle (the flood test itself leaves 25–40% idle on an otherwise idle
+// 2-core machine; beside two busy loops, 0%); a frame p99 then may exceed
+// its quiet windows' by saturatedSlack.
+const (
+	saturated      = 0.05
+	saturatedSlack = 50 * time.Millisecond
+)
 
 // TestHostRateAttacker is the child process of TestHostConnectionRateFlood:
 // 1,000 connections a second from 127.0.1.1 to 127.0.1.64 (a QUIC transport
