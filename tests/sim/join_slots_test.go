@@ -224,18 +224,12 @@ func TestOneStaleJoinIsPromisedOnce(t *testing.T) {
 	early := h.AddClientFrom("203.0.113.1:4000")
 	v := &vanisher{h: h, host: "198.51.100.7"}
 	v.join(1)
-	until := func(what string, cond func() bool) {
-		for start := h.Net.Now(); !cond(); h.Step() {
-			require.Less(t, h.Net.Now().Sub(start), 2*time.Second, what)
-			runtime.Gosched() // (the Authenticator's goroutines)
-		}
-	}
-	until("both admitted", func() bool { return early.Client.Ready() && len(h.Server.Clients()) == 2 })
+	stepUntil(t, h, "both admitted", func() bool { return early.Client.Ready() && len(h.Server.Clients()) == 2 })
 	h.Run(harness.NetRate) // a second: the vanisher's join is stale
 	calls.Store(0)
 	a := h.AddClientFrom("203.0.113.9:4000")
 	b := h.AddClientFrom("203.0.113.9:4001")
-	until("one player ready, one refused", func() bool {
+	stepUntil(t, h, "one player ready, one refused", func() bool {
 		return (a.Client.Ready() || b.Client.Ready()) && (a.Client.State() == replication.StateClosed || b.Client.State() == replication.StateClosed)
 	})
 	refused := a
