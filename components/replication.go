@@ -1,5 +1,7 @@
 package components
 
+import arche "github.com/mlange-42/arche/ecs"
+
 // NetID is the network identity of a replicated entity. The server assigns
 // it; client mirrors carry the same value. Handle packs the owner (8 bits,
 // 0 = server) and a slot index (24 bits); Gen grows each time a slot is
@@ -21,6 +23,33 @@ func (n NetID) Index() uint32 { return n.Handle & 0xffffff }
 
 // IsZero reports whether n is unset.
 func (n NetID) IsZero() bool { return n == NetID{} }
+
+// Ref refers to a replicated entity from a field of a message (see
+// schema.RegisterMessage): the sender names its own entity, and the
+// receiver reads its own entity for it. On the wire it is the entity's
+// net handle and generation, about the handle's bits plus a few for the
+// generation.
+//
+//   - Sending, set Entity (the server's entity; on a client, a mirror) or
+//     leave it zero for none. The library fills ID and Set; naming an
+//     entity that is not replicated (or, on a client, not a mirror) makes
+//     the send fail.
+//   - Receiving, ID and Set say what the sender named, and Entity is this
+//     side's entity for it: the live server entity (a client's message
+//     naming a stale, unknown or irrelevant entity is refused before the
+//     game sees it), or the client's mirror. Entity is zero when the sender
+//     named none (Set is false) or, on a client, when the entity has no
+//     mirror there (not yet spawned, outside its interest, despawned):
+//     never another entity. Such a reference can be resolved later with
+//     the client's Entity(ID).
+type Ref struct {
+	Entity arche.Entity
+	ID     NetID
+	Set    bool
+}
+
+// RefTo returns a reference to e (for a message field).
+func RefTo(e arche.Entity) Ref { return Ref{Entity: e} }
 
 // Owner marks the client that owns an entity (its player avatar, its
 // projectiles). Owned entities receive owner-only fields and may be

@@ -160,6 +160,7 @@ type Client struct {
 	watch   watch.Watch     // which of the client's systems run (client_systems.go)
 	onReady []func()
 	onSnap  []func(tick uint32, arrival time.Time)
+	msgs    clientMsgs // game messages (messages_client.go)
 	// Stats since start.
 	Stats ClientStats
 }
@@ -187,6 +188,10 @@ type ClientStats struct {
 	// server removed before it was sent, SpawnsExpired those that timed out
 	// (PredictedSpawnTimeout).
 	PredictedSpawns, SpawnsAdopted, SpawnsEnded, SpawnsExpired uint64
+	// MessagesIn counts the game messages received, MessagesUnhandled those
+	// of a type the client has no endpoint for (ClientMessages);
+	// MessagesOut those sent, in batches of MessageBytesOut bytes.
+	MessagesIn, MessagesUnhandled, MessagesOut, MessageBytesOut uint64
 }
 
 // resolve returns c with every zero setting replaced by its default, or an
@@ -242,6 +247,7 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 		return nil, err
 	}
 	c := &Client{cfg: cfg, world: world}
+	c.msgs.init(cfg.Registry)
 	st := &c.Stats
 	c.link = link.New(link.Config{Registry: cfg.Registry, Token: cfg.Token, Match: cfg.Match, MaxEntities: cfg.MaxEntities,
 		CompressionDictionary: cfg.CompressionDictionary, ResetThreshold: cfg.InterpClock.ResetThreshold,
@@ -462,6 +468,7 @@ func (c *Client) Receive() {
 	now := c.cfg.Now()
 	c.watch.Note(watch.Receive, now)
 	defer c.checkLiveness(now)
+	c.msgs.beginReceive()
 	for {
 		m, ok := c.conn.PollMessage()
 		if !ok {
@@ -550,6 +557,8 @@ func (c *Client) handleMessage(m []byte) error {
 		return c.link.Spawns(m, func(tick uint32, e wire.SpawnEntry) { c.mirrors.Spawn(tick, e, latest) })
 	case link.EventSpawnsEnded:
 		return wire.ParseSpawnsEnded(m, c.mirrors.End)
+	case link.EventMessages:
+		return c.msgs.receive(c, m)
 	case link.EventReady:
 		for _, fn := range c.onReady {
 			fn()
@@ -578,4 +587,5 @@ func (c *Client) Send() {
 		return
 	}
 	c.Stats.BytesOut += uint64(len(d))
+	c.sendMessages()
 }

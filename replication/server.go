@@ -55,6 +55,7 @@ type Server struct {
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
 
+	msgs   serverMsgs       // game messages (messages_server.go)
 	work   tickWork         // the tick's parallel phases (workers.go)
 	clampW clampwatch.Watch // warns of values quantization clamped
 	closer closing.Closer   // closes off the tick
@@ -99,6 +100,7 @@ type remote struct {
 	// hasFocus: the game named a focus this tick
 	hasFocus bool
 	built    atomic.Bool // the peer's output is this tick's (sendPeers)
+	clientMsgState
 }
 
 // ServerStats are cumulative server counters.
@@ -146,6 +148,17 @@ type ServerStats struct {
 	// Deltas, Fulls and Removals count the records of each kind sent in
 	// snapshot datagrams (summed over clients and ticks).
 	Deltas, Fulls, Removals uint64
+	// MessagesOut counts game messages sent (one per receiving client) and
+	// MessageBytes the bytes of their batches; MessagesIn counts those
+	// clients sent.
+	MessagesOut, MessageBytes, MessagesIn uint64
+	// MessagesDropped counts client messages over a client's allowance
+	// (Limits.MaxMessagesPerSecond, Limits.MaxQueuedMessageBytes);
+	// MessagesRefused those naming an entity the sender may not name (stale,
+	// unknown, or not relevant to it), which the game never sees;
+	// MessagesUnhandled those of a type the server has no endpoint for
+	// (ServerMessages).
+	MessagesDropped, MessagesRefused, MessagesUnhandled uint64
 }
 
 // NewServer attaches replication to world, serving clients that connect
@@ -167,6 +180,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	}
 	s.hs.nextID = 1
 	s.hs.desk = s.newDesk()
+	s.msgs.init(cfg.Registry)
 	for _, p := range s.plans {
 		s.ids.comps = append(s.ids.comps, arche.TypeID(world, p.Type))
 	}
@@ -516,6 +530,7 @@ func (s *Server) Receive() {
 	s.handshakes()
 	now := s.cfg.Now()
 	s.clampW.Check(now, s.cfg.Registry, s.cfg.Logger)
+	s.msgs.beginReceive()
 	s.work.active = s.work.active[:0]
 	for _, c := range s.clients {
 		if c == nil {
@@ -537,7 +552,7 @@ func (s *Server) Receive() {
 	}
 	for _, c := range s.work.active {
 		if err := s.deliverInput(c); err != nil {
-			s.drop(c, transport.CodeProtocolError, err.Error())
+			s.drop(c, closeCode(err), err.Error())
 		} else if why := c.Silent(now, s.cfg.Limits.ClientTimeout, s.cfg.Limits.JoinTimeout, s.clientSender()); why != "" {
 			s.drop(c, transport.CodeTimeout, why)
 		}
@@ -617,10 +632,27 @@ func (s *Server) drain(c *remote, now time.Time) {
 			return
 		}
 	}
-	if m, ok := c.conn.PollMessage(); ok {
-		c.RxErr = fmt.Errorf("unexpected reliable message of %d bytes (type 0x%02x)", len(m), transport.TypeOf(m))
+	c.msgBytes = 0
+	for range maxMessagesPolled {
+		m, ok := c.conn.PollMessage()
+		if !ok {
+			break
+		}
+		if len(m) == 0 || m[0] != wire.KindClientMessages {
+			c.RxErr = fmt.Errorf("unexpected reliable message of %d bytes (type 0x%02x)", len(m), transport.TypeOf(m))
+			return
+		}
+		if err := s.msgs.receive(s, c, m, now); err != nil {
+			c.RxErr = err
+			return
+		}
 	}
 }
+
+// maxMessagesPolled bounds the reliable messages (game message batches)
+// taken from one client per Receive; more wait in its connection, whose
+// flow control holds the sender back.
+const maxMessagesPolled = 64
 
 // deliverInput hands what drain kept to the Input hook; an error (the
 // peer's or the hook's) drops the client.
@@ -658,6 +690,7 @@ func (s *Server) Send() {
 	s.pace.earlyWake = !s.pace.received.IsZero() && t0.Sub(s.pace.received) < wakeEarly
 	defer s.work.gang.Rest()
 	s.commitTick()
+	s.msgs.prepare(s)
 	s.preencode()
 	t1 := time.Now()
 	s.Stats.BuildFrame += t1.Sub(t0)
@@ -711,6 +744,7 @@ func (s *Server) commitTick() {
 func (s *Server) endTick() {
 	s.endPreencode()
 	s.ring.EndTick()
+	s.msgs.endTick()
 	s.slots.EndTick()
 	s.slots.Keys.ClearEnded()
 }
@@ -720,6 +754,7 @@ func (s *Server) endTick() {
 func (s *Server) planPeer(p *remote, now time.Time, maxDatagram int) {
 	p.plan = peer.Plan{MTU: min(s.cfg.MTU, maxDatagram)}
 	p.hasFocus = false
+	s.msgs.planPeer(p)
 	if s.interest != nil && (s.interest.Due(s.tick) || p.rel.Relevant == nil) {
 		p.focus, p.hasFocus = s.focusOf(p.ID)
 	}
@@ -808,6 +843,9 @@ func (s *Server) flush(p *remote) error {
 		if err := p.conn.SendMessage(wire.AppendSpawnsEnded(nil, keys)); err != nil {
 			return err
 		}
+	}
+	if err := s.msgs.flushPeer(s, p); err != nil {
+		return err
 	}
 	for i := range o.Pkts.Len() {
 		if err := p.conn.SendDatagram(o.Pkts.At(i)); err != nil {

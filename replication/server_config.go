@@ -199,6 +199,23 @@ type ServerLimits struct {
 	// MaxPredictedSpawns bounds the keyed entities (Server.PredictedSpawn)
 	// each client may have alive at once. 0: DefaultMaxPredictedSpawns (64).
 	MaxPredictedSpawns int
+	// MaxMessageBytes bounds one batch of game messages from a client (a
+	// client sends at most one batch per Client.Send, split at
+	// DefaultMaxMessageBytes); a larger one closes the client with
+	// transport.CodeMessageTooLarge. 0: DefaultMaxMessageBytes (4 KiB).
+	MaxMessageBytes int
+	// MaxMessagesPerSecond is each client's allowance of game messages: a
+	// bucket refilled at this rate that holds a second's worth. Messages
+	// over it are dropped (ServerStats.MessagesDropped); a client whose
+	// dropped messages within a second exceed the rate again (it sends more
+	// than twice the allowance) is closed with transport.CodeFlood.
+	// 0: DefaultMaxMessagesPerSecond (120).
+	MaxMessagesPerSecond int
+	// MaxQueuedMessageBytes bounds the bytes of game messages a client
+	// gets queued for the game in one Receive; messages beyond are dropped
+	// (ServerStats.MessagesDropped). 0: DefaultMaxQueuedMessageBytes
+	// (16 KiB).
+	MaxQueuedMessageBytes int
 }
 
 // resolve returns c with every zero setting replaced by its default, or
@@ -232,6 +249,9 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 		{"Workers", &c.Workers, -1, 1024}, // (-1: resolved below)
 		{"Limits.MaxHandshakes", &l.MaxHandshakes, 256, 1 << 20},
 		{"Limits.MaxPredictedSpawns", &l.MaxPredictedSpawns, DefaultMaxPredictedSpawns, 1 << 20},
+		{"Limits.MaxMessageBytes", &l.MaxMessageBytes, DefaultMaxMessageBytes, 1 << 20},
+		{"Limits.MaxMessagesPerSecond", &l.MaxMessagesPerSecond, DefaultMaxMessagesPerSecond, 1 << 20},
+		{"Limits.MaxQueuedMessageBytes", &l.MaxQueuedMessageBytes, DefaultMaxQueuedMessageBytes, 1 << 30},
 	} {
 		if *f.v < 0 || *f.v > f.hi {
 			return c, fmt.Errorf("replication: ServerConfig.%s %d not in 0..%d (0: the default)", f.name, *f.v, f.hi)
@@ -338,6 +358,13 @@ const DefaultTimeout = 10 * time.Second
 const (
 	DefaultMaxClientsPerAddress = 8
 	DefaultJoinTimeout          = 2 * time.Second
+)
+
+// Defaults of the limits on clients' game messages (ServerLimits).
+const (
+	DefaultMaxMessageBytes       = 4 << 10
+	DefaultMaxMessagesPerSecond  = 120
+	DefaultMaxQueuedMessageBytes = 16 << 10
 )
 
 // Defaults of the adaptive per-client budget (ServerConfig).

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/internal/quant"
 )
 
@@ -109,6 +110,7 @@ const (
 	opBool
 	opQuat
 	opVel
+	opRef
 )
 
 // op is one compiled instruction: where a leaf (or composite) lives in the
@@ -143,17 +145,22 @@ func (e *compileError) Unwrap() error { return e.err }
 
 type compiler struct {
 	p    *Plan
+	msg  bool // compiling a message (references allowed)
 	desc strings.Builder
 	tags map[string]string // WithTag overrides by field path
 	used map[string]bool
 }
 
-func compile(t reflect.Type, name string, tags map[string]string) (*Plan, error) {
+func compile(t reflect.Type, name string, tags map[string]string, msg bool) (*Plan, error) {
 	if t.Kind() != reflect.Struct {
-		return nil, &compileError{typ: t.String(), err: fmt.Errorf("a replicated component must be a struct, not %s", t.Kind())}
+		what := "replicated component"
+		if msg {
+			what = "message"
+		}
+		return nil, &compileError{typ: t.String(), err: fmt.Errorf("a %s must be a struct, not %s", what, t.Kind())}
 	}
-	p := &Plan{Name: name, Type: t, Size: t.Size()}
-	c := &compiler{p: p, tags: tags, used: map[string]bool{}}
+	p := &Plan{Name: name, Type: t, Size: t.Size(), msg: msg}
+	c := &compiler{p: p, tags: tags, used: map[string]bool{}, msg: msg}
 	err := c.walkStruct(t, 0, "", false)
 	for path := range tags {
 		if err == nil && !c.used[path] {
@@ -168,7 +175,7 @@ func compile(t reflect.Type, name string, tags map[string]string) (*Plan, error)
 		}
 		return nil, &compileError{typ: t.String(), err: err}
 	}
-	if len(p.groups) == 0 && t.NumField() != 0 {
+	if len(p.groups) == 0 && t.NumField() != 0 && !msg {
 		return nil, &compileError{typ: t.String(), err: fmt.Errorf("no replicated fields (exported fields not tagged net:\"-\"); a marker component must be an empty struct")}
 	}
 	p.desc = c.desc.String()
@@ -229,6 +236,9 @@ func (c *compiler) walkValue(t reflect.Type, off uintptr, path string, tg tag) e
 		return c.addQuat(t, off, path, tg)
 	case tg.vel:
 		return c.addVel(t, off, path, tg)
+	}
+	if t == refType {
+		return c.addRef(off, path, tg)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -537,5 +547,38 @@ func (c *compiler) addVel(t reflect.Type, off uintptr, path string, tg tag) erro
 	}
 	c.p.ops = append(c.p.ops, op{kind: opVel, num: num, lane: first, off: offs, vel: v})
 	c.describe(path, num, tg.owner, "vel max=%s step=%s rest=%s", ffmt(ax.Max()), ffmt(ax.Step()), ffmt(v.Rest()))
+	return nil
+}
+
+// refType is components.Ref, which compiles to one reference lane.
+var refType = reflect.TypeFor[components.Ref]()
+
+// Offsets inside components.Ref.
+var (
+	refEntityOff = refType.Field(0).Offset
+	refIDOff     = refType.Field(1).Offset
+	refSetOff    = refType.Field(2).Offset
+)
+
+// addRef adds a components.Ref field: one LaneRef lane in a group of its
+// own. References are message fields only for now.
+func (c *compiler) addRef(off uintptr, path string, tg tag) error {
+	if !c.msg {
+		return fieldErr(path, "components.Ref is a message field (schema.RegisterMessage); a replicated component cannot hold one yet")
+	}
+	if bare := (tag{owner: tg.owner}); tg != bare {
+		return fieldErr(path, "a reference takes no precision tag")
+	}
+	first, err := c.newGroup(path, tg.owner, Lane{Kind: LaneRef, Max: refNone})
+	if err != nil {
+		return err
+	}
+	c.p.ops = append(c.p.ops, op{kind: opRef, lane: first, off: [4]uintptr{off + refIDOff, off + refSetOff, off + refEntityOff}})
+	c.p.refs = append(c.p.refs, RefField{Offset: off, Lane: int(first)})
+	fmt.Fprintf(&c.desc, "%s ref", path)
+	if tg.owner {
+		c.desc.WriteString(" owner")
+	}
+	c.desc.WriteByte('\n')
 	return nil
 }

@@ -17,9 +17,22 @@ const (
 	LaneWorld                     // large-world coordinate q (an int64): varint cell + CellBits offset
 	LaneQuatIndex                 // 2 bits: which quaternion component was dropped
 	LaneRest                      // 1 bit: velocity at rest; when 1 the next 3 lanes are not sent
+	LaneRef                       // an entity reference (components.Ref): see RefLane
 )
 
-var laneKindNames = [...]string{"fixed", "angle", "bool", "uvarint", "varint", "world", "quatidx", "rest"}
+var laneKindNames = [...]string{"fixed", "angle", "bool", "uvarint", "varint", "world", "quatidx", "rest", "ref"}
+
+// A LaneRef lane holds RefNone or RefLane(id) of the named entity's NetID.
+// On the wire: EG(0) of index + 1 (0 = none); then the owner, 1 bit "owner
+// 0" else 1 + 8 bits; then EG(0) of the generation. About 2·log2(index) + 3
+// bits for a server-owned entity of generation 0.
+const refNone = ^uint64(0)
+
+// RefNone is the value of a LaneRef lane that names no entity.
+const RefNone = refNone
+
+// RefLane packs a NetID into a LaneRef lane value.
+func RefLane(handle, gen uint32) uint64 { return uint64(gen)<<32 | uint64(handle) }
 
 // String names the lane kind ("fixed", "angle", …).
 func (k LaneKind) String() string {

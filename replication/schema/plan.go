@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/internal/quant"
 )
@@ -44,7 +45,26 @@ type Plan struct {
 	// generation counter (clamp.go).
 	clamps   []clampCounters
 	clampGen *atomic.Uint64
+	// msg: a message type (RegisterMessage); refs the offsets of its
+	// components.Ref fields.
+	msg  bool
+	refs []RefField
 }
+
+// RefField is a components.Ref field of a message: its offset in the
+// struct and its lane.
+type RefField struct {
+	Offset uintptr
+	Lane   int
+}
+
+// IsMessage reports whether the plan is a message type's
+// ([RegisterMessage]); its ID is then its message id.
+func (p *Plan) IsMessage() bool { return p.msg }
+
+// Refs returns the plan's components.Ref fields, in field order (do not
+// modify).
+func (p *Plan) Refs() []RefField { return p.refs }
 
 // step is one instruction of a full-encoding program: a run of fixed-width
 // lanes packed into one ≤ 64-bit word, a run of world lanes with the same
@@ -111,7 +131,7 @@ func (p *Plan) program(owner bool) []step {
 			// cells can be tested at once by OR-ing them.
 			zmax := min((63-uint(l.Bits))/2, 20)
 			prog = append(prog, step{first: uint16(i), count: 1, bits: l.Bits, kind: stepWorld, lim: 1 << zmax})
-		case LaneVarint, LaneUvarint:
+		case LaneVarint, LaneUvarint, LaneRef:
 			prog = append(prog, step{first: uint16(i), count: 1, kind: stepLane})
 		default:
 			pack(i, l.Bits)
@@ -127,6 +147,8 @@ func (p *Plan) finish() {
 		switch l.Kind {
 		case LaneUvarint, LaneVarint:
 			bits += 80
+		case LaneRef:
+			bits += refMaxBits
 		case LaneWorld:
 			bits += 80 + int(l.Bits)
 		default:
@@ -142,6 +164,8 @@ func (p *Plan) finish() {
 		switch l.Kind {
 		case LaneUvarint, LaneVarint:
 			p.minBits += 8
+		case LaneRef:
+			p.minBits++
 		case LaneWorld:
 			p.minBits += 1 + int(l.Bits)
 		case LaneFixed, LaneAngle, LaneBool, LaneQuatIndex, LaneRest:
@@ -310,6 +334,12 @@ func (p *Plan) quantizeOps(src unsafe.Pointer, lanes []uint64) {
 			}
 		case opVarint, opUvarint, opBool:
 			l[0] = loadInt(src, o.off[0], o.num)
+		case opRef:
+			l[0] = refNone
+			if *(*bool)(unsafe.Add(src, o.off[1])) {
+				id := (*components.NetID)(unsafe.Add(src, o.off[0]))
+				l[0] = RefLane(id.Handle, id.Gen)
+			}
 		}
 	}
 }
@@ -368,6 +398,15 @@ func (p *Plan) dequantizeOps(lanes []uint64, dst unsafe.Pointer) {
 			storeInt(dst, o.off[0], o.num, uint64(o.irng.Dequantize(l[0])))
 		case opVarint, opUvarint, opBool:
 			storeInt(dst, o.off[0], o.num, l[0])
+		case opRef:
+			id := (*components.NetID)(unsafe.Add(dst, o.off[0]))
+			set := l[0] != refNone
+			*id = components.NetID{}
+			if set {
+				*id = components.NetID{Handle: uint32(l[0]), Gen: uint32(l[0] >> 32)}
+			}
+			*(*bool)(unsafe.Add(dst, o.off[1])) = set
+			*(*[2]uint32)(unsafe.Add(dst, o.off[2])) = [2]uint32{} // the entity is the receiver's to resolve
 		}
 	}
 }
@@ -375,6 +414,8 @@ func (p *Plan) dequantizeOps(lanes []uint64, dst unsafe.Pointer) {
 // writeLane writes lane value v with lane l's full (absolute) encoding.
 func writeLane(w *bitio.Writer, l *Lane, v uint64) {
 	switch l.Kind {
+	case LaneRef:
+		writeRef(w, v)
 	case LaneUvarint:
 		w.WriteUvarint(v)
 	case LaneVarint:
@@ -393,6 +434,8 @@ func writeLane(w *bitio.Writer, l *Lane, v uint64) {
 func ReadLane(r *bitio.Reader, l *Lane) uint64 {
 	var v uint64
 	switch l.Kind {
+	case LaneRef:
+		v = readRef(r)
 	case LaneUvarint:
 		v = r.ReadUvarint()
 		if v > l.Max {
@@ -615,4 +658,48 @@ func (p *Plan) Read(r *bitio.Reader, lanes []uint64, owner bool) error {
 		}
 	}
 	return nil
+}
+
+// refMaxBits bounds a reference's encoding: EG(0) of up to 2^24, the
+// owner, EG(0) of up to 2^32 − 1.
+const refMaxBits = 49 + 9 + 65
+
+// writeRef writes a LaneRef value (see [LaneRef]).
+func writeRef(w *bitio.Writer, v uint64) {
+	if v == refNone {
+		w.WriteExpGolomb(0, 0)
+		return
+	}
+	handle, gen := uint32(v), v>>32
+	w.WriteExpGolomb(uint64(handle&0xffffff)+1, 0)
+	if owner := handle >> 24; owner == 0 {
+		w.WriteBits(0, 1)
+	} else {
+		w.WriteBits(1|uint64(owner)<<1, 9)
+	}
+	w.WriteExpGolomb(gen, 0)
+}
+
+// readRef reads a LaneRef value; out-of-range parts set r's error.
+func readRef(r *bitio.Reader) uint64 {
+	x := r.ReadExpGolomb(0)
+	if x == 0 {
+		return refNone
+	}
+	var owner uint64
+	if r.ReadBits(1) != 0 {
+		if owner = r.ReadBits(8); owner == 0 && r.Err() == nil {
+			r.SetErr(fmt.Errorf("%w: reference owner 0 written long", ErrCorrupt))
+			return 0
+		}
+	}
+	gen := r.ReadExpGolomb(0)
+	if r.Err() != nil {
+		return 0
+	}
+	if x > 1<<24 || gen > 0xffffffff {
+		r.SetErr(fmt.Errorf("%w: reference index %d or generation %d out of range", ErrCorrupt, x-1, gen))
+		return 0
+	}
+	return RefLane(uint32(owner<<24|(x-1)), uint32(gen))
 }

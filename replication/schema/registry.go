@@ -21,13 +21,16 @@ type Registry struct {
 	plans  []*Plan
 	byType map[reflect.Type]*Plan
 	byName map[string]*Plan
+	// msgs are the message types (RegisterMessage), in their own id space
+	msgs      []*Plan
+	msgByType map[reflect.Type]*Plan
 	// clampGen counts clamps by any plan (see ClampGeneration).
 	clampGen atomic.Uint64
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{byType: map[reflect.Type]*Plan{}, byName: map[string]*Plan{}}
+	return &Registry{byType: map[reflect.Type]*Plan{}, byName: map[string]*Plan{}, msgByType: map[reflect.Type]*Plan{}}
 }
 
 // Option configures a registration.
@@ -103,7 +106,7 @@ func (r *Registry) RegisterType(t reflect.Type, opts ...Option) (*Plan, error) {
 	if len(r.plans) >= MaxComponents {
 		return nil, fmt.Errorf("schema: %s: more than %d replicated component types", t, MaxComponents)
 	}
-	p, err := compile(t, o.name, o.tags)
+	p, err := compile(t, o.name, o.tags, false)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +117,83 @@ func (r *Registry) RegisterType(t reflect.Type, opts ...Option) (*Plan, error) {
 	r.byName[o.name] = p
 	return p, nil
 }
+
+// MaxMessages is the largest number of message types a [Registry] holds.
+const MaxMessages = 64
+
+// RegisterMessage compiles message type T (a struct whose fields carry net
+// precision tags, as a component's do, and may include components.Ref
+// fields) and adds it to r's message types. Messages have their own ids, in
+// registration order; they are part of the protocol hash, so server and
+// clients must register the same message types alike, and a mismatch
+// names the message that differs. Owner-only tags have no meaning for
+// messages and are refused; a struct with no fields is a valid message (a
+// signal).
+func RegisterMessage[T any](r *Registry, opts ...Option) (*Plan, error) {
+	return r.RegisterMessageType(reflect.TypeFor[T](), opts...)
+}
+
+// MustRegisterMessage is [RegisterMessage] that panics on error.
+func MustRegisterMessage[T any](r *Registry, opts ...Option) *Plan {
+	p, err := RegisterMessage[T](r, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// RegisterMessageType is [RegisterMessage] for a reflect.Type.
+func (r *Registry) RegisterMessageType(t reflect.Type, opts ...Option) (*Plan, error) {
+	o := regOptions{name: t.Name()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.name == "" {
+		return nil, fmt.Errorf("schema: %s: unnamed type needs WithName", t)
+	}
+	if _, dup := r.msgByType[t]; dup {
+		return nil, fmt.Errorf("schema: message %s registered twice", t)
+	}
+	for _, m := range r.msgs {
+		if m.Name == o.name {
+			return nil, fmt.Errorf("schema: message %s: name %q already used; register with WithName", t, o.name)
+		}
+	}
+	if len(r.msgs) >= MaxMessages {
+		return nil, fmt.Errorf("schema: message %s: more than %d message types", t, MaxMessages)
+	}
+	p, err := compile(t, o.name, o.tags, true)
+	if err != nil {
+		return nil, err
+	}
+	if p.ownerOnly != 0 {
+		return nil, fmt.Errorf("schema: message %s: owner-only fields have no meaning in a message", t)
+	}
+	p.ID = uint8(len(r.msgs))
+	p.clampGen = &r.clampGen
+	r.msgs = append(r.msgs, p)
+	r.msgByType[t] = p
+	return p, nil
+}
+
+// Messages returns the message types' plans in id order (do not modify).
+func (r *Registry) Messages() []*Plan { return r.msgs }
+
+// Message returns the plan of message id, or nil.
+func (r *Registry) Message(id int) *Plan {
+	if id < 0 || id >= len(r.msgs) {
+		return nil
+	}
+	return r.msgs[id]
+}
+
+// MessageOf returns the plan of message type T, or nil.
+func MessageOf[T any](r *Registry) *Plan { return r.msgByType[reflect.TypeFor[T]()] }
+
+// MessageByType returns the plan of a message Go type, or nil.
+func (r *Registry) MessageByType(t reflect.Type) *Plan { return r.msgByType[t] }
 
 // Len returns the number of registered components.
 func (r *Registry) Len() int { return len(r.plans) }
@@ -147,6 +227,9 @@ func (r *Registry) Hash() uint64 {
 	for _, p := range r.plans {
 		fmt.Fprintf(h, "component %d %s\n%s", p.ID, p.Name, p.desc)
 	}
+	for _, p := range r.msgs { // (none: the hash of a registry without messages is unchanged)
+		fmt.Fprintf(h, "message %d %s\n%s", p.ID, p.Name, p.desc)
+	}
 	return h.Sum64()
 }
 
@@ -155,7 +238,11 @@ func (r *Registry) Hash() uint64 {
 // can compare these to find the component that differs.
 func (p *Plan) Hash() uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "component %s\n%s", p.Name, p.desc)
+	kind := "component"
+	if p.msg {
+		kind = "message"
+	}
+	fmt.Fprintf(h, "%s %s\n%s", kind, p.Name, p.desc)
 	return h.Sum64()
 }
 

@@ -82,6 +82,7 @@ const (
 	EventReady             // the initial world has arrived
 	EventSpawnsEnded       // predicted spawns the server ended unsent: wire.ParseSpawnsEnded
 	EventDrain             // the server is draining: Drain is set
+	EventMessages          // a batch of game messages: the client decodes it (wire.ParseMessages)
 )
 
 // Errors of a link.
@@ -256,6 +257,8 @@ func (l *Link) OnMessage(m []byte) (Event, error) {
 		}
 		l.state = Ready
 		return EventReady, nil
+	case wire.KindMessages:
+		return EventMessages, nil
 	case wire.KindDrain:
 		w, err := wire.ParseDrain(m)
 		if err != nil {

@@ -82,6 +82,9 @@ func New(world *arche.World, cfg Config, counts Counts) (*Mirrors, error) {
 	return m, nil
 }
 
+// NetIDComponent is the id of components.NetID, which every mirror has.
+func (m *Mirrors) NetIDComponent() arche.ID { return m.idNetID }
+
 // Len returns the number of mirrored entities.
 func (m *Mirrors) Len() int { return m.n }
 

@@ -70,6 +70,21 @@ func (t *Table) Of(e arche.Entity) (uint32, bool) {
 	return slot, ok
 }
 
+// Before returns what slot was at the last frame, before this tick's
+// layout changes: the generation a client that holds it holds, and whether
+// it was alive.
+func (t *Table) Before(slot uint32) (gen uint32, alive bool) {
+	si := &t.Infos[slot]
+	if si.noted == t.tick {
+		for i := range t.Relayout {
+			if r := &t.Relayout[i]; r.Slot == slot {
+				return r.Was.Gen, r.WasAlive
+			}
+		}
+	}
+	return si.Meta.Gen, si.Alive
+}
+
 // NoteLayout lists slot in Relayout with its state before this tick's
 // first change to it; call it before changing the slot.
 func (t *Table) NoteLayout(slot uint32) {

@@ -16,7 +16,7 @@ import (
 //	count u8 (1..MaxRejectComponents)
 //	count × { name uvarint-prefixed | layout hash u64 BE | field paths uvarint-prefixed, comma-separated }
 const (
-	MaxRejectComponents   = 64  // a registry holds at most 64
+	MaxRejectComponents   = 128 // a registry holds at most 64 components and 64 message types
 	MaxComponentNameLen   = 64  // bound of ComponentHash.Name
 	MaxComponentFieldsLen = 128 // bound of ComponentHash.Fields
 )
@@ -45,19 +45,47 @@ func NewComponentHash(name string, hash uint64, fields []string) ComponentHash {
 	return ComponentHash{Name: transport.TruncateReason(name, MaxComponentNameLen), Hash: hash, Fields: f}
 }
 
-// ComponentHashes describes reg's components for a Reject: name, own hash
-// and field paths, in id order.
+// messagePrefix starts the names of message types in a component list.
+const messagePrefix = "msg:"
+
+// ComponentHashes describes reg's components, then its message types (their
+// names prefixed "msg:"), for a Reject: name, own hash and field paths, in
+// id order. Field lists are cut, last entries first, so that the list fits
+// transport.MaxRejectProtocolLen.
 func ComponentHashes(reg *schema.Registry) []ComponentHash {
 	plans := reg.Plans()
-	out := make([]ComponentHash, 0, len(plans))
-	for _, p := range plans {
+	out := make([]ComponentHash, 0, len(plans)+len(reg.Messages()))
+	add := func(prefix string, p *schema.Plan) {
 		fields := make([]string, len(p.Groups()))
 		for i, g := range p.Groups() {
 			fields[i] = g.Name
 		}
-		out = append(out, NewComponentHash(p.Name, p.Hash(), fields))
+		out = append(out, NewComponentHash(prefix+p.Name, p.Hash(), fields))
 	}
-	return out
+	for _, p := range plans {
+		add("", p)
+	}
+	for _, p := range reg.Messages() {
+		add(messagePrefix, p)
+	}
+	return FitComponents(out)
+}
+
+// MaxComponentsLen bounds a component list so that the largest Reject
+// (reason of transport.MaxReasonLen bytes) stays a first message
+// (transport.MaxHandshakeMessageSize) and within
+// transport.MaxRejectProtocolLen.
+var MaxComponentsLen = min(transport.MaxRejectProtocolLen,
+	transport.MaxHandshakeMessageSize-(transport.Reject{Reason: strings.Repeat("r", transport.MaxReasonLen)}).Len())
+
+// FitComponents cuts the field lists of cs ("..."), last entries first,
+// until the list's encoding fits MaxComponentsLen (cs of at most
+// MaxRejectComponents entries within their bounds always fits then).
+func FitComponents(cs []ComponentHash) []ComponentHash {
+	for i := len(cs) - 1; i >= 0 && ComponentsLen(cs) > MaxComponentsLen; i-- {
+		cs[i].Fields = "..."
+	}
+	return cs
 }
 
 // AppendComponents appends the list cs (at most MaxRejectComponents, each
@@ -150,13 +178,40 @@ func DiffComponents(server, client []ComponentHash) string {
 	if len(server) == 0 {
 		return ""
 	}
+	sc, sm := splitMessages(server)
+	cc, cm := splitMessages(client)
 	var diffs []string
 	more := 0
-	add := func(format string, args ...any) {
-		if len(diffs) < maxDiffs {
-			diffs = append(diffs, fmt.Sprintf(format, args...))
+	diffList(sc, cc, "component", &diffs, &more)
+	diffList(sm, cm, "message", &diffs, &more)
+	if more > 0 {
+		diffs = append(diffs, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// splitMessages splits a list into its components and its message types
+// (their names without the prefix).
+func splitMessages(cs []ComponentHash) (comps, msgs []ComponentHash) {
+	for _, c := range cs {
+		if name, ok := strings.CutPrefix(c.Name, messagePrefix); ok {
+			c.Name = name
+			msgs = append(msgs, c)
 		} else {
-			more++
+			comps = append(comps, c)
+		}
+	}
+	return comps, msgs
+}
+
+// diffList adds the differences of two lists of one kind (noun) to diffs
+// (at most maxDiffs in all; more counts the rest).
+func diffList(server, client []ComponentHash, noun string, diffs *[]string, more *int) {
+	add := func(format string, args ...any) {
+		if len(*diffs) < maxDiffs {
+			*diffs = append(*diffs, fmt.Sprintf(strings.ReplaceAll(format, "component", noun), args...))
+		} else {
+			*more++
 		}
 	}
 	sIdx, cIdx := indexByName(server), indexByName(client)
@@ -203,10 +258,6 @@ func DiffComponents(server, client []ComponentHash) string {
 			add("component %d differs: server %q (fields %s) vs client %q (fields %s)", i, s.Name, s.Fields, c.Name, c.Fields)
 		}
 	}
-	if more > 0 {
-		diffs = append(diffs, fmt.Sprintf("and %d more", more))
-	}
-	return strings.Join(diffs, "; ")
 }
 
 // indexByName maps each name to its first index.

@@ -20,6 +20,9 @@ func TestRejectComponentsRoundTripAndBound(t *testing.T) {
 	require.LessOrEqual(t, len(cs[0].Name), MaxComponentNameLen)
 	require.LessOrEqual(t, len(cs[0].Fields), MaxComponentFieldsLen)
 	require.True(t, strings.HasSuffix(cs[0].Fields, ",..."))
+	cs = FitComponents(cs)
+	require.True(t, strings.HasSuffix(cs[0].Fields, ",..."), "the first entries keep their fields")
+	require.Equal(t, "...", cs[len(cs)-1].Fields)
 	r := transport.Reject{Code: transport.CodeHandshakeFailed, Version: 4, ProtocolHash: 7,
 		Reason: strings.Repeat("r", transport.MaxReasonLen), Protocol: AppendComponents(nil, cs)}
 	require.LessOrEqual(t, len(r.Protocol), transport.MaxRejectProtocolLen)

@@ -22,6 +22,8 @@ const (
 	KindReady          byte = 0x11 // server → client, reliable: initial world sent
 	KindSpawnsEnded    byte = 0x12 // server → client, reliable: predicted spawns that ended unsent
 	KindDrain          byte = 0x13 // server → client, reliable: drain notice
+	KindMessages       byte = 0x14 // server → client, reliable: game messages (gamemsg.go)
+	KindClientMessages byte = 0x15 // client → server, reliable: game messages
 )
 
 // ErrCorrupt is wrapped by the errors of snapshot datagrams and acks that
