@@ -62,7 +62,8 @@ func TestDeprecatedLimitsStillCount(t *testing.T) {
 		HandshakeTimeout: time.Second, JoinTimeout: -1, ClientTimeout: time.Minute}.resolve()
 	require.NoError(t, err)
 	require.Equal(t, ServerLimits{MaxClients: 16, MaxClientsPerAddress: -1, MaxHandshakes: 3, MaxPredictedSpawns: 5,
-		HandshakeTimeout: time.Second, JoinTimeout: -1, ClientTimeout: time.Minute}, r.Limits)
+		HandshakeTimeout: time.Second, JoinTimeout: -1, ClientTimeout: time.Minute,
+		MaxMessageBytes: DefaultMaxMessageBytes, MaxMessagesPerSecond: DefaultMaxMessagesPerSecond, MaxQueuedMessageBytes: DefaultMaxQueuedMessageBytes}, r.Limits)
 	require.Zero(t, r.MaxClients, "the old places are cleared: only Limits is read")
 
 	r, err = ServerConfig{Registry: reg, MaxClients: 16, Limits: ServerLimits{MaxClients: 16}}.resolve()
@@ -78,7 +79,9 @@ func TestDeprecatedLimitsStillCount(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ServerLimits{MaxClients: 64, MaxClientsPerAddress: DefaultMaxClientsPerAddress, MaxHandshakes: 256,
 		MaxPredictedSpawns: DefaultMaxPredictedSpawns, HandshakeTimeout: 5 * time.Second, JoinTimeout: DefaultJoinTimeout,
-		ClientTimeout: DefaultTimeout}, d.Limits, "the documented defaults")
+		ClientTimeout: DefaultTimeout, MaxMessageBytes: 4 << 10, MaxMessagesPerSecond: 120, MaxQueuedMessageBytes: 16 << 10}, d.Limits, "the documented defaults")
+	_, err = ServerConfig{Registry: reg, Limits: ServerLimits{MaxMessageBytes: 512}}.resolve()
+	require.ErrorContains(t, err, "MaxMessageBytes 512 is below a client's batch (1024 bytes)")
 }
 
 // TestClientStatesAreTheLinks: a ClientState is its link's state

@@ -199,9 +199,9 @@ type ServerLimits struct {
 	// MaxPredictedSpawns bounds the keyed entities (Server.PredictedSpawn)
 	// each client may have alive at once. 0: DefaultMaxPredictedSpawns (64).
 	MaxPredictedSpawns int
-	// MaxMessageBytes bounds one batch of game messages from a client (a
-	// client sends at most one batch per Client.Send, split at
-	// DefaultMaxMessageBytes); a larger one closes the client with
+	// MaxMessageBytes bounds one batch of game messages from a client
+	// (clients split their batches at ClientBatchBytes, the least it may
+	// be); a larger one closes the client with
 	// transport.CodeMessageTooLarge. 0: DefaultMaxMessageBytes (4 KiB).
 	MaxMessageBytes int
 	// MaxMessagesPerSecond is each client's allowance of game messages: a
@@ -259,6 +259,9 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
+	}
+	if l.MaxMessageBytes < ClientBatchBytes {
+		return c, fmt.Errorf("replication: ServerConfig.Limits.MaxMessageBytes %d is below a client's batch (%d bytes)", l.MaxMessageBytes, ClientBatchBytes)
 	}
 	if c.Workers == -1 {
 		c.Workers = min(runtime.GOMAXPROCS(0), l.MaxClients) // (more would idle)

@@ -20,8 +20,21 @@ type Team struct {
 	ID uint8 `net:"range=0:7"`
 }
 
+// Hit is a test message about an entity (server → client).
+type Hit struct {
+	Target components.Ref
+	Damage int16 `net:"range=0:1000"`
+	Seq    uint32
+}
+
+// Use is a test message naming an entity (client → server).
+type Use struct {
+	Target components.Ref
+	Seq    uint32
+}
+
 // NewRegistry registers the components the tests replicate: Transform,
-// Velocity, Health, Team and Predicted.
+// Velocity, Health, Team and Predicted; and the messages Hit and Use.
 func NewRegistry() *schema.Registry {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
@@ -29,6 +42,8 @@ func NewRegistry() *schema.Registry {
 	schema.MustRegister[Health](reg)
 	schema.MustRegister[Team](reg)
 	schema.MustRegister[components.Predicted](reg)
+	schema.MustRegisterMessage[Hit](reg)
+	schema.MustRegisterMessage[Use](reg)
 	return reg
 }
 
