@@ -1,0 +1,100 @@
+package schema
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/stretchr/testify/require"
+)
+
+type kill struct {
+	Killer, Victim components.Ref
+	Weapon         uint8 `net:"range=0:15"`
+}
+
+type carried struct {
+	Holder components.Ref
+}
+
+// Message types have ids of their own and join the protocol hash only when
+// registered: a registry without them hashes as before.
+func TestRegisterMessage(t *testing.T) {
+	reg := NewRegistry()
+	MustRegister[components.Transform](reg)
+	before := reg.Hash()
+	p, err := RegisterMessage[kill](reg)
+	require.NoError(t, err)
+	require.True(t, p.IsMessage())
+	require.Equal(t, uint8(0), p.ID)
+	require.Equal(t, p, MessageOf[kill](reg))
+	require.Nil(t, MessageOf[carried](reg))
+	require.Len(t, reg.Plans(), 1, "messages are not components")
+	require.NotEqual(t, before, reg.Hash())
+	require.Equal(t, []RefField{{Offset: 0, Lane: 0}, {Offset: unsafe.Offsetof(kill{}.Victim), Lane: 1}}, p.Refs())
+
+	_, err = RegisterMessage[kill](reg)
+	require.ErrorContains(t, err, "registered twice")
+	_, err = RegisterMessage[carried](reg, WithName("kill"))
+	require.ErrorContains(t, err, `name "kill" already used`)
+	type ownerMsg struct {
+		A int8 `net:"owner"`
+	}
+	_, err = RegisterMessage[ownerMsg](reg)
+	require.ErrorContains(t, err, "owner-only fields have no meaning in a message")
+	type taggedRef struct {
+		R components.Ref `net:"bits=8"`
+	}
+	_, err = RegisterMessage[taggedRef](reg)
+	require.ErrorContains(t, err, "a reference takes no precision tag")
+
+	_, err = Register[carried](reg)
+	require.ErrorContains(t, err, "components.Ref is a message field", "not yet in components")
+
+	// The same messages registered alike hash alike; another order does not.
+	other := NewRegistry()
+	MustRegister[components.Transform](other)
+	MustRegisterMessage[kill](other)
+	require.Equal(t, reg.Hash(), other.Hash())
+	swapped := NewRegistry()
+	MustRegister[components.Transform](swapped)
+	MustRegisterMessage[carried](swapped)
+	MustRegisterMessage[kill](swapped)
+	MustRegisterMessage[carried](reg)
+	require.NotEqual(t, reg.Hash(), swapped.Hash())
+}
+
+// A reference round-trips its NetID (the entity is the receiver's to
+// resolve), and decoding refuses out-of-range parts.
+func TestRefLane(t *testing.T) {
+	reg := NewRegistry()
+	p := MustRegisterMessage[kill](reg)
+	v := kill{Killer: components.Ref{ID: components.NetID{Handle: components.MakeHandle(254, 1<<24-1), Gen: 1<<32 - 1}, Set: true}, Weapon: 3}
+	lanes := make([]uint64, p.NumLanes())
+	QuantizeValue(p, &v, lanes)
+	require.Equal(t, RefNone, lanes[1])
+	var w bitio.Writer
+	p.Write(&w, lanes, true)
+	got := make([]uint64, p.NumLanes())
+	require.NoError(t, p.Read(bitio.NewReader(w.Bytes()), got, true))
+	var back kill
+	back.Victim.Set = true // overwritten
+	DequantizeValue(p, got, &back)
+	require.Equal(t, v, back)
+
+	for _, bad := range []struct {
+		name string
+		bits func(w *bitio.Writer)
+	}{
+		{"index beyond 24 bits", func(w *bitio.Writer) { w.WriteExpGolomb(1<<24+1, 0); w.WriteBits(0, 1); w.WriteExpGolomb(0, 0) }},
+		{"owner 0 written long", func(w *bitio.Writer) { w.WriteExpGolomb(1, 0); w.WriteBits(1, 9); w.WriteExpGolomb(0, 0) }},
+		{"generation beyond 32 bits", func(w *bitio.Writer) { w.WriteExpGolomb(1, 0); w.WriteBits(0, 1); w.WriteExpGolomb(1<<32, 0) }},
+	} {
+		var w bitio.Writer
+		bad.bits(&w)
+		r := bitio.NewReader(w.Bytes())
+		ReadLane(r, &p.Lanes()[0])
+		require.ErrorIs(t, r.Err(), ErrCorrupt, bad.name)
+	}
+}
