@@ -1,0 +1,137 @@
+package sim_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/tests/internal/harness"
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/sim"
+	"github.com/stretchr/testify/require"
+)
+
+// Game-message kinds and the Use message's id (harness registry: Hit 0,
+// Use 1), as a hostile client writes them by hand.
+const (
+	kindClientMessages = 0x15
+	useID              = 1
+)
+
+// useBatch is a batch of n Use messages naming slot index (gen 0, owner 0;
+// index < 0: none) for tick, written by hand.
+func useBatch(tick uint32, n int, index int64) []byte {
+	var w bitio.Writer
+	for i := range n {
+		w.WriteBits(useID, 1)
+		if index < 0 {
+			w.WriteExpGolomb(0, 0)
+		} else {
+			w.WriteExpGolomb(uint64(index)+1, 0)
+			w.WriteBits(0, 1)
+			w.WriteExpGolomb(0, 0)
+		}
+		w.WriteUvarint(uint64(i))
+	}
+	b := []byte{kindClientMessages}
+	b = binary.AppendUvarint(b, uint64(tick))
+	b = binary.AppendUvarint(b, uint64(n))
+	return append(b, w.Bytes()...)
+}
+
+// A client that floods messages, sends an oversize batch, or a malformed
+// reference is closed with a reason that says which, while two honest
+// clients beside it keep sending and receiving messages as without the
+// attack: every one of their messages is handled, and their newest
+// snapshot is never older.
+func TestHostileMessageClient(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   transport.CloseCode
+		reason string
+		attack func(c *sim.Conn, tick uint32)
+	}{
+		{"none", 0, "", nil},
+		{"10,000 messages a second", transport.CodeFlood, "MaxMessagesPerSecond", func(c *sim.Conn, tick uint32) {
+			for range 10000 / harness.NetRate {
+				_ = c.SendMessage(useBatch(tick, 1, -1))
+			}
+		}},
+		{"oversize batch", transport.CodeMessageTooLarge, "MaxMessageBytes", func(c *sim.Conn, tick uint32) {
+			_ = c.SendMessage(useBatch(tick, 1000, 1<<23))
+		}},
+		{"malformed reference", transport.CodeProtocolError, "reference index", func(c *sim.Conn, tick uint32) {
+			_ = c.SendMessage(useBatch(tick, 1, 1<<24))
+		}},
+		{"truncated message", transport.CodeProtocolError, "message 0 of 1 (Use)", func(c *sim.Conn, tick uint32) {
+			_ = c.SendMessage([]byte{kindClientMessages, 1, 1, 0xff}) // (Use, then a reference cut short)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := harness.New(t, 3, sim.Link{}, nil)
+			target := h.Spawn(0, components.Vec3{})
+			uses, err := replication.ServerMessages[harness.Use](h.Server)
+			require.NoError(t, err)
+			handled := map[replication.ClientID]int{}
+			uses.Handle(func(m replication.Message[harness.Use]) {
+				if m.From != 3 { // (the attacker's names none)
+					require.Equal(t, target, m.Value.Target.Entity)
+				}
+				handled[m.From]++
+			})
+			hits, err := replication.ServerMessages[harness.Hit](h.Server)
+			require.NoError(t, err)
+			h.Game = func(int) { require.NoError(t, hits.Broadcast(harness.Hit{Damage: 1}, replication.Reliable)) }
+			h.Run(10)
+			h.RequireConverged(nil)
+			id, _ := h.Server.NetID(target)
+			honest := h.Clients[:2]
+			sent, got := 0, make([]int, 2)
+			for i, cs := range honest {
+				ep, err := replication.ClientMessages[harness.Hit](cs.Client)
+				require.NoError(t, err)
+				ep.Handle(func(replication.Message[harness.Hit]) { got[i]++ })
+			}
+			bad := h.Clients[2]
+			worstAge := uint32(0)
+			const ticks = 90
+			for tick := range ticks {
+				for _, cs := range honest {
+					ep, _ := replication.ClientMessages[harness.Use](cs.Client)
+					m, _ := cs.Client.Entity(id)
+					require.NoError(t, ep.Send(harness.Use{Target: components.RefTo(m)}, replication.Reliable))
+				}
+				sent++
+				if tc.attack != nil && bad.Client.State() != replication.StateClosed {
+					tc.attack(bad.Conn, uint32(tick))
+				}
+				h.Step()
+				for _, cs := range honest {
+					worstAge = max(worstAge, h.Server.Tick()-cs.Client.ServerTick())
+				}
+			}
+			h.Run(3)
+			for i, cs := range honest {
+				require.Equal(t, sent, handled[cs.Client.ID()], "client %d's messages", i+1)
+				require.Equal(t, ticks+3, got[i], "client %d's broadcasts", i+1)
+				require.Equal(t, replication.StateReady, cs.Client.State())
+			}
+			require.LessOrEqual(t, worstAge, uint32(1), "the honest clients' newest snapshot")
+			if tc.attack == nil {
+				require.Equal(t, replication.StateReady, bad.Client.State())
+				return
+			}
+			require.Equal(t, replication.StateClosed, bad.Client.State())
+			var ce *transport.CloseError
+			require.True(t, errors.As(bad.Client.Err(), &ce), "%v", bad.Client.Err())
+			require.Equal(t, tc.code, ce.Code, ce.Reason)
+			require.Contains(t, ce.Reason, tc.reason)
+			// What reached the game of the attacker's is what its allowance
+			// let through before it was closed.
+			require.LessOrEqual(t, handled[bad.Client.ID()], replication.DefaultMaxMessagesPerSecond+20)
+		})
+	}
+}
