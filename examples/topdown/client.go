@@ -7,6 +7,7 @@ import (
 
 	arche "github.com/mlange-42/arche/ecs"
 
+	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/input"
 	"github.com/archenet/archenet/replication"
@@ -20,6 +21,10 @@ type Client struct {
 	Sched  *ecs.Scheduler // 120 Hz frames
 	Net    *replication.Client
 	Player *input.Player[Body, Move]
+	// Tagged is every tag the server told this client of.
+	Tagged []Tagged
+	greet  *replication.ClientEndpoint[Greet]
+	frame  int
 }
 
 // NewClient joins the server at the other end of conn; sample is the
@@ -39,10 +44,39 @@ func NewClient(conn transport.Conn, sample func(tick uint32, b *Body) Move) (*Cl
 	if c.Sched, err = ecs.New(&w, ecs.Config{TickRate: 120}); err != nil {
 		return nil, err
 	}
+	tags, err := replication.ClientMessages[Tagged](c.Net)
+	if err != nil {
+		return nil, err
+	}
+	tags.Handle(func(m replication.Message[Tagged]) { c.Tagged = append(c.Tagged, m.Value) })
+	if c.greet, err = replication.ClientMessages[Greet](c.Net); err != nil {
+		return nil, err
+	}
 	c.Sched.AddSystem(c.Net.ReceiveSystem())
 	c.Sched.AddSystem(c.Player.System()) // predicts and sends
 	c.Sched.AddSystem(c.Net.InterpolationSystem())
+	c.Sched.AddSystem(ecs.Func(c.greetOthers))
 	return c, nil
+}
+
+// greetOthers waves at another player in view every two seconds (the
+// server may have removed it by the time the greeting arrives: then the
+// server refuses the greeting).
+func (c *Client) greetOthers(w *arche.World) {
+	if c.frame++; c.frame%240 != 0 {
+		return
+	}
+	idNet := arche.ComponentID[components.NetID](w)
+	f := arche.All(arche.ComponentID[Body](w), idNet).Without(arche.ComponentID[Coin](w))
+	var to arche.Entity
+	for q := w.Query(&f); q.Next(); {
+		if to.IsZero() && (*components.NetID)(q.Get(idNet)).Owner() != c.Net.ID() {
+			to = q.Entity() // (another player's body, not its own)
+		}
+	}
+	if !to.IsZero() {
+		_ = c.greet.Send(Greet{To: components.RefTo(to)}, replication.Reliable)
+	}
 }
 
 // Bot returns a wandering player's input: its aim drifts, it turns back

@@ -44,12 +44,27 @@ type Move struct {
 	Fire    bool
 }
 
-// Registry returns the replicated components, the same on both sides.
+// Tagged tells the players that see a body it was tagged, and by whom: an
+// entity-scoped event (server → client).
+type Tagged struct {
+	Target, By components.Ref
+}
+
+// Greet is a player's wave to another body it sees (client → server); the
+// server counts it only if the body is still there.
+type Greet struct {
+	To components.Ref
+}
+
+// Registry returns the replicated components and the messages, the same on
+// both sides.
 func Registry() *schema.Registry {
 	reg := schema.NewRegistry()
 	schema.MustRegister[Body](reg)
 	schema.MustRegister[Coin](reg)
 	schema.MustRegister[components.Predicted](reg)
+	schema.MustRegisterMessage[Tagged](reg)
+	schema.MustRegisterMessage[Greet](reg)
 	return reg
 }
 

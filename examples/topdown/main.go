@@ -46,7 +46,8 @@ func play(n int, d time.Duration, report func(string)) error {
 	// Each world runs on its own goroutine; the server reports once a second.
 	srv.Sched.AddNetSystem(ecs.Func(func(*arche.World) {
 		if srv.Sched.Info().Tick%SimRate == 0 {
-			report(fmt.Sprintf("players %d, coins picked %d, snapshots %.1f KB", len(srv.Net.Clients()), srv.Picked, float64(srv.Net.Stats.SnapshotBytes)/1024))
+			report(fmt.Sprintf("players %d, coins picked %d, tags %d, greetings %d, snapshots %.1f KB, messages %d (%.1f KB)", len(srv.Net.Clients()), srv.Picked, srv.Hits, srv.Greets,
+				float64(srv.Net.Stats.SnapshotBytes)/1024, srv.Net.Stats.MessagesOut, float64(srv.Net.Stats.MessageBytes)/1024))
 		}
 	}))
 	go func() { done <- srv.Sched.Run(ctx, ecs.RealClock{}) }() // closes the server at the end

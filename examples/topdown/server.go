@@ -22,10 +22,12 @@ type Server struct {
 	Net          *replication.Server
 	Auth         *input.Authority[Body, Move]
 	Hist         *lagcomp.History[Body] // what the clients were shown, for their shots
+	Tags         *replication.ServerEndpoint[Tagged]
 	players      map[replication.ClientID]arche.Entity
 	events       []replication.ClientID // joins (and leaves, negated by the map)
 	rng          *rand.Rand
 	Picked, Hits int
+	Greets       int // greetings that named a body still there
 }
 
 // NewServer creates the world and replicates it to the clients of ln.
@@ -51,6 +53,19 @@ func NewServer(ln transport.Listener) (*Server, error) {
 	if s.Net, err = replication.NewServer(&w, ln, cfg); err != nil {
 		return nil, err
 	}
+	if s.Tags, err = replication.ServerMessages[Tagged](s.Net); err != nil {
+		return nil, err
+	}
+	greets, err := replication.ServerMessages[Greet](s.Net)
+	if err != nil {
+		return nil, err
+	}
+	// A greeting's body resolved to the live entity: a stale one never gets here.
+	greets.Handle(func(m replication.Message[Greet]) {
+		if !m.Value.To.Entity.IsZero() {
+			s.Greets++
+		}
+	})
 	if s.Sched, err = ecs.New(&w, ecs.Config{TickRate: SimRate, NetDivisor: NetDivisor}); err != nil {
 		return nil, err
 	}
@@ -79,6 +94,8 @@ func (s *Server) shoot(e arche.Entity, _, b *Body, in *Move) {
 		// The history holds what clients were shown: a coin picked since is no longer alive.
 		if ok && t != e && s.World.Alive(t) && !s.World.Has(t, arche.ComponentID[Coin](s.World)) && along > 0 && along < 20 && math.Abs(off) < 0.5 {
 			s.Hits++
+			// Everyone who sees the target hears of it (with the shooter's body).
+			_ = s.Tags.SendAbout(t, Tagged{Target: components.RefTo(t), By: components.RefTo(e)}, replication.Reliable)
 			return false
 		}
 		return true

@@ -138,6 +138,7 @@ func TestTopdownOverQUIC(t *testing.T) {
 	playing = false
 	require.True(t, g.frames(5*time.Second, func() bool { return g.converged(g.clients[0]) == nil && g.converged(g.clients[1]) == nil }),
 		"clients converge once the bots stop")
+	require.True(t, g.frames(5*time.Second, func() bool { return g.srv.Greets >= 2 }), "the players' greetings reach the server, naming each other")
 	for i, c := range g.clients {
 		st := c.Player.Stats()
 		t.Logf("client %d: %d input ticks, %d matches, %d corrections (max %d steps), %d resets; coins picked by all: %d, tags: %d",
@@ -242,6 +243,16 @@ func TestTopdownLagCompensatedShots(t *testing.T) {
 	t.Logf("hits %d of %d; claims %d, clamped %d, longest %v, bound %v", g.srv.Hits, len(shots), st.Claims, st.Clamped, st.MaxClaim, st.LastBound)
 	require.Equal(t, 5, g.srv.Hits)
 	require.Zero(t, st.Clamped)
+	// The shooter sees the target: each tag reached it, naming the target's
+	// mirror and its own body.
+	c := g.clients[0]
+	id, _ := g.srv.Net.NetID(target)
+	mirror, _ := c.Net.Entity(id)
+	require.Len(t, c.Tagged, 5)
+	for _, tg := range c.Tagged {
+		require.Equal(t, mirror, tg.Target.Entity)
+		require.True(t, c.World.Has(tg.By.Entity, arche.ComponentID[components.Predicted](c.World)), "tagged by its own predicted body")
+	}
 }
 
 // A moving predicted body converges: compared with the server's state at
