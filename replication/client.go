@@ -190,8 +190,11 @@ type ClientStats struct {
 	PredictedSpawns, SpawnsAdopted, SpawnsEnded, SpawnsExpired uint64
 	// MessagesIn counts the game messages received, MessagesUnhandled those
 	// of a type the client has no endpoint for (ClientMessages);
-	// MessagesOut those sent, in batches of MessageBytesOut bytes.
+	// MessagesOut those sent, in batches of MessageBytesOut bytes (reliable
+	// ones). MessagesStale counts unreliable message sections dropped for
+	// a newer one taken before, MessagesDropped those that did not decode.
 	MessagesIn, MessagesUnhandled, MessagesOut, MessageBytesOut uint64
+	MessagesStale, MessagesDropped                             uint64
 }
 
 // resolve returns c with every zero setting replaced by its default, or an
@@ -499,7 +502,20 @@ func (c *Client) Receive() {
 			break
 		}
 		c.link.Hear(now)
-		if S, first := c.link.OnDatagram(d, now); first {
+		body, sec, err := wire.SplitSection(d, wire.FlagMessages)
+		if err != nil {
+			c.link.Dropped(d)
+			continue
+		}
+		S, first, ok := c.link.OnDatagram(body, now)
+		if sec != nil {
+			c.Stats.BytesIn += uint64(len(d) - len(body)) // (the link counted the rest)
+			c.Stats.DatagramBytesIn += uint64(len(d) - len(body))
+			if ok {
+				c.msgs.receiveSection(c, S, sec)
+			}
+		}
+		if first {
 			if c.cfg.OnSnapshot != nil {
 				c.cfg.OnSnapshot(S, now)
 			}
@@ -576,7 +592,7 @@ func (c *Client) Send() {
 	if st := c.link.State(); st != link.Joined && st != link.Ready {
 		return
 	}
-	d := c.link.Datagram(c.cfg.Input)
+	d, unrel := c.msgs.appendSection(c.link.Datagram(c.cfg.Input), c.conn.MaxDatagramSize())
 	if err := c.conn.SendDatagram(d); err != nil {
 		select {
 		case <-c.conn.Done():
@@ -587,5 +603,6 @@ func (c *Client) Send() {
 		return
 	}
 	c.Stats.BytesOut += uint64(len(d))
+	c.Stats.MessagesOut += uint64(unrel)
 	c.sendMessages()
 }

@@ -19,6 +19,15 @@ const (
 	// that stops reading them falls under the server's reliable backlog
 	// bound (it is dropped with transport.CodeSendBacklog).
 	Reliable Delivery = iota
+	// Unreliable messages ride in the tick's datagrams, inside the client's
+	// byte budget (a few bytes over the message itself): they arrive at
+	// most once, never older than the newest one applied, or not at all —
+	// dropped rather than late. Server → client, they are sent with the
+	// tick's snapshot (at most wire's 255-byte section a client a tick;
+	// more are left out and counted, ServerStats.MessagesUnsent);
+	// client → server, with the client's next datagram. For what is stale
+	// a tick later: a sound, a muzzle flash, a cursor.
+	Unreliable
 )
 
 // String names the delivery.
@@ -26,12 +35,14 @@ func (d Delivery) String() string {
 	switch d {
 	case Reliable:
 		return "Reliable"
+	case Unreliable:
+		return "Unreliable"
 	}
 	return fmt.Sprintf("Delivery(%d)", uint8(d))
 }
 
 func (d Delivery) check() error {
-	if d != Reliable {
+	if d != Reliable && d != Unreliable {
 		return fmt.Errorf("replication: unknown delivery %v", d)
 	}
 	return nil

@@ -58,6 +58,9 @@ func (e *ClientEndpoint[T]) Send(m T, d Delivery) error {
 		}
 		r.ID, r.Set = *(*components.NetID)(c.world.Get(r.Entity, c.mirrors.NetIDComponent())), true
 	}
+	if d == Unreliable {
+		return unreliableClientMessage(&c.msgs, e.plan, &m)
+	}
 	return queueClientMessage(&c.msgs, e.plan, &m)
 }
 
@@ -90,6 +93,12 @@ type clientMsgs struct {
 	queued  int      // bytes in full and batch
 	scratch []uint64
 	buf     []byte
+	// unreliable messages for the next datagram, its seq, and the newest
+	// server tick whose section was taken
+	sec        wire.SectionWriter
+	seq        uint16
+	newest     uint32
+	newestSeen bool
 }
 
 func (m *clientMsgs) init(reg *schema.Registry) {
@@ -122,6 +131,68 @@ func queueClientMessage[T any](m *clientMsgs, p *schema.Plan, v *T) error {
 	m.batch.Add(m.body.Bytes(), nbits)
 	m.queued += size
 	return nil
+}
+
+// unreliableClientMessage adds v to the next datagram's section.
+func unreliableClientMessage[T any](m *clientMsgs, p *schema.Plan, v *T) error {
+	lanes := m.lanes[:p.NumLanes()]
+	schema.QuantizeValue(p, v, lanes)
+	m.body.Reset(m.body.Bytes()[:0])
+	wire.MessageBody(&m.body, p, m.idBits, lanes)
+	nbits := m.body.BitLen()
+	if !m.sec.Fits(nbits, true) {
+		return fmt.Errorf("replication: %s not sent: the next datagram's unreliable messages are full (%d bytes)", p.Name, wire.MaxSectionLen)
+	}
+	m.sec.Add(m.body.Bytes(), nbits)
+	return nil
+}
+
+// appendSection appends the unreliable section to datagram d (flagging it)
+// if it fits max bytes; the section is spent either way (dropped rather
+// than late). It returns the datagram and the messages sent.
+func (m *clientMsgs) appendSection(d []byte, max int) ([]byte, int) {
+	n := m.sec.Len()
+	if n == 0 {
+		return d, 0
+	}
+	m.seq++
+	out := m.sec.Append(d, true, m.seq)
+	m.sec.Reset()
+	if len(out) > max {
+		return out[:len(d)], 0
+	}
+	out[0] |= wire.FlagClientMessages
+	return out, n
+}
+
+// receiveSection takes the message section of a snapshot datagram of
+// tick: none older than the newest tick's taken (the receiver refused
+// duplicates before).
+func (m *clientMsgs) receiveSection(c *Client, tick uint32, sec []byte) {
+	if m.newestSeen && int32(tick-m.newest) < 0 {
+		c.Stats.MessagesStale++
+		return
+	}
+	resolve := func(r *components.Ref) (bool, string) {
+		if r.Set {
+			r.Entity, _ = c.mirrors.Entity(r.ID)
+		}
+		return true, ""
+	}
+	_, n, err := wire.ParseSection(sec, false, m.plans, m.scratch, func(p *schema.Plan, lanes []uint64) error {
+		if ep := m.eps[p.ID]; ep != nil {
+			ep.deliver(0, tick, lanes, resolve)
+		} else {
+			c.Stats.MessagesUnhandled++
+		}
+		return nil
+	})
+	if err != nil {
+		c.Stats.MessagesDropped++
+		return
+	}
+	m.newest, m.newestSeen = tick, true
+	c.Stats.MessagesIn += uint64(n)
 }
 
 // send sends the waiting batches with tick through send.

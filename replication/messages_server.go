@@ -11,6 +11,7 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/bitio"
+	"github.com/archenet/archenet/replication/internal/peer"
 	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport"
@@ -105,6 +106,10 @@ type serverMsgs struct {
 	batch  wire.MessageWriter
 	buf    []byte // the batch's message
 	scoped int    // scoped out messages
+	unrel  int    // unreliable out messages
+	body   []byte // bodies' bytes, after prepare (read by the workers)
+	// sectionFn is Server.sectionFor (made once).
+	sectionFn func(p *peer.Peer, sw *wire.SectionWriter, dst []byte) ([]byte, int, int)
 
 	scratch []uint64
 }
@@ -114,6 +119,9 @@ type clientMsgState struct {
 	msgRate  msgRate
 	msgBytes int    // batch bytes taken in by this Receive
 	msgHeld  []bool // by out message: p held a scoped message's entity before this tick
+	// seq is the newest message section taken (seqSeen: one was)
+	seq     uint16
+	seqSeen bool
 }
 
 // outMsg is one queued server message: its plan and lanes, who gets it,
@@ -127,6 +135,7 @@ type outMsg struct {
 	slot     uint32       // scoped: the entity's slot and generation
 	gen      uint32
 	resolved bool // scoped: slot and gen are set
+	unrel    bool // Unreliable: in the tick's datagrams
 	held     bool // scoped: a client that held the slot before this tick held this entity
 	lane0    int
 	body0    int // byte offset in bodies
@@ -140,7 +149,8 @@ type pendingRef struct {
 	e    arche.Entity
 }
 
-func (m *serverMsgs) init(reg *schema.Registry) {
+func (m *serverMsgs) init(s *Server, reg *schema.Registry) {
+	m.sectionFn = s.sectionFor
 	m.plans = reg.Messages()
 	m.idBits = wire.IDBits(len(m.plans))
 	m.eps = make([]inbox, len(m.plans))
@@ -169,7 +179,10 @@ func queueMessage[T any](s *Server, p *schema.Plan, v *T, d Delivery, o outMsg) 
 			return fmt.Errorf("replication: %s names entity %v, which is not replicated", p.Name, r.Entity)
 		}
 	}
-	o.plan, o.lane0 = p, len(m.lanes)
+	o.plan, o.lane0, o.unrel = p, len(m.lanes), d == Unreliable
+	if o.unrel {
+		m.unrel++
+	}
 	m.lanes = slices.Grow(m.lanes, p.NumLanes())[:o.lane0+p.NumLanes()]
 	schema.QuantizeValue(p, v, m.lanes[o.lane0:])
 	if o.scoped {
@@ -220,12 +233,17 @@ func (m *serverMsgs) prepare(s *Server) {
 		o.nbits = m.bodies.BitLen() - 8*o.body0
 		m.bodies.Bytes() // (pad: the next body starts on a byte)
 	}
+	m.body = m.bodies.Bytes()
 }
 
 // planPeer notes, for each scoped message, whether client p held its
-// entity before this tick's spawns and despawns (p.msgHeld).
+// entity before this tick's spawns and despawns (p.msgHeld), and has p's
+// plan ask for its message section when there are unreliable messages.
 func (m *serverMsgs) planPeer(p *remote) {
 	p.msgHeld = p.msgHeld[:0]
+	if m.unrel > 0 {
+		p.plan.Messages = m.sectionFn
+	}
 	if m.scoped == 0 {
 		return
 	}
@@ -242,19 +260,11 @@ func (m *serverMsgs) flushPeer(s *Server, p *remote) error {
 		return nil
 	}
 	maxLen := p.conn.MaxMessageSize() - 16 // (kind, tick and count)
-	body := m.bodies.Bytes()
+	body := m.body
 	m.batch.Reset()
 	for i := range m.out {
 		o := &m.out[i]
-		switch {
-		case o.all, o.to == p.ID:
-		case o.scoped:
-			si := &s.slots.Infos[o.slot]
-			sees := si.Alive && si.Gen == o.gen && p.Spawned.Has(o.slot)
-			if !sees && (len(p.msgHeld) <= i || !p.msgHeld[i]) {
-				continue
-			}
-		default:
+		if o.unrel || !m.reaches(s, p, i) {
 			continue
 		}
 		if n := m.batch.Len(); n == wire.MaxBatchMessages || (n > 0 && m.batch.Bytes()+(o.nbits+7)/8 > maxLen) {
@@ -265,6 +275,42 @@ func (m *serverMsgs) flushPeer(s *Server, p *remote) error {
 		m.batch.Add(body[o.body0:], o.nbits)
 	}
 	return m.sendBatch(s, p)
+}
+
+// reaches reports whether out message i is for client c: to it, to
+// everyone, or about an entity c sees after its spawns of this tick (or
+// held before them).
+func (m *serverMsgs) reaches(s *Server, c *remote, i int) bool {
+	o := &m.out[i]
+	switch {
+	case o.all, o.to == c.ID:
+		return true
+	case o.scoped:
+		si := &s.slots.Infos[o.slot]
+		return si.Alive && si.Gen == o.gen && c.Spawned.Has(o.slot) || i < len(c.msgHeld) && c.msgHeld[i]
+	}
+	return false
+}
+
+// sectionFor returns client p's message section of this tick's unreliable
+// messages (on a worker: it reads the server and writes only sw and dst),
+// with the count in it and of those that did not fit.
+func (s *Server) sectionFor(p *peer.Peer, sw *wire.SectionWriter, dst []byte) ([]byte, int, int) {
+	m, c := &s.msgs, s.clients[p.ID]
+	sw.Reset()
+	left := 0
+	for i := range m.out {
+		o := &m.out[i]
+		if !o.unrel || !m.reaches(s, c, i) {
+			continue
+		}
+		if !sw.Fits(o.nbits, false) {
+			left++
+			continue
+		}
+		sw.Add(m.body[o.body0:], o.nbits)
+	}
+	return sw.Append(dst, false, 0), sw.Len(), left
 }
 
 // sendBatch sends the batch built for p, if any, and empties it.
@@ -286,7 +332,7 @@ func (m *serverMsgs) sendBatch(s *Server, p *remote) error {
 // endTick forgets this tick's out messages.
 func (m *serverMsgs) endTick() {
 	clear(m.out)
-	m.out, m.lanes, m.refs, m.scoped = m.out[:0], m.lanes[:0], m.refs[:0], 0
+	m.out, m.lanes, m.refs, m.scoped, m.unrel = m.out[:0], m.lanes[:0], m.refs[:0], 0, 0
 }
 
 // beginReceive forgets the messages the last Receive took in.
@@ -337,42 +383,82 @@ func (r *msgRate) take(n int, now time.Time, perSec int) int {
 // whole, then hands each message within c's allowance to its endpoint,
 // refusing those with a reference c may not name. An error closes c.
 func (m *serverMsgs) receive(s *Server, c *remote, b []byte, now time.Time) error {
-	l := &s.cfg.Limits
-	if len(b) > l.MaxMessageBytes {
-		return fmt.Errorf("%w: a message batch of %d bytes (ServerConfig.Limits.MaxMessageBytes %d)", errMessageSize, len(b), l.MaxMessageBytes)
+	if l := s.cfg.Limits.MaxMessageBytes; len(b) > l {
+		return fmt.Errorf("%w: a message batch of %d bytes (ServerConfig.Limits.MaxMessageBytes %d)", errMessageSize, len(b), l)
 	}
 	_, n, err := wire.ParseMessages(b, wire.KindClientMessages, m.plans, m.scratch, nil)
 	if err != nil {
 		return err
 	}
-	allowed := c.msgRate.take(n, now, l.MaxMessagesPerSecond)
-	if c.msgRate.over > l.MaxMessagesPerSecond {
-		return fmt.Errorf("%w: %d messages over ServerConfig.Limits.MaxMessagesPerSecond (%d) within a second", errMessageFlood, c.msgRate.over, l.MaxMessagesPerSecond)
+	allowed, err := m.admit(s, c, n, len(b), now)
+	if err != nil || allowed == 0 {
+		return err
 	}
-	s.Stats.MessagesIn += uint64(n)
-	s.Stats.MessagesDropped += uint64(n - allowed)
-	if c.msgBytes += len(b); c.msgBytes > l.MaxQueuedMessageBytes {
-		s.Stats.MessagesDropped += uint64(allowed)
-		return nil
-	}
-	resolve := func(r *components.Ref) (bool, string) { return s.resolveFor(c, r) }
 	_, _, err = wire.ParseMessages(b, wire.KindClientMessages, m.plans, m.scratch, func(tick uint32, p *schema.Plan, lanes []uint64) error {
-		if allowed == 0 {
-			return nil
-		}
-		allowed--
-		ep := m.eps[p.ID]
-		if ep == nil {
-			s.Stats.MessagesUnhandled++
-			return nil
-		}
-		if ok, why := ep.deliver(c.ID, tick, lanes, resolve); !ok {
-			s.Stats.MessagesRefused++
-			s.cfg.Logger.Debug("archenet: client message refused", "client", c.ID, "message", p.Name, "reason", why)
+		if allowed > 0 {
+			allowed--
+			m.deliver(s, c, tick, p, lanes)
 		}
 		return nil
 	})
 	return err
+}
+
+// receiveSection takes the message section of a client datagram that
+// acked tick: once (by its seq), and none older than the newest taken.
+func (m *serverMsgs) receiveSection(s *Server, c *remote, sec []byte, tick uint32, now time.Time) error {
+	seq, n, err := wire.ParseSection(sec, true, m.plans, m.scratch, nil)
+	if err != nil {
+		return err
+	}
+	if c.seqSeen && int16(seq-c.seq) <= 0 {
+		s.Stats.MessagesStale += uint64(n) // a duplicate, or overtaken
+		return nil
+	}
+	c.seq, c.seqSeen = seq, true
+	allowed, err := m.admit(s, c, n, len(sec), now)
+	if err != nil || allowed == 0 {
+		return err
+	}
+	_, _, err = wire.ParseSection(sec, true, m.plans, m.scratch, func(p *schema.Plan, lanes []uint64) error {
+		if allowed > 0 {
+			allowed--
+			m.deliver(s, c, tick, p, lanes)
+		}
+		return nil
+	})
+	return err
+}
+
+// admit counts n messages of size bytes from c against its allowance and
+// returns how many it may deliver; a flood is an error.
+func (m *serverMsgs) admit(s *Server, c *remote, n, size int, now time.Time) (int, error) {
+	l := &s.cfg.Limits
+	allowed := c.msgRate.take(n, now, l.MaxMessagesPerSecond)
+	if c.msgRate.over > l.MaxMessagesPerSecond {
+		return 0, fmt.Errorf("%w: %d messages over ServerConfig.Limits.MaxMessagesPerSecond (%d) within a second", errMessageFlood, c.msgRate.over, l.MaxMessagesPerSecond)
+	}
+	s.Stats.MessagesIn += uint64(n)
+	s.Stats.MessagesDropped += uint64(n - allowed)
+	if c.msgBytes += size; c.msgBytes > l.MaxQueuedMessageBytes {
+		s.Stats.MessagesDropped += uint64(allowed)
+		return 0, nil
+	}
+	return allowed, nil
+}
+
+// deliver hands one message of client c to its endpoint, which refuses it
+// if a reference does not resolve for c.
+func (m *serverMsgs) deliver(s *Server, c *remote, tick uint32, p *schema.Plan, lanes []uint64) {
+	ep := m.eps[p.ID]
+	if ep == nil {
+		s.Stats.MessagesUnhandled++
+		return
+	}
+	if ok, why := ep.deliver(c.ID, tick, lanes, func(r *components.Ref) (bool, string) { return s.resolveFor(c, r) }); !ok {
+		s.Stats.MessagesRefused++
+		s.cfg.Logger.Debug("archenet: client message refused", "client", c.ID, "message", p.Name, "reason", why)
+	}
 }
 
 // resolveFor resolves a reference in client c's message to the live

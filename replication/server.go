@@ -159,6 +159,11 @@ type ServerStats struct {
 	// MessagesUnhandled those of a type the server has no endpoint for
 	// (ServerMessages).
 	MessagesDropped, MessagesRefused, MessagesUnhandled uint64
+	// MessagesStale counts unreliable client messages that came twice or
+	// after newer ones (not delivered); MessagesUnsent unreliable server
+	// messages that found no room in a client's tick (its section full, or
+	// its budget left no datagram).
+	MessagesStale, MessagesUnsent uint64
 }
 
 // NewServer attaches replication to world, serving clients that connect
@@ -180,7 +185,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	}
 	s.hs.nextID = 1
 	s.hs.desk = s.newDesk()
-	s.msgs.init(cfg.Registry)
+	s.msgs.init(s, cfg.Registry)
 	for _, p := range s.plans {
 		s.ids.comps = append(s.ids.comps, arche.TypeID(world, p.Type))
 	}
@@ -623,16 +628,27 @@ func (s *Server) warnStalled(now time.Time) {
 // peer and its connection.
 func (s *Server) drain(c *remote, now time.Time) {
 	c.BeginReceive()
+	c.msgBytes = 0
 	for {
 		d, ok := c.conn.PollDatagram()
 		if !ok {
 			break
 		}
+		d, sec, err := wire.SplitSection(d, wire.FlagClientMessages)
+		if err != nil {
+			c.RxErr = err
+			return
+		}
 		if c.Receive(d, now, s.tick) != nil {
 			return
 		}
+		if sec != nil {
+			if err := s.msgs.receiveSection(s, c, sec, c.HeardTick, now); err != nil {
+				c.RxErr = err
+				return
+			}
+		}
 	}
-	c.msgBytes = 0
 	for range maxMessagesPolled {
 		m, ok := c.conn.PollMessage()
 		if !ok {
@@ -853,7 +869,10 @@ func (s *Server) flush(p *remote) error {
 		}
 	}
 	n := uint64(o.Pkts.Len())
-	s.Stats.SnapshotBytes += uint64(o.Info.Bytes)
+	s.Stats.SnapshotBytes += uint64(o.Info.Bytes - o.SectionBytes)
+	s.Stats.MessageBytes += uint64(o.SectionBytes)
+	s.Stats.MessagesOut += uint64(o.Messages)
+	s.Stats.MessagesUnsent += uint64(o.MessagesLeft)
 	s.Stats.SnapshotDatagrams += n
 	s.Stats.SnapshotHeaderBits += uint64(o.Info.HeaderBits)
 	s.Stats.Deferred += uint64(o.Info.Deferred)

@@ -18,7 +18,7 @@ import (
 // Use 1), as a hostile client writes them by hand.
 const (
 	kindClientMessages = 0x15
-	useID              = 1
+	useID              = 1 // (2 bits among Hit, Use, Note)
 )
 
 // useBatch is a batch of n Use messages naming slot index (gen 0, owner 0;
@@ -26,7 +26,7 @@ const (
 func useBatch(tick uint32, n int, index int64) []byte {
 	var w bitio.Writer
 	for i := range n {
-		w.WriteBits(useID, 1)
+		w.WriteBits(useID, 2)
 		if index < 0 {
 			w.WriteExpGolomb(0, 0)
 		} else {
@@ -67,7 +67,13 @@ func TestHostileMessageClient(t *testing.T) {
 			_ = c.SendMessage(useBatch(tick, 1, 1<<24))
 		}},
 		{"truncated message", transport.CodeProtocolError, "message 0 of 1 (Use)", func(c *sim.Conn, tick uint32) {
-			_ = c.SendMessage([]byte{kindClientMessages, 1, 1, 0xff}) // (Use, then a reference cut short)
+			_ = c.SendMessage([]byte{kindClientMessages, 1, 1, 0x01}) // (Use, then a reference cut short)
+		}},
+		{"unknown message type", transport.CodeProtocolError, "type 3 of 3", func(c *sim.Conn, tick uint32) {
+			_ = c.SendMessage([]byte{kindClientMessages, 1, 1, 0x03})
+		}},
+		{"malformed unreliable section", transport.CodeProtocolError, "message section", func(c *sim.Conn, tick uint32) {
+			_ = c.SendDatagram([]byte{0x02 | 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -188,3 +188,98 @@ func countSeq[T any](seq func(func(T) bool)) int {
 	}
 	return n
 }
+
+// Unreliable messages over a lossy link that duplicates and reorders
+// datagrams arrive at most once and never older than the newest applied,
+// both ways, each stamped with its tick; most of them arrive.
+func TestMessagesUnreliable(t *testing.T) {
+	h := harness.NewOn(t, sim.NewNetwork(11, harness.Epoch), lossyLink, nil, nil)
+	for range 3 {
+		h.AddClient()
+	}
+	stepUntil(t, h, "every client ready", func() bool {
+		for _, cs := range h.Clients {
+			if !cs.Client.Ready() {
+				return false
+			}
+		}
+		return true
+	})
+	hits, err := replication.ServerMessages[harness.Hit](h.Server)
+	require.NoError(t, err)
+	uses, err := replication.ServerMessages[harness.Use](h.Server)
+	require.NoError(t, err)
+	fromClient := map[replication.ClientID][]uint32{}
+	uses.Handle(func(m replication.Message[harness.Use]) { fromClient[m.From] = append(fromClient[m.From], m.Value.Seq) })
+	toClient := make([][]uint32, 3)
+	stamps := make([]int, 3)
+	for ci, cs := range h.Clients {
+		ep, err := replication.ClientMessages[harness.Hit](cs.Client)
+		require.NoError(t, err)
+		ep.Handle(func(m replication.Message[harness.Hit]) {
+			toClient[ci] = append(toClient[ci], m.Value.Seq)
+			if m.Tick == m.Value.Seq {
+				stamps[ci]++
+			}
+		})
+	}
+	const n = 200
+	for range n {
+		seq := h.Server.Tick() + 1 // (the tick the next Send builds)
+		require.NoError(t, hits.Broadcast(harness.Hit{Seq: seq}, replication.Unreliable))
+		for _, cs := range h.Clients {
+			ep, _ := replication.ClientMessages[harness.Use](cs.Client)
+			require.NoError(t, ep.Send(harness.Use{Seq: seq}, replication.Unreliable))
+		}
+		h.Step()
+	}
+	increasing := func(seqs []uint32) bool {
+		for i := 1; i < len(seqs); i++ {
+			if seqs[i] <= seqs[i-1] {
+				return false
+			}
+		}
+		return true
+	}
+	for ci, cs := range h.Clients {
+		got := toClient[ci]
+		t.Logf("client %d: %d of %d server messages, %d of its own at the server", ci+1, len(got), n, len(fromClient[cs.Client.ID()]))
+		require.True(t, increasing(got), "client %d: never twice, never older: %v", ci+1, got)
+		require.Greater(t, len(got), n*8/10)
+		require.Equal(t, len(got), stamps[ci], "stamped with the snapshot's tick")
+		up := fromClient[cs.Client.ID()]
+		require.True(t, increasing(up), "client %d's messages at the server: %v", ci+1, up)
+		require.Greater(t, len(up), n*8/10)
+	}
+	require.Positive(t, h.Server.Stats.MessagesStale+h.Clients[0].Client.Stats.MessagesStale+h.Clients[1].Client.Stats.MessagesStale+h.Clients[2].Client.Stats.MessagesStale+h.Clients[0].Client.Stats.DatagramsDropped,
+		"the link duplicated or reordered some")
+}
+
+// A small unreliable message (8 bytes of payload) costs at most 3 bytes
+// more in the tick's datagram.
+func TestUnreliableMessageOverhead(t *testing.T) {
+	h := harness.New(t, 1, sim.Link{}, nil)
+	h.Spawn(0, components.Vec3{})
+	h.Run(10)
+	notes, err := replication.ServerMessages[harness.Note](h.Server)
+	require.NoError(t, err)
+	cs := h.Clients[0]
+	got := 0
+	ep, err := replication.ClientMessages[harness.Note](cs.Client)
+	require.NoError(t, err)
+	ep.Handle(func(m replication.Message[harness.Note]) {
+		require.Equal(t, [8]uint8{1, 2, 3, 4, 5, 6, 7, 8}, m.Value.Text)
+		got++
+	})
+	bytesIn := func() uint64 { return cs.Client.Stats.DatagramBytesIn }
+	b0 := bytesIn()
+	h.Step()
+	quiet := bytesIn() - b0
+	require.NoError(t, notes.Send(cs.Client.ID(), harness.Note{Text: [8]uint8{1, 2, 3, 4, 5, 6, 7, 8}}, replication.Unreliable))
+	b0 = bytesIn()
+	h.Step()
+	with := bytesIn() - b0
+	require.Equal(t, 1, got)
+	t.Logf("tick's datagram: %d bytes; with an 8-byte message: %d", quiet, with)
+	require.LessOrEqual(t, with-quiet-8, uint64(3))
+}

@@ -194,6 +194,18 @@ func (p *Packets) At(i int) []byte {
 // Bytes returns the total size of the datagrams.
 func (p *Packets) Bytes() int { return len(p.buf) }
 
+// AppendToLast appends b to the last datagram and sets flag in its kind
+// byte (a message section: wire.FlagMessages). There must be one.
+func (p *Packets) AppendToLast(b []byte, flag byte) {
+	start := 0
+	if n := len(p.ends); n > 1 {
+		start = p.ends[n-2]
+	}
+	p.buf = append(p.buf, b...)
+	p.buf[start] |= flag
+	p.ends[len(p.ends)-1] = len(p.buf)
+}
+
 // Build writes the snapshot datagrams of the newest frame for the client
 // that t tracks into out (reset first) and reports what they carry. It
 // picks the client's baseline (the newest acked view still in the ring;

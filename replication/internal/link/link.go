@@ -331,14 +331,14 @@ func (l *Link) Spawns(m []byte, fn func(tick uint32, e wire.SpawnEntry)) error {
 // the datagram's tick and whether it was the first of its tick to arrive. A
 // datagram that does not decode is dropped and counted (unreliable
 // datagrams may be stale, duplicated or hostile; none of that is fatal).
-func (l *Link) OnDatagram(d []byte, now time.Time) (tick uint32, first bool) {
+func (l *Link) OnDatagram(d []byte, now time.Time) (tick uint32, first, ok bool) {
 	*l.count.BytesIn += uint64(len(d))
 	*l.count.DatagramBytesIn += uint64(len(d))
 	records := l.rcv.Records
 	S, err := l.rcv.Decode(d)
 	if err != nil {
 		*l.count.DatagramsDropped++
-		return S, false
+		return S, false, false
 	}
 	*l.count.Datagrams++
 	*l.count.Records += l.rcv.Records - records
@@ -349,7 +349,15 @@ func (l *Link) OnDatagram(d []byte, now time.Time) (tick uint32, first bool) {
 	if !slices.Contains(l.touched, S) {
 		l.touched = append(l.touched, S)
 	}
-	return S, first
+	return S, first, true
+}
+
+// Dropped counts a datagram dropped before it reached the receiver (a
+// malformed message section).
+func (l *Link) Dropped(d []byte) {
+	*l.count.BytesIn += uint64(len(d))
+	*l.count.DatagramBytesIn += uint64(len(d))
+	*l.count.DatagramsDropped++
 }
 
 // Fresh returns the ticks whose views gained datagrams since the last call,

@@ -171,13 +171,13 @@ func TestLinkDatagramsAndAcks(t *testing.T) {
 	}
 	now := time.Unix(100, 0)
 	// Ticks 3 and 1 arrive (2 is lost), then a duplicate and junk.
-	S, first := l.OnDatagram(pkts[2].At(0), now)
+	S, first, _ := l.OnDatagram(pkts[2].At(0), now)
 	require.Equal(t, uint32(3), S)
 	require.True(t, first)
-	S, first = l.OnDatagram(pkts[0].At(0), now.Add(time.Millisecond))
+	S, first, _ = l.OnDatagram(pkts[0].At(0), now.Add(time.Millisecond))
 	require.Equal(t, uint32(1), S)
 	require.True(t, first)
-	_, first = l.OnDatagram(pkts[0].At(0), now)
+	_, first, _ = l.OnDatagram(pkts[0].At(0), now)
 	require.False(t, first)
 	l.OnDatagram([]byte{0x01, 0xff, 0xff}, now)
 	require.Equal(t, uint64(2), *l.count.Datagrams)

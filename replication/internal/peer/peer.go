@@ -54,6 +54,8 @@ type Peer struct {
 	// hook; RxErr a protocol error in what the client sent this tick.
 	RX    []RxInput
 	RxErr error
+	// HeardTick is the newest tick the last datagram received acked.
+	HeardTick uint32
 	// acks received, taken in by the peer's next tick (in parallel with
 	// the other peers') or, failing that, its next BeginReceive
 	acks []heardAck
@@ -61,6 +63,7 @@ type Peer struct {
 	Out    Output // this tick's output, for the server to send
 	msgBuf []byte // the spawn batch's buffer
 	msgLen int    // the last batch's length
+	secBuf []byte // the message section's
 
 	heard     time.Time // the last datagram from the client (or the Welcome)
 	welcomed  time.Time
@@ -119,11 +122,21 @@ type Plan struct {
 	// components).
 	Relevant         entity.Bitset
 	RelevanceChanged bool
+	// Messages, if set, returns the tick's message section for p (after
+	// its spawns), appended to dst with sw, with the count of messages in
+	// it and of those left out for want of room: it rides at the end of
+	// the tick's last datagram, inside the byte budget.
+	Messages func(p *Peer, sw *wire.SectionWriter, dst []byte) (section []byte, n, left int)
 }
 
 // Output is what one tick of a peer produced.
 type Output struct {
-	SpawnMsg         []byte // spawn/despawn batch (nil: none)
+	// Messages counts the messages of the tick's section that went out,
+	// MessagesLeft those that found no room (the section full, or no
+	// datagram this tick).
+	Messages, MessagesLeft int
+	SectionBytes           int    // the section's bytes (in Info.Bytes)
+	SpawnMsg               []byte // spawn/despawn batch (nil: none)
 	ReadyMsg         bool   // send the ready message after it
 	Spawns, Despawns int
 	Pkts             encode.Packets
@@ -134,8 +147,9 @@ type Output struct {
 // Scratch is one worker goroutine's for the peers it builds: its encoder
 // (with its record cache) and its spawn batch writer.
 type Scratch struct {
-	Enc    *encode.Encoder
-	Spawns wire.SpawnWriter
+	Enc      *encode.Encoder
+	Spawns   wire.SpawnWriter
+	Sections wire.SectionWriter
 }
 
 // Config is what a peer needs of the server's configuration.
@@ -245,6 +259,7 @@ func (p *Peer) Receive(d []byte, now time.Time, serverTick uint32) error {
 		p.RxErr = err
 		return err
 	}
+	p.HeardTick = newest
 	if len(p.acks) >= maxKeptAcks {
 		p.takeAcks() // (a flood of datagrams keeps no memory)
 	}
@@ -371,10 +386,27 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 	if !p.Ready {
 		p.Ready, p.Out.ReadyMsg = true, true
 	}
+	p.secBuf, p.Out.Messages, p.Out.MessagesLeft, p.Out.SectionBytes = p.secBuf[:0], 0, 0, 0
+	if plan.Messages != nil {
+		p.secBuf, p.Out.Messages, p.Out.MessagesLeft = plan.Messages(p, &w.Sections, p.secBuf)
+	}
 	opt := plan.Opt
-	opt.Budget, opt.Relevant, opt.Weights = plan.MTU, p.Spawned, t.Weights
+	opt.Budget, opt.Relevant, opt.Weights = plan.MTU-len(p.secBuf), p.Spawned, t.Weights
 	opt.Allowance, opt.Limited = p.Rate.Allowance(math.MaxInt32)
+	if opt.Limited {
+		opt.Allowance -= len(p.secBuf) // (the section comes first)
+	}
 	p.Out.Info = w.Enc.Build(&p.Tracker, opt, &p.Out.Pkts)
+	if len(p.secBuf) > 0 {
+		if p.Out.Pkts.Len() > 0 {
+			p.Out.Pkts.AppendToLast(p.secBuf, wire.FlagMessages)
+			p.Out.Info.Bytes += len(p.secBuf)
+			p.Out.SectionBytes = len(p.secBuf)
+		} else {
+			p.Out.MessagesLeft += p.Out.Messages
+			p.Out.Messages = 0
+		}
+	}
 	p.Rate.Spend(p.Out.Info.Bytes)
 	if p.firstSent.IsZero() {
 		p.firstSent = t.Now

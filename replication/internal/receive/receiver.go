@@ -323,8 +323,8 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 // open checks a datagram's kind, decompresses it if it says so and reads
 // its header, leaving rd at the first record.
 func (r *Receiver) open(b []byte, rd *bitio.Reader) (wire.Header, error) {
-	if len(b) < 1 || b[0]&^wire.FlagCompressed != wire.KindSnapshot {
-		return wire.Header{}, ErrNotSnapshot
+	if len(b) < 1 || b[0]&^(wire.FlagCompressed|wire.FlagMessages) != wire.KindSnapshot {
+		return wire.Header{}, ErrNotSnapshot // (the caller took a message section off: wire.SplitSection)
 	}
 	body := b[1:]
 	if b[0]&wire.FlagCompressed != 0 {

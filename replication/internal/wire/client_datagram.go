@@ -28,7 +28,7 @@ func ParseClientHeader(b []byte) (Ack, []byte, error) {
 // ParseClientHeaderInto is [ParseClientHeader] into *a (which it
 // overwrites, also on error): a peer parses ack after ack into one.
 func ParseClientHeaderInto(a *Ack, b []byte) ([]byte, error) {
-	if len(b) < 1 || b[0] != KindClientDatagram {
+	if len(b) < 1 || b[0]&^FlagClientMessages != KindClientDatagram { // (a message section was taken off: SplitSection)
 		*a = Ack{}
 		return nil, fmt.Errorf("%w: client datagram of %d bytes", ErrMalformed, len(b))
 	}

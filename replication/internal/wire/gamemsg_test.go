@@ -136,8 +136,32 @@ func FuzzGameMessages(f *testing.F) {
 	f.Add(batchOf(f, reg, KindMessages, 9, &hit, &msgChat{Line: [8]uint8{'g', 'g'}}, &msgPing{}))
 	f.Add(batchOf(f, reg, KindClientMessages, 1<<31, &msgHit{Damage: 3}))
 	f.Add(batchOf(f, reg, KindClientMessages, 0, &msgPing{}, &msgPing{}, &msgPing{}))
+	var sw SectionWriter
+	var w bitio.Writer
+	lanes := make([]uint64, 8)
+	p := schema.MessageOf[msgHit](reg)
+	schema.QuantizeValue(p, &hit, lanes)
+	MessageBody(&w, p, IDBits(3), lanes)
+	sw.Add(w.Bytes(), w.BitLen())
+	f.Add(sw.Append([]byte{KindSnapshot | FlagMessages, 0, 0}, false, 0))
+	f.Add(sw.Append([]byte{KindClientDatagram | FlagClientMessages, 0, 0}, true, 7))
 	plans := reg.Messages()
 	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, flag := range []byte{FlagMessages, FlagClientMessages} {
+			body, sec, err := SplitSection(b, flag)
+			if err != nil {
+				continue
+			}
+			if len(body)+len(sec) > len(b) || (sec != nil && (len(sec) == 0 || len(sec) > MaxSectionLen)) {
+				t.Fatalf("split %d bytes into %d + %d", len(b), len(body), len(sec))
+			}
+			for _, seq := range []bool{false, true} {
+				_, n, err := ParseSection(sec, seq, plans, nil, func(*schema.Plan, []uint64) error { return nil })
+				if err == nil && (n < 1 || n > MaxBatchMessages) {
+					t.Fatalf("section of %d messages accepted", n)
+				}
+			}
+		}
 		for _, kind := range []byte{KindMessages, KindClientMessages} {
 			var types []uint8
 			var all [][]uint64

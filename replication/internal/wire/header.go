@@ -264,7 +264,7 @@ func ReadHeader(r *bitio.Reader) (Header, error) {
 // header is inside its zstd body: ParseHeader fails with [ErrCompressed] for one.
 // Other errors match [ErrNotSnapshot] or [ErrCorrupt]; it never panics.
 func ParseHeader(b []byte) (Header, error) {
-	if len(b) < 1 || b[0]&^FlagCompressed != KindSnapshot {
+	if len(b) < 1 || b[0]&^(FlagCompressed|FlagMessages) != KindSnapshot {
 		return Header{}, ErrNotSnapshot
 	}
 	if b[0]&FlagCompressed != 0 {

@@ -33,8 +33,13 @@ type Use struct {
 	Seq    uint32
 }
 
+// Note is a test message of exactly 8 bytes of payload.
+type Note struct {
+	Text [8]uint8 `net:"range=0:255"`
+}
+
 // NewRegistry registers the components the tests replicate: Transform,
-// Velocity, Health, Team and Predicted; and the messages Hit and Use.
+// Velocity, Health, Team and Predicted; and the messages Hit, Use and Note.
 func NewRegistry() *schema.Registry {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
@@ -44,6 +49,7 @@ func NewRegistry() *schema.Registry {
 	schema.MustRegister[components.Predicted](reg)
 	schema.MustRegisterMessage[Hit](reg)
 	schema.MustRegisterMessage[Use](reg)
+	schema.MustRegisterMessage[Note](reg)
 	return reg
 }
 
