@@ -194,7 +194,7 @@ type ClientStats struct {
 	// ones). MessagesStale counts unreliable message sections dropped for
 	// a newer one taken before, MessagesDropped those that did not decode.
 	MessagesIn, MessagesUnhandled, MessagesOut, MessageBytesOut uint64
-	MessagesStale, MessagesDropped                             uint64
+	MessagesStale, MessagesDropped                              uint64
 }
 
 // resolve returns c with every zero setting replaced by its default, or an

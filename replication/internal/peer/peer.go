@@ -137,11 +137,11 @@ type Output struct {
 	Messages, MessagesLeft int
 	SectionBytes           int    // the section's bytes (in Info.Bytes)
 	SpawnMsg               []byte // spawn/despawn batch (nil: none)
-	ReadyMsg         bool   // send the ready message after it
-	Spawns, Despawns int
-	Pkts             encode.Packets
-	Info             encode.BuildInfo
-	Encoder          *encode.Encoder // the worker's, for its cache statistics
+	ReadyMsg               bool   // send the ready message after it
+	Spawns, Despawns       int
+	Pkts                   encode.Packets
+	Info                   encode.BuildInfo
+	Encoder                *encode.Encoder // the worker's, for its cache statistics
 }
 
 // Scratch is one worker goroutine's for the peers it builds: its encoder
