@@ -161,6 +161,7 @@ type Client struct {
 	onReady []func()
 	onSnap  []func(tick uint32, arrival time.Time)
 	msgs    clientMsgs // game messages (messages_client.go)
+	refs    []refComp  // components with references (refs.go)
 	// Stats since start.
 	Stats ClientStats
 }
@@ -251,6 +252,7 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 	}
 	c := &Client{cfg: cfg, world: world}
 	c.msgs.init(cfg.Registry)
+	c.refs = refComps(world, cfg.Registry)
 	st := &c.Stats
 	c.link = link.New(link.Config{Registry: cfg.Registry, Token: cfg.Token, Match: cfg.Match, MaxEntities: cfg.MaxEntities,
 		CompressionDictionary: cfg.CompressionDictionary, ResetThreshold: cfg.InterpClock.ResetThreshold,
@@ -531,6 +533,7 @@ func (c *Client) Receive() {
 	for _, S := range c.link.Fresh() {
 		c.mirrors.Show(c.link.Receiver().View(S))
 	}
+	c.refsToMirrors()
 }
 
 // checkLiveness closes the client when the server went quiet too long,

@@ -25,6 +25,7 @@ func (c *Client) Interpolate() {
 	c.watch.Note(watch.Interpolate, now)
 	c.checkSystems(now)
 	c.mirrors.Interpolate(now)
+	c.refsToMirrors() // (a reference interpolation stepped to another entity)
 }
 
 // InterpolationSystem returns an ecs.System running [Client.Interpolate]

@@ -56,6 +56,7 @@ type Server struct {
 	draining *transport.CloseError
 
 	msgs   serverMsgs       // game messages (messages_server.go)
+	refs   []refComp        // components with references (refs.go)
 	work   tickWork         // the tick's parallel phases (workers.go)
 	clampW clampwatch.Watch // warns of values quantization clamped
 	closer closing.Closer   // closes off the tick
@@ -186,6 +187,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	s.hs.nextID = 1
 	s.hs.desk = s.newDesk()
 	s.msgs.init(s, cfg.Registry)
+	s.refs = refComps(world, cfg.Registry)
 	for _, p := range s.plans {
 		s.ids.comps = append(s.ids.comps, arche.TypeID(world, p.Type))
 	}
@@ -748,6 +750,7 @@ func (s *Server) advanceTick() {
 func (s *Server) commitTick() {
 	s.advanceTick()
 	s.capture.Apply()
+	s.refsToNet()
 	s.capture.Frame(s.tick, s.interest != nil && s.interest.Due(s.tick))
 	s.group.BeginTick()
 	if s.interest != nil && s.interest.Due(s.tick) {

@@ -110,7 +110,8 @@ const (
 	opBool
 	opQuat
 	opVel
-	opRef
+	opRef     // a message's reference: one LaneRef lane
+	opRefLanes // a component's reference: index + 1 (0 none), owner, generation
 )
 
 // op is one compiled instruction: where a leaf (or composite) lives in the
@@ -553,6 +554,12 @@ func (c *compiler) addVel(t reflect.Type, off uintptr, path string, tg tag) erro
 // refType is components.Ref, which compiles to one reference lane.
 var refType = reflect.TypeFor[components.Ref]()
 
+func init() {
+	if refType.Field(0).Type.Size() != 8 {
+		panic("schema: components.Ref's Entity is not two uint32s") // (storeRef zeroes it so)
+	}
+}
+
 // Offsets inside components.Ref.
 var (
 	refEntityOff = refType.Field(0).Offset
@@ -560,22 +567,29 @@ var (
 	refSetOff    = refType.Field(2).Offset
 )
 
-// addRef adds a components.Ref field: one LaneRef lane in a group of its
-// own. References are message fields only for now.
+// addRef adds a components.Ref field as a group of its own: in a message
+// one LaneRef lane; in a component three uvarint lanes — the slot index + 1
+// (0: none), the owner and the generation — which delta coding keeps at
+// no cost while the reference does not change.
 func (c *compiler) addRef(off uintptr, path string, tg tag) error {
-	if !c.msg {
-		return fieldErr(path, "components.Ref is a message field (schema.RegisterMessage); a replicated component cannot hold one yet")
-	}
 	if bare := (tag{owner: tg.owner}); tg != bare {
 		return fieldErr(path, "a reference takes no precision tag")
 	}
-	first, err := c.newGroup(path, tg.owner, Lane{Kind: LaneRef, Max: refNone})
+	o := op{kind: opRef, off: [4]uintptr{off + refIDOff, off + refSetOff, off + refEntityOff}}
+	lanes := []Lane{{Kind: LaneRef, Max: refNone}}
+	kind := "ref"
+	if !c.msg {
+		o.kind, kind = opRefLanes, "ref3"
+		lanes = []Lane{{Kind: LaneUvarint, Max: 1 << 24}, {Kind: LaneUvarint, Max: 255}, {Kind: LaneUvarint, Max: 1<<32 - 1}}
+	}
+	first, err := c.newGroup(path, tg.owner, lanes...)
 	if err != nil {
 		return err
 	}
-	c.p.ops = append(c.p.ops, op{kind: opRef, lane: first, off: [4]uintptr{off + refIDOff, off + refSetOff, off + refEntityOff}})
+	o.lane = first
+	c.p.ops = append(c.p.ops, o)
 	c.p.refs = append(c.p.refs, RefField{Offset: off, Lane: int(first)})
-	fmt.Fprintf(&c.desc, "%s ref", path)
+	fmt.Fprintf(&c.desc, "%s %s", path, kind)
 	if tg.owner {
 		c.desc.WriteString(" owner")
 	}

@@ -77,6 +77,8 @@ func (p *Plan) interpolate(a, b []uint64, f float64, dst unsafe.Pointer) {
 			storeInt(dst, o.off[0], o.num, uint64(o.irng.Dequantize(step[o.lane])))
 		case opVarint, opUvarint, opBool:
 			storeInt(dst, o.off[0], o.num, step[o.lane])
+		case opRef, opRefLanes:
+			storeRef(o, step[o.lane:], dst)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"unsafe"
 
+	arche "github.com/mlange-42/arche/ecs"
+
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/stretchr/testify/require"
@@ -49,8 +51,15 @@ func TestRegisterMessage(t *testing.T) {
 	_, err = RegisterMessage[taggedRef](reg)
 	require.ErrorContains(t, err, "a reference takes no precision tag")
 
-	_, err = Register[carried](reg)
-	require.ErrorContains(t, err, "components.Ref is a message field", "not yet in components")
+	cp, err := Register[carried](reg)
+	require.NoError(t, err, "a component holds references too")
+	require.False(t, cp.IsMessage())
+	require.Equal(t, []RefField{{Offset: 0, Lane: 0}}, cp.Refs())
+	require.Equal(t, []LaneKind{LaneUvarint, LaneUvarint, LaneUvarint}, []LaneKind{cp.Lanes()[0].Kind, cp.Lanes()[1].Kind, cp.Lanes()[2].Kind},
+		"index + 1, owner, generation: delta coding keeps an unchanged one at no cost")
+	reg = NewRegistry() // (without the component, for what follows)
+	MustRegister[components.Transform](reg)
+	MustRegisterMessage[kill](reg)
 
 	// The same messages registered alike hash alike; another order does not.
 	other := NewRegistry()
@@ -63,6 +72,31 @@ func TestRegisterMessage(t *testing.T) {
 	MustRegisterMessage[kill](swapped)
 	MustRegisterMessage[carried](reg)
 	require.NotEqual(t, reg.Hash(), swapped.Hash())
+}
+
+// A component's reference round-trips its NetID; its Entity is zeroed
+// when the reference changes and kept when it does not.
+func TestComponentRef(t *testing.T) {
+	reg := NewRegistry()
+	p := MustRegister[carried](reg)
+	lanes := make([]uint64, p.NumLanes())
+	v := carried{Holder: components.Ref{ID: components.NetID{Handle: components.MakeHandle(7, 300), Gen: 9}, Set: true}}
+	QuantizeValue(p, &v, lanes)
+	require.Equal(t, []uint64{301, 7, 9}, lanes)
+	var w bitio.Writer
+	p.Write(&w, lanes, true)
+	require.Equal(t, 16+8+8, w.BitLen(), "uvarints: index + 1 (301), owner, generation")
+	var m carried
+	DequantizeValue(p, lanes, &m)
+	require.Equal(t, v.Holder.ID, m.Holder.ID)
+	require.True(t, m.Holder.Set)
+	m.Holder.Entity = *(*arche.Entity)(unsafe.Pointer(&[2]uint32{5, 1})) // (resolved by the receiver)
+	DequantizeValue(p, lanes, &m)
+	require.False(t, m.Holder.Entity.IsZero(), "the same reference keeps its entity")
+	QuantizeValue(p, &carried{}, lanes)
+	require.Equal(t, []uint64{0, 0, 0}, lanes)
+	DequantizeValue(p, lanes, &m)
+	require.Equal(t, components.Ref{}, m.Holder, "none")
 }
 
 // A reference round-trips its NetID (the entity is the receiver's to

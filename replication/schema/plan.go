@@ -340,6 +340,12 @@ func (p *Plan) quantizeOps(src unsafe.Pointer, lanes []uint64) {
 				id := (*components.NetID)(unsafe.Add(src, o.off[0]))
 				l[0] = RefLane(id.Handle, id.Gen)
 			}
+		case opRefLanes:
+			l[0], l[1], l[2] = 0, 0, 0
+			if *(*bool)(unsafe.Add(src, o.off[1])) {
+				id := (*components.NetID)(unsafe.Add(src, o.off[0]))
+				l[0], l[1], l[2] = uint64(id.Index())+1, uint64(id.Owner()), uint64(id.Gen)
+			}
 		}
 	}
 }
@@ -398,15 +404,8 @@ func (p *Plan) dequantizeOps(lanes []uint64, dst unsafe.Pointer) {
 			storeInt(dst, o.off[0], o.num, uint64(o.irng.Dequantize(l[0])))
 		case opVarint, opUvarint, opBool:
 			storeInt(dst, o.off[0], o.num, l[0])
-		case opRef:
-			id := (*components.NetID)(unsafe.Add(dst, o.off[0]))
-			set := l[0] != refNone
-			*id = components.NetID{}
-			if set {
-				*id = components.NetID{Handle: uint32(l[0]), Gen: uint32(l[0] >> 32)}
-			}
-			*(*bool)(unsafe.Add(dst, o.off[1])) = set
-			*(*[2]uint32)(unsafe.Add(dst, o.off[2])) = [2]uint32{} // the entity is the receiver's to resolve
+		case opRef, opRefLanes:
+			storeRef(o, l, dst)
 		}
 	}
 }
@@ -702,4 +701,25 @@ func readRef(r *bitio.Reader) uint64 {
 		return 0
 	}
 	return RefLane(uint32(owner<<24|(x-1)), uint32(gen))
+}
+
+// storeRef writes a reference's lanes into its components.Ref at dst: its
+// ID and Set. Its Entity, the receiver's to resolve, is zeroed when they
+// changed (and kept otherwise, so that a mirror's resolved reference
+// stays resolved).
+func storeRef(o *op, l []uint64, dst unsafe.Pointer) {
+	var id components.NetID
+	var set bool
+	if o.kind == opRef {
+		if set = l[0] != refNone; set {
+			id = components.NetID{Handle: uint32(l[0]), Gen: uint32(l[0] >> 32)}
+		}
+	} else if set = l[0] != 0; set {
+		id = components.NetID{Handle: components.MakeHandle(uint8(l[1]), uint32(l[0]-1)), Gen: uint32(l[2])}
+	}
+	pid, pset := (*components.NetID)(unsafe.Add(dst, o.off[0])), (*bool)(unsafe.Add(dst, o.off[1]))
+	if *pid != id || *pset != set {
+		*pid, *pset = id, set
+		*(*[2]uint32)(unsafe.Add(dst, o.off[2])) = [2]uint32{}
+	}
 }

@@ -33,13 +33,19 @@ type Use struct {
 	Seq    uint32
 }
 
+// Aim is a replicated component naming another entity.
+type Aim struct {
+	At components.Ref
+}
+
 // Note is a test message of exactly 8 bytes of payload.
 type Note struct {
 	Text [8]uint8 `net:"range=0:255"`
 }
 
 // NewRegistry registers the components the tests replicate: Transform,
-// Velocity, Health, Team and Predicted; and the messages Hit, Use and Note.
+// Velocity, Health, Team, Predicted and Aim; and the messages Hit, Use and
+// Note.
 func NewRegistry() *schema.Registry {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
@@ -47,6 +53,7 @@ func NewRegistry() *schema.Registry {
 	schema.MustRegister[Health](reg)
 	schema.MustRegister[Team](reg)
 	schema.MustRegister[components.Predicted](reg)
+	schema.MustRegister[Aim](reg)
 	schema.MustRegisterMessage[Hit](reg)
 	schema.MustRegisterMessage[Use](reg)
 	schema.MustRegisterMessage[Note](reg)

@@ -1,0 +1,75 @@
+package replication
+
+import (
+	"unsafe"
+
+	arche "github.com/mlange-42/arche/ecs"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/schema"
+)
+
+// refComp is a registered component with components.Ref fields.
+type refComp struct {
+	id   arche.ID
+	plan *schema.Plan
+}
+
+// refComps returns the registered components of reg that hold references,
+// with their ids in world.
+func refComps(world *arche.World, reg *schema.Registry) []refComp {
+	var out []refComp
+	for _, p := range reg.Plans() {
+		if len(p.Refs()) > 0 {
+			out = append(out, refComp{id: arche.TypeID(world, p.Type), plan: p})
+		}
+	}
+	return out
+}
+
+// refsToNet writes, for every reference in a replicated component, the
+// network identity of the entity it names (none when that entity is not
+// replicated, or gone), so that the frame quantizes them: after the tick's
+// slots are allocated, before the frame.
+func (s *Server) refsToNet() {
+	for _, rc := range s.refs {
+		q := s.world.Query(arche.All(rc.id))
+		for q.Next() {
+			ptr := q.Get(rc.id)
+			for _, f := range rc.plan.Refs() {
+				r := (*components.Ref)(unsafe.Add(ptr, f.Offset))
+				var id components.NetID
+				ok := false
+				if !r.Entity.IsZero() {
+					id, ok = s.NetID(r.Entity)
+				}
+				if r.ID != id || r.Set != ok {
+					r.ID, r.Set = id, ok
+				}
+			}
+		}
+	}
+}
+
+// refsToMirrors points every reference in a mirror's component at the
+// mirror of the entity it names: none while that entity has no mirror here
+// (not spawned yet, outside the client's interest, despawned), resolved
+// once it has.
+func (c *Client) refsToMirrors() {
+	for _, rc := range c.refs {
+		q := c.world.Query(arche.All(rc.id, c.mirrors.NetIDComponent()))
+		for q.Next() {
+			ptr := q.Get(rc.id)
+			for _, f := range rc.plan.Refs() {
+				r := (*components.Ref)(unsafe.Add(ptr, f.Offset))
+				var e arche.Entity
+				if r.Set {
+					e, _ = c.mirrors.Entity(r.ID)
+				}
+				if r.Entity != e {
+					r.Entity = e
+				}
+			}
+		}
+	}
+}
