@@ -110,7 +110,7 @@ const (
 	opBool
 	opQuat
 	opVel
-	opRef     // a message's reference: one LaneRef lane
+	opRef      // a message's reference: one LaneRef lane
 	opRefLanes // a component's reference: index + 1 (0 none), owner, generation
 )
 
