@@ -51,11 +51,12 @@ func (s *Server) refsToNet() {
 	}
 }
 
-// refsToMirrors points every reference in a mirror's component at the
-// mirror of the entity it names: none while that entity has no mirror here
-// (not spawned yet, outside the client's interest, despawned), resolved
-// once it has.
+// refsToMirrors points every reference in a mirror's component, and every
+// mirror's relation, at the mirror of the entity it names: none while that
+// entity has no mirror here (not spawned yet, outside the client's
+// interest, despawned), resolved once it has.
 func (c *Client) refsToMirrors() {
+	c.mirrors.Relations()
 	for _, rc := range c.refs {
 		q := c.world.Query(arche.All(rc.id, c.mirrors.NetIDComponent()))
 		for q.Next() {
@@ -72,4 +73,42 @@ func (c *Client) refsToMirrors() {
 			}
 		}
 	}
+}
+
+// relationsToNet notes, for every replicated entity with a replicated
+// relation component, the network identity of its target (none when the
+// target is not replicated, or gone); a change is a layout change of the
+// entity, so clients that hold it get its spawn entry again. After the
+// tick's slots are allocated.
+func (s *Server) relationsToNet() {
+	for _, rc := range s.rels {
+		q := s.world.Query(arche.All(rc.id, s.ids.rep))
+		for q.Next() {
+			slot, ok := s.slots.Of(q.Entity())
+			if !ok {
+				continue
+			}
+			var id components.NetID
+			has := false
+			if target := q.Relation(rc.id); !target.IsZero() {
+				id, has = s.NetID(target)
+			}
+			if si := &s.slots.Infos[slot]; si.Target != id || si.HasTarget != has {
+				s.slots.NoteLayout(slot)
+				si.Target, si.HasTarget = id, has
+			}
+		}
+	}
+}
+
+// relationComps returns the registered relation components of reg with
+// their ids in world.
+func relationComps(world *arche.World, reg *schema.Registry) []refComp {
+	var out []refComp
+	for _, p := range reg.Plans() {
+		if p.IsRelation() {
+			out = append(out, refComp{id: arche.TypeID(world, p.Type), plan: p})
+		}
+	}
+	return out
 }

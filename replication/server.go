@@ -57,6 +57,7 @@ type Server struct {
 
 	msgs   serverMsgs       // game messages (messages_server.go)
 	refs   []refComp        // components with references (refs.go)
+	rels   []refComp        // relation components (refs.go)
 	work   tickWork         // the tick's parallel phases (workers.go)
 	clampW clampwatch.Watch // warns of values quantization clamped
 	closer closing.Closer   // closes off the tick
@@ -188,6 +189,7 @@ func NewServer(world *arche.World, l transport.Listener, cfg ServerConfig) (*Ser
 	s.hs.desk = s.newDesk()
 	s.msgs.init(s, cfg.Registry)
 	s.refs = refComps(world, cfg.Registry)
+	s.rels = relationComps(world, cfg.Registry)
 	for _, p := range s.plans {
 		s.ids.comps = append(s.ids.comps, arche.TypeID(world, p.Type))
 	}
@@ -750,6 +752,7 @@ func (s *Server) advanceTick() {
 func (s *Server) commitTick() {
 	s.advanceTick()
 	s.capture.Apply()
+	s.relationsToNet()
 	s.refsToNet()
 	s.capture.Frame(s.tick, s.interest != nil && s.interest.Due(s.tick))
 	s.group.BeginTick()

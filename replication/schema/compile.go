@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	arche "github.com/mlange-42/arche/ecs"
+
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/internal/quant"
 )
@@ -176,7 +178,7 @@ func compile(t reflect.Type, name string, tags map[string]string, msg bool) (*Pl
 		}
 		return nil, &compileError{typ: t.String(), err: err}
 	}
-	if len(p.groups) == 0 && t.NumField() != 0 && !msg {
+	if len(p.groups) == 0 && t.NumField() != 0 && !msg && !p.relation {
 		return nil, &compileError{typ: t.String(), err: fmt.Errorf("no replicated fields (exported fields not tagged net:\"-\"); a marker component must be an empty struct")}
 	}
 	p.desc = c.desc.String()
@@ -207,6 +209,17 @@ func (c *compiler) walkStruct(t reflect.Type, base uintptr, prefix string, owner
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
+			continue
+		}
+		if f.Type == relationType {
+			if base != 0 || prefix != "" || i != 0 || !f.Anonymous {
+				return fieldErr(join(prefix, f.Name), "arche's Relation marks a relation component only as its first, embedded field")
+			}
+			if c.msg {
+				return fieldErr(f.Name, "a message cannot be a relation component")
+			}
+			c.p.relation = true
+			c.desc.WriteString("relation\n")
 			continue
 		}
 		path := join(prefix, f.Name)
@@ -550,6 +563,9 @@ func (c *compiler) addVel(t reflect.Type, off uintptr, path string, tg tag) erro
 	c.describe(path, num, tg.owner, "vel max=%s step=%s rest=%s", ffmt(ax.Max()), ffmt(ax.Step()), ffmt(v.Rest()))
 	return nil
 }
+
+// relationType is arche's relation marker.
+var relationType = reflect.TypeFor[arche.Relation]()
 
 // refType is components.Ref, which compiles to one reference lane.
 var refType = reflect.TypeFor[components.Ref]()

@@ -132,3 +132,37 @@ func TestRefLane(t *testing.T) {
 		require.ErrorIs(t, r.Err(), ErrCorrupt, bad.name)
 	}
 }
+
+type childOf struct {
+	arche.Relation
+}
+
+type attachedTo struct {
+	arche.Relation
+	Slot uint8 `net:"range=0:3"`
+}
+
+// A relation component compiles with or without fields of its own; its
+// target is not among its lanes.
+func TestRelationComponent(t *testing.T) {
+	reg := NewRegistry()
+	p, err := Register[childOf](reg)
+	require.NoError(t, err)
+	require.True(t, p.IsRelation())
+	require.Zero(t, p.NumLanes())
+	a, err := Register[attachedTo](reg)
+	require.NoError(t, err)
+	require.True(t, a.IsRelation())
+	require.Equal(t, 1, a.NumLanes())
+	type late struct {
+		X int8 `net:"range=0:3"`
+		arche.Relation
+	}
+	_, err = Register[late](reg)
+	require.ErrorContains(t, err, "only as its first, embedded field")
+	type relMsg struct {
+		arche.Relation
+	}
+	_, err = RegisterMessage[relMsg](reg)
+	require.ErrorContains(t, err, "a message cannot be a relation component")
+}

@@ -49,7 +49,16 @@ type Plan struct {
 	// components.Ref fields.
 	msg  bool
 	refs []RefField
+	// relation: the component is an arche relation (its first field
+	// embeds ecs.Relation)
+	relation bool
 }
+
+// IsRelation reports whether the component is an arche relation
+// component (its first field embeds arche's ecs.Relation): its target is
+// replicated with the entity's identity (a spawn entry), mapped to the
+// clients' mirrors.
+func (p *Plan) IsRelation() bool { return p.relation }
 
 // RefField is a components.Ref field of a message: its offset in the
 // struct and its lane.
@@ -662,6 +671,25 @@ func (p *Plan) Read(r *bitio.Reader, lanes []uint64, owner bool) error {
 // refMaxBits bounds a reference's encoding: EG(0) of up to 2^24, the
 // owner, EG(0) of up to 2^32 − 1.
 const refMaxBits = 49 + 9 + 65
+
+// WriteRef writes the reference to the entity of handle and gen (set) or
+// to none as a LaneRef lane is written.
+func WriteRef(w *bitio.Writer, handle, gen uint32, set bool) {
+	if !set {
+		writeRef(w, refNone)
+		return
+	}
+	writeRef(w, RefLane(handle, gen))
+}
+
+// ReadRef reads what WriteRef wrote; out-of-range parts set r's error.
+func ReadRef(r *bitio.Reader) (handle, gen uint32, set bool) {
+	v := readRef(r)
+	if r.Err() != nil || v == refNone {
+		return 0, 0, false
+	}
+	return uint32(v), uint32(v >> 32), true
+}
 
 // writeRef writes a LaneRef value (see [LaneRef]).
 func writeRef(w *bitio.Writer, v uint64) {

@@ -116,3 +116,71 @@ func TestUnchangedReferenceCostsNothing(t *testing.T) {
 	require.Positive(t, acc.Components[transform], "the holder moved")
 	require.Zero(t, acc.Components[aim])
 }
+
+// A replicated relation (a child attached to a moving parent) keeps its
+// target on every client, mapped to the parent's mirror; it reads none
+// while the parent is outside a client's interest and resolves when it
+// enters; through the parent's despawn and a new parent in the reused slot
+// it never points at a wrong entity.
+func TestRelationReplicated(t *testing.T) {
+	hidden := map[ecs.Entity]bool{} // hidden from client 2
+	h := harness.New(t, 2, sim.Link{}, func(c *replication.ServerConfig) {
+		c.Interest = &replication.Interest{Radius: 1e6, Every: 1,
+			Focus:  func(replication.ClientID) (components.Vec3, bool) { return components.Vec3{}, true },
+			Filter: func(c replication.ClientID, e ecs.Entity) bool { return c != 2 || !hidden[e] }}
+	})
+	rel := ecs.ComponentID[harness.AttachedTo](h.World)
+	parent := h.Spawn(0, components.Vec3{})
+	hidden[parent] = true
+	child := h.Spawn(0, components.Vec3{X: 1}, rel)
+	h.World.Relations().Set(child, rel, parent)
+	h.Game = func(int) {
+		if h.World.Alive(parent) {
+			h.Pos(parent).X += 0.5
+		}
+	}
+
+	// check: each client's child mirror names the mirror of the server's
+	// target, or none when it has no such mirror; never anything else.
+	check := func(what string) (resolved int) {
+		t.Helper()
+		target := h.World.Relations().Get(child, rel)
+		for ci, cs := range h.Clients {
+			mc := mirrorOf(h, cs, child)
+			require.False(t, mc.IsZero(), "%s: client %d has the child", what, ci+1)
+			got := cs.World.Relations().Get(mc, ecs.ComponentID[harness.AttachedTo](cs.World))
+			var want ecs.Entity
+			if h.World.Alive(target) {
+				want = mirrorOf(h, cs, target)
+			}
+			require.Equal(t, want, got, "%s: client %d", what, ci+1)
+			if !got.IsZero() {
+				resolved++
+			}
+		}
+		return resolved
+	}
+	h.Run(2)
+	require.Equal(t, 1, check("spawned together"), "client 1 resolves the parent, client 2 does not see it")
+	delete(hidden, parent)
+	h.Run(2)
+	require.Equal(t, 2, check("the parent entered"))
+
+	pid, _ := h.Server.NetID(parent)
+	h.World.RemoveEntity(parent)
+	h.Step()
+	require.Zero(t, check("the parent despawned"))
+	parent2 := h.Spawn(0, components.Vec3{})
+	h.Step()
+	require.Zero(t, check("a new entity in the parent's slot, not the child's target"))
+	p2, _ := h.Server.NetID(parent2)
+	require.Equal(t, pid.Index(), p2.Index())
+	h.World.Relations().Set(child, rel, parent2)
+	parent = parent2
+	for range 5 {
+		h.Step()
+		check("re-attached")
+	}
+	require.Equal(t, 2, check("re-attached"))
+	h.RequireConverged(nil)
+}

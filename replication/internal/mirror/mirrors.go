@@ -59,6 +59,11 @@ type Mirrors struct {
 	self  uint8 // the client's id, as of the last Welcome
 	idBuf []arche.ID
 	prov  map[uint32]provisional // predicted spawns waiting (spawn.go)
+	// relMask is the relation components of the registry; relSlots the
+	// slots of mirrors that were given one (Relations keeps their targets)
+	relMask  uint64
+	relSlots []uint32
+	relPass  uint32
 	interpState
 }
 
@@ -76,6 +81,11 @@ func New(world *arche.World, cfg Config, counts Counts) (*Mirrors, error) {
 		m.ids = append(m.ids, arche.TypeID(world, p.Type))
 	}
 	m.idNetID = arche.ComponentID[components.NetID](world)
+	for i, p := range m.plans {
+		if p.IsRelation() {
+			m.relMask |= 1 << i
+		}
+	}
 	if err := m.setupInterp(); err != nil {
 		return nil, err
 	}
@@ -169,6 +179,13 @@ func (m *Mirrors) Spawn(tick uint32, e wire.SpawnEntry, latest *receive.View) {
 		mr.owner = e.Meta.Owner // (handed to another client)
 	}
 	*(*components.NetID)(m.world.Get(mr.entity, m.idNetID)) = components.NetID{Handle: components.MakeHandle(e.Meta.Owner, e.Slot), Gen: e.Meta.Gen}
+	if e.Meta.Set&m.relMask != 0 {
+		mr.target, mr.hasTarget = e.Target, e.HasTarget
+		if !mr.relListed {
+			mr.relListed = true
+			m.relSlots = append(m.relSlots, e.Slot)
+		}
+	}
 	m.write(mr, e.Meta.Set, e.Lanes)
 	mr.src = tick
 	if latest != nil {
@@ -177,6 +194,39 @@ func (m *Mirrors) Spawn(tick uint32, e wire.SpawnEntry, latest *receive.View) {
 			mr.src = latest.Srcs[i]
 		}
 	}
+}
+
+// Relations points the relation component of every mirror that has one at
+// the mirror of its target: none while the target has no mirror here (not
+// spawned yet, outside the client's interest, despawned), never a removed
+// or another entity. Run it after the tick's spawns and despawns.
+func (m *Mirrors) Relations() {
+	keep := m.relSlots[:0]
+	m.relPass++
+	for _, slot := range m.relSlots {
+		mr := m.table.get(slot)
+		if mr == nil || !mr.alive || mr.set&m.relMask == 0 {
+			if mr != nil {
+				mr.relListed = false
+			}
+			continue
+		}
+		if mr.relPass == m.relPass {
+			continue // (listed twice: removed and spawned again in one Receive)
+		}
+		mr.relPass = m.relPass
+		keep = append(keep, slot)
+		var want arche.Entity
+		if mr.hasTarget {
+			want, _ = m.Entity(mr.target)
+		}
+		id := m.ids[bits.TrailingZeros64(mr.set&m.relMask)]
+		rel := m.world.Relations()
+		if rel.Get(mr.entity, id) != want {
+			rel.Set(mr.entity, id, want)
+		}
+	}
+	m.relSlots = keep
 }
 
 // exchange gives mirror mr the components of set (and the interpolation

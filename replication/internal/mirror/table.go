@@ -1,6 +1,10 @@
 package mirror
 
-import arche "github.com/mlange-42/arche/ecs"
+import (
+	arche "github.com/mlange-42/arche/ecs"
+
+	"github.com/archenet/archenet/components"
+)
 
 // mirror is the entry of one net slot.
 type mirror struct {
@@ -13,6 +17,11 @@ type mirror struct {
 	// predicted: a provisional entity adopted (Mirrors.SpawnPredicted),
 	// simulated by the game, never interpolated.
 	predicted bool
+	// target is what its relation component names (hasTarget false:
+	// none); relListed: its slot is in Mirrors.relSlots
+	target               components.NetID
+	hasTarget, relListed bool
+	relPass              uint32 // the Relations pass that kept it listed
 }
 
 // table maps net slots to mirrors without trusting slot numbers, which

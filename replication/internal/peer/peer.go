@@ -449,7 +449,7 @@ func (p *Peer) spawnDiff(t *Tick, plan *Plan, sw *wire.SpawnWriter) {
 		si := &t.Slots[slot]
 		owner := p.ID != 0 && m.Owner == p.ID
 		sw.Add(t.Plans, wire.SpawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i),
-			HasKey: owner && si.Keyed && si.Key.Owner == p.ID, Key: si.Key.Key}, owner)
+			HasKey: owner && si.Keyed && si.Key.Owner == p.ID, Key: si.Key.Key, Target: si.Target, HasTarget: si.HasTarget}, owner)
 		p.Spawned.Set(slot)
 		p.Out.Spawns++
 	}
@@ -462,8 +462,8 @@ func (p *Peer) spawnDiff(t *Tick, plan *Plan, sw *wire.SpawnWriter) {
 		switch {
 		case !si.Alive || si.Gen != r.Was.Gen:
 			despawn(r.Slot, r.Was.Gen)
-		case (si.Meta.Set != r.Was.Set || si.Meta.Owner != r.Was.Owner) && relevant.Has(r.Slot):
-			spawn(r.Slot) // component set or owner change: same slot and generation
+		case (si.Meta.Set != r.Was.Set || si.Meta.Owner != r.Was.Owner || si.Target != r.WasTarget || si.HasTarget != r.WasHasTarget) && relevant.Has(r.Slot):
+			spawn(r.Slot) // component set, owner or relation target change: same slot and generation
 		}
 	}
 	// (Two passes over the words where the sets differ: few, in a big world.)

@@ -21,7 +21,11 @@ type Info struct {
 	Rep    components.Replicated
 	Keyed  bool // a predicted spawn of its owner (Server.PredictedSpawn)
 	Key    Key  // its owner and key
-	noted  uint32
+	// Target is the target of its relation component as clients are told
+	// it (HasTarget false: none, or no relation).
+	Target    components.NetID
+	HasTarget bool
+	noted     uint32
 }
 
 // Key is a predicted spawn's key with the client that owns it.
@@ -38,6 +42,9 @@ type Relaid struct {
 	Slot     uint32
 	Was      entity.Meta
 	WasAlive bool
+	// WasTarget and WasHasTarget: its relation target then.
+	WasTarget    components.NetID
+	WasHasTarget bool
 }
 
 // Table is the slot table. Infos is indexed by slot; Alive and Fresh are
@@ -93,7 +100,7 @@ func (t *Table) NoteLayout(slot uint32) {
 		return
 	}
 	si.noted = t.tick
-	t.Relayout = append(t.Relayout, Relaid{Slot: slot, Was: si.Meta, WasAlive: si.Alive})
+	t.Relayout = append(t.Relayout, Relaid{Slot: slot, Was: si.Meta, WasAlive: si.Alive, WasTarget: si.Target, WasHasTarget: si.HasTarget})
 }
 
 // Alloc gives e a slot: a free one (a new incarnation: its generation is
@@ -128,6 +135,7 @@ func (t *Table) Free(slot uint32) {
 		t.Keys.forget(si.Key)
 	}
 	si.Keyed = false
+	si.Target, si.HasTarget = components.NetID{}, false
 	si.Alive = false
 	si.Entity = arche.Entity{}
 	t.Alive.Clear(slot)

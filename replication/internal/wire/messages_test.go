@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	arche "github.com/mlange-42/arche/ecs"
+
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/internal/entity"
 	"github.com/archenet/archenet/replication/schema"
@@ -15,10 +17,15 @@ type fuzzHP struct {
 	Ammo uint16 `net:"range=0:500,owner"`
 }
 
+type fuzzChildOf struct {
+	arche.Relation
+}
+
 func fuzzRegistry() *schema.Registry {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
 	schema.MustRegister[fuzzHP](reg)
+	schema.MustRegister[fuzzChildOf](reg)
 	return reg
 }
 
@@ -40,6 +47,10 @@ func FuzzMessages(f *testing.F) {
 	sw.Reset() // a predicted spawn's key, sent to its owner
 	sw.Add(plans, SpawnEntry{Slot: 6, Meta: entity.Meta{Gen: 1, Owner: 1, Set: 3}, Lanes: lanes, HasKey: true, Key: 1 << 31}, true)
 	f.Add(sw.Bytes(78, nil))
+	sw.Reset() // a relation's target
+	sw.Add(plans, SpawnEntry{Slot: 7, Meta: entity.Meta{Gen: 3, Set: 0b101}, Lanes: lanes, Target: components.NetID{Handle: components.MakeHandle(2, 5), Gen: 2}, HasTarget: true}, false)
+	sw.Add(plans, SpawnEntry{Slot: 8, Meta: entity.Meta{Gen: 0, Set: 0b100}}, false)
+	f.Add(sw.Bytes(79, nil))
 	f.Add((&Welcome{TickRate: 30, Depth: 32, Tick: 9, NetDivisor: 2}).Append(nil))
 	f.Add((&Welcome{TickRate: 60, Depth: 64, Tick: 1, NetDivisor: 1, Compression: true, Dictionary: 0x1234567}).Append(nil))
 	f.Add(AppendClientHeader(nil, &Ack{Newest: 10, Mask: 0xff}))
@@ -84,8 +95,14 @@ func FuzzMessages(f *testing.F) {
 		n := 0
 		_ = ParseSpawns(b, plans, 1, schema.MaxLanes, func(tick uint32, e SpawnEntry) {
 			n++
-			if !e.Despawn && len(e.Lanes) == 0 && e.Meta.Set != 0 {
-				t.Fatalf("spawn without lanes")
+			want := 0
+			for i, p := range plans {
+				if e.Meta.Set>>i&1 != 0 {
+					want += p.NumLanes()
+				}
+			}
+			if !e.Despawn && len(e.Lanes) != want {
+				t.Fatalf("spawn of %d lanes, its set has %d", len(e.Lanes), want)
 			}
 		})
 		_, _ = ParseWelcome(b)

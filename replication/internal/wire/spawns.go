@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/internal/entity"
 	"github.com/archenet/archenet/replication/schema"
@@ -22,6 +23,10 @@ type SpawnEntry struct {
 	// this key (Server.PredictedSpawn); only sent to the owner.
 	HasKey bool
 	Key    uint32
+	// Target is the target of the entity's relation component (when Set
+	// holds one: schema.Plan.IsRelation); HasTarget false: none.
+	Target    components.NetID
+	HasTarget bool
 }
 
 // SpawnWriter builds a spawn batch message (reliable, server → client):
@@ -65,11 +70,16 @@ func (s *SpawnWriter) Add(plans []*schema.Plan, e SpawnEntry, owner bool) {
 		}
 	}
 	off := 0
+	rel := false
 	for set := e.Meta.Set; set != 0; set &= set - 1 {
 		p := plans[bits.TrailingZeros64(set)]
 		n := p.NumLanes()
 		p.Write(&s.body, e.Lanes[off:off+n], owner)
 		off += n
+		rel = rel || p.IsRelation()
+	}
+	if rel {
+		schema.WriteRef(&s.body, e.Target.Handle, e.Target.Gen, e.HasTarget)
 	}
 }
 
@@ -134,8 +144,15 @@ func ParseSpawns(b []byte, plans []*schema.Plan, me uint8, maxLanes int, fn func
 				e.HasKey, e.Key = true, uint32(r.ReadBits(32))
 			}
 			lanes = lanes[:0]
+			rel := false
 			for set := e.Meta.Set; set != 0; set &= set - 1 {
 				p := plans[bits.TrailingZeros64(set)]
+				if p.IsRelation() {
+					if rel {
+						return fmt.Errorf("%w: two relation components", ErrMalformed)
+					}
+					rel = true
+				}
 				start := len(lanes)
 				if start+p.NumLanes() > maxLanes {
 					return fmt.Errorf("%w: entity too large", ErrMalformed)
@@ -148,6 +165,10 @@ func ParseSpawns(b []byte, plans []*schema.Plan, me uint8, maxLanes int, fn func
 				}
 			}
 			e.Lanes = lanes
+			if rel {
+				h, g, ok := schema.ReadRef(r)
+				e.Target, e.HasTarget = components.NetID{Handle: h, Gen: g}, ok
+			}
 		}
 		if err := r.Err(); err != nil {
 			return fmt.Errorf("%w: %v", ErrMalformed, err)

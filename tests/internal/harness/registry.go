@@ -7,6 +7,7 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/schema"
+	"github.com/mlange-42/arche/ecs"
 )
 
 // Health is a replicated component with an owner-only field.
@@ -38,14 +39,20 @@ type Aim struct {
 	At components.Ref
 }
 
+// AttachedTo is a replicated relation component (arche's entity
+// relation): its target is replicated, mapped to the clients' mirrors.
+type AttachedTo struct {
+	ecs.Relation
+}
+
 // Note is a test message of exactly 8 bytes of payload.
 type Note struct {
 	Text [8]uint8 `net:"range=0:255"`
 }
 
 // NewRegistry registers the components the tests replicate: Transform,
-// Velocity, Health, Team, Predicted and Aim; and the messages Hit, Use and
-// Note.
+// Velocity, Health, Team, Predicted, Aim and AttachedTo; and the messages
+// Hit, Use and Note.
 func NewRegistry() *schema.Registry {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
@@ -54,6 +61,7 @@ func NewRegistry() *schema.Registry {
 	schema.MustRegister[Team](reg)
 	schema.MustRegister[components.Predicted](reg)
 	schema.MustRegister[Aim](reg)
+	schema.MustRegister[AttachedTo](reg)
 	schema.MustRegisterMessage[Hit](reg)
 	schema.MustRegisterMessage[Use](reg)
 	schema.MustRegisterMessage[Note](reg)
