@@ -100,7 +100,7 @@ func (a *Arena) sample(now time.Time) sample {
 	if a.Server != nil {
 		s.tick = a.Server.Tick()
 		snap, spawn := a.Server.BytesDown()
-		s.bytes = snap + spawn
+		s.bytes = snap + spawn + a.Server.MessageBytes()
 	} else if len(a.Bots) > 0 {
 		c := a.Bots[0].Client()
 		s.tick = c.SimTick(c.ServerTick())
@@ -209,6 +209,9 @@ type Summary struct {
 	InputLate      uint64
 	SnapshotBytes  uint64
 	SpawnBytes     uint64
+	// FeedLines is the hit-feed events the server sent and MessageBytes
+	// the bytes of the game messages that carried them to the clients.
+	FeedLines, MessageBytes uint64
 }
 
 // Summary closes the accounting at now (call Status first for the last
@@ -253,6 +256,7 @@ func (a *Arena) Summary(now time.Time) Summary {
 		s.PlayerShots, s.PlayerHits = st.PlayerShots, st.PlayerHits
 		s.InputReceived, s.InputMissing, s.InputLate = st.InputReceived, st.InputMissing, st.InputLate
 		s.SnapshotBytes, s.SpawnBytes = a.Server.BytesDown()
+		s.FeedLines, s.MessageBytes = st.FeedLines, a.Server.MessageBytes()
 	}
 	return s
 }
@@ -279,6 +283,10 @@ func (s Summary) String() string {
 		}
 		fmt.Fprintf(&b, "  inputs      %d ticks received, %d missing (last input repeated), %d late frames\n",
 			s.InputReceived, s.InputMissing, s.InputLate)
+		if s.FeedLines > 0 && secs > 0 && s.Clients > 0 {
+			fmt.Fprintf(&b, "  hit feed    %d lines, %d B of messages (%.1f B/s per client)\n",
+				s.FeedLines, s.MessageBytes, float64(s.MessageBytes)/secs/float64(s.Clients))
+		}
 	}
 	return b.String()
 }

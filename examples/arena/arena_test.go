@@ -33,6 +33,9 @@ type simArena struct {
 	// interpolating is the most remote entities drawn by interpolation in
 	// one bot frame.
 	interpolating int
+	// aimed is the most shots whose target a bot read as an avatar's
+	// mirror in one frame.
+	aimed int
 	// maxJump is the largest visual discontinuity of a bot's avatar: how
 	// much the drawn position's step in one frame differs from the step of
 	// its motion without corrections. Zero except while a smoothed
@@ -94,6 +97,7 @@ func (s *simArena) run(d time.Duration) {
 			st := b.Stats()
 			s.maxProjectiles = max(s.maxProjectiles, st.Projectiles)
 			s.interpolating = max(s.interpolating, st.Interpolating)
+			s.aimed = max(s.aimed, st.Aimed)
 		}
 		if !s.now.Before(s.nextStatus) {
 			s.statuses = append(s.statuses, s.arena.Status(s.now))
@@ -171,6 +175,23 @@ func TestArenaPerfectLink(t *testing.T) {
 	}
 	require.Greater(t, s.maxProjectiles, 5)
 	require.Greater(t, s.interpolating, 20, "remote entities are interpolated")
+
+	// The hit feed: one line per hit, to the bots that see the victim (all
+	// of them here), each naming the victim's mirror; the victim's own bot
+	// reads it as its own avatar.
+	require.Equal(t, gs.Hits, gs.FeedLines)
+	var own uint64
+	for i, b := range s.arena.Bots {
+		st := b.Stats()
+		require.InDelta(t, gs.FeedLines, st.Feed, 1, "bot %d: every line of the feed", i)
+		require.Equal(t, st.Feed, st.FeedResolved, "bot %d: each names the victim's mirror", i)
+		own += st.FeedOwn
+	}
+	require.InDelta(t, gs.FeedLines, own, 1, "each victim's bot reads its own avatar")
+	// NPC shots name the avatar they were aimed at, which the bots read as
+	// its mirror.
+	require.Positive(t, gs.Aimed)
+	require.Positive(t, s.aimed, "bots saw shots naming an avatar's mirror")
 
 	// One status per simulated second; skip the first (joining).
 	require.Len(t, s.statuses, 15)

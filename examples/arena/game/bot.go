@@ -55,9 +55,16 @@ type BotStats struct {
 	InputCorrections uint64
 	Snapshots        uint64 // new snapshot ticks seen
 	Projectiles      int    // projectile mirrors right now
+	// Aimed counts the projectile mirrors right now whose Target reads as
+	// an avatar's mirror (NPC shots aimed at a player).
+	Aimed int
 	// Interpolating counts remote entities drawn from two snapshots in the
 	// last frame (the rest extrapolate or hold).
 	Interpolating, Extrapolating, Holding int
+	// Feed counts the hit-feed lines received; FeedResolved those whose
+	// victim read as its mirror here (it always should: the feed goes to
+	// the clients that see the victim); FeedOwn those about its own avatar.
+	Feed, FeedResolved, FeedOwn uint64
 }
 
 // Bot is a headless client: its own arche world mirrored by a
@@ -134,7 +141,23 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	if b.shots.own, err = input.NewProjectiles(b.player, b.moveProjectile); err != nil {
 		return nil, err
 	}
+	feed, err := replication.ClientMessages[HitFeed](b.cl)
+	if err != nil {
+		return nil, err
+	}
+	feed.Handle(b.onFeed)
 	return b, nil
+}
+
+// onFeed counts a line of the hit feed.
+func (b *Bot) onFeed(m replication.Message[HitFeed]) {
+	b.stats.Feed++
+	if v := m.Value.Victim.Entity; !v.IsZero() {
+		b.stats.FeedResolved++
+		if own, ok := b.player.Entity(); ok && own == v {
+			b.stats.FeedOwn++
+		}
+	}
 }
 
 // World returns the client's world (mirrors, the predicted avatar with its
@@ -238,8 +261,13 @@ func (b *Bot) draw() {
 	st := b.cl.InterpolationStats()
 	b.stats.Interpolating, b.stats.Extrapolating, b.stats.Holding = st.Interpolating, st.Extrapolating, st.Holding
 	q := b.world.Query(ecs.All(b.idProj))
-	b.stats.Projectiles = q.Count()
-	q.Close()
+	b.stats.Projectiles, b.stats.Aimed = q.Count(), 0
+	for q.Next() {
+		// An NPC's shot names the avatar it was aimed at: its mirror here.
+		if t := (*Projectile)(q.Get(b.idProj)).Target.Entity; !t.IsZero() && b.world.Alive(t) && b.world.Has(t, b.idAvatar) {
+			b.stats.Aimed++
+		}
+	}
 }
 
 // Poses returns the drawn position of the local avatar and its motion: the

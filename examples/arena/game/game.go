@@ -69,9 +69,24 @@ type Avatar struct {
 // Projectile marks a short-lived shot. TTL and Lag are server-only: the
 // client learns of the end through the despawn.
 type Projectile struct {
-	Shooter uint8   `net:"range=0:255"` // owner client of the shooter, 0 for an NPC
-	TTL     uint16  `net:"-"`
-	Lag     float64 `net:"-"` // the shooter's view lag in simulation ticks
+	Shooter uint8 `net:"range=0:255"` // owner client of the shooter, 0 for an NPC
+	// Target is the avatar an NPC aimed its shot at (none for a player's):
+	// a replicated reference, which a client reads as that avatar's mirror
+	// (none while it does not see it), e.g. to warn its player of the shots
+	// coming at it.
+	Target components.Ref
+	TTL    uint16  `net:"-"`
+	Lag    float64 `net:"-"` // the shooter's view lag in simulation ticks
+}
+
+// HitFeed is a line of the arena's hit feed: an avatar was hit, by a
+// player (Shooter, its client) or an NPC (0). The server sends it about
+// the victim (an entity-scoped event): exactly the clients that see the
+// victim get it, after its spawn; its Tick lets them show it when their
+// interpolated view reaches the hit.
+type HitFeed struct {
+	Victim  components.Ref
+	Shooter uint8 `net:"range=0:255"`
 }
 
 // newRegistry returns the replicated components, in the same order on
@@ -85,6 +100,7 @@ func newRegistry() *schema.Registry {
 	// Marks avatars: their owners predict them (input.Player) instead of
 	// interpolating them.
 	schema.MustRegister[components.Predicted](reg)
+	schema.MustRegisterMessage[HitFeed](reg)
 	return reg
 }
 

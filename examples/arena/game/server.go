@@ -76,6 +76,9 @@ type ServerStats struct {
 	// InputRejected counts input sections refused (malformed, flooding, or
 	// coded against a frame the server no longer holds).
 	InputRejected uint64
+	// FeedLines counts the hit-feed events sent (each to the clients that
+	// see the victim); Aimed the NPC shots aimed at an avatar.
+	FeedLines, Aimed uint64
 }
 
 // ServerGame is the authoritative arena: an arche world stepped by an
@@ -89,6 +92,7 @@ type ServerGame struct {
 	// (ServerConfig.OnConnect / OnDisconnect) since the last syncPlayers.
 	joined, left []replication.ClientID
 	auth         *input.Authority[Avatar, ShooterInput]
+	feed         *replication.ServerEndpoint[HitFeed]
 	hist         *lagcomp.History[components.Transform] // what clients were shown
 	rng          *rand.Rand
 	log          *slog.Logger
@@ -110,7 +114,8 @@ type ServerGame struct {
 type projectileSpawn struct {
 	pos, vel components.Vec3
 	shooter  uint8
-	lag      float64 // the shooter's view lag, simulation ticks
+	lag      float64      // the shooter's view lag, simulation ticks
+	target   arche.Entity // the avatar an NPC aimed at
 }
 
 // NewServerGame creates the world, the replication server and the NPCs.
@@ -175,6 +180,9 @@ func NewServerGame(opts ServerOptions) (*ServerGame, error) {
 	// Net tick n is simulation tick n·netDivisor (ServerConfig.Tick), which
 	// clients use to stamp inputs (checked in afterSend).
 	if g.srv, err = replication.NewServer(g.world, opts.Listener, cfg); err != nil {
+		return nil, err
+	}
+	if g.feed, err = replication.ServerMessages[HitFeed](g.srv); err != nil {
 		return nil, err
 	}
 	if g.sched, err = ecs.New(g.world, ecs.Config{TickRate: simRate, NetDivisor: netDivisor}); err != nil {
@@ -288,6 +296,10 @@ func (g *ServerGame) BytesDown() (snapshots, spawns uint64) {
 	return g.srv.Stats.SnapshotBytes, g.srv.Stats.SpawnBytes
 }
 
+// MessageBytes returns the bytes of game messages sent (the hit feed),
+// summed over clients.
+func (g *ServerGame) MessageBytes() uint64 { return g.srv.Stats.MessageBytes }
+
 func (g *ServerGame) player(c replication.ClientID) *player {
 	if p := g.players[c]; p != nil {
 		return p
@@ -385,21 +397,23 @@ func (g *ServerGame) stepNPCs(*arche.World) {
 		if n.FireIn--; n.FireIn <= 0 {
 			n.FireIn = npcFireMinTick + g.rng.IntN(npcFireMaxTick-npcFireMinTick)
 			aim := yaw
-			if target, ok := g.nearestAvatar(tr.Pos, npcAimRange); ok {
-				aim = math.Atan2(target.Z-tr.Pos.Z, target.X-tr.Pos.X)
+			target, at, ok := g.nearestAvatar(tr.Pos, npcAimRange)
+			if ok {
+				aim = math.Atan2(at.Z-tr.Pos.Z, at.X-tr.Pos.X)
 			}
 			aim += (g.rng.Float64()*2 - 1) * npcAimSpread
 			s, c := math.Sincos(aim)
 			dir := components.Vec3{X: c, Z: s}
-			g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: tr.Pos.Add(dir), vel: dir.Scale(projectileVel)})
+			g.spawnQueue = append(g.spawnQueue, projectileSpawn{pos: tr.Pos.Add(dir), vel: dir.Scale(projectileVel), target: target})
 		}
 	}
 }
 
-// nearestAvatar returns the position of the avatar nearest to p within r.
-func (g *ServerGame) nearestAvatar(p components.Vec3, r float64) (components.Vec3, bool) {
+// nearestAvatar returns the avatar nearest to p within r and its position.
+func (g *ServerGame) nearestAvatar(p components.Vec3, r float64) (arche.Entity, components.Vec3, bool) {
 	best, ok := r*r, false
 	var at components.Vec3
+	var e arche.Entity
 	for _, pl := range g.order {
 		if !pl.has {
 			continue
@@ -407,10 +421,10 @@ func (g *ServerGame) nearestAvatar(p components.Vec3, r float64) (components.Vec
 		av := (*Avatar)(g.world.Get(pl.avatar, g.idAvatar))
 		dx, dz := av.X-p.X, av.Z-p.Z
 		if d := dx*dx + dz*dz; d < best {
-			best, ok, at = d, true, components.Vec3{X: av.X, Z: av.Z}
+			best, ok, at, e = d, true, components.Vec3{X: av.X, Z: av.Z}, pl.avatar
 		}
 	}
-	return at, ok
+	return e, at, ok
 }
 
 // stepProjectiles spawns the shots of this tick, moves projectiles, pushes
@@ -421,7 +435,10 @@ func (g *ServerGame) stepProjectiles(*arche.World) {
 		e := g.world.NewEntity(g.idRep, g.idTrans, g.idVel, g.idProj)
 		*(*components.Transform)(g.world.Get(e, g.idTrans)) = components.Transform{Pos: s.pos, Rot: components.QuatIdentity()}
 		(*components.Velocity)(g.world.Get(e, g.idVel)).Linear = s.vel
-		*(*Projectile)(g.world.Get(e, g.idProj)) = Projectile{Shooter: s.shooter, TTL: projectileTTL, Lag: s.lag}
+		*(*Projectile)(g.world.Get(e, g.idProj)) = Projectile{Shooter: s.shooter, Target: components.RefTo(s.target), TTL: projectileTTL, Lag: s.lag}
+		if !s.target.IsZero() {
+			g.stats.Aimed++
+		}
 		g.stats.ProjectilesSpawned++
 		if s.shooter != 0 {
 			// The shooter predicted this projectile, keyed by the input
@@ -461,6 +478,10 @@ func (g *ServerGame) stepProjectiles(*arche.World) {
 				p.pushes++
 				g.stats.Hits++
 				gone = true
+				// The hit feed: to the clients that see the victim.
+				if err := g.feed.SendAbout(p.avatar, HitFeed{Victim: components.RefTo(p.avatar), Shooter: pr.Shooter}, replication.Reliable); err == nil {
+					g.stats.FeedLines++
+				}
 			}
 		}
 		if gone {
