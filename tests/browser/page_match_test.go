@@ -44,6 +44,12 @@ type browserMatch struct {
 const browserMovers = 24
 
 func newBrowserMatch(t *testing.T, players bool) *browserMatch {
+	return newMatch(t, pagegame.ServerOptions{Movers: browserMovers, Players: players})
+}
+
+// newMatch is newBrowserMatch for a match of options o (its Listener and
+// Logger set here).
+func newMatch(t *testing.T, o pagegame.ServerOptions) *browserMatch {
 	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	browser := webtransporttest.Chromium(t)
 	wasm := webtransporttest.BuildWasm(t, "", "../internal/pageclient")
@@ -57,7 +63,8 @@ func newBrowserMatch(t *testing.T, players bool) *browserMatch {
 	require.NoError(t, err)
 	m.wl, err = webtransport.Listen("127.0.0.1:0", &webtransport.Config{TLS: certs.TLSConfig(), Logger: harness.Quiet})
 	require.NoError(t, err)
-	m.srv, err = pagegame.NewServer(pagegame.ServerOptions{Listener: transport.MergeListeners(m.ql, m.wl), Movers: browserMovers, Players: players, Logger: harness.Quiet})
+	o.Listener, o.Logger = transport.MergeListeners(m.ql, m.wl), harness.Quiet
+	m.srv, err = pagegame.NewServer(o)
 	require.NoError(t, err)
 
 	mux := http.NewServeMux()
@@ -123,6 +130,12 @@ func (m *browserMatch) do(f func()) {
 
 // dialNative joins a native client over QUIC (sample nil: a watcher).
 func (m *browserMatch) dialNative(sample func(uint32, *pagegame.Body) pagegame.Move) *pagegame.Client {
+	return m.dialNativeWith(sample, false)
+}
+
+// dialNativeWith is dialNative; with messages, the client checks the
+// match's messages and pokes (pagegame.Client.Messages).
+func (m *browserMatch) dialNativeWith(sample func(uint32, *pagegame.Body) pagegame.Move, messages bool) *pagegame.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := quic.Dial(ctx, m.ql.Addr().String(), &quic.Config{TLS: m.cert.ClientTLS(), Logger: harness.Quiet})
@@ -130,6 +143,9 @@ func (m *browserMatch) dialNative(sample func(uint32, *pagegame.Body) pagegame.M
 	m.t.Cleanup(func() { _ = conn.Close() })
 	c, err := pagegame.NewClient(conn, sample, 600, harness.Quiet)
 	require.NoError(m.t, err)
+	if messages {
+		require.NoError(m.t, c.Messages())
+	}
 	m.do(func() { m.natives = append(m.natives, c) })
 	return c
 }
@@ -153,6 +169,7 @@ type pageReport struct {
 	ConvergeError string                       `json:"convergeError"`
 	Records       []replicationtest.TickRecord `json:"records"`
 	Transport     map[string]float64           `json:"transport"`
+	Msgs          pagegame.MessageStats        `json:"msgs"`
 }
 
 // open loads the page in mode and waits until it plays (and the natives are ready).

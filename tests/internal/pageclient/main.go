@@ -5,7 +5,8 @@
 // replication.Client and input.Player as the native clients of the same match.
 //
 // Query parameters: mode "play" (a predicted body, scripted input) or "watch" (a
-// mirror only). It dials the session /endpoint.json names and plays a frame every
+// mirror only); messages=1 checks the match's game messages and pokes the server
+// (pagegame.Client.Messages). It dials the session /endpoint.json names and plays a frame every
 // 1/60 s. Once the test sets window.pageStop, the player lets go of its keys and the
 // page fetches the server's state (/server.json, a replicationtest.State) every
 // 100 ms and runs replicationtest.Converged on its own world against it. It publishes
@@ -50,13 +51,15 @@ type report struct {
 	Records      []replicationtest.TickRecord `json:"records,omitempty"`
 	Transport    map[string]any               `json:"transport,omitempty"`
 	MessagesRecv uint64                       `json:"messagesReceived"`
+	// With messages=1: the game messages it saw (pagegame.MessageStats).
+	Msgs pagegame.MessageStats `json:"msgs"`
 }
 
 func main() {
 	q, _ := url.ParseQuery(js.Global().Get("location").Get("search").String()[1:])
 	r := &report{Mode: q.Get("mode"), State: "connecting"}
 	publish(r)
-	if err := play(r); err != nil {
+	if err := play(r, q); err != nil {
 		r.State, r.Error = "error", err.Error()
 	}
 	publish(r)
@@ -69,7 +72,7 @@ func publish(r *report) {
 
 func stopped() bool { return js.Global().Get("pageStop").Truthy() }
 
-func play(r *report) error {
+func play(r *report, q url.Values) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	conn, err := webtransport.DialEndpoint(ctx, "/endpoint.json", nil)
 	cancel()
@@ -84,6 +87,11 @@ func play(r *report) error {
 	c, err := pagegame.NewClient(conn, sample, 600, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
+	}
+	if q.Get("messages") == "1" {
+		if err := c.Messages(); err != nil {
+			return err
+		}
 	}
 	c.Net.OnSnapshot(func(uint32, time.Time) { r.Snapshots++ })
 	r.State = "playing"
@@ -159,6 +167,7 @@ func fill(r *report, c *pagegame.Client, cpu time.Duration, frames int) {
 	r.FrameMs = float64(cpu) / float64(time.Millisecond) / float64(max(frames, 1))
 	st := c.Recorder.Stats()
 	r.MessagesRecv = st.MessagesReceived
+	r.Msgs = c.Msgs
 	r.Transport = map[string]any{
 		"datagramsReceived": st.DatagramsReceived, "datagramsDropped": st.DatagramsDropped,
 		"datagramBytesReceived": st.DatagramBytesReceived, "datagramsSent": st.DatagramsSent,

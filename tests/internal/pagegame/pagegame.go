@@ -42,13 +42,38 @@ type Move struct {
 	Turn    int8 `net:"range=-1:1"`
 }
 
-// Registry returns the replicated components, the same on both sides.
+// Event is the server's game message (ServerOptions.Messages): Stream 0 is
+// a reliable broadcast, 1 an unreliable one, 2 a reliable event about mover
+// number Mover (About), to the clients that see it. Seq counts the server's
+// net ticks with events, the same in every stream.
+type Event struct {
+	Stream uint8 `net:"range=0:3"`
+	Seq    uint32
+	Mover  uint16 `net:"range=0:1023"`
+	About  components.Ref
+}
+
+// Poke is a client's game message naming a mover it sees.
+type Poke struct {
+	Seq   uint32
+	Mover components.Ref
+}
+
+// Registry returns the replicated components and the messages, the same on
+// both sides.
 func Registry() *schema.Registry {
 	reg := schema.NewRegistry()
 	schema.MustRegister[Body](reg)
 	schema.MustRegister[components.Predicted](reg)
+	schema.MustRegisterMessage[Event](reg)
+	schema.MustRegisterMessage[Poke](reg)
 	return reg
 }
+
+// Hidden reports whether mover i is outside client c's interest in a match
+// with messages (ServerOptions.Messages): every third mover, for clients of
+// an even id.
+func Hidden(c replication.ClientID, i int) bool { return c%2 == 0 && i%3 == 0 }
 
 // Step moves a player: turn at 3 rad/s, walk at 5 m/s, stop at the edge. The
 // server's input.Authority and the owner's input.Player both run it.
@@ -86,7 +111,10 @@ type ServerOptions struct {
 	// Players gives every client a predicted body (input.Authority); without,
 	// clients only watch.
 	Players bool
-	Logger  *slog.Logger // nil: slog.Default()
+	// Messages sends Events every net tick, counts the clients' Pokes
+	// (Server.Pokes) and hides movers from some clients (Hidden).
+	Messages bool
+	Logger   *slog.Logger // nil: slog.Default()
 }
 
 // mover is the server-only state of a circling entity.
@@ -102,6 +130,15 @@ type Server struct {
 	Still   bool
 	players map[replication.ClientID]arche.Entity
 	events  []replication.ClientID // joins and leaves, in order
+	// With ServerOptions.Messages: the movers in order, the Events sent,
+	// and per client the Pokes taken, those naming a mover the client does
+	// not see or a wrong entity (PokesWrong), and the refused count.
+	movers     []arche.Entity
+	moverIndex map[arche.Entity]int
+	Event      *replication.ServerEndpoint[Event]
+	EventSeq   uint32
+	Pokes      map[replication.ClientID]int
+	PokesWrong map[replication.ClientID]int
 }
 
 // NewServer creates the world, its movers and the replication server.
@@ -129,6 +166,16 @@ func NewServer(o ServerOptions) (*Server, error) {
 			return nil, err
 		}
 	}
+	if o.Messages {
+		s.moverIndex, s.Pokes, s.PokesWrong = map[arche.Entity]int{}, map[replication.ClientID]int{}, map[replication.ClientID]int{}
+		cfg.Interest = &replication.Interest{Radius: 1e6, Every: 1,
+			Focus: func(replication.ClientID) (components.Vec3, bool) { return components.Vec3{}, true },
+			Filter: func(c replication.ClientID, e arche.Entity) bool {
+				i, ok := s.moverIndex[e] // (read-only once the match runs)
+				return !ok || !Hidden(c, i)
+			},
+			Position: replication.PositionOf(func(b *Body) components.Vec3 { return components.Vec3{X: b.X, Z: b.Z} })}
+	}
 	if s.Net, err = replication.NewServer(&w, o.Listener, cfg); err != nil {
 		return nil, err
 	}
@@ -144,12 +191,21 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if s.Auth != nil {
 		s.Sched.AddSystem(s.Auth.RoundSystem())
 	}
+	if o.Messages {
+		if err := s.messages(); err != nil {
+			return nil, err
+		}
+	}
 	s.Sched.AddNetSystem(s.Net.SendSystem())
 	idRep, idBody, idMover := arche.ComponentID[components.Replicated](&w), arche.ComponentID[Body](&w), arche.ComponentID[mover](&w)
 	for i := range o.Movers {
 		e := w.NewEntity(idRep, idBody, idMover)
 		f := float64(i)
 		*(*mover)(w.Get(e, idMover)) = mover{CX: math.Mod(f*7.3, 2*Half) - Half, CZ: math.Mod(f*11.9, 2*Half) - Half, R: 1 + math.Mod(f, 5), W: 0.5 + math.Mod(f*0.37, 2), A: f}
+		if o.Messages {
+			s.movers = append(s.movers, e)
+			s.moverIndex[e] = i
+		}
 	}
 	return s, nil
 }
@@ -195,4 +251,34 @@ func (s *Server) move(w *arche.World) {
 // State captures the server's replicated state for a client's [Client.Converged].
 func (s *Server) State() (replicationtest.State, error) {
 	return replicationtest.Capture(Registry(), s.World, s.Net.NetID)
+}
+
+// messages sets up the match's messages: a net system that sends each
+// tick's Events, and the Pokes' handler.
+func (s *Server) messages() error {
+	var err error
+	if s.Event, err = replication.ServerMessages[Event](s.Net); err != nil {
+		return err
+	}
+	pokes, err := replication.ServerMessages[Poke](s.Net)
+	if err != nil {
+		return err
+	}
+	pokes.Handle(func(m replication.Message[Poke]) {
+		i, ok := s.moverIndex[m.Value.Mover.Entity]
+		if !ok || Hidden(m.From, i) {
+			s.PokesWrong[m.From]++
+			return
+		}
+		s.Pokes[m.From]++
+	})
+	s.Sched.AddNetSystem(ecs.Func(func(*arche.World) {
+		s.EventSeq++
+		seq := s.EventSeq
+		_ = s.Event.Broadcast(Event{Stream: 0, Seq: seq}, replication.Reliable)
+		_ = s.Event.Broadcast(Event{Stream: 1, Seq: seq}, replication.Unreliable)
+		i := int(seq) % len(s.movers)
+		_ = s.Event.SendAbout(s.movers[i], Event{Stream: 2, Seq: seq, Mover: uint16(i), About: components.RefTo(s.movers[i])}, replication.Reliable)
+	}))
+	return nil
 }
