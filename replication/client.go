@@ -251,7 +251,7 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 		return nil, err
 	}
 	c := &Client{cfg: cfg, world: world}
-	c.msgs.init(cfg.Registry)
+	c.msgs.init(c, cfg.Registry)
 	c.refs = refComps(world, cfg.Registry)
 	st := &c.Stats
 	c.link = link.New(link.Config{Registry: cfg.Registry, Token: cfg.Token, Match: cfg.Match, MaxEntities: cfg.MaxEntities,

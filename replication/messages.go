@@ -81,16 +81,20 @@ type endpoint[T any] struct {
 }
 
 func (e *endpoint[T]) deliver(from ClientID, tick uint32, lanes []uint64, resolve func(*components.Ref) (bool, string)) (bool, string) {
-	m := Message[T]{From: from, Tick: tick}
+	// Decoded in place (the message's memory is the slice's: nothing is
+	// allocated per message once it has grown).
+	e.in = append(e.in, Message[T]{From: from, Tick: tick})
+	m := &e.in[len(e.in)-1]
 	schema.DequantizeValue(e.plan, lanes, &m.Value)
 	for _, f := range e.plan.Refs() {
 		if ok, why := resolve(refAt(&m.Value, f.Offset)); !ok {
+			*m = Message[T]{}
+			e.in = e.in[:len(e.in)-1]
 			return false, why
 		}
 	}
-	e.in = append(e.in, m)
 	for _, h := range e.handlers {
-		h(m)
+		h(*m)
 	}
 	return true, ""
 }

@@ -99,9 +99,36 @@ type clientMsgs struct {
 	seq        uint16
 	newest     uint32
 	newestSeen bool
+	// made once: the reference resolver, and the batch's and section's
+	// delivery (c, tick and n: the one being delivered)
+	c       *Client
+	tick    uint32
+	resolve func(*components.Ref) (bool, string)
+	onMsg   func(tick uint32, p *schema.Plan, lanes []uint64) error
+	onSec   func(p *schema.Plan, lanes []uint64) error
+	dg      []byte // the datagram with its section
 }
 
-func (m *clientMsgs) init(reg *schema.Registry) {
+func (m *clientMsgs) init(c *Client, reg *schema.Registry) {
+	m.c = c
+	m.resolve = func(r *components.Ref) (bool, string) {
+		if r.Set {
+			r.Entity, _ = c.mirrors.Entity(r.ID)
+		}
+		return true, ""
+	}
+	m.onMsg = func(tick uint32, p *schema.Plan, lanes []uint64) error {
+		m.tick = tick
+		return m.onSec(p, lanes)
+	}
+	m.onSec = func(p *schema.Plan, lanes []uint64) error {
+		if ep := m.eps[p.ID]; ep != nil {
+			ep.deliver(0, m.tick, lanes, m.resolve)
+		} else {
+			m.c.Stats.MessagesUnhandled++
+		}
+		return nil
+	}
 	m.plans = reg.Messages()
 	m.idBits = wire.IDBits(len(m.plans))
 	m.eps = make([]inbox, len(m.plans))
@@ -156,13 +183,13 @@ func (m *clientMsgs) appendSection(d []byte, max int) ([]byte, int) {
 		return d, 0
 	}
 	m.seq++
-	out := m.sec.Append(d, true, m.seq)
+	m.dg = m.sec.Append(append(m.dg[:0], d...), true, m.seq) // (d is the link's: not grown in place)
 	m.sec.Reset()
-	if len(out) > max {
-		return out[:len(d)], 0
+	if len(m.dg) > max {
+		return d, 0
 	}
-	out[0] |= wire.FlagClientMessages
-	return out, n
+	m.dg[0] |= wire.FlagClientMessages
+	return m.dg, n
 }
 
 // receiveSection takes the message section of a snapshot datagram of
@@ -173,20 +200,8 @@ func (m *clientMsgs) receiveSection(c *Client, tick uint32, sec []byte) {
 		c.Stats.MessagesStale++
 		return
 	}
-	resolve := func(r *components.Ref) (bool, string) {
-		if r.Set {
-			r.Entity, _ = c.mirrors.Entity(r.ID)
-		}
-		return true, ""
-	}
-	_, n, err := wire.ParseSection(sec, false, m.plans, m.scratch, func(p *schema.Plan, lanes []uint64) error {
-		if ep := m.eps[p.ID]; ep != nil {
-			ep.deliver(0, tick, lanes, resolve)
-		} else {
-			c.Stats.MessagesUnhandled++
-		}
-		return nil
-	})
+	m.tick = tick
+	_, n, err := wire.ParseSection(sec, false, m.plans, m.scratch, m.onSec)
 	if err != nil {
 		c.Stats.MessagesDropped++
 		return
@@ -240,20 +255,7 @@ func (c *Client) sendMessages() {
 // receive decodes a batch of the server's messages (checked whole first)
 // into the endpoints; references resolve to mirrors, or to none.
 func (m *clientMsgs) receive(c *Client, b []byte) error {
-	resolve := func(r *components.Ref) (bool, string) {
-		if r.Set {
-			r.Entity, _ = c.mirrors.Entity(r.ID)
-		}
-		return true, ""
-	}
-	_, n, err := wire.ParseMessages(b, wire.KindMessages, m.plans, m.scratch, func(tick uint32, p *schema.Plan, lanes []uint64) error {
-		if ep := m.eps[p.ID]; ep != nil {
-			ep.deliver(0, tick, lanes, resolve)
-		} else {
-			c.Stats.MessagesUnhandled++
-		}
-		return nil
-	})
+	_, n, err := wire.ParseMessages(b, wire.KindMessages, m.plans, m.scratch, m.onMsg)
 	if err == nil {
 		c.Stats.MessagesIn += uint64(n)
 	}

@@ -108,8 +108,17 @@ type serverMsgs struct {
 	scoped int    // scoped out messages
 	unrel  int    // unreliable out messages
 	body   []byte // bodies' bytes, after prepare (read by the workers)
-	// sectionFn is Server.sectionFor (made once).
+	// sectionFn is Server.sectionFor and resolveFn resolveFrom's, made
+	// once; from is the client whose messages are being delivered.
 	sectionFn func(p *peer.Peer, sw *wire.SectionWriter, dst []byte) ([]byte, int, int)
+	resolveFn func(*components.Ref) (bool, string)
+	from      *remote
+	s         *Server
+	// the pending delivery of a batch or section (deliverAllowed)
+	allowed int
+	tick    uint32
+	onMsg   func(tick uint32, p *schema.Plan, lanes []uint64) error
+	onSec   func(p *schema.Plan, lanes []uint64) error
 
 	scratch []uint64
 }
@@ -150,7 +159,19 @@ type pendingRef struct {
 }
 
 func (m *serverMsgs) init(s *Server, reg *schema.Registry) {
-	m.sectionFn = s.sectionFor
+	m.sectionFn, m.s = s.sectionFor, s
+	m.resolveFn = func(r *components.Ref) (bool, string) { return s.resolveFor(m.from, r) }
+	m.onMsg = func(tick uint32, p *schema.Plan, lanes []uint64) error {
+		m.tick = tick
+		return m.onSec(p, lanes)
+	}
+	m.onSec = func(p *schema.Plan, lanes []uint64) error {
+		if m.allowed > 0 {
+			m.allowed--
+			m.deliver(m.s, m.from, m.tick, p, lanes)
+		}
+		return nil
+	}
 	m.plans = reg.Messages()
 	m.idBits = wire.IDBits(len(m.plans))
 	m.eps = make([]inbox, len(m.plans))
@@ -394,13 +415,9 @@ func (m *serverMsgs) receive(s *Server, c *remote, b []byte, now time.Time) erro
 	if err != nil || allowed == 0 {
 		return err
 	}
-	_, _, err = wire.ParseMessages(b, wire.KindClientMessages, m.plans, m.scratch, func(tick uint32, p *schema.Plan, lanes []uint64) error {
-		if allowed > 0 {
-			allowed--
-			m.deliver(s, c, tick, p, lanes)
-		}
-		return nil
-	})
+	m.from, m.allowed = c, allowed
+	_, _, err = wire.ParseMessages(b, wire.KindClientMessages, m.plans, m.scratch, m.onMsg)
+	m.from = nil
 	return err
 }
 
@@ -420,13 +437,9 @@ func (m *serverMsgs) receiveSection(s *Server, c *remote, sec []byte, tick uint3
 	if err != nil || allowed == 0 {
 		return err
 	}
-	_, _, err = wire.ParseSection(sec, true, m.plans, m.scratch, func(p *schema.Plan, lanes []uint64) error {
-		if allowed > 0 {
-			allowed--
-			m.deliver(s, c, tick, p, lanes)
-		}
-		return nil
-	})
+	m.from, m.allowed, m.tick = c, allowed, tick
+	_, _, err = wire.ParseSection(sec, true, m.plans, m.scratch, m.onSec)
+	m.from = nil
 	return err
 }
 
@@ -455,7 +468,7 @@ func (m *serverMsgs) deliver(s *Server, c *remote, tick uint32, p *schema.Plan, 
 		s.Stats.MessagesUnhandled++
 		return
 	}
-	if ok, why := ep.deliver(c.ID, tick, lanes, func(r *components.Ref) (bool, string) { return s.resolveFor(c, r) }); !ok {
+	if ok, why := ep.deliver(c.ID, tick, lanes, m.resolveFn); !ok {
 		s.Stats.MessagesRefused++
 		s.cfg.Logger.Debug("archenet: client message refused", "client", c.ID, "message", p.Name, "reason", why)
 	}

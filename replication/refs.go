@@ -13,6 +13,9 @@ import (
 type refComp struct {
 	id   arche.ID
 	plan *schema.Plan
+	// filter selects the entities to visit (made once: a filter made per
+	// query is an allocation)
+	filter arche.Filter
 }
 
 // refComps returns the registered components of reg that hold references,
@@ -32,8 +35,12 @@ func refComps(world *arche.World, reg *schema.Registry) []refComp {
 // replicated, or gone), so that the frame quantizes them: after the tick's
 // slots are allocated, before the frame.
 func (s *Server) refsToNet() {
-	for _, rc := range s.refs {
-		q := s.world.Query(arche.All(rc.id))
+	for i := range s.refs {
+		rc := &s.refs[i]
+		if rc.filter == nil {
+			rc.filter = arche.All(rc.id)
+		}
+		q := s.world.Query(rc.filter)
 		for q.Next() {
 			ptr := q.Get(rc.id)
 			for _, f := range rc.plan.Refs() {
@@ -57,8 +64,12 @@ func (s *Server) refsToNet() {
 // interest, despawned), resolved once it has.
 func (c *Client) refsToMirrors() {
 	c.mirrors.Relations()
-	for _, rc := range c.refs {
-		q := c.world.Query(arche.All(rc.id, c.mirrors.NetIDComponent()))
+	for i := range c.refs {
+		rc := &c.refs[i]
+		if rc.filter == nil {
+			rc.filter = arche.All(rc.id, c.mirrors.NetIDComponent())
+		}
+		q := c.world.Query(rc.filter)
 		for q.Next() {
 			ptr := q.Get(rc.id)
 			for _, f := range rc.plan.Refs() {
@@ -81,8 +92,12 @@ func (c *Client) refsToMirrors() {
 // entity, so clients that hold it get its spawn entry again. After the
 // tick's slots are allocated.
 func (s *Server) relationsToNet() {
-	for _, rc := range s.rels {
-		q := s.world.Query(arche.All(rc.id, s.ids.rep))
+	for i := range s.rels {
+		rc := &s.rels[i]
+		if rc.filter == nil {
+			rc.filter = arche.All(rc.id, s.ids.rep)
+		}
+		q := s.world.Query(rc.filter)
 		for q.Next() {
 			slot, ok := s.slots.Of(q.Entity())
 			if !ok {

@@ -19,7 +19,7 @@ import (
 // server's Send, advances the network by one net tick and runs every
 // client's Receive and Send.
 type Harness struct {
-	T        *testing.T
+	T        testing.TB
 	Net      *sim.Network
 	Registry *schema.Registry
 	World    *ecs.World // the server's
@@ -45,7 +45,7 @@ var Epoch = time.Unix(1000, 0)
 
 // New returns a harness over a simulated network (seed 1) whose server's
 // configuration tweak adjusts (if not nil), with nClients clients on link.
-func New(t *testing.T, nClients int, link sim.Link, tweak func(*replication.ServerConfig)) *Harness {
+func New(t testing.TB, nClients int, link sim.Link, tweak func(*replication.ServerConfig)) *Harness {
 	h := NewOn(t, sim.NewNetwork(1, Epoch), link, nil, tweak)
 	for range nClients {
 		h.AddClient()
@@ -54,13 +54,13 @@ func New(t *testing.T, nClients int, link sim.Link, tweak func(*replication.Serv
 }
 
 // NewCustom is New without clients, with the server's listener wrapped.
-func NewCustom(t *testing.T, wrap func(*Harness, transport.Listener) transport.Listener, tweak func(*replication.ServerConfig)) *Harness {
+func NewCustom(t testing.TB, wrap func(*Harness, transport.Listener) transport.Listener, tweak func(*replication.ServerConfig)) *Harness {
 	return NewOn(t, sim.NewNetwork(1, Epoch), sim.Link{}, wrap, tweak)
 }
 
 // NewOn returns a harness without clients over net, whose clients will
 // dial on link, with the server's listener wrapped by wrap (if not nil).
-func NewOn(t *testing.T, net *sim.Network, link sim.Link, wrap func(*Harness, transport.Listener) transport.Listener, tweak func(*replication.ServerConfig)) *Harness {
+func NewOn(t testing.TB, net *sim.Network, link sim.Link, wrap func(*Harness, transport.Listener) transport.Listener, tweak func(*replication.ServerConfig)) *Harness {
 	h := &Harness{T: t, Net: net, Registry: NewRegistry(), Link: link}
 	sw := ecs.NewWorld()
 	h.World = &sw
