@@ -31,6 +31,46 @@
 //   - State (unreliable datagrams): package snapshot's deltas against the
 //     client's acknowledged baseline, with field masks; lost datagrams cost
 //     nothing. The client acks with every datagram it sends.
+//   - Game messages (see [Messages and references] below), reliable on the
+//     stream right after the tick's spawns, or unreliable at the end of the
+//     tick's datagrams.
+//
+// # Messages and references
+//
+// A message type is a struct with `net` tags, registered with
+// schema.RegisterMessage (it joins the protocol hash; a Reject names a
+// message that differs). [ServerMessages] and [ClientMessages] return a
+// type's endpoint on each side:
+//
+//	hits, _ := replication.ServerMessages[Hit](server)
+//	hits.SendAbout(victim, Hit{Target: components.RefTo(victim)}, replication.Reliable)
+//	hits.Broadcast(RoundOver{}, replication.Reliable)  // or Send(client, …)
+//	for m := range uses.Received() { … m.From, m.Tick, m.Value … } // or uses.Handle(fn)
+//
+// SendAbout sends to exactly the clients that see the entity, after its
+// spawn (also when it was spawned in the same tick; a kill's victim,
+// despawned in the same tick, still counts for the clients that held it).
+// Every message carries the server tick it belongs to ([Message].Tick). A
+// client's messages carry its [ClientID] and count against
+// [ServerLimits].MaxMessageBytes, MaxMessagesPerSecond and
+// MaxQueuedMessageBytes: the excess is dropped and counted, a flood or a
+// malformed message closes that client (transport.CodeFlood,
+// CodeMessageTooLarge, CodeProtocolError) and nobody else notices.
+// [Reliable] messages arrive once and in order; [Unreliable] ones ride in
+// the tick's datagrams (an 8-byte message costs 2 bytes more) and arrive at
+// most once, never older than the newest applied, or not at all.
+//
+// A components.Ref field names an entity: in a message, and in a replicated
+// component (an unchanged one costs no bits in a delta). The server reads
+// its own entity, a client its mirror: none while the entity has no mirror
+// there (not spawned yet, outside its interest, despawned), never another
+// one, and resolved once it has ([Client.ResolveRef] for a received
+// message). A reference in a client's message that is stale, unknown or
+// not relevant to that client is refused before the game's handler runs
+// (ServerStats.MessagesRefused). A registered arche relation component
+// (its first field embeds ecs.Relation) keeps its target on the clients,
+// mapped to the target's mirror, and says none while the target is not
+// there.
 //
 // # Server features
 //
@@ -165,6 +205,10 @@
 //	a client's predicted spawn         Client.SpawnPredicted (client), Server.PredictedSpawn (server)
 //	judge shots as the shooter saw     replication/lagcomp.History, input.Authority.ViewTick
 //	entity ↔ network id                Server.NetID, Server.Resolve, Client.Entity
+//	tell clients of an event           schema.RegisterMessage + ServerMessages[T]: Send, Broadcast, SendAbout
+//	a player's request to the server   ClientMessages[T].Send; ServerMessages[T].Handle / Received
+//	an entity in a message/component   components.Ref (RefTo on the server; the mirror on a client)
+//	parent/child, attached to          a registered arche relation component (ecs.Relation)
 //	limit what a client sees           ServerConfig.Interest
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)
 //	find values clients see clamped    Server.Clamps (and the server's warnings)

@@ -52,3 +52,64 @@ func Example() {
 	// client 1 ready
 	// mirror x: 5
 }
+
+// Game messages both ways: the server tells the clients that see an entity
+// that it was hit (an entity-scoped event naming it), and a client asks to
+// use an entity it sees (a request naming it, resolved on the server to the
+// live entity, or refused before the handler runs if stale).
+func ExampleServerMessages() {
+	type Hit struct { // server → clients
+		Target components.Ref
+		Damage uint8 `net:"range=0:100"`
+	}
+	type Use struct { // client → server
+		Door components.Ref
+	}
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	schema.MustRegisterMessage[Hit](reg)
+	schema.MustRegisterMessage[Use](reg)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+
+	serverWorld := ecs.NewWorld()
+	server, _ := replication.NewServer(&serverWorld, net.Listen("game"), replication.ServerConfig{Registry: reg, Now: net.Now, Logger: log})
+	doors := generic.NewMap2[components.Replicated, components.Transform](&serverWorld)
+	door := doors.New()
+	hits, _ := replication.ServerMessages[Hit](server)
+	uses, _ := replication.ServerMessages[Use](server)
+	uses.Handle(func(m replication.Message[Use]) {
+		fmt.Println("client", m.From, "uses the door:", m.Value.Door.Entity == door)
+	})
+
+	clientWorld := ecs.NewWorld()
+	conn, _ := net.Dial("game", sim.Link{})
+	client, _ := replication.NewClient(&clientWorld, conn, replication.ClientConfig{Registry: reg, Now: net.Now, Logger: log})
+	clientHits, _ := replication.ClientMessages[Hit](client)
+	clientUses, _ := replication.ClientMessages[Use](client)
+
+	step := func() {
+		server.Receive()
+		server.Send()
+		net.Advance(time.Second / 30)
+		client.Receive()
+		client.Send()
+	}
+	for range 3 {
+		step()
+	}
+	_ = hits.SendAbout(door, Hit{Target: components.RefTo(door), Damage: 30}, replication.Reliable)
+	step()
+	for m := range clientHits.Received() {
+		id, _ := server.NetID(door)
+		mirror, _ := client.Entity(id)
+		fmt.Println("hit for", m.Value.Damage, "at tick", m.Tick, "on the door's mirror:", m.Value.Target.Entity == mirror)
+		_ = clientUses.Send(Use{Door: m.Value.Target}, replication.Reliable)
+	}
+	for range 3 { // (the client sends it, the network carries it, the server reads it)
+		step()
+	}
+	// Output:
+	// hit for 30 at tick 4 on the door's mirror: true
+	// client 1 uses the door: true
+}

@@ -71,12 +71,26 @@
 // it — adds to them. A zero quaternion encodes as the identity without
 // counting; raw, varint and bool fields never clamp.
 //
+// # Messages, references and relations
+//
+// [RegisterMessage] compiles a game message type like a component (the same
+// tags; no owner-only fields), in an id space of its own ([Registry.Messages],
+// up to [MaxMessages]). A components.Ref field names an entity: in a message
+// it is one [LaneRef] lane (EG(0) of the slot index + 1, the owner, EG(0) of
+// the generation: about 2·log2(index) + 3 bits for a server entity of a low
+// generation, 1 bit for none); in a component, three uvarint lanes (index + 1,
+// owner, generation) that delta coding keeps at no cost while unchanged. A
+// component whose first field embeds arche's ecs.Relation is a relation
+// component ([Plan.IsRelation]): its target travels with the entity's
+// identity, not in its lanes.
+//
 // # Protocol hash
 //
 // [Registry.Hash] is FNV-1a 64 over a canonical text: a format version, then
 // per component (in id order) its id, name, and per replicated field its path,
 // Go kind, codec and exact precision parameters and owner flag
-// ([Plan.describe]). It changes whenever a replicated type, a precision, an
+// ([Plan.describe]), then per message type the same (only when there are
+// message types: a registry without them hashes as it did before them). It changes whenever a replicated type, a precision, an
 // owner flag, a name or the registration order changes.
 //
 // # Costs
