@@ -33,6 +33,9 @@ var keyBenches = []keyBench{
 	{"replication/schema", "TransformEncode", "quantize + encode one transform (world position, 10-bit quaternion)", "ns/op"},
 	{"replication/schema", "TransformDecode", "read + dequantize one transform", "ns/op"},
 	{"input", "SectionEncode", "steady-state input frame (held keys, moving mouse), redundancy 4", "bytes/frame"},
+	{"replication/internal/wire", "MessageSection", "an unreliable game message of 8 bytes in its tick's datagram: bytes beyond its payload", "overhead-B/msg"},
+	{"replication/internal/wire", "MessageBatch", "the same message sent reliably, alone in its tick (kind, tick, count, id)", "overhead-B/msg"},
+	{"tests/sim", "UnchangedReference", "an unchanged entity reference in a component whose holder moves, per tick", "ref-bits/tick"},
 	{"replication/host/token", "Verify/valid", "connect token check, admitted", "ns/op"},
 	{"replication/host/token", "Verify/junk", "connect token check, junk refused", "ns/op"},
 }

@@ -184,3 +184,24 @@ func TestRelationReplicated(t *testing.T) {
 	require.Equal(t, 2, check("re-attached"))
 	h.RequireConverged(nil)
 }
+
+// BenchmarkUnchangedReference times net ticks of a server with one client
+// where a holder moves and its reference does not; the figure is the bits
+// the reference's component took per tick (0: a delta leaves it out).
+func BenchmarkUnchangedReference(b *testing.B) {
+	h := harness.New(b, 1, sim.Link{}, nil)
+	aid := ecs.ComponentID[harness.Aim](h.World)
+	target := h.Spawn(0, components.Vec3{})
+	holder := h.Spawn(0, components.Vec3{}, aid)
+	(*harness.Aim)(h.World.Get(holder, aid)).At = components.RefTo(target)
+	h.Game = func(int) { h.Pos(holder).X += 0.25 }
+	h.Run(10)
+	h.Server.SetBitAccounting(true)
+	b.ReportAllocs()
+	b.ResetTimer()
+	h.Run(b.N)
+	b.StopTimer()
+	acc, _ := h.Server.BitAccount()
+	aim := int(h.Registry.ByType(reflect.TypeFor[harness.Aim]()).ID)
+	b.ReportMetric(float64(acc.Components[aim])/float64(b.N), "ref-bits/tick")
+}

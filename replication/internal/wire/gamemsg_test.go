@@ -142,7 +142,8 @@ func FuzzGameMessages(f *testing.F) {
 	p := schema.MessageOf[msgHit](reg)
 	schema.QuantizeValue(p, &hit, lanes)
 	MessageBody(&w, p, IDBits(3), lanes)
-	sw.Add(w.Bytes(), w.BitLen())
+	nb := w.BitLen()
+	sw.Add(w.Bytes(), nb)
 	f.Add(sw.Append([]byte{KindSnapshot | FlagMessages, 0, 0}, false, 0))
 	f.Add(sw.Append([]byte{KindClientDatagram | FlagClientMessages, 0, 0}, true, 7))
 	plans := reg.Messages()
@@ -209,4 +210,63 @@ func TestDiffNamesMessages(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `client lacks message "msgPing" (server message 2); message 1 differs: "msgChat" has the same fields (Line[0],Line[1],Line[2],Line[3],Line[4],Line[5],Line[6],Line[7]) on both sides but other precision or field types`,
 		DiffComponents(list, ComponentHashes(client)))
+}
+
+// BenchmarkMessageSection encodes and decodes an unreliable section of one
+// message of 8 bytes of payload, as a snapshot datagram carries it; the
+// figure is the bytes it adds beyond the payload (count, id, padding and the
+// length byte).
+func BenchmarkMessageSection(b *testing.B) {
+	reg := msgRegistry()
+	p := schema.MessageOf[msgChat](reg)
+	lanes := make([]uint64, p.NumLanes())
+	schema.QuantizeValue(p, &msgChat{Line: [8]uint8{1, 2, 3, 4, 5, 6, 7, 8}}, lanes)
+	var w bitio.Writer
+	var sw SectionWriter
+	dg := make([]byte, 0, 64)
+	plans := reg.Messages()
+	scratch := make([]uint64, MaxMessageLanes(plans))
+	deliver := func(*schema.Plan, []uint64) error { return nil }
+	b.ReportAllocs()
+	for range b.N {
+		w.Reset(w.Bytes()[:0])
+		MessageBody(&w, p, IDBits(len(plans)), lanes)
+		sw.Reset()
+		nb := w.BitLen() // (before Bytes pads it)
+		sw.Add(w.Bytes(), nb)
+		dg = sw.Append(append(dg[:0], KindSnapshot|FlagMessages), false, 0)
+		_, sec, _ := SplitSection(dg, FlagMessages)
+		if _, _, err := ParseSection(sec, false, plans, scratch, deliver); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(dg)-1-8), "overhead-B/msg")
+}
+
+// BenchmarkMessageBatch is the same message sent reliably: a batch of one
+// on the stream (kind, tick, count, id, padding).
+func BenchmarkMessageBatch(b *testing.B) {
+	reg := msgRegistry()
+	p := schema.MessageOf[msgChat](reg)
+	lanes := make([]uint64, p.NumLanes())
+	schema.QuantizeValue(p, &msgChat{Line: [8]uint8{1, 2, 3, 4, 5, 6, 7, 8}}, lanes)
+	var w bitio.Writer
+	var mw MessageWriter
+	msg := make([]byte, 0, 64)
+	plans := reg.Messages()
+	scratch := make([]uint64, MaxMessageLanes(plans))
+	deliver := func(uint32, *schema.Plan, []uint64) error { return nil }
+	b.ReportAllocs()
+	for range b.N {
+		w.Reset(w.Bytes()[:0])
+		MessageBody(&w, p, IDBits(len(plans)), lanes)
+		mw.Reset()
+		nb := w.BitLen()
+		mw.Add(w.Bytes(), nb)
+		msg = mw.Append(msg[:0], KindMessages, 1<<20)
+		if _, _, err := ParseMessages(msg, KindMessages, plans, scratch, deliver); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(msg)-8), "overhead-B/msg")
 }
