@@ -86,6 +86,11 @@ func (e *ServerEndpoint[T]) Received() iter.Seq[Message[T]] { return e.received(
 // references resolved.
 func (e *ServerEndpoint[T]) Handle(fn func(Message[T])) { e.handlers = append(e.handlers, fn) }
 
+// MaxServerMessages bounds the messages a server queues between two Sends
+// (a game that queues without sending fails instead of growing without
+// bound).
+const MaxServerMessages = 1 << 16
+
 // replicatedPending reports whether e is alive and replicated but has no
 // slot yet (it was created since the last Send).
 func (s *Server) replicatedPending(e arche.Entity) bool {
@@ -185,6 +190,9 @@ func queueMessage[T any](s *Server, p *schema.Plan, v *T, d Delivery, o outMsg) 
 		return err
 	}
 	m := &s.msgs
+	if len(m.out) >= MaxServerMessages {
+		return fmt.Errorf("replication: %s not queued: %d messages wait for the next Server.Send (MaxServerMessages)", p.Name, len(m.out))
+	}
 	nrefs := len(m.refs)
 	for _, f := range p.Refs() {
 		r := refAt(v, f.Offset)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication"
@@ -140,4 +141,56 @@ func TestHostileMessageClient(t *testing.T) {
 			require.LessOrEqual(t, handled[bad.Client.ID()], replication.DefaultMaxMessagesPerSecond+20)
 		})
 	}
+}
+
+// A client that stops reading while the server sends reliable messages
+// falls under the reliable backlog bound: it is dropped with
+// transport.CodeSendBacklog, and the other clients keep getting every
+// message.
+func TestStuckClientMessagesBacklog(t *testing.T) {
+	var stuck []*stuckConn
+	const timeout = time.Second
+	h := harness.NewCustom(t, func(h *harness.Harness, l transport.Listener) transport.Listener {
+		return harness.WrapListener{Listener: l, Wrap: func(c transport.Conn) transport.Conn {
+			sc := newStuckConn(c, transport.OutboxConfig{DatagramQueueLen: 16, BacklogTimeout: timeout, Now: h.Net.Now})
+			stuck = append(stuck, sc)
+			return sc
+		}}
+	}, nil)
+	defer func() {
+		for _, sc := range stuck {
+			sc.shutdown()
+		}
+	}()
+	for range 3 {
+		h.AddClient()
+	}
+	h.Spawn(0, components.Vec3{})
+	h.Run(10)
+	hits, err := replication.ServerMessages[harness.Hit](h.Server)
+	require.NoError(t, err)
+	got := make([]int, 2)
+	for i := range 2 {
+		ep, err := replication.ClientMessages[harness.Hit](h.Clients[i].Client)
+		require.NoError(t, err)
+		ep.Handle(func(replication.Message[harness.Hit]) { got[i]++ })
+	}
+	stuck[2].stuck.Store(true)
+	const ticks = 90
+	h.Game = func(tick int) {
+		for range 8 {
+			require.NoError(t, hits.Broadcast(harness.Hit{Seq: uint32(tick)}, replication.Reliable))
+		}
+	}
+	h.Run(ticks)
+	h.Game = nil
+	h.Run(2)
+	require.Equal(t, 1, h.Server.Stats.BacklogDrops)
+	require.Len(t, h.Server.Clients(), 2)
+	for i := range 2 {
+		require.Equal(t, 8*ticks, got[i], "client %d", i+1)
+	}
+	var ce *transport.CloseError
+	require.ErrorAs(t, h.Clients[2].Client.Err(), &ce)
+	require.Equal(t, transport.CodeSendBacklog, ce.Code)
 }
