@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/bitio"
 )
 
@@ -25,8 +26,15 @@ func FuzzRead(f *testing.F) {
 		s := newShip(rng)
 		f.Add(encodeGolden(p, &s, i%2 == 0), i%2 == 0)
 	}
+	{ // references: a message's lanes, a component's
+		r := NewRegistry()
+		k := kill{Killer: components.Ref{ID: components.NetID{Handle: components.MakeHandle(3, 700), Gen: 12}, Set: true}, Weapon: 5}
+		f.Add(encodeGolden(MustRegisterMessage[kill](r), &k, true), true)
+		c := carried{Holder: components.Ref{ID: components.NetID{Handle: components.MakeHandle(0, 9), Gen: 1}, Set: true}}
+		f.Add(encodeGolden(MustRegister[carried](r), &c, false), false)
+	}
 	r := NewRegistry()
-	plans := []*Plan{MustRegister[ship](r), MustRegister[transform](r)}
+	plans := []*Plan{MustRegister[ship](r), MustRegister[transform](r), MustRegisterMessage[kill](r), MustRegister[carried](r)}
 	interp := *plans[1] // the transform without its pose kernel
 	interp.pose = nil
 	f.Fuzz(func(t *testing.T, data []byte, owner bool) {
@@ -58,10 +66,17 @@ func FuzzRead(f *testing.F) {
 			_ = buf
 			var s ship
 			var tr transform
-			if p.Type == plans[0].Type {
+			var k kill
+			var c carried
+			switch p.Type {
+			case plans[0].Type:
 				DequantizeValue(p, lanes, &s)
-			} else {
+			case plans[1].Type:
 				DequantizeValue(p, lanes, &tr)
+			case plans[2].Type:
+				DequantizeValue(p, lanes, &k)
+			default:
+				DequantizeValue(p, lanes, &c)
 			}
 		}
 	})

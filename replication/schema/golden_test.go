@@ -58,6 +58,10 @@ func encodeGolden(p *Plan, v any, owner bool) []byte {
 		QuantizeValue(p, x, lanes)
 	case *ship:
 		QuantizeValue(p, x, lanes)
+	case *kill:
+		QuantizeValue(p, x, lanes)
+	case *carried:
+		QuantizeValue(p, x, lanes)
 	}
 	var w bitio.Writer
 	p.Write(&w, lanes, owner)
