@@ -289,6 +289,7 @@ func (c *Client) Reconnect(conn transport.Conn) error {
 		_ = c.conn.Close()
 	}
 	c.mirrors.RemoveAll()
+	c.msgs.newestSeen = false // (the new connection's ticks may start over)
 	return c.start(conn)
 }
 
