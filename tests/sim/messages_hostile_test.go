@@ -49,6 +49,7 @@ func useBatch(tick uint32, n int, index int64) []byte {
 // attack: every one of their messages is handled, and their newest
 // snapshot is never older.
 func TestHostileMessageClient(t *testing.T) {
+	var baseline time.Duration // the worst server tick without an attack
 	for _, tc := range []struct {
 		name   string
 		code   transport.CloseCode
@@ -104,6 +105,7 @@ func TestHostileMessageClient(t *testing.T) {
 			}
 			bad := h.Clients[2]
 			worstAge := uint32(0)
+			var worstTick time.Duration
 			const ticks = 90
 			for tick := range ticks {
 				for _, cs := range honest {
@@ -116,6 +118,7 @@ func TestHostileMessageClient(t *testing.T) {
 					tc.attack(bad.Conn, uint32(tick))
 				}
 				h.Step()
+				worstTick = max(worstTick, h.ServerTime)
 				for _, cs := range honest {
 					worstAge = max(worstAge, h.Server.Tick()-cs.Client.ServerTick())
 				}
@@ -127,10 +130,14 @@ func TestHostileMessageClient(t *testing.T) {
 				require.Equal(t, replication.StateReady, cs.Client.State())
 			}
 			require.LessOrEqual(t, worstAge, uint32(1), "the honest clients' newest snapshot")
+			t.Logf("worst server tick %v (without an attack %v)", worstTick, baseline)
 			if tc.attack == nil {
+				baseline = worstTick
 				require.Equal(t, replication.StateReady, bad.Client.State())
 				return
 			}
+			// (Wall time: a generous bound, against this run's own baseline.)
+			require.Less(t, worstTick, 4*baseline+20*time.Millisecond, "the attack holds up the server's tick")
 			require.Equal(t, replication.StateClosed, bad.Client.State())
 			var ce *transport.CloseError
 			require.True(t, errors.As(bad.Client.Err(), &ce), "%v", bad.Client.Err())

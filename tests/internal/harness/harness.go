@@ -30,6 +30,9 @@ type Harness struct {
 	Tick     int            // steps run
 	// ClientConfig, if set, adjusts the configuration of clients added later.
 	ClientConfig func(*replication.ClientConfig)
+	// ServerTime is the wall time of the last Step's server part (Receive,
+	// the game, Send).
+	ServerTime time.Duration
 }
 
 // ClientSide is one client of a Harness: its world, its replication client
@@ -109,11 +112,13 @@ func (h *Harness) add(conn *sim.Conn) *ClientSide {
 // Step runs one net tick (see Harness).
 func (h *Harness) Step() {
 	h.Tick++
+	t0 := time.Now()
 	h.Server.Receive()
 	if h.Game != nil {
 		h.Game(h.Tick)
 	}
 	h.Server.Send()
+	h.ServerTime = time.Since(t0)
 	h.Net.Advance(TickDt)
 	for _, c := range h.Clients {
 		c.Client.Receive()
