@@ -23,8 +23,9 @@ import (
 // Reader goroutines await the datagram and stream readers' promises and fill bounded
 // queues; sends go through a [transport.Outbox] whose writer goroutines await the
 // writers' ready and write promises, so SendDatagram and SendMessage never block the
-// game loop. Datagrams are at most [MaxDatagramPayload] bytes both ways (the browser's
-// maxDatagramSize is 1215).
+// game loop. Datagrams are at most [MaxDatagramPayload] bytes both ways, and the
+// page sends at most the browser's maxDatagramSize if that is smaller (1215 in
+// Chromium 156, 1024 in Chromium 148): [Conn.MaxDatagramSize].
 type Conn struct {
 	wt       js.Value // the WebTransport object
 	writer   js.Value // the message stream's WritableStreamDefaultWriter

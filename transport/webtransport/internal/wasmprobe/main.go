@@ -110,9 +110,11 @@ func echo() map[string]any {
 	}
 	res["datagramsReceived"] = len(seen)
 
-	// 180 datagrams to the server at 60 Hz.
+	// 180 datagrams to the server at 60 Hz, of the most this browser sends
+	// (MaxDatagramPayload, or the browser's maxDatagramSize if smaller:
+	// 1024 bytes in Chromium 148).
 	tk := time.NewTicker(time.Second / 60)
-	b := make([]byte, webtransport.MaxDatagramPayload)
+	b := make([]byte, c.MaxDatagramSize())
 	for i := range 180 {
 		<-tk.C
 		binary.BigEndian.PutUint32(b, uint32(i))
