@@ -15,6 +15,8 @@ require (
 	golang.org/x/crypto v0.54.0
 )
 
+require github.com/coder/websocket v1.8.15
+
 require (
 	github.com/dunglas/httpsfv v1.1.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect

@@ -244,6 +244,65 @@ func (c *Core) ReadMessages(br *bufio.Reader, handshake bool, ended func(error) 
 	}
 }
 
+// DatagramLimit returns a new flood limit for a reader of the connection's
+// datagrams ([Core.TakeDatagram]).
+func (c *Core) DatagramLimit() ratelimit.TokenBucket {
+	return ratelimit.New(c.set.DatagramRateLimit, c.set.DatagramBurst, time.Now())
+}
+
+// TakeDatagram is one step of [Core.ReadDatagrams] for a reader that gets
+// datagrams mixed with messages (transport/websocket): it checks b against
+// the flood limit lim and maxSize and queues it. false: a violation, which
+// it requested the close for; stop reading.
+func (c *Core) TakeDatagram(lim *ratelimit.TokenBucket, b []byte, maxSize int) bool {
+	if !lim.Allow(time.Now()) {
+		c.Violation(transport.CodeFlood, fmt.Sprintf("datagram flood: more than %d datagrams/s (burst %d)", c.set.DatagramRateLimit, c.set.DatagramBurst))
+		return false
+	}
+	if maxSize > 0 && len(b) > maxSize {
+		c.Violation(transport.CodeProtocolError, fmt.Sprintf("datagram of %d bytes exceeds the maximum of %d", len(b), maxSize))
+		return false
+	}
+	if c.server && !c.welcomed.Load() && c.datagrams.Len() >= PendingDatagrams {
+		c.datagramsDropped.Add(1)
+		return true
+	}
+	c.PushDatagram(b)
+	return true
+}
+
+// MessageLimit is the largest message the reader may take next: the
+// handshake's bound for the first.
+func (c *Core) MessageLimit(first bool) int {
+	if first {
+		return min(c.set.MaxMessageSize, transport.MaxHandshakeMessageSize)
+	}
+	return c.set.MaxMessageSize
+}
+
+// TakeMessage is one step of [Core.ReadMessages] for a reader that gets
+// messages mixed with datagrams: it queues b (waiting for room) and, for
+// the first (the handshake), waits until the application has taken it and,
+// on a server, sent its Welcome. false: the connection ended; stop reading.
+func (c *Core) TakeMessage(b []byte, first bool) bool {
+	if !c.messages.PushWait(c.ctx, nil, b) {
+		return false
+	}
+	c.messagesReceived.Add(1)
+	c.messageBytesReceived.Add(uint64(len(b)))
+	if first && !c.messages.WaitEmpty(c.ctx, nil) {
+		return false
+	}
+	if first && c.server {
+		select {
+		case <-c.welcome:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
 // PushDatagram queues a received datagram, or drops it (counted) when the
 // queue is full.
 func (c *Core) PushDatagram(b []byte) {
