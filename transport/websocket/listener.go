@@ -51,9 +51,12 @@ type sourceBucket struct {
 	used time.Time
 }
 
-// RefusedStats counts the requests a Listener refused before the upgrade.
+// RefusedStats counts the requests a Listener refused before the upgrade, by
+// reason, and the most connections it held not welcomed at once.
 type RefusedStats struct {
 	Origin, Busy, PerAddress, Rate, RatePerAddress, NotWebSocket uint64
+	// PendingMax is the most connections not welcomed at once.
+	PendingMax int
 }
 
 var (
@@ -184,6 +187,7 @@ func (l *Listener) admit(src netip.Addr, now time.Time) (int, string) {
 	}
 	l.pending++
 	l.perAddr[src]++
+	l.refused.PendingMax = max(l.refused.PendingMax, l.pending)
 	return 0, ""
 }
 
