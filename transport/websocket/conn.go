@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/connio"
+	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
 // Conn is an archenet connection over one WebSocket (see the package
@@ -79,69 +81,92 @@ func (k *Conn) read() {
 			k.ended(err)
 			return
 		}
-		if typ != ws.MessageBinary {
-			k.core.Violation(transport.CodeProtocolError, "text message (archenet's messages are binary)")
-			return
-		}
-		var kind [1]byte
-		if _, err := r.Read(kind[:]); err != nil {
-			k.core.Violation(transport.CodeProtocolError, "empty message")
-			return
-		}
-		switch kind[0] {
-		case kindMessage:
-			limit := k.core.MessageLimit(first)
-			b, err := readLimited(r, limit)
-			if errors.Is(err, errTooLarge) {
-				what := "message"
-				if first {
-					what = "handshake message"
-				}
-				k.core.Violation(transport.CodeMessageTooLarge, fmt.Sprintf("%s exceeds the maximum of %d bytes", what, limit))
-				return
-			}
-			if err != nil {
-				k.ended(err)
-				return
-			}
-			if !k.core.TakeMessage(b, first) {
-				return
-			}
-			first = false
-		case kindDatagram:
-			b, err := readLimited(r, MaxDatagramPayload)
-			if errors.Is(err, errTooLarge) {
-				k.core.Violation(transport.CodeProtocolError, fmt.Sprintf("datagram exceeds the maximum of %d bytes", MaxDatagramPayload))
-				return
-			}
-			if err != nil {
-				k.ended(err)
-				return
-			}
-			if !k.core.TakeDatagram(&lim, b, MaxDatagramPayload) {
-				return
-			}
-		case kindClose:
-			b, err := readLimited(r, 2+transport.MaxReasonLen)
-			if err != nil {
-				k.core.Violation(transport.CodeProtocolError, "malformed close message")
-				return
-			}
-			code, reason, err := parseClose(b)
-			if err != nil {
-				k.core.Violation(transport.CodeProtocolError, "malformed "+err.Error())
-				return
-			}
+		more, remote, err := handle(&k.core, &lim, typ, r, &first)
+		switch {
+		case remote != nil:
 			k.mu.Lock()
-			k.remCl = &transport.CloseError{Code: code, Reason: reason, Remote: true}
+			k.remCl = remote
 			k.mu.Unlock()
 			k.cancel()
 			return
-		default:
-			k.core.Violation(transport.CodeProtocolError, fmt.Sprintf("message of unknown kind 0x%02x", kind[0]))
+		case err != nil:
+			k.ended(err)
+			return
+		case !more:
 			return
 		}
 	}
+}
+
+// sink is where the reader's messages go: the connection's core.
+type sink interface {
+	MessageLimit(first bool) int
+	TakeMessage(b []byte, first bool) bool
+	TakeDatagram(lim *ratelimit.TokenBucket, b []byte, maxSize int) bool
+	Violation(code transport.CloseCode, reason string)
+}
+
+// handle takes one WebSocket message of type typ read from r into s: a
+// message (the first is the handshake), a datagram, or the peer's close
+// (returned). It reports whether to read on; a rule broken is a violation
+// (requested of s), an error of r is returned.
+func handle(s sink, lim *ratelimit.TokenBucket, typ ws.MessageType, r io.Reader, first *bool) (bool, *transport.CloseError, error) {
+	if typ != ws.MessageBinary {
+		s.Violation(transport.CodeProtocolError, "text message (archenet's messages are binary)")
+		return false, nil, nil
+	}
+	var kind [1]byte
+	if n, _ := io.ReadFull(r, kind[:]); n == 0 {
+		s.Violation(transport.CodeProtocolError, "empty message")
+		return false, nil, nil
+	}
+	switch kind[0] {
+	case kindMessage:
+		limit := s.MessageLimit(*first)
+		b, err := readLimited(r, limit)
+		if errors.Is(err, errTooLarge) {
+			what := "message"
+			if *first {
+				what = "handshake message"
+			}
+			s.Violation(transport.CodeMessageTooLarge, fmt.Sprintf("%s exceeds the maximum of %d bytes", what, limit))
+			return false, nil, nil
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		if !s.TakeMessage(b, *first) {
+			return false, nil, nil
+		}
+		*first = false
+	case kindDatagram:
+		b, err := readLimited(r, MaxDatagramPayload)
+		if errors.Is(err, errTooLarge) {
+			s.Violation(transport.CodeProtocolError, fmt.Sprintf("datagram exceeds the maximum of %d bytes", MaxDatagramPayload))
+			return false, nil, nil
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		if !s.TakeDatagram(lim, b, MaxDatagramPayload) {
+			return false, nil, nil
+		}
+	case kindClose:
+		b, err := readLimited(r, 2+transport.MaxReasonLen)
+		if err != nil && !errors.Is(err, errTooLarge) {
+			return false, nil, err
+		}
+		code, reason, perr := parseClose(b)
+		if err != nil || perr != nil {
+			s.Violation(transport.CodeProtocolError, "malformed close message")
+			return false, nil, nil
+		}
+		return false, &transport.CloseError{Code: code, Reason: reason, Remote: true}, nil
+	default:
+		s.Violation(transport.CodeProtocolError, fmt.Sprintf("message of unknown kind 0x%02x", kind[0]))
+		return false, nil, nil
+	}
+	return true, nil, nil
 }
 
 // ended records why reading ended (the socket's end) and ends the
