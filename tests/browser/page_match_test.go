@@ -16,6 +16,7 @@ import (
 	"github.com/archenet/archenet/transport/quic"
 	"github.com/archenet/archenet/transport/webtransport"
 	"github.com/archenet/archenet/transport/webtransport/webtransporttest"
+	"github.com/archenet/archenet/transport/websocket"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -30,6 +31,7 @@ type browserMatch struct {
 	cert    *quic.DevCert
 	ql      *quic.Listener
 	wl      *webtransport.Listener
+	sl      *websocket.Listener // mounted at /archenet.ws on the page's server
 	page    string // the page's URL
 	browser context.Context
 	natives []*pagegame.Client
@@ -63,12 +65,15 @@ func newMatch(t *testing.T, o pagegame.ServerOptions) *browserMatch {
 	require.NoError(t, err)
 	m.wl, err = webtransport.Listen("127.0.0.1:0", &webtransport.Config{TLS: certs.TLSConfig(), Logger: harness.Quiet})
 	require.NoError(t, err)
-	o.Listener, o.Logger = transport.MergeListeners(m.ql, m.wl), harness.Quiet
+	m.sl, err = websocket.NewListener(&websocket.Config{Logger: harness.Quiet})
+	require.NoError(t, err)
+	o.Listener, o.Logger = transport.MergeListeners(m.ql, m.wl, m.sl), harness.Quiet
 	m.srv, err = pagegame.NewServer(o)
 	require.NoError(t, err)
 
 	mux := http.NewServeMux()
 	mux.Handle("/endpoint.json", webtransport.EndpointHandler(m.wl.URL, certs.Hashes))
+	mux.Handle("/archenet.ws", m.sl)
 	mux.HandleFunc("/server.json", func(w http.ResponseWriter, r *http.Request) {
 		b := m.state.Load()
 		if b == nil {
@@ -170,6 +175,8 @@ type pageReport struct {
 	Records       []replicationtest.TickRecord `json:"records"`
 	Transport     map[string]float64           `json:"transport"`
 	Msgs          pagegame.MessageStats        `json:"msgs"`
+	Via           string                       `json:"via"`
+	Fallback      string                       `json:"fallbackReason"`
 }
 
 // open loads the page in mode and waits until it plays (and the natives are ready).

@@ -5,7 +5,9 @@
 // replication.Client and input.Player as the native clients of the same match.
 //
 // Query parameters: mode "play" (a predicted body, scripted input) or "watch" (a
-// mirror only); messages=1 checks the match's game messages and pokes the server
+// mirror only); transport=websocket plays over the WebSocket fallback at
+// /archenet.ws (also taken when the browser has no WebTransport, or a
+// WebTransport dial fails); messages=1 checks the match's game messages and pokes the server
 // (pagegame.Client.Messages). It dials the session /endpoint.json names and plays a frame every
 // 1/60 s. Once the test sets window.pageStop, the player lets go of its keys and the
 // page fetches the server's state (/server.json, a replicationtest.State) every
@@ -27,7 +29,9 @@ import (
 
 	"github.com/archenet/archenet/replication/replicationtest"
 	"github.com/archenet/archenet/tests/internal/pagegame"
+	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/webtransport"
+	"github.com/archenet/archenet/transport/websocket"
 )
 
 // report is window.pageReport.
@@ -51,6 +55,10 @@ type report struct {
 	Records      []replicationtest.TickRecord `json:"records,omitempty"`
 	Transport    map[string]any               `json:"transport,omitempty"`
 	MessagesRecv uint64                       `json:"messagesReceived"`
+	// Via is the transport the page plays over ("webtransport" or
+	// "websocket"), FallbackReason why it fell back to the WebSocket.
+	Via            string `json:"via"`
+	FallbackReason string `json:"fallbackReason,omitempty"`
 	// With messages=1: the game messages it saw (pagegame.MessageStats).
 	Msgs pagegame.MessageStats `json:"msgs"`
 }
@@ -73,9 +81,7 @@ func publish(r *report) {
 func stopped() bool { return js.Global().Get("pageStop").Truthy() }
 
 func play(r *report, q url.Values) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	conn, err := webtransport.DialEndpoint(ctx, "/endpoint.json", nil)
-	cancel()
+	conn, err := dial(r, q.Get("transport"))
 	if err != nil {
 		return err
 	}
@@ -128,6 +134,30 @@ func play(r *report, q url.Values) error {
 		}
 	}
 	return nil
+}
+
+// dial connects over WebTransport, or over a WebSocket (the fallback): when
+// asked to ("websocket"), when the browser has no WebTransport, or when a
+// WebTransport dial fails within 5 s.
+func dial(r *report, want string) (transport.Conn, error) {
+	if want != "websocket" && websocket.WebTransportAvailable() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, err := webtransport.DialEndpoint(ctx, "/endpoint.json", nil)
+		cancel()
+		if err == nil {
+			r.Via = "webtransport"
+			return conn, nil
+		}
+		r.FallbackReason = err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := websocket.DialPage(ctx, "/archenet.ws", nil)
+	if err != nil {
+		return nil, err
+	}
+	r.Via = "websocket"
+	return conn, nil
 }
 
 // check runs Converged against the server's state and reports whether it holds.

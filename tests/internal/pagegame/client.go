@@ -161,11 +161,23 @@ func (c *Client) Frame() error {
 }
 
 // Converged runs replicationtest.Converged on the client's world against the
-// server's state s (every entity is relevant: the server has no interest).
+// server's state s: every entity is relevant, but in a match with messages
+// (Messages) the movers Hidden from this client.
 func (c *Client) Converged(s replicationtest.State) error {
 	w, ids, err := s.World(Registry())
 	if err != nil {
 		return err
 	}
-	return replicationtest.Converged(replicationtest.Check{Registry: Registry(), Server: w, NetID: ids, Client: c.World, Me: c.Net.ID()})
+	check := replicationtest.Check{Registry: Registry(), Server: w, NetID: ids, Client: c.World, Me: c.Net.ID()}
+	if c.msgs != nil {
+		idPred := arche.ComponentID[components.Predicted](w)
+		me := c.Net.ID()
+		check.Relevance = func(e arche.Entity, id components.NetID) replicationtest.Need {
+			if !w.Has(e, idPred) && Hidden(me, int(id.Index())) {
+				return replicationtest.MustNot
+			}
+			return replicationtest.Must
+		}
+	}
+	return replicationtest.Converged(check)
 }

@@ -43,8 +43,8 @@ type Move struct {
 }
 
 // Event is the server's game message (ServerOptions.Messages): Stream 0 is
-// a reliable broadcast, 1 an unreliable one, 2 a reliable event about mover
-// number Mover (About), to the clients that see it. Seq counts the server's
+// a reliable broadcast, 1 an unreliable one, 2 a reliable event about the
+// mover of net slot Mover (About), to the clients that see it. Seq counts the server's
 // net ticks with events, the same in every stream.
 type Event struct {
 	Stream uint8 `net:"range=0:3"`
@@ -70,9 +70,9 @@ func Registry() *schema.Registry {
 	return reg
 }
 
-// Hidden reports whether mover i is outside client c's interest in a match
-// with messages (ServerOptions.Messages): every third mover, for clients of
-// an even id.
+// Hidden reports whether the mover of net slot i is outside client c's
+// interest in a match with messages (ServerOptions.Messages): every third
+// mover, for clients of an even id.
 func Hidden(c replication.ClientID, i int) bool { return c%2 == 0 && i%3 == 0 }
 
 // Step moves a player: turn at 3 rad/s, walk at 5 m/s, stop at the edge. The
@@ -171,8 +171,7 @@ func NewServer(o ServerOptions) (*Server, error) {
 		cfg.Interest = &replication.Interest{Radius: 1e6, Every: 1,
 			Focus: func(replication.ClientID) (components.Vec3, bool) { return components.Vec3{}, true },
 			Filter: func(c replication.ClientID, e arche.Entity) bool {
-				i, ok := s.moverIndex[e] // (read-only once the match runs)
-				return !ok || !Hidden(c, i)
+				return !s.hidden(c, e)
 			},
 			Position: replication.PositionOf(func(b *Body) components.Vec3 { return components.Vec3{X: b.X, Z: b.Z} })}
 	}
@@ -265,8 +264,7 @@ func (s *Server) messages() error {
 		return err
 	}
 	pokes.Handle(func(m replication.Message[Poke]) {
-		i, ok := s.moverIndex[m.Value.Mover.Entity]
-		if !ok || Hidden(m.From, i) {
+		if _, ok := s.moverIndex[m.Value.Mover.Entity]; !ok || s.hidden(m.From, m.Value.Mover.Entity) {
 			s.PokesWrong[m.From]++
 			return
 		}
@@ -277,8 +275,19 @@ func (s *Server) messages() error {
 		seq := s.EventSeq
 		_ = s.Event.Broadcast(Event{Stream: 0, Seq: seq}, replication.Reliable)
 		_ = s.Event.Broadcast(Event{Stream: 1, Seq: seq}, replication.Unreliable)
-		i := int(seq) % len(s.movers)
-		_ = s.Event.SendAbout(s.movers[i], Event{Stream: 2, Seq: seq, Mover: uint16(i), About: components.RefTo(s.movers[i])}, replication.Reliable)
+		e := s.movers[int(seq)%len(s.movers)]
+		id, _ := s.Net.NetID(e)
+		_ = s.Event.SendAbout(e, Event{Stream: 2, Seq: seq, Mover: uint16(id.Index()), About: components.RefTo(e)}, replication.Reliable)
 	}))
 	return nil
+}
+
+// hidden reports whether e is a mover outside client c's interest (Hidden
+// of its net slot). (Read-only: it runs on the server's workers.)
+func (s *Server) hidden(c replication.ClientID, e arche.Entity) bool {
+	if _, ok := s.moverIndex[e]; !ok {
+		return false
+	}
+	id, ok := s.Net.NetID(e)
+	return ok && Hidden(c, int(id.Index()))
 }
