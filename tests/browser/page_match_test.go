@@ -14,9 +14,9 @@ import (
 	"github.com/archenet/archenet/tests/internal/pagegame"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/quic"
+	"github.com/archenet/archenet/transport/websocket"
 	"github.com/archenet/archenet/transport/webtransport"
 	"github.com/archenet/archenet/transport/webtransport/webtransporttest"
-	"github.com/archenet/archenet/transport/websocket"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +32,7 @@ type browserMatch struct {
 	ql      *quic.Listener
 	wl      *webtransport.Listener
 	sl      *websocket.Listener // mounted at /archenet.ws on the page's server
-	page    string // the page's URL
+	page    string              // the page's URL
 	browser context.Context
 	natives []*pagegame.Client
 	// state is the server's replicationtest.State (JSON) of the newest tick

@@ -26,7 +26,10 @@ func (f *fakeSink) MessageLimit(first bool) int {
 	}
 	return f.maxMessage
 }
-func (f *fakeSink) TakeMessage(b []byte, _ bool) bool { f.messages = append(f.messages, b); return true }
+func (f *fakeSink) TakeMessage(b []byte, _ bool) bool {
+	f.messages = append(f.messages, b)
+	return true
+}
 func (f *fakeSink) TakeDatagram(lim *ratelimit.TokenBucket, b []byte, maxSize int) bool {
 	if !lim.Allow(time.Unix(0, 0)) || len(b) > maxSize {
 		f.Violation(transport.CodeFlood, "flood")
@@ -35,7 +38,9 @@ func (f *fakeSink) TakeDatagram(lim *ratelimit.TokenBucket, b []byte, maxSize in
 	f.datagrams++
 	return true
 }
-func (f *fakeSink) Violation(code transport.CloseCode, reason string) { f.code, f.violation = code, reason }
+func (f *fakeSink) Violation(code transport.CloseCode, reason string) {
+	f.code, f.violation = code, reason
+}
 
 // FuzzHandle feeds the reader's handling of WebSocket messages arbitrary
 // messages (the input split at 0xff bytes, the first byte of each its type:

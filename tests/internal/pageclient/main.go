@@ -30,8 +30,8 @@ import (
 	"github.com/archenet/archenet/replication/replicationtest"
 	"github.com/archenet/archenet/tests/internal/pagegame"
 	"github.com/archenet/archenet/transport"
-	"github.com/archenet/archenet/transport/webtransport"
 	"github.com/archenet/archenet/transport/websocket"
+	"github.com/archenet/archenet/transport/webtransport"
 )
 
 // report is window.pageReport.
