@@ -24,6 +24,7 @@
 //	transport              Conn/Listener interfaces, handshake messages, close codes
 //	transport/quic         QUIC (quic-go) datagrams + one reliable stream, dev certificates
 //	transport/webtransport browser sessions (WebTransport): server Listener, native and js/wasm Dial, pinned certificates
+//	transport/websocket    the fallback over one WebSocket (networks without UDP, browsers without WebTransport)
 //	transport/sim          deterministic in-memory network: latency, jitter, loss, bandwidth, outages
 //	transport/netem        UDP impairment proxy for tests over real sockets
 //	transport/internal/... (internal) connio, quicnet, frame, selfsigned, queue, admission, ratelimit: what the transports share
