@@ -26,13 +26,10 @@ const (
 	kindClose    byte = 0x03
 )
 
-// closeStatusBase is added to a transport.CloseCode for the WebSocket close
-// status (4000–4999 are the application's).
+// closeStatusBase is added to a transport.CloseCode in a WebSocket close
+// status (4000–4999 are the application's): how a peer that closes with a
+// status rather than a close message is read.
 const closeStatusBase = 4000
-
-// maxCloseReason is the longest reason a WebSocket close frame carries (its
-// payload is at most 125 bytes, 2 of them the status).
-const maxCloseReason = 123
 
 // errTooLarge reports a payload over its bound.
 var errTooLarge = errors.New("too large")

@@ -29,9 +29,11 @@
 // A sender never waits on a slow socket: datagrams wait in a bounded queue, the
 // oldest dropped, and reliable messages in a bounded backlog, past which the
 // connection closes with transport.CodeSendBacklog. A close carries its code
-// and reason in a close message before the WebSocket's own close (status
-// 4000 + code), so both ends see a *transport.CloseError as over the other
-// transports.
+// and reason in a close message, after the reliable messages already sent
+// (for at most 250 ms), and the socket closes once the peer has closed its
+// end (or 250 ms later): both ends see a *transport.CloseError as over the
+// other transports. (A peer that closes with a WebSocket status of 4000 +
+// code instead is read the same way.)
 //
 // # Limits
 //
