@@ -17,4 +17,6 @@
 //   - Impair the path: [Proxy.SetConditions] with [Conditions] per direction.
 //   - Take the path down and back up (an outage, or a peer that vanished): [Proxy.SetDown].
 //   - See what happened to the datagrams: [Proxy.Stats].
+//   - A TCP connection (a WebSocket) through the same conditions: [ListenTCP], whose
+//     loss is TCP's: a lost chunk arrives a retransmission later and holds up the rest.
 package netem
