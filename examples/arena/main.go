@@ -248,7 +248,7 @@ func setup(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger
 				return nil, nil, err
 			}
 			// Native and browser players join the same match through one listener.
-			players = transport.MergeListeners(ln, browsers.l)
+			players = transport.MergeListeners(ln, browsers.l, browsers.ws)
 		}
 		so.Listener = players
 		srv, err := game.NewServerGame(so)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/archenet/archenet/transport/websocket"
 	"github.com/archenet/archenet/transport/webtransport"
 )
 
@@ -23,12 +24,13 @@ import (
 var indexHTML []byte
 
 // webServer is what -web serves: the WebTransport listener on UDP ADDR and, on TCP
-// ADDR (the same port number), the page, the browser build of examples/arenaview
-// and the endpoint document with the certificate hashes. A page served from
+// ADDR (the same port number), the page, the browser build of examples/arenaview,
+// the endpoint document with the certificate hashes and the WebSocket fallback. A page served from
 // http://ADDR/ opens its session at https://ADDR/archenet: the same host and port,
 // so the listener's default origin policy admits it.
 type webServer struct {
 	l     *webtransport.Listener
+	ws    *websocket.Listener // the fallback, at /archenet.ws on the page's server
 	certs *webtransport.SelfSigned
 	http  *http.Server
 	url   string
@@ -74,10 +76,17 @@ func startWeb(addr, wasm string, stdout io.Writer) (*webServer, error) {
 	})
 	mux.Handle("/arenaview.wasm", wasmHandler(bin))
 	mux.Handle("/archenet.json", webtransport.EndpointHandler(l.URL, certs.Hashes))
-	w := &webServer{l: l, certs: certs, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	// The fallback for browsers without WebTransport and networks without
+	// UDP: a WebSocket on the page's own server.
+	ws, err := websocket.NewListener(nil)
+	if err != nil {
+		return fail(err)
+	}
+	mux.Handle("/archenet.ws", ws)
+	w := &webServer{l: l, ws: ws, certs: certs, http: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	w.url = "http://" + tcp.Addr().String() + "/"
 	go func() { _ = w.http.Serve(tcp) }()
-	fmt.Fprintf(stdout, "browser players: open %s in Chromium (WebTransport on UDP %s, wasm %.1f MB, %.1f MB gzipped)\n",
+	fmt.Fprintf(stdout, "browser players: open %s in Chromium (WebTransport on UDP %s, a WebSocket at /archenet.ws as the fallback; wasm %.1f MB, %.1f MB gzipped)\n",
 		w.url, l.Addr(), float64(len(bin.raw))/1e6, float64(len(bin.gz))/1e6)
 	return w, nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/hajimehoshi/ebiten/v2"
 
 	"github.com/archenet/archenet/examples/arena/game"
+	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/websocket"
 	"github.com/archenet/archenet/transport/webtransport"
 )
 
@@ -43,9 +45,7 @@ func main() {
 	p.set("startMs", now()) // the WebAssembly module is compiled and its runtime started
 	p.set("state", "connecting")
 	logger := slog.New(slog.NewTextHandler(consoleWriter{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-	conn, err := webtransport.DialEndpoint(ctx, endpoint, nil)
-	cancel()
+	conn, err := dial(p, endpoint, q.Get("transport"), o.timeout)
 	if err != nil {
 		p.fail(err)
 		return
@@ -78,11 +78,36 @@ func main() {
 	}
 }
 
+// dial connects over WebTransport, or over the WebSocket fallback at
+// /archenet.ws on the page's server: when asked to (transport=websocket),
+// when the browser has no WebTransport, or when the WebTransport dial fails
+// (within 5 s). The page publishes which ("via").
+func dial(p page, endpoint, want string, timeout time.Duration) (transport.Conn, error) {
+	if want != "websocket" && websocket.WebTransportAvailable() {
+		ctx, cancel := context.WithTimeout(context.Background(), min(timeout, 5*time.Second))
+		conn, err := webtransport.DialEndpoint(ctx, endpoint, nil)
+		cancel()
+		if err == nil {
+			p.set("via", "webtransport")
+			return conn, nil
+		}
+		p.set("fallbackReason", err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := websocket.DialPage(ctx, "/archenet.ws", nil)
+	if err != nil {
+		return nil, err
+	}
+	p.set("via", "websocket")
+	return conn, nil
+}
+
 // browserGame is the view with its CPU time per frame measured and published.
 type browserGame struct {
 	*view
 	page               page
-	conn               *webtransport.Conn
+	conn               transport.Conn
 	frames, updates    int
 	drawCPU, updateCPU time.Duration
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	ws "github.com/coder/websocket"
-
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/connio"
 	"github.com/archenet/archenet/transport/internal/ratelimit"
@@ -26,7 +24,7 @@ import (
 // the close and waits for the end. All have exited when [Conn.Done] is
 // closed.
 type Conn struct {
-	ws            *ws.Conn
+	ws            socket
 	local, remote net.Addr
 	core          connio.Core
 	ctx           context.Context // ends when the socket has ended
@@ -51,12 +49,12 @@ var (
 // handshake.
 const closeLinger = 250 * time.Millisecond
 
-func newConn(c *ws.Conn, set *connio.Settings, server bool, local, remote net.Addr, welcomed func(), onClose func(*Conn)) *Conn {
+func newConn(c socket, set *connio.Settings, server bool, local, remote net.Addr, welcomed func(), onClose func(*Conn)) *Conn {
 	k := &Conn{ws: c, local: local, remote: remote, onClose: onClose, readDone: make(chan struct{})}
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	// (A little over the largest message: readLimited sees an oversize one
 	// first, and says so.)
-	c.SetReadLimit(int64(max(set.MaxMessageSize, MaxDatagramPayload) + 64))
+	c.setReadLimit(max(set.MaxMessageSize, MaxDatagramPayload) + 64)
 	k.core.Init(connio.Setup{
 		Ctx: k.ctx, Settings: set, Writer: connWriter{k}, Closed: k.closedErr,
 		Log:    closeLog(set, remote),
@@ -76,12 +74,12 @@ func (k *Conn) read() {
 	lim := k.core.DatagramLimit()
 	first := true
 	for {
-		typ, r, err := k.ws.Reader(k.ctx)
+		binary, r, err := k.ws.next(k.ctx)
 		if err != nil {
 			k.ended(err)
 			return
 		}
-		more, remote, err := handle(&k.core, &lim, typ, r, &first)
+		more, remote, err := handle(&k.core, &lim, binary, r, &first)
 		switch {
 		case remote != nil:
 			k.mu.Lock()
@@ -106,12 +104,12 @@ type sink interface {
 	Violation(code transport.CloseCode, reason string)
 }
 
-// handle takes one WebSocket message of type typ read from r into s: a
+// handle takes one WebSocket message (binary, or text) read from r into s: a
 // message (the first is the handshake), a datagram, or the peer's close
 // (returned). It reports whether to read on; a rule broken is a violation
 // (requested of s), an error of r is returned.
-func handle(s sink, lim *ratelimit.TokenBucket, typ ws.MessageType, r io.Reader, first *bool) (bool, *transport.CloseError, error) {
-	if typ != ws.MessageBinary {
+func handle(s sink, lim *ratelimit.TokenBucket, binary bool, r io.Reader, first *bool) (bool, *transport.CloseError, error) {
+	if !binary {
 		s.Violation(transport.CodeProtocolError, "text message (archenet's messages are binary)")
 		return false, nil, nil
 	}
@@ -192,7 +190,7 @@ func (k *Conn) watch() {
 			time.Sleep(time.Millisecond) // (the outbox's writer drains it)
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(closeLinger))
-		_ = k.ws.Write(ctx, ws.MessageBinary, appendClose(nil, r.Code, r.Reason))
+		_ = k.ws.write(ctx, appendClose(nil, r.Code, r.Reason))
 		cancel()
 		t := time.NewTimer(closeLinger)
 		select {
@@ -202,7 +200,7 @@ func (k *Conn) watch() {
 		t.Stop()
 	}
 	k.cancel()
-	_ = k.ws.CloseNow()
+	k.ws.closeNow()
 	k.core.Stop()
 	err := k.closeError()
 	if k.onClose != nil {
@@ -225,25 +223,6 @@ func (k *Conn) closeError() *transport.CloseError {
 	return closeErrorOf(k.cause)
 }
 
-// closeErrorOf maps the socket's end: a WebSocket close status of 4000 +
-// code (from a peer that did not announce its close first) or a lost
-// connection.
-func closeErrorOf(err error) *transport.CloseError {
-	var ce ws.CloseError
-	switch {
-	case errors.As(err, &ce) && ce.Code >= closeStatusBase && ce.Code < closeStatusBase+1000:
-		return &transport.CloseError{Code: transport.CloseCode(ce.Code - closeStatusBase), Reason: ce.Reason, Remote: true}
-	case errors.As(err, &ce) && ce.Code == ws.StatusNormalClosure:
-		return &transport.CloseError{Code: transport.CodeNormal, Reason: ce.Reason, Remote: true}
-	case errors.As(err, &ce):
-		return &transport.CloseError{Code: transport.CodeProtocolError, Reason: "websocket: " + ce.Error(), Remote: true}
-	case err == nil:
-		return &transport.CloseError{Code: transport.CodeNormal, Reason: "connection closed"}
-	default:
-		return &transport.CloseError{Code: transport.CodeProtocolError, Reason: "websocket: connection lost: " + err.Error(), Remote: true}
-	}
-}
-
 // closedErr returns the close error if the connection is closing or
 // closed, else nil.
 func (k *Conn) closedErr() error {
@@ -264,14 +243,14 @@ type connWriter struct{ k *Conn }
 
 func (w connWriter) WriteDatagram(b []byte) error {
 	w.k.dgBuf = append(append(w.k.dgBuf[:0], kindDatagram), b...)
-	return w.k.ws.Write(w.k.ctx, ws.MessageBinary, w.k.dgBuf)
+	return w.k.ws.writeDatagram(w.k.ctx, w.k.dgBuf)
 }
 
 func (w connWriter) WriteMessage(b []byte, deadline time.Time) error {
 	ctx, cancel := context.WithDeadline(w.k.ctx, deadline)
 	defer cancel()
 	w.k.msgBuf = append(append(w.k.msgBuf[:0], kindMessage), b...)
-	err := w.k.ws.Write(ctx, ws.MessageBinary, w.k.msgBuf)
+	err := w.k.ws.write(ctx, w.k.msgBuf)
 	if len(w.k.msgBuf) > 64<<10 {
 		w.k.msgBuf = nil // (a large message's buffer is not kept)
 	}
@@ -361,4 +340,22 @@ func closeLog(set *connio.Settings, remote net.Addr) func(transport.CloseCode, s
 		return nil
 	}
 	return set.CloseLog("archenet/websocket: closing", remote)
+}
+
+// socket is the WebSocket under a Conn: coder/websocket natively
+// (socket_native.go), the browser's WebSocket in js/wasm (socket_js.go).
+type socket interface {
+	// next waits for the next message: whether it is binary, and a reader
+	// of it (valid until the next call).
+	next(ctx context.Context) (binary bool, r io.Reader, err error)
+	// write sends one binary message, waiting (until ctx ends) for the
+	// socket to take it.
+	write(ctx context.Context, b []byte) error
+	// writeDatagram sends a datagram's message, or drops it when the socket
+	// is backed up (the browser's: it cannot wait).
+	writeDatagram(ctx context.Context, b []byte) error
+	// closeNow closes the socket at once.
+	closeNow()
+	// setReadLimit bounds a message's size.
+	setReadLimit(n int)
 }

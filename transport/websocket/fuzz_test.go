@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	ws "github.com/coder/websocket"
-
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
@@ -62,16 +60,13 @@ func FuzzHandle(f *testing.F) {
 			if len(part) == 0 {
 				continue
 			}
-			typ := ws.MessageBinary
-			if part[0]%2 == 1 {
-				typ = ws.MessageText
-			}
+			binary := part[0]%2 == 0
 			body := part[1:]
-			more, remote, err := handle(s, &lim, typ, bytes.NewReader(body), &first)
+			more, remote, err := handle(s, &lim, binary, bytes.NewReader(body), &first)
 			if err != nil {
 				t.Fatalf("a reader of bytes failed: %v", err)
 			}
-			if typ == ws.MessageBinary && len(body) > 0 && body[0] == kindMessage && s.violation == "" {
+			if binary && len(body) > 0 && body[0] == kindMessage && s.violation == "" {
 				want = append(want, body[1:])
 			}
 			if remote != nil && (more || s.violation != "" || len(remote.Reason) > transport.MaxReasonLen) {

@@ -249,7 +249,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	remote := addr{"websocket", r.RemoteAddr}
 	if !l.conns.Add(func() *Conn {
-		return newConn(c, &l.set, true, local, remote, give, func(k *Conn) { give(); l.conns.Forget(k) })
+		return newConn(nativeSocket{c}, &l.set, true, local, remote, give, func(k *Conn) { give(); l.conns.Forget(k) })
 	}) {
 		give()
 		_ = c.Close(ws.StatusCode(closeStatusBase+int(transport.CodeNormal)), "listener closed")

@@ -119,9 +119,25 @@ func TestBrowserPlayer(t *testing.T) {
 		}
 	}()
 
+	// Over WebTransport, then over the WebSocket fallback (as for a browser
+	// without WebTransport, or a network without UDP).
+	for _, via := range []string{"webtransport", "websocket"} {
+		q := "?script&overlay"
+		if via == "websocket" {
+			q += "&transport=websocket"
+		}
+		t.Run(via, func(t *testing.T) { playPage(t, ctx, url+q, via) })
+	}
+
+}
+
+// playPage plays the arena page at pageURL in the browser of ctx until its
+// avatar has been drawn 300 frames, over the transport via, and checks the
+// figures the page publishes and the pixels.
+func playPage(t *testing.T, ctx context.Context, pageURL, via string) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := chromedp.Do(rctx, chromedp.Navigate(url+"?script&overlay")); err != nil {
+	if err := chromedp.Do(rctx, chromedp.Navigate(pageURL)); err != nil {
 		t.Fatal(err)
 	}
 	// 300 frames with the own avatar (5 s at 60 TPS), or an error in the page.
@@ -140,6 +156,9 @@ func TestBrowserPlayer(t *testing.T) {
 	if state != "playing" {
 		t.Fatalf("page state %q: %v", state, stats["error"])
 	}
+	if stats["via"] != via {
+		t.Fatalf("the page plays over %v, not %s (fallback: %v)", stats["via"], via, stats["fallbackReason"])
+	}
 	shot, err := chromedp.Run(rctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +169,7 @@ func TestBrowserPlayer(t *testing.T) {
 	}
 	c := census(img)
 	t.Logf("screenshot census: %+v", c)
-	if updateBrowser {
+	if updateBrowser && via == "webtransport" {
 		if err := os.WriteFile(filepath.Join("..", "browser.png"), shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
