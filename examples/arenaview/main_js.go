@@ -15,8 +15,7 @@ import (
 
 	"github.com/archenet/archenet/examples/arena/game"
 	"github.com/archenet/archenet/transport"
-	"github.com/archenet/archenet/transport/websocket"
-	"github.com/archenet/archenet/transport/webtransport"
+	"github.com/archenet/archenet/transport/browser"
 )
 
 // main is the browser build: the page (served by examples/arena -web) runs it; it
@@ -79,28 +78,15 @@ func main() {
 }
 
 // dial connects over WebTransport, or over the WebSocket fallback at
-// /archenet.ws on the page's server: when asked to (transport=websocket),
-// when the browser has no WebTransport, or when the WebTransport dial fails
-// (within 5 s). The page publishes which ("via").
+// /archenet.ws (transport/browser.Dial: when asked to with
+// transport=websocket, when the browser has no WebTransport, or when the
+// WebTransport dial fails within 5 s). The page publishes which ("via").
 func dial(p page, endpoint, want string, timeout time.Duration) (transport.Conn, error) {
-	if want != "websocket" && websocket.WebTransportAvailable() {
-		ctx, cancel := context.WithTimeout(context.Background(), min(timeout, 5*time.Second))
-		conn, err := webtransport.DialEndpoint(ctx, endpoint, nil)
-		cancel()
-		if err == nil {
-			p.set("via", "webtransport")
-			return conn, nil
-		}
-		p.set("fallbackReason", err.Error())
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	conn, err := websocket.DialPage(ctx, "/archenet.ws", nil)
-	if err != nil {
-		return nil, err
-	}
-	p.set("via", "websocket")
-	return conn, nil
+	conn, via, err := browser.Dial(ctx, &browser.DialOptions{Endpoint: endpoint, Transport: want})
+	p.set("via", via)
+	return conn, err
 }
 
 // browserGame is the view with its CPU time per frame measured and published.

@@ -176,7 +176,6 @@ type pageReport struct {
 	Transport     map[string]float64           `json:"transport"`
 	Msgs          pagegame.MessageStats        `json:"msgs"`
 	Via           string                       `json:"via"`
-	Fallback      string                       `json:"fallbackReason"`
 }
 
 // open loads the page in mode and waits until it plays (and the natives are ready).

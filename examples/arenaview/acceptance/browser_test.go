@@ -157,7 +157,7 @@ func playPage(t *testing.T, ctx context.Context, pageURL, via string) {
 		t.Fatalf("page state %q: %v", state, stats["error"])
 	}
 	if stats["via"] != via {
-		t.Fatalf("the page plays over %v, not %s (fallback: %v)", stats["via"], via, stats["fallbackReason"])
+		t.Fatalf("the page plays over %v, not %s", stats["via"], via)
 	}
 	shot, err := chromedp.Run(rctx, chromedp.CaptureScreenshot())
 	if err != nil {

@@ -30,8 +30,7 @@ import (
 	"github.com/archenet/archenet/replication/replicationtest"
 	"github.com/archenet/archenet/tests/internal/pagegame"
 	"github.com/archenet/archenet/transport"
-	"github.com/archenet/archenet/transport/websocket"
-	"github.com/archenet/archenet/transport/webtransport"
+	"github.com/archenet/archenet/transport/browser"
 )
 
 // report is window.pageReport.
@@ -56,9 +55,8 @@ type report struct {
 	Transport    map[string]any               `json:"transport,omitempty"`
 	MessagesRecv uint64                       `json:"messagesReceived"`
 	// Via is the transport the page plays over ("webtransport" or
-	// "websocket"), FallbackReason why it fell back to the WebSocket.
-	Via            string `json:"via"`
-	FallbackReason string `json:"fallbackReason,omitempty"`
+	// "websocket").
+	Via string `json:"via"`
 	// With messages=1: the game messages it saw (pagegame.MessageStats).
 	Msgs pagegame.MessageStats `json:"msgs"`
 }
@@ -136,28 +134,16 @@ func play(r *report, q url.Values) error {
 	return nil
 }
 
-// dial connects over WebTransport, or over a WebSocket (the fallback): when
-// asked to ("websocket"), when the browser has no WebTransport, or when a
-// WebTransport dial fails within 5 s.
+// dial connects over WebTransport, or over the WebSocket fallback at
+// /archenet.ws (transport/browser.Dial): when asked to ("websocket"), when
+// the browser has no WebTransport, or when a WebTransport dial fails
+// within 5 s.
 func dial(r *report, want string) (transport.Conn, error) {
-	if want != "websocket" && websocket.WebTransportAvailable() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, err := webtransport.DialEndpoint(ctx, "/endpoint.json", nil)
-		cancel()
-		if err == nil {
-			r.Via = "webtransport"
-			return conn, nil
-		}
-		r.FallbackReason = err.Error()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	conn, err := websocket.DialPage(ctx, "/archenet.ws", nil)
-	if err != nil {
-		return nil, err
-	}
-	r.Via = "websocket"
-	return conn, nil
+	conn, via, err := browser.Dial(ctx, &browser.DialOptions{Endpoint: "/endpoint.json", Transport: want})
+	r.Via = via
+	return conn, err
 }
 
 // check runs Converged against the server's state and reports whether it holds.
