@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/archenet/archenet/transport/browser"
 	"github.com/archenet/archenet/transport/websocket"
 	"github.com/archenet/archenet/transport/webtransport"
 )
@@ -61,7 +62,7 @@ func startWeb(addr, wasm string, stdout io.Writer) (*webServer, error) {
 	if err != nil {
 		return fail(err)
 	}
-	execJS, err := wasmExecJS()
+	execJS, err := browser.WasmExecJS()
 	if err != nil {
 		return fail(fmt.Errorf("-web: wasm_exec.js of the Go toolchain: %w", err))
 	}
@@ -145,19 +146,4 @@ func loadWasm(path string, stdout io.Writer) (wasmBinary, error) {
 	_, _ = zw.Write(raw)
 	_ = zw.Close()
 	return wasmBinary{raw: raw, gz: gz.Bytes()}, nil
-}
-
-// wasmExecJS reads the wasm_exec.js of the go command's toolchain (the one that built
-// the binary; the two must match).
-func wasmExecJS() ([]byte, error) {
-	out, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		return nil, err
-	}
-	root := strings.TrimSpace(string(out))
-	b, err := os.ReadFile(filepath.Join(root, "lib", "wasm", "wasm_exec.js"))
-	if errors.Is(err, os.ErrNotExist) {
-		b, err = os.ReadFile(filepath.Join(root, "misc", "wasm", "wasm_exec.js"))
-	}
-	return b, err
 }

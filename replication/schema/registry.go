@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -88,23 +89,9 @@ func MustRegister[T any](r *Registry, opts ...Option) *Plan {
 
 // RegisterType is [Register] for a reflect.Type.
 func (r *Registry) RegisterType(t reflect.Type, opts ...Option) (*Plan, error) {
-	o := regOptions{name: t.Name()}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	if o.name == "" {
-		return nil, fmt.Errorf("schema: %s: unnamed type needs WithName", t)
-	}
-	if _, dup := r.byType[t]; dup {
-		return nil, fmt.Errorf("schema: %s registered twice", t)
-	}
-	if _, dup := r.byName[o.name]; dup {
-		return nil, fmt.Errorf("schema: %s: name %q already used; register with WithName", t, o.name)
-	}
-	if len(r.plans) >= MaxComponents {
-		return nil, fmt.Errorf("schema: %s: more than %d replicated component types", t, MaxComponents)
+	o, err := options(t, "", opts, func(name string) bool { _, dup := r.byName[name]; return dup }, r.byType[t] != nil, len(r.plans), MaxComponents)
+	if err != nil {
+		return nil, err
 	}
 	p, err := compile(t, o.name, o.tags, false)
 	if err != nil {
@@ -144,25 +131,11 @@ func MustRegisterMessage[T any](r *Registry, opts ...Option) *Plan {
 
 // RegisterMessageType is [RegisterMessage] for a reflect.Type.
 func (r *Registry) RegisterMessageType(t reflect.Type, opts ...Option) (*Plan, error) {
-	o := regOptions{name: t.Name()}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
-	}
-	if o.name == "" {
-		return nil, fmt.Errorf("schema: %s: unnamed type needs WithName", t)
-	}
-	if _, dup := r.msgByType[t]; dup {
-		return nil, fmt.Errorf("schema: message %s registered twice", t)
-	}
-	for _, m := range r.msgs {
-		if m.Name == o.name {
-			return nil, fmt.Errorf("schema: message %s: name %q already used; register with WithName", t, o.name)
-		}
-	}
-	if len(r.msgs) >= MaxMessages {
-		return nil, fmt.Errorf("schema: message %s: more than %d message types", t, MaxMessages)
+	o, err := options(t, "message ", opts, func(name string) bool {
+		return slices.ContainsFunc(r.msgs, func(m *Plan) bool { return m.Name == name })
+	}, r.msgByType[t] != nil, len(r.msgs), MaxMessages)
+	if err != nil {
+		return nil, err
 	}
 	p, err := compile(t, o.name, o.tags, true)
 	if err != nil {
@@ -194,6 +167,31 @@ func MessageOf[T any](r *Registry) *Plan { return r.msgByType[reflect.TypeFor[T]
 
 // MessageByType returns the plan of a message Go type, or nil.
 func (r *Registry) MessageByType(t reflect.Type) *Plan { return r.msgByType[t] }
+
+// options applies a registration's options to type t (a component, or
+// kind "message "), and checks them: a name, not taken (taken), the type
+// not registered yet (dup), below max of its kind (n registered).
+func options(t reflect.Type, kind string, opts []Option, taken func(string) bool, dup bool, n, max int) (regOptions, error) {
+	o := regOptions{name: t.Name()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	switch {
+	case o.name == "":
+		return o, fmt.Errorf("schema: %s%s: unnamed type needs WithName", kind, t)
+	case dup:
+		return o, fmt.Errorf("schema: %s%s registered twice", kind, t)
+	case taken(o.name):
+		return o, fmt.Errorf("schema: %s%s: name %q already used; register with WithName", kind, t, o.name)
+	case n >= max && kind == "":
+		return o, fmt.Errorf("schema: %s: more than %d replicated component types", t, max)
+	case n >= max:
+		return o, fmt.Errorf("schema: %s%s: more than %d message types", kind, t, max)
+	}
+	return o, nil
+}
 
 // Len returns the number of registered components.
 func (r *Registry) Len() int { return len(r.plans) }

@@ -85,7 +85,7 @@ func Serve(cfg Config) (*Server, error) {
 		cfg.Page = DefaultPage
 	}
 	if cfg.WasmExecJS == nil {
-		b, err := wasmExecJS()
+		b, err := WasmExecJS()
 		if err != nil {
 			return nil, fmt.Errorf("browser: wasm_exec.js of the go command's toolchain (set Config.WasmExecJS): %w", err)
 		}
@@ -190,8 +190,10 @@ func static(ctype string, b []byte) http.Handler {
 	})
 }
 
-// wasmExecJS reads the wasm_exec.js of the go command's toolchain.
-func wasmExecJS() ([]byte, error) {
+// WasmExecJS reads the wasm_exec.js of the go command's toolchain (`go env
+// GOROOT`): the JavaScript support a page needs for a js/wasm build of the
+// same toolchain.
+func WasmExecJS() ([]byte, error) {
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
 		return nil, err

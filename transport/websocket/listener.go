@@ -20,6 +20,7 @@ import (
 
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/internal/connio"
+	"github.com/archenet/archenet/transport/internal/origin"
 	"github.com/archenet/archenet/transport/internal/ratelimit"
 )
 
@@ -116,22 +117,7 @@ func NewListener(cfg *Config) (*Listener, error) {
 // Origin header (a native client), the same host and port as the request,
 // or one of Config.AllowedOrigins.
 func (l *Listener) originAllowed(r *http.Request) bool {
-	if l.cfg.CheckOrigin != nil {
-		return l.cfg.CheckOrigin(r)
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	if u, err := url.Parse(origin); err == nil && strings.EqualFold(u.Host, r.Host) {
-		return true
-	}
-	for _, a := range l.cfg.AllowedOrigins {
-		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
-			return true
-		}
-	}
-	return false
+	return origin.Allowed(r, l.cfg.AllowedOrigins, l.cfg.CheckOrigin)
 }
 
 // sourceOf is the key of a request's source: its IPv4 address, or the /64
