@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication/internal/link"
 	"github.com/archenet/archenet/replication/schema"
 	arche "github.com/mlange-42/arche/ecs"
@@ -121,4 +122,33 @@ func TestServerIsItsWorldsResource(t *testing.T) {
 	require.NoError(t, err)
 	require.Same(t, c, of())
 	require.NoError(t, c.Close())
+}
+
+// With a Scheduler the net rate, divisor and tick come from it; a value
+// set as well must agree.
+func TestSchedulerTiming(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	w := arche.NewWorld()
+	sched, err := ecs.New(&w, ecs.Config{TickRate: 60, NetDivisor: 3})
+	require.NoError(t, err)
+	c, err := ServerConfig{Registry: reg, Scheduler: sched}.resolve()
+	require.NoError(t, err)
+	require.Equal(t, 20, c.NetRate)
+	require.Equal(t, 3, c.NetDivisor)
+	for range 7 {
+		sched.Step()
+	}
+	require.Equal(t, sched.Info().NetTick, c.Tick())
+	_, err = ServerConfig{Registry: reg, Scheduler: sched, NetRate: 20, NetDivisor: 3}.resolve()
+	require.NoError(t, err, "agreeing values")
+	_, err = ServerConfig{Registry: reg, Scheduler: sched, NetRate: 30}.resolve()
+	require.ErrorContains(t, err, "NetRate 30 disagrees with its Scheduler's 20")
+	_, err = ServerConfig{Registry: reg, Scheduler: sched, Tick: func() uint32 { return 0 }}.resolve()
+	require.ErrorContains(t, err, "Tick and Scheduler are both set")
+	w2 := arche.NewWorld()
+	odd, err := ecs.New(&w2, ecs.Config{TickRate: 50, NetDivisor: 3})
+	require.NoError(t, err)
+	_, err = ServerConfig{Registry: reg, Scheduler: odd}.resolve()
+	require.ErrorContains(t, err, "not a multiple")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/archenet/archenet/ecs"
 	"github.com/archenet/archenet/replication/internal/encode"
 	"github.com/archenet/archenet/replication/internal/entity"
 	"github.com/archenet/archenet/replication/schema"
@@ -25,6 +26,13 @@ type ServerConfig struct {
 	// (ecs.Config.NetDivisor). The Welcome carries it, so clients can turn
 	// snapshot ticks into simulation ticks (Client.SimTick). 0: 1.
 	NetDivisor int
+	// Scheduler, if set, is the simulation's scheduler (package ecs): the
+	// net rate (its TickRate / NetDivisor), NetDivisor and Tick (its net
+	// tick) come from it, so that they are set in one place. Create it
+	// before the server and add the server's systems to it after. Setting
+	// NetRate, NetDivisor or Tick as well is an error unless they agree.
+	// Nil: NetRate, NetDivisor and Tick as set.
+	Scheduler *ecs.Scheduler
 	// Tick, if set, names the net tick each Send builds, e.g.
 	// func() uint32 { return sched.Info().NetTick }, so that snapshot ticks
 	// are the simulation's net ticks even for a server created after the
@@ -232,6 +240,9 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	if err := c.adoptLimits(); err != nil {
 		return c, err
 	}
+	if err := c.adoptScheduler(); err != nil {
+		return c, err
+	}
 	l := &c.Limits
 	type intSetting struct {
 		name    string
@@ -300,6 +311,30 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	// message is rate-limited, and the count of suppressed ones is reported.
 	c.Logger = slog.New(transport.RateLimit(c.Logger.Handler(), 10, time.Second))
 	return c, nil
+}
+
+// adoptScheduler takes NetRate, NetDivisor and Tick from c.Scheduler, if
+// set, refusing a value set as well that disagrees.
+func (c *ServerConfig) adoptScheduler() error {
+	if c.Scheduler == nil {
+		return nil
+	}
+	sc := c.Scheduler.Config()
+	if sc.TickRate%sc.NetDivisor != 0 {
+		return fmt.Errorf("replication: ServerConfig.Scheduler's TickRate %d is not a multiple of its NetDivisor %d: the net rate would not be whole", sc.TickRate, sc.NetDivisor)
+	}
+	rate := sc.TickRate / sc.NetDivisor
+	switch {
+	case c.NetRate != 0 && c.NetRate != rate:
+		return fmt.Errorf("replication: ServerConfig.NetRate %d disagrees with its Scheduler's %d (TickRate %d / NetDivisor %d): set one", c.NetRate, rate, sc.TickRate, sc.NetDivisor)
+	case c.NetDivisor != 0 && c.NetDivisor != sc.NetDivisor:
+		return fmt.Errorf("replication: ServerConfig.NetDivisor %d disagrees with its Scheduler's %d: set one", c.NetDivisor, sc.NetDivisor)
+	case c.Tick != nil:
+		return errors.New("replication: ServerConfig.Tick and Scheduler are both set: the Scheduler's net tick is the tick")
+	}
+	sched := c.Scheduler
+	c.NetRate, c.NetDivisor, c.Tick = rate, sc.NetDivisor, func() uint32 { return sched.Info().NetTick }
+	return nil
 }
 
 // adoptLimits moves each deprecated limit set in c's top level into

@@ -42,8 +42,11 @@ func NewServer(ln transport.Listener) (*Server, error) {
 	if s.Hist, err = lagcomp.New[Body](&w, reg, lagcomp.Config{}); err != nil {
 		return nil, err
 	}
-	cfg := replication.ServerConfig{Registry: reg, NetRate: SimRate / NetDivisor, NetDivisor: NetDivisor,
-		Tick:         func() uint32 { return s.Sched.Info().NetTick },
+	if s.Sched, err = ecs.New(&w, ecs.Config{TickRate: SimRate, NetDivisor: NetDivisor}); err != nil {
+		return nil, err
+	}
+	// The net rate, divisor and tick come from the scheduler.
+	cfg := replication.ServerConfig{Registry: reg, Scheduler: s.Sched,
 		Interest:     &replication.Interest{Radius: Radius, Position: replication.PositionOf(Pos)},
 		OnConnect:    func(c replication.ClientID) { s.events = append(s.events, c) },
 		OnDisconnect: func(c replication.ClientID, _ error) { s.events = append(s.events, c) }}
@@ -66,9 +69,6 @@ func NewServer(ln transport.Listener) (*Server, error) {
 			s.Greets++
 		}
 	})
-	if s.Sched, err = ecs.New(&w, ecs.Config{TickRate: SimRate, NetDivisor: NetDivisor}); err != nil {
-		return nil, err
-	}
 	s.Sched.AddNetSystem(s.Net.ReceiveSystem())
 	s.Sched.AddNetSystem(ecs.Func(s.joinLeave))
 	s.Sched.AddSystem(s.Auth.System())
