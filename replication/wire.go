@@ -16,6 +16,10 @@ import (
 // 7: the Hello may name a match (transport.Hello.Match, for a host of
 // many matches) and the server may send a drain notice (message kind 0x13:
 // Server.Drain, Client.Draining).
+// 8: game messages — reliable batches (message kinds 0x14 and 0x15) and
+// unreliable sections at the end of a snapshot datagram (kind flag 0x40) or
+// a client datagram (flag 0x80) — and a relation component's target in a
+// spawn entry.
 const ProtocolVersion = wire.ProtocolVersion
 
 // ErrMalformed wraps decode errors of replication messages.
