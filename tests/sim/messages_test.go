@@ -12,6 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// hideFrom is an interest where every client sees every entity, but those
+// hidden from it (hidden: entity → the client that does not see it; the
+// test changes it between steps), recomputed every tick.
+func hideFrom(hidden map[ecs.Entity]replication.ClientID) func(*replication.ServerConfig) {
+	return func(c *replication.ServerConfig) {
+		c.Interest = &replication.Interest{Radius: 1e6, Every: 1,
+			Focus:  func(replication.ClientID) (components.Vec3, bool) { return components.Vec3{}, true },
+			Filter: func(c replication.ClientID, e ecs.Entity) bool { return hidden[e] != c }}
+	}
+}
+
 // lossyLink is 5% loss, reordering, jitter and duplication both ways.
 var lossyLink = func() sim.Link {
 	c := sim.Conditions{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05,
@@ -28,9 +39,7 @@ var lossyLink = func() sim.Link {
 // held it, its reference reading as none there.
 func TestMessagesReliableInOrderWithSpawns(t *testing.T) {
 	hidden := map[ecs.Entity]replication.ClientID{} // entity → the client that does not see it
-	h := harness.NewOn(t, sim.NewNetwork(7, harness.Epoch), lossyLink, nil, func(c *replication.ServerConfig) {
-		c.Interest = &replication.Interest{Radius: 1e6, Every: 1, Focus: func(replication.ClientID) (components.Vec3, bool) { return components.Vec3{}, true }, Filter: func(c replication.ClientID, e ecs.Entity) bool { return hidden[e] != c }}
-	})
+	h := harness.NewOn(t, sim.NewNetwork(7, harness.Epoch), lossyLink, nil, hideFrom(hidden))
 	for range 3 {
 		h.AddClient()
 	}

@@ -39,18 +39,14 @@ func mirrorOf(h *harness.Harness, cs *harness.ClientSide, e ecs.Entity) ecs.Enti
 // change of target; and when the target is despawned and its slot reused,
 // it reads none, never the new entity.
 func TestComponentReferences(t *testing.T) {
-	hidden := map[ecs.Entity]bool{} // hidden from client 2
-	h := harness.New(t, 2, sim.Link{}, func(c *replication.ServerConfig) {
-		c.Interest = &replication.Interest{Radius: 1e6, Every: 1,
-			Focus:  func(replication.ClientID) (components.Vec3, bool) { return components.Vec3{}, true },
-			Filter: func(c replication.ClientID, e ecs.Entity) bool { return c != 2 || !hidden[e] }}
-	})
+	hidden := map[ecs.Entity]replication.ClientID{} // hidden from client 2
+	h := harness.New(t, 2, sim.Link{}, hideFrom(hidden))
 	aid := ecs.ComponentID[harness.Aim](h.World)
 	h.Run(5)
 	target := h.Spawn(0, components.Vec3{X: 1})
 	holder := h.Spawn(0, components.Vec3{X: 2}, aid)
 	(*harness.Aim)(h.World.Get(holder, aid)).At = components.RefTo(target)
-	hidden[target] = true
+	hidden[target] = 2
 	h.Step()
 	c1, c2 := h.Clients[0], h.Clients[1]
 	r, ok := aimOf(h, c1, holder)
@@ -123,15 +119,11 @@ func TestUnchangedReferenceCostsNothing(t *testing.T) {
 // enters; through the parent's despawn and a new parent in the reused slot
 // it never points at a wrong entity.
 func TestRelationReplicated(t *testing.T) {
-	hidden := map[ecs.Entity]bool{} // hidden from client 2
-	h := harness.New(t, 2, sim.Link{}, func(c *replication.ServerConfig) {
-		c.Interest = &replication.Interest{Radius: 1e6, Every: 1,
-			Focus:  func(replication.ClientID) (components.Vec3, bool) { return components.Vec3{}, true },
-			Filter: func(c replication.ClientID, e ecs.Entity) bool { return c != 2 || !hidden[e] }}
-	})
+	hidden := map[ecs.Entity]replication.ClientID{} // hidden from client 2
+	h := harness.New(t, 2, sim.Link{}, hideFrom(hidden))
 	rel := ecs.ComponentID[harness.AttachedTo](h.World)
 	parent := h.Spawn(0, components.Vec3{})
-	hidden[parent] = true
+	hidden[parent] = 2
 	child := h.Spawn(0, components.Vec3{X: 1}, rel)
 	h.World.Relations().Set(child, rel, parent)
 	h.Game = func(int) {

@@ -113,13 +113,6 @@ func NewListener(cfg *Config) (*Listener, error) {
 	return l, nil
 }
 
-// originAllowed is the origin policy: Config.CheckOrigin if set; else no
-// Origin header (a native client), the same host and port as the request,
-// or one of Config.AllowedOrigins.
-func (l *Listener) originAllowed(r *http.Request) bool {
-	return origin.Allowed(r, l.cfg.AllowedOrigins, l.cfg.CheckOrigin)
-}
-
 // sourceOf is the key of a request's source: its IPv4 address, or the /64
 // of its IPv6 one.
 func sourceOf(remote string) netip.Addr {
@@ -196,17 +189,13 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.set.Logger.Warn("archenet/websocket: connection refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
 		http.Error(w, why, status)
 	}
-	select {
-	case <-l.conns.Closed():
-		refuse(http.StatusServiceUnavailable, "listener closed")
-		return
-	default:
-	}
-	if !l.originAllowed(r) {
-		l.mu.Lock()
-		l.refused.Origin++
-		l.mu.Unlock()
-		refuse(http.StatusForbidden, fmt.Sprintf("origin %q not allowed", r.Header.Get("Origin")))
+	if status, why := origin.Check(r, l.conns.Closed(), l.cfg.AllowedOrigins, l.cfg.CheckOrigin); status != 0 {
+		if status == http.StatusForbidden {
+			l.mu.Lock()
+			l.refused.Origin++
+			l.mu.Unlock()
+		}
+		refuse(status, why)
 		return
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {

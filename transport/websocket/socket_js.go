@@ -73,7 +73,10 @@ type jsCloseError struct {
 }
 
 func (e *jsCloseError) Error() string {
-	return fmt.Sprintf("websocket closed (code %d%s)", e.code, map[bool]string{true: ", " + e.reason, false: ""}[e.reason != ""])
+	if e.reason == "" {
+		return fmt.Sprintf("websocket closed (code %d)", e.code)
+	}
+	return fmt.Sprintf("websocket closed (code %d, %s)", e.code, e.reason)
 }
 
 // openJS opens the browser's WebSocket to url and waits for it to open.

@@ -186,14 +186,8 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.set.Logger.Warn("archenet/webtransport: session refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
 		http.Error(w, why, status)
 	}
-	select {
-	case <-l.conns.Closed():
-		refuse(http.StatusServiceUnavailable, "listener closed")
-		return
-	default:
-	}
-	if !l.originAllowed(r) {
-		refuse(http.StatusForbidden, fmt.Sprintf("origin %q not allowed", r.Header.Get("Origin")))
+	if status, why := origin.Check(r, l.conns.Closed(), l.cfg.AllowedOrigins, l.cfg.CheckOrigin); status != 0 {
+		refuse(status, why)
 		return
 	}
 	select {

@@ -3,6 +3,7 @@
 package origin
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -29,4 +30,19 @@ func Allowed(r *http.Request, allowed []string, check func(*http.Request) bool) 
 		}
 	}
 	return false
+}
+
+// Check is the first judgement of a browser transport's session request:
+// 503 once its listener has closed (closed), 403 for an origin the policy
+// (Allowed) refuses, with why; status 0: the request may go on.
+func Check(r *http.Request, closed <-chan struct{}, allowed []string, check func(*http.Request) bool) (status int, why string) {
+	select {
+	case <-closed:
+		return http.StatusServiceUnavailable, "listener closed"
+	default:
+	}
+	if !Allowed(r, allowed, check) {
+		return http.StatusForbidden, fmt.Sprintf("origin %q not allowed", r.Header.Get("Origin"))
+	}
+	return 0, ""
 }
