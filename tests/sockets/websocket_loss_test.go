@@ -31,13 +31,7 @@ func TestWebSocketAgainstQUICUnderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s of real time")
 	}
-	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
-	cert, err := quic.GenerateDevCert(time.Hour)
-	require.NoError(t, err)
-	ql, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), Logger: harness.Quiet})
-	require.NoError(t, err)
-	wl, err := websocket.Listen("127.0.0.1:0", &websocket.Config{Logger: harness.Quiet})
-	require.NoError(t, err)
+	h, cert, ql, wl := mixedMatch(t)
 	cond := netem.Conditions{Latency: 25 * time.Millisecond, Loss: 0.01}
 	udp, err := netem.Listen(ql.Addr().String(), 7)
 	require.NoError(t, err)
@@ -48,13 +42,6 @@ func TestWebSocketAgainstQUICUnderLoss(t *testing.T) {
 	defer tcp.Close()
 	tcp.SetConditions(cond, cond)
 
-	h := &harness.Harness{T: t, Registry: harness.NewRegistry()}
-	sw := ecs.NewWorld()
-	h.World = &sw
-	srv, err := replication.NewServer(h.World, transport.MergeListeners(ql, wl), replication.ServerConfig{Registry: h.Registry, NetRate: harness.NetRate, Logger: harness.Quiet})
-	require.NoError(t, err)
-	h.Server = srv
-	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	qc, err := quic.Dial(ctx, udp.Addr().String(), &quic.Config{TLS: cert.ClientTLS(), Logger: harness.Quiet})

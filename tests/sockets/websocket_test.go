@@ -22,21 +22,8 @@ import (
 // both converge while the world moves and spawns, and their game messages
 // (a reliable and an unreliable one each tick) reach them.
 func TestWebSocketBesideQUIC(t *testing.T) {
-	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
-	cert, err := quic.GenerateDevCert(time.Hour)
-	require.NoError(t, err)
-	ql, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), Logger: harness.Quiet})
-	require.NoError(t, err)
-	wl, err := websocket.Listen("127.0.0.1:0", &websocket.Config{Logger: harness.Quiet})
-	require.NoError(t, err)
-	h := &harness.Harness{T: t, Registry: harness.NewRegistry()}
-	sw := ecs.NewWorld()
-	h.World = &sw
-	srv, err := replication.NewServer(h.World, transport.MergeListeners(ql, wl), replication.ServerConfig{Registry: h.Registry, NetRate: harness.NetRate, Logger: harness.Quiet})
-	require.NoError(t, err)
-	h.Server = srv
-	defer srv.Close()
-	hits, err := replication.ServerMessages[harness.Hit](srv)
+	h, cert, ql, wl := mixedMatch(t)
+	hits, err := replication.ServerMessages[harness.Hit](h.Server)
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -104,6 +91,26 @@ func TestWebSocketBesideQUIC(t *testing.T) {
 		require.Equal(t, sent, got[i][true], "%s: every reliable message", name)
 		require.Greater(t, got[i][false], sent/2, "%s: unreliable messages on loopback", name)
 	}
+}
+
+// mixedMatch is a harness whose replication server (closed at the test's
+// end) takes QUIC and WebSocket clients on loopback through one merged
+// listener; the clients are the test's to dial.
+func mixedMatch(t *testing.T) (*harness.Harness, *quic.DevCert, *quic.Listener, *websocket.Listener) {
+	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
+	cert, err := quic.GenerateDevCert(time.Hour)
+	require.NoError(t, err)
+	ql, err := quic.Listen("127.0.0.1:0", &quic.Config{TLS: cert.ServerTLS(), Logger: harness.Quiet})
+	require.NoError(t, err)
+	wl, err := websocket.Listen("127.0.0.1:0", &websocket.Config{Logger: harness.Quiet})
+	require.NoError(t, err)
+	h := &harness.Harness{T: t, Registry: harness.NewRegistry()}
+	sw := ecs.NewWorld()
+	h.World = &sw
+	h.Server, err = replication.NewServer(h.World, transport.MergeListeners(ql, wl), replication.ServerConfig{Registry: h.Registry, NetRate: harness.NetRate, Logger: harness.Quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Server.Close() })
+	return h, cert, ql, wl
 }
 
 // A flood of WebSocket connections that never say Hello, from one source
