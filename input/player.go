@@ -1,7 +1,9 @@
 package input
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"reflect"
 	"time"
@@ -293,7 +295,7 @@ func (s *playerSystem[S, I]) Finalize(*arche.World)   {}
 func (s *playerSystem[S, I]) Update(*arche.World) {
 	if err := s.p.Update(); err != nil && !s.failed {
 		s.failed = true
-		s.p.cl.Logger().Error("archenet: input.Player", "err", err)
+		s.p.cl.Logger().Log(context.Background(), slog.LevelError, "archenet: input.Player", "err", err)
 	}
 }
 

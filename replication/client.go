@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,9 +122,11 @@ type ClientConfig struct {
 	OnError func(err error)
 	// Logger receives connection events and the warnings about systems of
 	// the client's frame that do not run (Receive, Send, Interpolate and a
-	// declared prediction system; see Client.ExpectPredictSystem). Nil:
-	// slog.Default().
-	Logger *slog.Logger
+	// declared prediction system; see Client.ExpectPredictSystem): a
+	// *slog.Logger, or anything with its Log method. Nil: slog.Default(),
+	// except in a page (GOOS=js), where it is the browser's console (INFO and
+	// above), so that a page that passes none links no slog handler.
+	Logger transport.Logger
 }
 
 // ClientState is where a client is in its connection.
@@ -219,8 +222,8 @@ func (c ClientConfig) resolve() (ClientConfig, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+	if l, ok := c.Logger.(*slog.Logger); c.Logger == nil || ok && l == nil {
+		c.Logger = defaultLogger() // a nil *slog.Logger is none too
 	}
 	// Zero is the default; negative turns the timeout off (documented).
 	if c.ConnectTimeout == 0 {
@@ -334,7 +337,7 @@ func (c *Client) SetInput(fn func(dst []byte) []byte) { c.cfg.Input = fn }
 func (c *Client) Registry() *schema.Registry { return c.cfg.Registry }
 
 // Logger returns the client's logger (ClientConfig.Logger or the default).
-func (c *Client) Logger() *slog.Logger { return c.cfg.Logger }
+func (c *Client) Logger() transport.Logger { return c.cfg.Logger }
 
 // World returns the client's arche world (where the mirrors live).
 func (c *Client) World() *arche.World { return c.world }
@@ -456,10 +459,10 @@ func (c *Client) fail(err error) {
 // ends the game for this client: loud, and offered to the game's hook.
 func (c *Client) logClose(err error) {
 	if errors.Is(err, errClosedByApp) {
-		c.cfg.Logger.Info("archenet: disconnected", "client", c.link.ID(), "err", err)
+		c.cfg.Logger.Log(context.Background(), slog.LevelInfo, "archenet: disconnected", "client", c.link.ID(), "err", err)
 		return
 	}
-	c.cfg.Logger.Error("archenet: disconnected", "client", c.link.ID(), "err", err)
+	c.cfg.Logger.Log(context.Background(), slog.LevelError, "archenet: disconnected", "client", c.link.ID(), "err", err)
 	if c.cfg.OnError != nil {
 		c.cfg.OnError(err)
 	}
@@ -602,7 +605,7 @@ func (c *Client) Send() {
 		case <-c.conn.Done():
 			c.fail(c.conn.Err())
 		default:
-			c.cfg.Logger.Debug("archenet: send failed", "err", err)
+			c.cfg.Logger.Log(context.Background(), slog.LevelDebug, "archenet: send failed", "err", err)
 		}
 		return
 	}

@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/archenet/archenet/replication/internal/watch"
@@ -29,6 +31,6 @@ func (c *Client) checkSystems(now time.Time) {
 	st := c.link.State()
 	c.watch.Needs(st, c.cfg.Interpolation || len(c.cfg.InterpolatedComponents) > 0, now)
 	if s, d, ok := c.watch.Missing(now); ok {
-		c.cfg.Logger.Warn("archenet: "+s.Hint(), "for", d.Round(time.Millisecond), "state", ClientState(st))
+		c.cfg.Logger.Log(context.Background(), slog.LevelWarn, "archenet: "+s.Hint(), "for", d.Round(time.Millisecond), "state", ClientState(st))
 	}
 }

@@ -1,8 +1,10 @@
 package replication
 
 import (
+	"context"
 	"fmt"
 	"iter"
+	"log/slog"
 
 	arche "github.com/mlange-42/arche/ecs"
 
@@ -246,7 +248,7 @@ func (c *Client) sendMessages() {
 		return c.conn.SendMessage(b)
 	})
 	if err != nil {
-		c.cfg.Logger.Debug("archenet: sending messages failed", "err", err)
+		c.cfg.Logger.Log(context.Background(), slog.LevelDebug, "archenet: sending messages failed", "err", err)
 		return
 	}
 	c.Stats.MessagesOut += uint64(n)

@@ -108,7 +108,10 @@ type ServerConfig struct {
 	// The Welcome tells clients, which then decode compressed datagrams with
 	// their ClientConfig.CompressionDictionary. Bit-packed deltas rarely
 	// shrink; full records of similar entities (a join, a burst of spawns)
-	// often do. It costs CPU per datagram. False: never.
+	// often do. It costs CPU per datagram. A page (GOOS=js) decodes them
+	// only when built with -tags archenet_zstd (zstd is about 0.1 MB of a
+	// gzipped page); one built without fails at the Welcome, saying so.
+	// False: never.
 	Compression bool
 	// CompressionDictionary is a zstd dictionary (TrainDictionary)
 	// for Compression; clients must be given the same one (a client with

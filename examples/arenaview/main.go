@@ -108,11 +108,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 // session is what the view runs each frame: the in-process server (nil
 // with -connect), its bot clients, and the player's client.
 type session struct {
-	server *game.ServerGame
+	server localServer
 	bots   []*game.Bot
 	player *game.Bot
 	input  *controls
 	addr   string
+}
+
+// localServer is the in-process server (a *game.ServerGame), an interface so
+// that the page, which has none, links no server code.
+type localServer interface {
+	Frame(now time.Time)
+	Close()
 }
 
 func (s *session) close() {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"syscall/js"
 	"time"
@@ -43,7 +42,6 @@ func main() {
 	p := newPage()
 	p.set("startMs", now()) // the WebAssembly module is compiled and its runtime started
 	p.set("state", "connecting")
-	logger := slog.New(slog.NewTextHandler(consoleWriter{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	conn, err := dial(p, endpoint, q.Get("transport"), o.timeout)
 	if err != nil {
 		p.fail(err)
@@ -51,7 +49,7 @@ func main() {
 	}
 	p.set("connectedMs", now())
 	s := &session{input: &controls{}, addr: conn.RemoteAddr().String()}
-	if s.player, err = game.NewBot(game.BotOptions{Conn: conn, Logger: logger, Control: s.input.control}); err != nil {
+	if s.player, err = game.NewBot(game.BotOptions{Conn: conn, Control: s.input.control}); err != nil {
 		_ = conn.Close()
 		p.fail(err)
 		return

@@ -77,10 +77,12 @@ func setup(o options, stdout io.Writer, logger *slog.Logger) (*session, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s.server, err = game.NewServerGame(game.ServerOptions{Listener: ln, NPCs: o.npcs, Seed: o.seed, Logger: logger}); err != nil {
+		server, err := game.NewServerGame(game.ServerOptions{Listener: ln, NPCs: o.npcs, Seed: o.seed, Logger: logger})
+		if err != nil {
 			_ = ln.Close()
 			return nil, err
 		}
+		s.server = server
 		s.addr = ln.Addr().String()
 		qc.TLS = cert.ClientTLS()
 		fmt.Fprintf(stdout, "arena server on %s (QUIC, in this process), %d NPCs, %d bots\n", s.addr, o.npcs, o.bots)

@@ -139,9 +139,8 @@ func (c *Config) resolve() (Config, connio.Settings, error) {
 		AcceptBacklog: r.AcceptBacklog, HandshakeWindow: r.HandshakeWindow,
 		MaxPendingPerAddress: r.MaxPendingPerAddress, RetryAbove: r.RetryAbove,
 		NewConnectionRate: r.NewConnectionRate, NewConnectionRatePerAddress: r.NewConnectionRatePerAddress,
-		Logger: r.Logger,
 	}
-	err := s.Resolve("quic")
+	err := s.Resolve("quic", r.Logger)
 	return r, s, err
 }
 

@@ -3,6 +3,7 @@ package quic
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -73,7 +74,7 @@ func (l *Listener) setup(qc *quicgo.Conn) {
 	ctx, cancel := context.WithTimeout(l.ctx, l.set.HandshakeTimeout)
 	defer cancel()
 	fail := func(code transport.CloseCode, reason string) {
-		l.set.Logger.Warn("archenet/quic: connection refused before the handshake", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
+		l.set.Logger.Log(context.Background(), slog.LevelWarn, "archenet/quic: connection refused before the handshake", "remote", qc.RemoteAddr(), "code", code, "reason", reason)
 		qc.CloseWithError(quicgo.ApplicationErrorCode(code), reason)
 	}
 	if err := checkDatagrams(qc); err != nil {

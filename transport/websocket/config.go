@@ -105,9 +105,8 @@ func (c *Config) resolve() (Config, connio.Settings, error) {
 		DatagramSendQueueLen: r.DatagramSendQueueLen, MaxSendBacklog: r.MaxSendBacklog, SendBacklogTimeout: r.SendBacklogTimeout,
 		AcceptBacklog: r.AcceptBacklog, MaxPendingPerAddress: r.MaxPendingPerAddress,
 		NewConnectionRate: r.NewConnectionRate, NewConnectionRatePerAddress: r.NewConnectionRatePerAddress,
-		Logger: r.Logger,
 	}
-	if err := s.Resolve("websocket"); err != nil {
+	if err := s.Resolve("websocket", r.Logger); err != nil {
 		return r, s, err
 	}
 	d := connio.Defaults{Pkg: "websocket"}

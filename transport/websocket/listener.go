@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -186,7 +187,7 @@ func (l *Listener) release(src netip.Addr) {
 // request that is not a WebSocket upgrade.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, why string) {
-		l.set.Logger.Warn("archenet/websocket: connection refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
+		l.set.Logger.Log(context.Background(), slog.LevelWarn, "archenet/websocket: connection refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
 		http.Error(w, why, status)
 	}
 	if status, why := origin.Check(r, l.conns.Closed(), l.cfg.AllowedOrigins, l.cfg.CheckOrigin); status != 0 {
@@ -213,7 +214,7 @@ func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c, err := ws.Accept(w, r, &ws.AcceptOptions{InsecureSkipVerify: true, CompressionMode: ws.CompressionDisabled}) // (the origin is checked above)
 	if err != nil {
 		l.release(src)
-		l.set.Logger.Warn("archenet/websocket: upgrade failed", "remote", r.RemoteAddr, "err", err)
+		l.set.Logger.Log(context.Background(), slog.LevelWarn, "archenet/websocket: upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
 	var once sync.Once

@@ -146,9 +146,8 @@ func (c *Config) resolve() (Config, connio.Settings, error) {
 		AcceptBacklog: r.AcceptBacklog, HandshakeWindow: r.HandshakeWindow,
 		MaxPendingPerAddress: r.MaxPendingPerAddress, RetryAbove: r.RetryAbove,
 		NewConnectionRate: r.NewConnectionRate, NewConnectionRatePerAddress: r.NewConnectionRatePerAddress,
-		Logger: r.Logger,
 	}
-	if err := s.Resolve("webtransport"); err != nil {
+	if err := s.Resolve("webtransport", r.Logger); err != nil {
 		return r, s, err
 	}
 	d := connio.Defaults{Pkg: "webtransport"}

@@ -1,9 +1,7 @@
 package webtransport
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,10 +9,7 @@ import (
 
 // CertHash is the SHA-256 hash of a DER-encoded certificate: what a browser's
 // serverCertificateHashes option (and [Config].CertHashes) pins instead of a CA.
-type CertHash [sha256.Size]byte
-
-// HashCertificate returns the CertHash of a DER-encoded certificate.
-func HashCertificate(der []byte) CertHash { return sha256.Sum256(der) }
+type CertHash [32]byte
 
 // String is the hash in standard base64 (the "value" of its JSON form).
 func (h CertHash) String() string { return base64.StdEncoding.EncodeToString(h[:]) }
@@ -38,27 +33,15 @@ const (
 	maxEndpointHashes = 8
 )
 
-type jsonHash struct {
-	Algorithm string `json:"algorithm"`
-	Value     string `json:"value"`
-}
-
+// jsonEndpoint is the endpoint document as decoded, before [checkEndpoint].
 type jsonEndpoint struct {
 	URL    string     `json:"url"`
 	Hashes []jsonHash `json:"hashes"`
 }
 
-// AppendJSON appends the endpoint's JSON document to b.
-func (e endpoint) AppendJSON(b []byte) []byte {
-	j := jsonEndpoint{URL: e.URL, Hashes: make([]jsonHash, len(e.Hashes))}
-	for i, h := range e.Hashes {
-		j.Hashes[i] = jsonHash{Algorithm: "sha-256", Value: h.String()}
-	}
-	out, err := json.Marshal(j)
-	if err != nil { // strings and slices of strings always marshal
-		panic(err)
-	}
-	return append(b, out...)
+type jsonHash struct {
+	Algorithm string `json:"algorithm"`
+	Value     string `json:"value"`
 }
 
 // errMalformedEndpoint is matched (errors.Is) by every error of [parseEndpoint].
@@ -74,8 +57,8 @@ func parseEndpoint(b []byte) (endpoint, error) {
 	if len(b) > maxEndpointSize {
 		return bad("%d bytes, more than %d", len(b), maxEndpointSize)
 	}
-	var j jsonEndpoint
-	if err := json.Unmarshal(b, &j); err != nil {
+	j, err := decodeEndpoint(b)
+	if err != nil {
 		return bad("%v", err)
 	}
 	u, err := url.Parse(j.URL)
@@ -91,7 +74,7 @@ func parseEndpoint(b []byte) (endpoint, error) {
 			return bad("hash %d: algorithm %q, want sha-256", i, h.Algorithm)
 		}
 		v, err := base64.StdEncoding.DecodeString(h.Value)
-		if err != nil || len(v) != sha256.Size {
+		if err != nil || len(v) != len(CertHash{}) {
 			return bad("hash %d: value %q is not 32 bytes of base64", i, h.Value)
 		}
 		copy(e.Hashes[i][:], v)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -183,7 +184,7 @@ func (l *Listener) originAllowed(r *http.Request) bool {
 // request that is not a WebTransport session.
 func (l *Listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, why string) {
-		l.set.Logger.Warn("archenet/webtransport: session refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
+		l.set.Logger.Log(context.Background(), slog.LevelWarn, "archenet/webtransport: session refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "status", status, "reason", why)
 		http.Error(w, why, status)
 	}
 	if status, why := origin.Check(r, l.conns.Closed(), l.cfg.AllowedOrigins, l.cfg.CheckOrigin); status != 0 {
@@ -228,7 +229,7 @@ func (l *Listener) setup(s session) {
 	defer cancel()
 	defer context.AfterFunc(sess.Context(), cancel)()
 	fail := func(code transport.CloseCode, reason string) {
-		l.set.Logger.Warn("archenet/webtransport: session refused before the handshake", "remote", sess.RemoteAddr(), "code", code, "reason", reason)
+		l.set.Logger.Log(context.Background(), slog.LevelWarn, "archenet/webtransport: session refused before the handshake", "remote", sess.RemoteAddr(), "code", code, "reason", reason)
 		closeSession(sess, s.connect, code, reason)
 		if s.ownsQC {
 			qc := s.qc

@@ -2,7 +2,6 @@ package game
 
 import (
 	"errors"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -27,8 +26,9 @@ type BotOptions struct {
 	// Now is the clock of the replication client (interpolation). Nil:
 	// time.Now. Frame's argument must come from the same clock.
 	Now func() time.Time
-	// Logger receives connection events. Nil: slog.Default().
-	Logger *slog.Logger
+	// Logger receives connection events (a *slog.Logger, say). Nil: the
+	// client's default (replication.ClientConfig.Logger).
+	Logger transport.Logger
 	// Control, if set, is the player's input for an input tick (keyboard
 	// and mouse of a graphical client) instead of the bot's script.
 	Control func(tick uint32, s *Avatar) ShooterInput
@@ -95,9 +95,6 @@ func NewBot(opts BotOptions) (*Bot, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
 	}
 	w := ecs.NewWorld()
 	b := &Bot{opts: opts, world: &w, rng: rand.New(rand.NewPCG(opts.Seed, 0xb07))}

@@ -5,7 +5,18 @@ import (
 	"fmt"
 
 	"github.com/archenet/archenet/replication/internal/wire"
-	"github.com/klauspost/compress/zstd"
+)
+
+// zstdEncoder and zstdDecoder are klauspost/compress's zstd (zstd_on.go), or
+// nothing in a page built without the archenet_zstd tag (zstd_off.go), which
+// then links no zstd: about 100 KB of a gzipped page.
+type (
+	zstdEncoder interface {
+		EncodeAll(src, dst []byte) []byte
+	}
+	zstdDecoder interface {
+		DecodeAll(src, dst []byte) ([]byte, error)
+	}
 )
 
 // MaxBody bounds a decompressed datagram body: a hostile frame claiming
@@ -18,7 +29,7 @@ const MaxBody = 64 << 10
 // sample datagrams ([TrainDictionary]) helps small datagrams; server and
 // clients must use the same one. Not safe for concurrent use.
 type Compressor struct {
-	enc *zstd.Encoder
+	enc zstdEncoder
 	buf []byte
 	// Tried and Won count datagrams offered and datagrams sent compressed.
 	Tried, Won int
@@ -26,16 +37,7 @@ type Compressor struct {
 
 // NewCompressor returns a compressor; dict may be nil.
 func NewCompressor(dict []byte) (*Compressor, error) {
-	opts := []zstd.EOption{
-		zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderCRC(false),
-		zstd.WithLowerEncoderMem(true),
-	}
-	if dict != nil {
-		opts = append(opts, zstd.WithEncoderDict(dict))
-	}
-	enc, err := zstd.NewWriter(nil, opts...)
+	enc, err := newZstdEncoder(dict)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: zstd encoder: %w", err)
 	}
@@ -57,7 +59,7 @@ func (c *Compressor) Compress(body []byte) []byte {
 // Decompressor decodes zstd datagram bodies; the zero value has no
 // decoder and refuses compressed datagrams until [Decompressor.Enable].
 type Decompressor struct {
-	dec *zstd.Decoder
+	dec zstdDecoder
 	buf []byte
 }
 
@@ -69,15 +71,7 @@ var ErrNoDecompressor = errors.New("snapshot: compressed datagram but no decompr
 // uses (nil for none). The decoder is limited for untrusted input: window
 // and memory at MaxBody, output at MaxBody.
 func (d *Decompressor) Enable(dict []byte) error {
-	opts := []zstd.DOption{
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(MaxBody),
-		zstd.WithDecoderMaxWindow(MaxBody),
-	}
-	if dict != nil {
-		opts = append(opts, zstd.WithDecoderDicts(dict))
-	}
-	dec, err := zstd.NewReader(nil, opts...)
+	dec, err := newZstdDecoder(dict)
 	if err != nil {
 		return fmt.Errorf("snapshot: zstd decoder: %w", err)
 	}
@@ -120,7 +114,7 @@ func TrainDictionary(samples [][]byte) ([]byte, error) {
 	if len(contents) == 0 {
 		return nil, fmt.Errorf("snapshot: no samples to train a dictionary")
 	}
-	d, err := zstd.BuildDict(zstd.BuildDictOptions{ID: 0x41524e31, Contents: contents, History: hist, Level: zstd.SpeedFastest})
+	d, err := buildZstdDict(contents, hist)
 	if err != nil && len(contents) >= 2 {
 		// Samples the history covers entirely leave the builder no literals
 		// to learn from (dense bit-packed datagrams): learn the second half
@@ -132,7 +126,7 @@ func TrainDictionary(samples [][]byte) ([]byte, error) {
 				hist = append(hist, c...)
 			}
 		}
-		d, err = zstd.BuildDict(zstd.BuildDictOptions{ID: 0x41524e31, Contents: contents[half:], History: hist, Level: zstd.SpeedFastest})
+		d, err = buildZstdDict(contents[half:], hist)
 	}
 	return d, err
 }

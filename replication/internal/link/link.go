@@ -292,7 +292,7 @@ func (l *Link) welcome(m []byte) error {
 			return fmt.Errorf("%w: the server uses dictionary %#x, this client %#x (ClientConfig.CompressionDictionary)", ErrDictionary, info.Dictionary, d)
 		}
 		if err := rcv.EnableZstd(l.cfg.CompressionDictionary); err != nil {
-			return err
+			return fmt.Errorf("the server compresses snapshots (ServerConfig.Compression): %w", err)
 		}
 	}
 	interval := time.Second / time.Duration(info.TickRate)

@@ -1,6 +1,7 @@
 package connio
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,7 +41,9 @@ type Settings struct {
 	// negative: no limit.
 	NewConnectionRate, NewConnectionRatePerAddress int
 
-	Logger *slog.Logger
+	// Logger is where a listener and a conn log: an interface, so that a
+	// page's conn (whose Settings hold none) links no slog handler.
+	Logger transport.Logger
 
 	pkg string // the error prefix Resolve was given
 }
@@ -67,16 +70,16 @@ const (
 // Resolve replaces every zero setting with its default, or reports the
 // first setting that cannot work: a negative value where none is
 // documented, named as pkg's "Config.Name" (pkg: "quic", "webtransport").
-// Nothing is clamped silently. The Logger (nil: slog.Default()) becomes
+// Nothing is clamped silently. The Logger becomes log (nil: slog.Default()),
 // rate-limited per message (transport.RateLimit).
-func (s *Settings) Resolve(pkg string) error {
+func (s *Settings) Resolve(pkg string, log *slog.Logger) error {
 	if err := s.ResolveLimits(pkg); err != nil {
 		return err
 	}
-	if s.Logger == nil {
-		s.Logger = slog.Default()
+	if log == nil {
+		log = slog.Default()
 	}
-	s.Logger = slog.New(transport.RateLimit(s.Logger.Handler(), 10, time.Second))
+	s.Logger = slog.New(transport.RateLimit(log.Handler(), 10, time.Second))
 	return nil
 }
 
@@ -131,7 +134,7 @@ func (s *Settings) ResolveLimits(pkg string) error {
 // the code and the reason.
 func (s *Settings) CloseLog(msg string, remote net.Addr) func(code transport.CloseCode, reason string) {
 	return func(code transport.CloseCode, reason string) {
-		s.Logger.Warn(msg, "remote", remote, "code", code, "reason", reason)
+		s.Logger.Log(context.Background(), slog.LevelWarn, msg, "remote", remote, "code", code, "reason", reason)
 	}
 }
 

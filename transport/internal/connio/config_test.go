@@ -14,7 +14,7 @@ import (
 // DatagramRateLimit.
 func TestSettingsDefaults(t *testing.T) {
 	var s Settings
-	require.NoError(t, s.Resolve("quic"))
+	require.NoError(t, s.Resolve("quic", nil))
 	require.Equal(t, DefaultHandshakeTimeout, s.HandshakeTimeout)
 	require.Equal(t, DefaultIdleTimeout, s.IdleTimeout)
 	require.Equal(t, DefaultIdleTimeout/3, s.KeepAlivePeriod)
@@ -26,7 +26,7 @@ func TestSettingsDefaults(t *testing.T) {
 	require.NotNil(t, s.Logger)
 
 	s = Settings{IdleTimeout: 9 * time.Second, KeepAlivePeriod: -1, DatagramRateLimit: -1, MaxPendingPerAddress: -1, RetryAbove: -1}
-	require.NoError(t, s.Resolve("quic"), "negative: none or no bound, as documented")
+	require.NoError(t, s.Resolve("quic", nil), "negative: none or no bound, as documented")
 	require.Equal(t, time.Duration(-1), s.KeepAlivePeriod)
 	require.Equal(t, -1, s.DatagramRateLimit)
 	require.Equal(t, 1, s.DatagramBurst)
@@ -49,7 +49,7 @@ func TestSettingsRefuseNegative(t *testing.T) {
 		"AcceptBacklog":      {AcceptBacklog: -3},
 		"DatagramBurst":      {DatagramBurst: -1},
 	} {
-		err := s.Resolve("webtransport")
+		err := s.Resolve("webtransport", nil)
 		require.ErrorContains(t, err, "webtransport: Config."+name+" -", name)
 		require.ErrorContains(t, err, "is negative", name)
 	}
@@ -57,10 +57,10 @@ func TestSettingsRefuseNegative(t *testing.T) {
 
 func TestSettingsCheckListen(t *testing.T) {
 	s := Settings{HandshakeWindow: transport.MaxHandshakeMessageSize}
-	require.NoError(t, s.Resolve("quic"))
+	require.NoError(t, s.Resolve("quic", nil))
 	require.ErrorContains(t, s.CheckListen(), "quic: Config.HandshakeWindow")
 	s = Settings{}
-	require.NoError(t, s.Resolve("quic"))
+	require.NoError(t, s.Resolve("quic", nil))
 	require.NoError(t, s.CheckListen())
 }
 
