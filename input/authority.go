@@ -93,6 +93,8 @@ type Authority[S, I any] struct {
 	views   [256]viewReport
 	ackAge  [256]float64 // seconds: smoothed age of each client's snapshot acks (its round trip without a server)
 	server  generic.Resource[replication.Server]
+
+	configured bool // Configure ran (before the server was made)
 }
 
 // viewReport is what a client reported it saw with the input applied to its
@@ -135,12 +137,19 @@ func NewAuthority[S, I any](world *arche.World, cfg AuthorityConfig[S, I]) (*Aut
 // Configure sets the server config's input hooks (Input, InputAck,
 // InputFeedback) to this authority's, and chains OnConnect and
 // OnDisconnect (the game's run first) to open and close each client's log.
-// Call it before replication.NewServer. It fails if an input hook is
-// already set.
+// Call it before replication.NewServer, which copies the config: it fails
+// if a server is open on the authority's world already, and if an input
+// hook is already set. An authority whose Step runs beside an open server
+// without having been configured panics, saying so (its entities would
+// never get their owners' input).
 func (a *Authority[S, I]) Configure(cfg *replication.ServerConfig) error {
+	if a.server.Has() {
+		return fmt.Errorf("%w: Configure after replication.NewServer: the server has copied its config already (configure it first, then create the server)", ErrInvalidConfig)
+	}
 	if cfg.Input != nil || cfg.InputAck != nil || cfg.InputFeedback != nil {
 		return fmt.Errorf("%w: ServerConfig already has input hooks", ErrInvalidConfig)
 	}
+	a.configured = true
 	cfg.Input, cfg.InputAck, cfg.InputFeedback = a.receive, a.inputAck, a.feedback
 	connect, disconnect := cfg.OnConnect, cfg.OnDisconnect
 	cfg.OnConnect = func(c replication.ClientID) {
@@ -275,6 +284,9 @@ func (a *Authority[S, I]) feedback(c replication.ClientID) (uint32, int, bool) {
 // Step consumes the input of the current tick for every owned S entity and
 // steps it (what [Authority.System] runs).
 func (a *Authority[S, I]) Step() {
+	if !a.configured && a.server.Has() {
+		panic("input: this Authority's Configure was not called on the ServerConfig of the world's replication.Server (call it before NewServer): its entities would never get their owners' input")
+	}
 	tick, dt := a.tick(), 1.0/60
 	if a.info.Has() {
 		dt = a.info.Get().Dt

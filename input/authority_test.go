@@ -44,6 +44,29 @@ func TestHelpersRefuseMisuse(t *testing.T) {
 	require.ErrorIs(t, err, input.ErrInvalidConfig, "no Sample")
 }
 
+// Configure after NewServer would configure nothing (the server copied its
+// config): it fails, and an authority that was never configured panics at
+// its first step beside an open server rather than never stepping.
+func TestAuthorityConfigureOrder(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[Walker](reg)
+	network := sim.NewNetwork(1, time.Unix(0, 0))
+	sw := arche.NewWorld()
+	a, err := input.NewAuthority(&sw, input.AuthorityConfig[Walker, Stick]{Registry: reg, Step: walk})
+	require.NoError(t, err)
+	a.Step() // no server yet: nothing to check
+	cfg := replication.ServerConfig{Registry: reg, Now: network.Now, Logger: quiet}
+	srv, err := replication.NewServer(&sw, network.Listen("server"), cfg)
+	require.NoError(t, err)
+	err = a.Configure(&cfg)
+	require.ErrorIs(t, err, input.ErrInvalidConfig)
+	require.ErrorContains(t, err, "Configure after replication.NewServer")
+	require.Nil(t, cfg.Input, "the config is left alone")
+	require.PanicsWithValue(t, "input: this Authority's Configure was not called on the ServerConfig of the world's replication.Server (call it before NewServer): its entities would never get their owners' input", a.Step)
+	require.NoError(t, srv.Close())
+	a.Step() // the server is gone
+}
+
 // A client whose input section does not decode is dropped with a reason
 // naming the input; its entity stops stepping, the log is gone.
 func TestAuthorityDropsMalformedInput(t *testing.T) {
