@@ -13,27 +13,6 @@ import (
 	"github.com/archenet/archenet/transport/webtransport"
 )
 
-// Paths Dial connects to on the page's server (Serve's).
-const (
-	EndpointPath  = "/archenet.json"
-	WebSocketPath = "/archenet.ws"
-)
-
-// DialOptions adjust [Dial]; the zero value is Serve's layout.
-type DialOptions struct {
-	// Endpoint is the WebTransport endpoint document's path. Empty:
-	// EndpointPath.
-	Endpoint string
-	// WebSocket is the WebSocket fallback's path. Empty: WebSocketPath.
-	WebSocket string
-	// Transport forces one: "webtransport" or "websocket". Empty: the
-	// page URL's transport parameter, else WebTransport with the fallback.
-	Transport string
-	// FallbackAfter bounds the WebTransport dial before the fallback.
-	// Zero: 5s.
-	FallbackAfter time.Duration
-}
-
 // Dial connects the page to the server that served it: over WebTransport
 // (its endpoint document gives the session URL and the certificate
 // hashes), or over the WebSocket fallback when the browser has no

@@ -57,12 +57,6 @@ WebAssembly.instantiateStreaming(fetch("/main.wasm"), go.importObject).then(r =>
   .catch(e => { document.body.style.color = "#eee"; document.body.textContent = "the game could not start: " + e; });
 </script></body></html>`)
 
-// Paths Serve serves besides / and /main.wasm.
-const (
-	EndpointPath  = "/archenet.json"
-	WebSocketPath = "/archenet.ws"
-)
-
 // Server is a browser game's page server and its two transports.
 type Server struct {
 	http     *http.Server
