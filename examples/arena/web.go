@@ -12,8 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/archenet/archenet/transport/browser"
@@ -67,15 +65,9 @@ func startWeb(addr, wasm string, stdout io.Writer) (*webServer, error) {
 		return fail(fmt.Errorf("-web: wasm_exec.js of the Go toolchain: %w", err))
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write(indexHTML)
-	})
-	mux.HandleFunc("/wasm_exec.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript")
-		_, _ = w.Write(execJS)
-	})
-	mux.Handle("/arenaview.wasm", wasmHandler(bin))
+	mux.Handle("/{$}", browser.Static("text/html; charset=utf-8", indexHTML))
+	mux.Handle("/wasm_exec.js", browser.Static("text/javascript", execJS))
+	mux.Handle("/arenaview.wasm", browser.Static("application/wasm", bin.raw))
 	mux.Handle("/archenet.json", webtransport.EndpointHandler(l.URL, certs.Hashes))
 	// The fallback for browsers without WebTransport and networks without
 	// UDP: a WebSocket on the page's own server.
@@ -98,21 +90,6 @@ func (w *webServer) close() {
 }
 
 type wasmBinary struct{ raw, gz []byte }
-
-// wasmHandler serves the binary, gzipped to clients that take it.
-func wasmHandler(b wasmBinary) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/wasm")
-		w.Header().Set("Cache-Control", "no-cache")
-		body := b.raw
-		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-			w.Header().Set("Content-Encoding", "gzip")
-			body = b.gz
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		_, _ = w.Write(body)
-	})
-}
 
 // loadWasm reads the browser build from path, or builds examples/arenaview for
 // js/wasm when path is empty (from a checkout of the repository, with the go command).

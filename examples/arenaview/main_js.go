@@ -13,6 +13,7 @@ import (
 	"github.com/hajimehoshi/ebiten/v2"
 
 	"github.com/archenet/archenet/examples/arena/game"
+	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/browser"
 )
@@ -28,7 +29,9 @@ import (
 // ("connecting", "playing", "error"), error, startMs, connectedMs and firstSnapshotMs
 // (performance.now(), milliseconds since the page started loading, when the WebAssembly
 // client started, when its session was open, and when the first snapshot was decoded;
-// firstUpdateMs is Ebitengine's first game update, after its start), frames,
+// welcomeMs when the server's Welcome was taken; the client runs until its first
+// snapshot before Ebitengine starts; firstUpdateMs is Ebitengine's first game update,
+// after its start), frames,
 // updateMs and drawMs (mean CPU time of an Update, one 60 Hz tick of the client, and of a
 // Draw), and the connection's counters.
 func main() {
@@ -54,6 +57,9 @@ func main() {
 		p.fail(err)
 		return
 	}
+	// The session opens before Ebitengine starts: a page is one thread, and
+	// Ebitengine's start would hold up the dial's steps.
+	g := &browserGame{view: newView(o, s), page: p, conn: conn}
 	first := true
 	s.player.Client().OnSnapshot(func(uint32, time.Time) {
 		if first {
@@ -61,9 +67,22 @@ func main() {
 			p.set("firstSnapshotMs", now())
 		}
 	})
+	// Run the client until its first snapshot (or for 3 s) before Ebitengine
+	// starts: its first frames compile shaders for some 400 ms, during which
+	// no update would take the state that has arrived.
+	for deadline := time.Now().Add(3 * time.Second); first && time.Now().Before(deadline); time.Sleep(time.Second / 60) {
+		welcomed := s.player.Client().State() != replication.StateConnecting
+		if err := s.player.Frame(time.Now()); err != nil {
+			s.close()
+			p.fail(err)
+			return
+		}
+		if !welcomed && s.player.Client().State() != replication.StateConnecting {
+			p.set("welcomeMs", now())
+		}
+	}
 	p.set("state", "playing")
 	p.set("server", s.addr)
-	g := &browserGame{view: newView(o, s), page: p, conn: conn}
 	err = ebiten.RunGame(g)
 	if err == nil {
 		err = g.view.err

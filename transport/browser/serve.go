@@ -112,9 +112,9 @@ func Serve(cfg Config) (*Server, error) {
 		hashes = certs.Hashes
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/{$}", static("text/html; charset=utf-8", cfg.Page))
-	mux.Handle("/main.wasm", static("application/wasm", cfg.Wasm))
-	mux.Handle("/wasm_exec.js", static("text/javascript", cfg.WasmExecJS))
+	mux.Handle("/{$}", Static("text/html; charset=utf-8", cfg.Page))
+	mux.Handle("/main.wasm", Static("application/wasm", cfg.Wasm))
+	mux.Handle("/wasm_exec.js", Static("text/javascript", cfg.WasmExecJS))
 	mux.Handle(EndpointPath, webtransport.EndpointHandler(wt.URL, hashes))
 	mux.Handle(WebSocketPath, ws)
 	logger := cfg.Logger
@@ -156,9 +156,12 @@ func listenPair(addr string, cfg *webtransport.Config) (net.Listener, *webtransp
 	}
 }
 
-// static serves b with its type, gzipped to clients that take it, with an
-// ETag so that a reload revalidates instead of downloading again.
-func static(ctype string, b []byte) http.Handler {
+// Static serves b as ctype (its Content-Type), gzipped (at the best
+// compression, once) to clients that take it, with an ETag so that a reload
+// revalidates instead of downloading again: what Serve serves the page, the
+// WebAssembly and wasm_exec.js with, for a game that runs its own HTTP
+// server.
+func Static(ctype string, b []byte) http.Handler {
 	sum := sha256.Sum256(b)
 	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
 	var gz bytes.Buffer
