@@ -2,8 +2,11 @@ package sockets_test
 
 import (
 	"context"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -113,10 +116,11 @@ func mixedMatch(t *testing.T) (*harness.Harness, *quic.DevCert, *quic.Listener, 
 	return h, cert, ql, wl
 }
 
-// A flood of WebSocket connections that never say Hello, from one source
-// and beyond the server's bounds, is refused before the upgrade with a
-// reason that says which bound; a player already in the match keeps
-// playing, and a new one still gets in once the flood stops.
+// A flood of 10,000 WebSocket connections that never say Hello, from one
+// source and beyond the server's bounds, is refused before the upgrade with a
+// reason that says which bound; the match's tick takes as long as it did
+// before the flood (a generous bound: the flood shares the 2 cores), a player
+// already in the match keeps getting snapshots, and stays ready.
 func TestWebSocketConnectionFlood(t *testing.T) {
 	wl, err := websocket.Listen("127.0.0.1:0", &websocket.Config{Logger: harness.Quiet, NewConnectionRatePerAddress: -1, MaxPendingPerAddress: 64})
 	require.NoError(t, err)
@@ -127,7 +131,7 @@ func TestWebSocketConnectionFlood(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 	h.Server = srv
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	dialClient := func() *harness.ClientSide {
 		conn, err := websocket.Dial(ctx, wl.URL(""), &websocket.Config{Logger: harness.Quiet})
@@ -141,20 +145,48 @@ func TestWebSocketConnectionFlood(t *testing.T) {
 	}
 	player := dialClient()
 	e := h.Spawn(0, components.Vec3{})
+	// The match runs meanwhile: each tick's Receive + Send is timed, with the
+	// flood (during) and without it (before), and the player's snapshot gaps.
+	var mu sync.Mutex
+	var before, during []time.Duration
+	flooding := false
+	var lastSnap time.Time
+	var maxGap time.Duration
+	player.Client.OnSnapshot(func(uint32, time.Time) {
+		now := time.Now()
+		mu.Lock()
+		if flooding && !lastSnap.IsZero() {
+			maxGap = max(maxGap, now.Sub(lastSnap))
+		}
+		lastSnap = now
+		mu.Unlock()
+	})
 	var stop sync.WaitGroup
 	quit := make(chan struct{})
+	baseline := make(chan struct{})
 	stop.Add(1)
-	go func() { // the match runs meanwhile
+	go func() {
 		defer stop.Done()
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-quit:
 				return
 			default:
 			}
+			t0 := time.Now()
 			h.Server.Receive()
 			h.Pos(e).X += 0.01
 			h.Server.Send()
+			d := time.Since(t0)
+			mu.Lock()
+			if flooding {
+				during = append(during, d)
+			} else if len(before) < 200 {
+				if before = append(before, d); len(before) == 200 {
+					close(baseline)
+				}
+			}
+			mu.Unlock()
 			time.Sleep(2 * time.Millisecond)
 			for _, c := range h.Clients {
 				c.Client.Receive()
@@ -162,13 +194,18 @@ func TestWebSocketConnectionFlood(t *testing.T) {
 			}
 		}
 	}()
-	// The flood: 2,000 upgrade requests, 32 at a time; each held open.
-	const n, par = 2000, 32
-	statuses := map[int]int{}
-	var mu sync.Mutex
+	<-baseline
+	mu.Lock()
+	flooding = true
+	mu.Unlock()
+	// The flood: 10,000 upgrade requests on new connections, 32 at a time;
+	// each upgraded one is held open, silent.
+	const n, par = 10000, 32
+	statuses, reasons := map[int]int{}, map[string]int{}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, par)
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	start := time.Now()
 	for range n {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -181,23 +218,48 @@ func TestWebSocketConnectionFlood(t *testing.T) {
 			req.Header.Set("Sec-WebSocket-Version", "13")
 			req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
 			rsp, err := client.Do(req)
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
+				mu.Lock()
 				statuses[-1]++
+				mu.Unlock()
 				return
 			}
-			statuses[rsp.StatusCode]++
+			var why []byte
 			if rsp.StatusCode != http.StatusSwitchingProtocols {
+				why, _ = io.ReadAll(io.LimitReader(rsp.Body, 512))
 				_ = rsp.Body.Close()
 			} // (an upgraded one is held open: a silent peer)
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[rsp.StatusCode]++
+			if len(why) > 0 {
+				reasons[strings.TrimSpace(string(why))]++
+			}
 		}()
 	}
 	wg.Wait()
+	took := time.Since(start)
+	mu.Lock()
+	flooding = false
+	slices.Sort(before)
+	slices.Sort(during)
+	pct := func(d []time.Duration, p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
 	refused := wl.Refused()
-	t.Logf("flood of %d: statuses %v; refused %+v", n, statuses, refused)
+	t.Logf("flood of %d in %v: statuses %v; refused %+v; reasons %v", n, took.Round(time.Millisecond), statuses, refused, reasons)
+	t.Logf("tick (Receive + Send): before p50 %v p99 %v; during (%d ticks) p50 %v p99 %v max %v; the player's longest snapshot gap during it %v",
+		pct(before, 0.5), pct(before, 0.99), len(during), pct(during, 0.5), pct(during, 0.99), during[len(during)-1], maxGap.Round(time.Millisecond))
+	require.Zero(t, statuses[-1], "every request got an answer")
+	require.Equal(t, n, statuses[http.StatusSwitchingProtocols]+statuses[http.StatusServiceUnavailable], "upgraded or refused as busy: %v", statuses)
+	for why := range reasons {
+		require.Regexp(t, `new connections a second|not yet welcomed \(64\)`, why, "a refusal names its bound")
+	}
 	require.LessOrEqual(t, refused.PendingMax, 64, "at most MaxPendingPerAddress silent peers are held at once")
 	require.Positive(t, refused.PerAddress+refused.Busy+refused.Rate)
+	// The tick waits on no connection: a generous bound against the same
+	// run's baseline (the flood and the tick share 2 cores).
+	require.Less(t, pct(during, 0.5), 10*pct(before, 0.5)+5*time.Millisecond, "the tick's median")
+	require.Less(t, maxGap, time.Second, "the player kept getting snapshots")
+	mu.Unlock()
 	close(quit)
 	stop.Wait()
 	require.True(t, player.Client.Ready(), "the player kept playing: %v", player.Client.Err())
