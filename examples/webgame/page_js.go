@@ -30,6 +30,9 @@ func main() {
 		return
 	}
 	clicks, _ := replication.ClientMessages[Click](client)
+	if onClient != nil {
+		onClient(client)
+	}
 	canvas := js.Global().Get("document").Call("getElementById", "game")
 	canvas.Set("width", W)
 	canvas.Set("height", H)
@@ -51,3 +54,6 @@ func main() {
 		status("playing over %s: %d dots", via, client.Mirrors())
 	}
 }
+
+// onClient, if set, gets the client once it is made (page_check_js.go).
+var onClient func(*replication.Client)

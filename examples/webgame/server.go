@@ -22,7 +22,7 @@ func main() {
 	flag.Parse()
 	wasm, err := buildPage()
 	if err == nil {
-		err = run(*addr, wasm, func(url string) { fmt.Println("open", url, "in Chromium") }, nil)
+		err = run(*addr, wasm, func(url string) { fmt.Println("open", url, "in Chromium") }, nil, nil)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -30,8 +30,9 @@ func main() {
 	}
 }
 
-// run serves the game on addr until stop is closed (nil: forever).
-func run(addr string, wasm []byte, ready func(url string), stop <-chan struct{}) error {
+// run serves the game on addr until stop is closed (nil: forever); sent, if
+// set, runs after each tick's Send (the test's live check records there).
+func run(addr string, wasm []byte, ready func(url string), stop <-chan struct{}, sent func(*arche.World, *replication.Server)) error {
 	web, err := browser.Serve(browser.Config{Addr: addr, Wasm: wasm})
 	if err != nil {
 		return err
@@ -72,6 +73,9 @@ func run(addr string, wasm []byte, ready func(url string), stop <-chan struct{})
 			}
 		}
 		srv.Send()
+		if sent != nil {
+			sent(&w, srv)
+		}
 	}
 }
 

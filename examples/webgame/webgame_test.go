@@ -6,15 +6,20 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	arche "github.com/mlange-42/arche/ecs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/replication/replicationtest"
 
 	"github.com/archenet/archenet/transport/webtransport/webtransporttest"
 )
@@ -25,25 +30,38 @@ import (
 const pageBudgetGzip = 1363148 // 1.3 MiB
 
 // TestBrowserWebgame builds the page, serves the game, and plays it in
-// headless Chromium over each transport: the page mirrors the 8 dots, and
-// a click on it gets a ninth from the server.
+// headless Chromium over each transport: the page mirrors the 8 dots, a
+// click on it gets a ninth from the server, and its mirrors are the server's
+// quantized state at their state tick while everything moves (the live check;
+// one value off by a step fails it). The page weighed is the game's build; the
+// one played adds the check's hook (-tags archenet_check).
 func TestBrowserWebgame(t *testing.T) {
 	ctx := webtransporttest.Chromium(t)
-	wasm := filepath.Join(t.TempDir(), "webgame.wasm")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", wasm, ".")
-	build.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	bin, err := os.ReadFile(wasm)
-	require.NoError(t, err)
+	dir := t.TempDir()
+	build := func(name string, flags ...string) []byte {
+		out := filepath.Join(dir, name)
+		require.NoError(t, webtransporttest.Build("", ".", out, append([]string{"-trimpath", "-ldflags=-s -w"}, flags...)...))
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		return b
+	}
+	bin := build("webgame.wasm")
 	var gz bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
 	_, _ = zw.Write(bin)
 	require.NoError(t, zw.Close())
 	t.Logf("page: %d bytes of WebAssembly, %d gzipped (budget %d)", len(bin), gz.Len(), pageBudgetGzip)
 	require.LessOrEqual(t, gz.Len(), pageBudgetGzip, "the page's WebAssembly, gzipped, is over budget")
+	checked := build("webgame-check.wasm", "-tags", "archenet_check")
+	var mu sync.Mutex // the server's history, recorded after each Send on run's goroutine
+	history := replicationtest.NewHistory(Registry(), 64)
+	sent := func(w *arche.World, srv *replication.Server) {
+		mu.Lock()
+		defer mu.Unlock()
+		require.NoError(t, history.Record(w, srv.NetID, srv.Tick()))
+	}
 	urls, stop, done := make(chan string, 1), make(chan struct{}), make(chan error, 1)
-	go func() { done <- run("127.0.0.1:0", bin, func(u string) { urls <- u }, stop) }()
+	go func() { done <- run("127.0.0.1:0", checked, func(u string) { urls <- u }, stop, sent) }()
 	var url string
 	select {
 	case url = <-urls:
@@ -87,6 +105,33 @@ func TestBrowserWebgame(t *testing.T) {
 				}
 			}()
 			t.Logf("%s → %s", before, after)
+			capture := func() replicationtest.ClientCapture {
+				h, err := chromedp.Run(rctx, chromedp.Evaluate[string](`window.webgameCapture()`))
+				require.NoError(t, err)
+				b, err := hex.DecodeString(h)
+				require.NoError(t, err)
+				var c replicationtest.ClientCapture
+				require.NoError(t, c.UnmarshalBinary(b))
+				return c
+			}
+			compared := 0
+			for range 10 { // the live check, while the dots move
+				c := capture()
+				mu.Lock()
+				r, err := history.CheckCapture(c, false)
+				mu.Unlock()
+				require.NoError(t, err)
+				compared += r.Compared
+				time.Sleep(50 * time.Millisecond) // (a few ticks apart)
+			}
+			require.GreaterOrEqual(t, compared, 10*9, "every dot compared each time")
+			c := capture() // one value off by one step fails it
+			c.Mirrors[0].Lanes[0]++
+			mu.Lock()
+			_, err := history.CheckCapture(c, false)
+			mu.Unlock()
+			require.ErrorContains(t, err, "differs from the server's by 1 steps")
+			t.Logf("live check: %d mirrors compared with the server's state at their tick; off by a step: %v", compared, err)
 		})
 	}
 }

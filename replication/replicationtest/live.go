@@ -92,49 +92,48 @@ type LiveReport struct {
 // the entities the client owns). It fails on the first difference, naming
 // the entity, the component, the field and the steps, or on a mirror of an
 // entity the server did not have at that tick. It does not check which
-// entities a client mirrors (Converged does, once still).
+// entities a client mirrors (Converged does, once still). It is
+// [History.CheckCapture] of [CaptureClient].
 func (h *History) Check(c LiveCheck) (LiveReport, error) {
+	return h.CheckCapture(CaptureClient(h.reg, c.Client, c.Me, c.StateTick), c.SkipPredicted)
+}
+
+// CheckCapture is [History.Check] of a client's mirrors captured elsewhere:
+// in a page, say ([CaptureClient] there, [ClientCapture.AppendBinary] across).
+// skipPredicted skips the client's own predicted entities.
+func (h *History) CheckCapture(c ClientCapture, skipPredicted bool) (LiveReport, error) {
 	var r LiveReport
-	idNet := ecs.ComponentID[components.NetID](c.Client)
-	idPred := ecs.ComponentID[components.Predicted](c.Client)
-	q := c.Client.Query(ecs.All(idNet))
-	for q.Next() {
-		m := q.Entity()
-		id := *(*components.NetID)(q.Get(idNet))
+	for _, m := range c.Mirrors {
+		id := m.ID
 		own := id.Owner() == c.Me && c.Me != 0
-		if own && c.SkipPredicted && c.Client.Has(m, idPred) {
+		if own && skipPredicted && m.Predicted {
 			r.SkippedPredicted++
 			continue
 		}
-		tick, ok := c.StateTick(id)
-		if !ok {
-			continue // (a provisional entity)
-		}
-		ts, ok := h.at(tick)
+		ts, ok := h.at(m.Tick)
 		if !ok {
 			r.Unchecked++
 			continue
 		}
 		st, ok := ts.by[id]
 		if !ok {
-			q.Close()
-			return r, fmt.Errorf("client %d mirrors %08x/%d with the state of tick %d, when the server did not have it", c.Me, id.Handle, id.Gen, tick)
+			return r, fmt.Errorf("client %d mirrors %08x/%d with the state of tick %d, when the server did not have it", c.Me, id.Handle, id.Gen, m.Tick)
 		}
 		want := st.other
 		if own {
 			want = st.owner
 		}
-		cset, clanes := Quantized(h.reg, c.Client, m, true, false)
-		if cset != st.set {
-			q.Close()
-			return r, fmt.Errorf("client %d %08x/%d at tick %d: component set %s, server %s", c.Me, id.Handle, id.Gen, tick, setNames(h.reg, cset), setNames(h.reg, st.set))
+		if m.Set != st.set {
+			return r, fmt.Errorf("client %d %08x/%d at tick %d: component set %s, server %s", c.Me, id.Handle, id.Gen, m.Tick, setNames(h.reg, m.Set), setNames(h.reg, st.set))
+		}
+		if len(m.Lanes) != len(want) {
+			return r, fmt.Errorf("client %d %08x/%d at tick %d: %d quantized values, server %d", c.Me, id.Handle, id.Gen, m.Tick, len(m.Lanes), len(want))
 		}
 		for i := range want {
-			if want[i] != clanes[i] {
-				q.Close()
-				comp, field, steps := describeLane(h.reg, cset, i, want[i], clanes[i])
+			if want[i] != m.Lanes[i] {
+				comp, field, steps := describeLane(h.reg, m.Set, i, want[i], m.Lanes[i])
 				return r, fmt.Errorf("client %d %08x/%d at tick %d: %s.%s differs from the server's by %d steps (client code %d, server %d)",
-					c.Me, id.Handle, id.Gen, tick, comp, field, steps, clanes[i], want[i])
+					c.Me, id.Handle, id.Gen, m.Tick, comp, field, steps, m.Lanes[i], want[i])
 			}
 		}
 		r.Compared++
