@@ -152,7 +152,7 @@ func (s *Server) perAddressLimit(addr net.Addr) error {
 
 // Reasons the server refuses a client with a well-formed, matching Hello.
 var (
-	errServerFull = errors.New("server full")
+	errServerFull = &transport.CodeError{Code: transport.CodeBusy, Text: "server full"}
 	errPerAddress = errors.New("too many clients from one address")
 )
 

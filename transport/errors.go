@@ -40,6 +40,36 @@ const (
 	// no new client, and it ends the matches still running at its drain deadline. The
 	// reason says more, e.g. "server draining: maintenance".
 	CodeDraining CloseCode = 9
+
+	// Refusals a client can act on: a server refuses a Hello with one of them
+	// (in its Reject) when the cause is a [CodeError] of that code, and the
+	// client's error then satisfies errors.Is with the package's sentinel
+	// (token.ErrExpired, [ErrUnknownMatch], ...). [CloseCode.Retryable] says
+	// which the same credentials may pass later.
+
+	// CodeTokenMalformed: the connect token does not decode. Not retryable:
+	// ask the matchmaker for a new token.
+	CodeTokenMalformed CloseCode = 10
+	// CodeTokenWrongKey: the token is sealed with a key this server does not
+	// hold. Not retryable: the matchmaker and the server disagree on keys.
+	CodeTokenWrongKey CloseCode = 11
+	// CodeTokenExpired: the token has expired (or lives longer than the
+	// server allows). Not retryable: ask for a new token.
+	CodeTokenExpired CloseCode = 12
+	// CodeTokenWrongServer: the token names other servers. Not retryable: ask
+	// for a new token for this server, or connect where it says.
+	CodeTokenWrongServer CloseCode = 13
+	// CodeTokenReplayed: the token was used already (each admits one
+	// connection). Not retryable: ask for a new token.
+	CodeTokenReplayed CloseCode = 14
+	// CodeBusy: the server is busy (connections in the handshake, a match's
+	// queue, its token cache). Retryable: the same token after a pause.
+	CodeBusy CloseCode = 15
+	// CodeUnknownMatch: the server hosts no match of that name, not yet or no
+	// more. Retryable: the token is not spent; try again shortly, or ask the
+	// matchmaker where the match is.
+	CodeUnknownMatch CloseCode = 16
+
 	// CodeApplication is the first code free for application use.
 	CodeApplication CloseCode = 0x100
 )
@@ -67,11 +97,75 @@ func (c CloseCode) String() string {
 		return "send backlog"
 	case CodeDraining:
 		return "draining"
+	case CodeTokenMalformed:
+		return "token malformed"
+	case CodeTokenWrongKey:
+		return "token wrong key"
+	case CodeTokenExpired:
+		return "token expired"
+	case CodeTokenWrongServer:
+		return "token wrong server"
+	case CodeTokenReplayed:
+		return "token replayed"
+	case CodeBusy:
+		return "busy"
+	case CodeUnknownMatch:
+		return "unknown match"
 	}
 	if c >= CodeApplication {
 		return "application+" + strconv.Itoa(int(c-CodeApplication))
 	}
 	return "code " + strconv.Itoa(int(c))
+}
+
+// Retryable reports whether a client refused with c may try again later with
+// the same credentials (CodeBusy, CodeUnknownMatch). The others need
+// something else first: a new token (the token codes), another server
+// (CodeDraining, a version or protocol mismatch), or the player (CodeRejected
+// by the game's Authenticator).
+func (c CloseCode) Retryable() bool { return c == CodeBusy || c == CodeUnknownMatch }
+
+// CodeError is an error that stands for a close code. A server refuses a Hello
+// whose cause (an Authenticator's error, say) is or wraps a CodeError with its
+// Code; errors.Is(err, e) then holds on the client for the error it gets (its
+// chain holds a *CloseError with e.Code), as it does for an error whose chain
+// holds e itself.
+type CodeError struct {
+	Code CloseCode
+	Text string
+}
+
+// Error is the text.
+func (e *CodeError) Error() string { return e.Text }
+
+// The refusals of this package's codes a client may meet from any server.
+var (
+	// ErrServerBusy: CodeBusy.
+	ErrServerBusy = &CodeError{Code: CodeBusy, Text: "server busy"}
+	// ErrUnknownMatch: CodeUnknownMatch.
+	ErrUnknownMatch = &CodeError{Code: CodeUnknownMatch, Text: "unknown match"}
+)
+
+// CodeOf returns the close code err carries: that of the first *CloseError
+// or *CodeError in its chain, or of a *HandshakeError's close
+// ([HandshakeError.CloseCode]); CodeNormal for nil, CodeInternal for an error
+// with none.
+func CodeOf(err error) CloseCode {
+	if err == nil {
+		return CodeNormal
+	}
+	var ce *CloseError
+	var ke *CodeError
+	var he *HandshakeError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Code
+	case errors.As(err, &ke):
+		return ke.Code
+	case errors.As(err, &he):
+		return he.CloseCode()
+	}
+	return CodeInternal
 }
 
 var (
@@ -107,8 +201,12 @@ func (e *CloseError) Error() string {
 	return fmt.Sprintf("transport: connection closed %s (%s): %s", who, e.Code, e.Reason)
 }
 
-// Is reports whether target is ErrClosed, or ErrTimeout for a timeout.
+// Is reports whether target is ErrClosed, ErrTimeout for a timeout, or a
+// *CodeError of e's code.
 func (e *CloseError) Is(target error) bool {
+	if t, ok := target.(*CodeError); ok {
+		return t.Code == e.Code
+	}
 	return target == ErrClosed || (target == ErrTimeout && e.Code == CodeTimeout)
 }
 

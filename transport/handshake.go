@@ -204,7 +204,7 @@ func ParseReject(b []byte) (Reject, error) {
 
 // Err returns the error a client with the given version and hash reports for r:
 // a version mismatch, else a hash mismatch, else a rejection with r's reason. A Reject
-// whose code is neither CodeRejected nor CodeHandshakeFailed (CodeDraining) also wraps a
+// whose code is neither CodeRejected nor CodeHandshakeFailed (CodeDraining, the refusal codes) also wraps a
 // *CloseError with that code and reason (the error's Err), for errors.As.
 func (r Reject) Err(clientVersion uint16, clientHash uint64) *HandshakeError {
 	e := &HandshakeError{
@@ -291,13 +291,18 @@ func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // CloseCode is the code a connection closes with because of e:
 // CodeRejected for a rejection, CodeHandshakeFailed otherwise. A rejection
-// whose cause (Err) is a *CloseError with a code other than CodeNormal (a
-// draining server refuses with CodeDraining) closes with that code.
+// whose cause (Err) is or wraps a *CloseError or a *CodeError with a code
+// other than CodeNormal (a draining server refuses with CodeDraining, an
+// expired token with CodeTokenExpired) closes with that code.
 func (e *HandshakeError) CloseCode() CloseCode {
 	if e.Kind == HandshakeRejected {
 		var ce *CloseError
 		if errors.As(e.Err, &ce) && ce.Code != CodeNormal {
 			return ce.Code
+		}
+		var ke *CodeError
+		if errors.As(e.Err, &ke) && ke.Code != CodeNormal {
+			return ke.Code
 		}
 		return CodeRejected
 	}

@@ -292,7 +292,7 @@ func (h *Host) takeHandshake(c transport.Conn) bool {
 		h.handshakes.Add(-1)
 		h.stats.refused[refuseBusy].Add(1)
 		h.cfg.Logger.Warn("archenet/host: connection refused: host busy", "remote", c.RemoteAddr())
-		h.closeConn(c, transport.CodeRejected, fmt.Sprintf("host busy: %d connections are in the handshake (host.Config.MaxHandshakes)", h.cfg.MaxHandshakes))
+		h.closeConn(c, transport.CodeBusy, fmt.Sprintf("host busy: %d connections are in the handshake (host.Config.MaxHandshakes)", h.cfg.MaxHandshakes))
 		return false
 	}
 	return true

@@ -22,11 +22,7 @@ func rejected(t *testing.T, c *testClient, code transport.CloseCode, text string
 	var he *transport.HandshakeError
 	require.ErrorAs(t, err, &he, "%v", err)
 	require.Contains(t, err.Error(), text)
-	if code == transport.CodeDraining {
-		var ce *transport.CloseError
-		require.ErrorAs(t, err, &ce)
-		require.Equal(t, code, ce.Code)
-	}
+	require.Equal(t, code, transport.CodeOf(err), "%v", err)
 }
 
 // TestRouteByMatchName: without tokens, clients join the match their Hello
@@ -45,8 +41,8 @@ func TestRouteByMatchName(t *testing.T) {
 	require.True(t, cb.c.Ready())
 	require.Equal(t, 1.0, ca.x(), "client of a mirrors a's world")
 	require.Equal(t, 2.0, cb.x(), "client of b mirrors b's world")
-	rejected(t, cx, transport.CodeRejected, `rejected by server: unknown match "x"`)
-	rejected(t, none, transport.CodeRejected, "no match named")
+	rejected(t, cx, transport.CodeUnknownMatch, `rejected by server: unknown match "x"`)
+	rejected(t, none, transport.CodeUnknownMatch, "no match named")
 	require.Len(t, r.games["a"].srv.Clients(), 1)
 	require.Len(t, r.games["b"].srv.Clients(), 1)
 
@@ -91,11 +87,9 @@ func TestRouteVersionAndMalformed(t *testing.T) {
 	require.Equal(t, map[string]uint64{"protocol version": 1, "malformed hello": 1}, r.h.Stats().Refused)
 }
 
-// TestTokens: with connect tokens, a valid token admits its player to the
-// match it names (the game sees its claims); expired, wrong-key,
-// replayed, unknown-match, wrong-server, truncated and oversized tokens
-// are refused, each with its reason, and counted.
-func TestTokens(t *testing.T) {
+// newTokenRig is a rig whose host takes connect tokens sealed with key (id
+// 1) for "game.example:7777".
+func newTokenRig(t *testing.T) (*rig, token.Key) {
 	key := token.NewKey()
 	var r *rig
 	r = newRig(t, func(c *Config) {
@@ -103,6 +97,15 @@ func TestTokens(t *testing.T) {
 		require.NoError(t, err)
 		c.Tokens = v
 	})
+	return r, key
+}
+
+// TestTokens: with connect tokens, a valid token admits its player to the
+// match it names (the game sees its claims); expired, wrong-key,
+// replayed, unknown-match, wrong-server, truncated and oversized tokens
+// are refused, each with its reason, and counted.
+func TestTokens(t *testing.T) {
+	r, key := newTokenRig(t)
 	r.open("duel", 3)
 	m := token.NewMinter(1, key)
 	mint := func(tweak func(*token.Claims)) []byte {
@@ -122,17 +125,18 @@ func TestTokens(t *testing.T) {
 	cases := []struct {
 		c    *testClient
 		text string
+		is   error
 	}{
-		{r.dial(withToken(mint(func(c *token.Claims) { c.Expires = r.net.Now().Add(-time.Second) }))), "connect token expired"},
+		{r.dial(withToken(mint(func(c *token.Claims) { c.Expires = r.net.Now().Add(-time.Second) }))), "connect token expired", token.ErrExpired},
 		{r.dial(withToken(func() []byte {
 			tok, _ := token.NewMinter(1, token.NewKey()).Mint(token.Claims{Match: "duel", Expires: r.net.Now().Add(time.Minute), Servers: []string{"game.example:7777"}})
 			return tok
-		}())), "not sealed with this server's key"},
-		{r.dial(withToken(mint(func(c *token.Claims) { c.Match = "other" }))), `unknown match "other"`},
-		{r.dial(withToken(mint(func(c *token.Claims) { c.Servers = []string{"elsewhere:1"} }))), "connect token is for another server"},
-		{r.dial(withToken(good[:len(good)-5])), "connect token malformed"},
-		{r.dial(withToken(make([]byte, transport.MaxTokenLen))), "connect token malformed"},
-		{r.dial(nil), "connect token malformed"},
+		}())), "not sealed with this server's key", token.ErrWrongKey},
+		{r.dial(withToken(mint(func(c *token.Claims) { c.Match = "other" }))), `unknown match "other"`, token.ErrUnknownMatch},
+		{r.dial(withToken(mint(func(c *token.Claims) { c.Servers = []string{"elsewhere:1"} }))), "connect token is for another server", token.ErrWrongServer},
+		{r.dial(withToken(good[:len(good)-5])), "connect token malformed", token.ErrMalformed},
+		{r.dial(withToken(make([]byte, transport.MaxTokenLen))), "connect token malformed", token.ErrMalformed},
+		{r.dial(nil), "connect token malformed", token.ErrMalformed},
 	}
 	r.run(10)
 	require.True(t, player.c.Ready())
@@ -146,16 +150,64 @@ func TestTokens(t *testing.T) {
 	require.Equal(t, "77", p.ID)
 	require.Equal(t, []byte("red"), p.Token.UserData)
 	require.Len(t, g.srv.Clients(), 1)
+	all := []error{token.ErrExpired, token.ErrWrongKey, token.ErrUnknownMatch, token.ErrWrongServer, token.ErrMalformed, token.ErrReplayed, token.ErrBusy}
 	for i, tc := range cases {
-		rejected(t, tc.c, transport.CodeRejected, tc.text)
+		// The client's error says which refusal it was, for errors.Is: the
+		// sentinel's close code came in the Reject.
+		rejected(t, tc.c, transport.CodeOf(tc.is), tc.text)
 		require.NotContains(t, tc.c.c.Err().Error(), "hash mismatch", "case %d", i)
+		for _, other := range all {
+			require.Equal(t, other == tc.is, errors.Is(tc.c.c.Err(), other), "case %d: errors.Is(%v, %v)", i, tc.c.c.Err(), other)
+		}
 	}
 	// The same token again: replayed.
 	again := r.dial(withToken(good))
 	r.run(5)
-	rejected(t, again, transport.CodeRejected, "connect token already used")
-	require.Equal(t, map[string]uint64{"token expired": 1, "token wrong key": 1, "unknown match": 1, "token wrong server": 1,
-		"token malformed": 3, "token replayed": 1}, r.h.Stats().Refused)
+	rejected(t, again, transport.CodeTokenReplayed, "connect token already used")
+	require.ErrorIs(t, again.c.Err(), token.ErrReplayed)
+	require.Equal(t, map[string]uint64{RefusedTokenExpired: 1, RefusedTokenWrongKey: 1, RefusedUnknownMatch: 1, RefusedTokenWrongServer: 1,
+		RefusedTokenMalformed: 3, RefusedTokenReplayed: 1}, r.h.Stats().Refused)
+}
+
+// A client acts on a refusal by its kind (errors.Is and the code's
+// Retryable), not its text: a token for a match that is not open yet is
+// retried as it is once the match opens; an expired one is replaced by a new
+// token first.
+func TestTokenRetryDecision(t *testing.T) {
+	r, key := newTokenRig(t)
+	m := token.NewMinter(1, key)
+	mint := func(match string, expires time.Time) []byte {
+		tok, err := m.Mint(token.Claims{Match: match, ClientID: 5, Expires: expires, Servers: []string{"game.example:7777"}})
+		require.NoError(t, err)
+		return tok
+	}
+	// join dials with tok until it is in, deciding after each refusal as a
+	// game's client would; it returns the decisions taken.
+	join := func(tok []byte, renew func() []byte) (decisions []string) {
+		for range 4 {
+			c := r.dial(func(c *replication.ClientConfig) { c.Token = tok })
+			r.run(5)
+			if c.c.Ready() {
+				return append(decisions, "joined")
+			}
+			err := c.c.Err()
+			switch code := transport.CodeOf(err); {
+			case code.Retryable():
+				require.ErrorIs(t, err, token.ErrUnknownMatch)
+				decisions = append(decisions, "retry the same token")
+				r.open("later", 1) // (the match opens meanwhile)
+			case errors.Is(err, token.ErrExpired):
+				decisions = append(decisions, "ask for a new token")
+				tok = renew()
+			default:
+				t.Fatalf("unexpected refusal: %v", err)
+			}
+		}
+		return decisions
+	}
+	require.Equal(t, []string{"retry the same token", "joined"}, join(mint("later", r.net.Now().Add(time.Minute)), nil))
+	require.Equal(t, []string{"ask for a new token", "joined"}, join(mint("later", r.net.Now().Add(-time.Second)),
+		func() []byte { return mint("later", r.net.Now().Add(time.Minute)) }))
 }
 
 // TestDrainEndsWhenEmpty: a draining host refuses new clients with
@@ -339,7 +391,7 @@ func TestMatchBusy(t *testing.T) {
 		if c.c.Ready() {
 			ready++
 		} else {
-			rejected(t, c, transport.CodeRejected, "match busy")
+			rejected(t, c, transport.CodeBusy, "match busy")
 		}
 	}
 	require.Equal(t, 2, ready)

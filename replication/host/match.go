@@ -280,8 +280,8 @@ func (m *Match) end(why *transport.CloseError) {
 		m.emit(p.info, false)
 	}
 	m.h.stats.ended.Add(1)
+	close(m.ended) // before the host may report Done
 	m.h.removed(m)
-	close(m.ended)
 }
 
 // stalled returns for how long the match has been stuck at now: in one

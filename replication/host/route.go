@@ -18,7 +18,7 @@ func (h *Host) route(c transport.Conn, b []byte) {
 			h.stats.routed.Add(1)
 			return
 		}
-		d.refuse(refuseMatchBusy, fmt.Errorf("match busy: %d connections wait for its next frame (host.MatchConfig.Handoffs)", d.match.cfg.Handoffs))
+		d.refuse(refuseMatchBusy, fmt.Errorf("%w: match busy: %d connections wait for its next frame (host.MatchConfig.Handoffs)", transport.ErrServerBusy, d.match.cfg.Handoffs))
 	}
 	h.stats.refused[d.why].Add(1)
 	h.cfg.Logger.Info("archenet/host: connection refused", "remote", c.RemoteAddr(), "why", d.why.String(), "reason", d.refusal.Error())
@@ -77,7 +77,7 @@ func (h *Host) decide(b []byte) decision {
 		name = h.cfg.DefaultMatch
 	}
 	if name == "" {
-		d.refuse(refuseUnknownMatch, errors.New("no match named (replication.ClientConfig.Match), and the host has no default match"))
+		d.refuse(refuseUnknownMatch, fmt.Errorf("%w: no match named (replication.ClientConfig.Match), and the host has no default match", token.ErrUnknownMatch))
 		return d
 	}
 	if d.match, _ = h.Match(name); d.match == nil {

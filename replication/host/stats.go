@@ -26,9 +26,26 @@ const (
 	numRefusals
 )
 
-var refusalNames = [numRefusals]string{"malformed hello", "protocol version", "draining", "unknown match", "match busy",
-	"host busy", "no hello in time", "token malformed", "token wrong key", "token expired", "token wrong server",
-	"token replayed", "token cache full"}
+// The keys of Stats.Refused: why the host refused connections.
+const (
+	RefusedMalformedHello   = "malformed hello"    // a first message that is not a Hello
+	RefusedProtocolVersion  = "protocol version"   // another ProtocolVersion
+	RefusedDraining         = "draining"           // the host is draining (Host.Drain)
+	RefusedUnknownMatch     = "unknown match"      // no open match of the name (or the token's)
+	RefusedMatchBusy        = "match busy"         // the match's handoff queue is full
+	RefusedHostBusy         = "host busy"          // Config.MaxHandshakes connections in the handshake
+	RefusedHelloTimeout     = "no hello in time"   // no Hello within the handshake timeout
+	RefusedTokenMalformed   = "token malformed"    // token.ErrMalformed
+	RefusedTokenWrongKey    = "token wrong key"    // token.ErrWrongKey
+	RefusedTokenExpired     = "token expired"      // token.ErrExpired
+	RefusedTokenWrongServer = "token wrong server" // token.ErrWrongServer
+	RefusedTokenReplayed    = "token replayed"     // token.ErrReplayed
+	RefusedTokenCacheFull   = "token cache full"   // token.ErrBusy
+)
+
+var refusalNames = [numRefusals]string{RefusedMalformedHello, RefusedProtocolVersion, RefusedDraining, RefusedUnknownMatch,
+	RefusedMatchBusy, RefusedHostBusy, RefusedHelloTimeout, RefusedTokenMalformed, RefusedTokenWrongKey, RefusedTokenExpired,
+	RefusedTokenWrongServer, RefusedTokenReplayed, RefusedTokenCacheFull}
 
 func (r refusal) String() string { return refusalNames[r] }
 
@@ -45,11 +62,8 @@ type Stats struct {
 	// Accepted counts connections the listener produced; Routed those
 	// handed to a match (whose server may still refuse them).
 	Accepted, Routed uint64
-	// Refused counts the connections the host refused, by reason: "malformed
-	// hello", "protocol version", "draining", "unknown match", "match busy",
-	// "host busy", "no hello in time", "token malformed", "token wrong key",
-	// "token expired", "token wrong server", "token replayed", "token cache
-	// full" (only those that happened).
+	// Refused counts the connections the host refused, by reason: the
+	// Refused* constants (RefusedUnknownMatch, ...; only those that happened).
 	Refused map[string]uint64
 	// Opened, Ended and Crashed count matches opened, ended (any way), and
 	// ended by a panic in their frame.

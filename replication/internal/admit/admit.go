@@ -201,7 +201,7 @@ func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) ou
 
 // ErrUnknownMatch is why a Hello that names a match the server does not
 // host is refused.
-var ErrUnknownMatch = errors.New("no such match here")
+var ErrUnknownMatch error = &transport.CodeError{Code: transport.CodeUnknownMatch, Text: "no such match here"}
 
 // otherMatch is the refusal of a Hello that names the match name, which is
 // not the server's.

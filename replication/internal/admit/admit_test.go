@@ -183,7 +183,7 @@ func TestRefusedHellos(t *testing.T) {
 		{"not a hello", transport.Welcome{}.Append(nil), nil, transport.CodeHandshakeFailed, "handshake failed"},
 		{"version", transport.Hello{Version: version + 1, ProtocolHash: hash}.Append(nil), errors.New("full"), transport.CodeHandshakeFailed, "protocol version mismatch"},
 		{"hash", transport.Hello{Version: version, ProtocolHash: hash + 1}.Append(nil), errors.New("full"), transport.CodeHandshakeFailed, "protocol hash mismatch"},
-		{"other match", transport.Hello{Version: version, ProtocolHash: hash, Match: "duel"}.Append(nil), errors.New("full"), transport.CodeRejected,
+		{"other match", transport.Hello{Version: version, ProtocolHash: hash, Match: "duel"}.Append(nil), errors.New("full"), transport.CodeUnknownMatch,
 			`no such match here: the Hello names match "duel", and this server hosts one unnamed match`},
 		{"limit", hello("x"), errors.New("server full: 4 of 4 slots taken"), transport.CodeRejected, "server full: 4 of 4 slots taken"},
 		{"draining", hello("x"), &transport.CloseError{Code: transport.CodeDraining, Reason: "draining"}, transport.CodeDraining, "draining"},
@@ -235,7 +235,7 @@ func TestMatchByName(t *testing.T) {
 	require.Equal(t, []transport.Conn{same, none, routed}, []transport.Conn{in[0].Conn, in[1].Conn, in[2].Conn})
 	require.Equal(t, []net.Addr{same.addr, none.addr, routed.addr}, r.asked, "no slot asked for the other match's Hello")
 	rj := other.reject(t)
-	require.Equal(t, transport.CodeRejected, rj.Code)
+	require.Equal(t, transport.CodeUnknownMatch, rj.Code)
 	require.Equal(t, `no such match here: the Hello names match "duel", and this server hosts "arena" (ServerConfig.Match)`, rj.Reason)
 	require.Equal(t, Counts{Rejected: 1}, r.d.Counts)
 }
