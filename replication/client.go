@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -286,7 +287,9 @@ func (c *Client) start(conn transport.Conn) error {
 
 // Reconnect starts over on a new connection: every mirror is removed and the
 // client rejoins as a late joiner (generations keep old and new entities
-// apart).
+// apart). Its Hello carries ClientConfig.Token again: a connect token
+// (package replication/host/token) admits one connection, so a host refuses
+// it as used (token.ErrReplayed); use ReconnectWithToken with a new one.
 func (c *Client) Reconnect(conn transport.Conn) error {
 	if c.conn != nil {
 		_ = c.conn.Close()
@@ -294,6 +297,19 @@ func (c *Client) Reconnect(conn transport.Conn) error {
 	c.mirrors.RemoveAll()
 	c.msgs.newestSeen = false // (the new connection's ticks may start over)
 	return c.start(conn)
+}
+
+// ReconnectWithToken is Reconnect with a new token for the Hello (a connect
+// token the matchmaker minted again; it replaces ClientConfig.Token for
+// later reconnects too). It fails for a token over transport.MaxTokenLen
+// bytes, leaving the client as it was.
+func (c *Client) ReconnectWithToken(conn transport.Conn, token []byte) error {
+	if len(token) > transport.MaxTokenLen {
+		return fmt.Errorf("replication: a token of %d bytes exceeds %d", len(token), transport.MaxTokenLen)
+	}
+	c.cfg.Token = slices.Clone(token)
+	c.link.SetToken(c.cfg.Token)
+	return c.Reconnect(conn)
 }
 
 // State returns the connection state.

@@ -11,6 +11,7 @@ import (
 	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/host/token"
 	"github.com/archenet/archenet/transport"
+	"github.com/archenet/archenet/transport/sim"
 )
 
 // rejected requires that c was refused with code and a reason containing
@@ -208,6 +209,40 @@ func TestTokenRetryDecision(t *testing.T) {
 	require.Equal(t, []string{"retry the same token", "joined"}, join(mint("later", r.net.Now().Add(time.Minute)), nil))
 	require.Equal(t, []string{"ask for a new token", "joined"}, join(mint("later", r.net.Now().Add(-time.Second)),
 		func() []byte { return mint("later", r.net.Now().Add(time.Minute)) }))
+}
+
+// A connect token admits one connection: a client that reconnects with its
+// spent token is refused as replayed (not retryable), and one that
+// reconnects with a new token rejoins.
+func TestReconnectWithNewToken(t *testing.T) {
+	r, key := newTokenRig(t)
+	r.open("duel", 4)
+	m := token.NewMinter(1, key)
+	mint := func() []byte {
+		tok, err := m.Mint(token.Claims{Match: "duel", ClientID: 9, Expires: r.net.Now().Add(time.Minute), Servers: []string{"game.example:7777"}})
+		require.NoError(t, err)
+		return tok
+	}
+	p := r.dial(func(c *replication.ClientConfig) { c.Token = mint() })
+	r.run(5)
+	require.True(t, p.c.Ready())
+	redial := func() {
+		var err error
+		p.conn, err = r.net.Dial("host", sim.Link{})
+		require.NoError(t, err)
+	}
+	redial()
+	require.NoError(t, p.c.Reconnect(p.conn))
+	r.run(5)
+	err := p.c.Err()
+	require.ErrorIs(t, err, token.ErrReplayed)
+	require.False(t, transport.CodeOf(err).Retryable())
+	redial()
+	require.Error(t, p.c.ReconnectWithToken(p.conn, make([]byte, transport.MaxTokenLen+1)))
+	require.NoError(t, p.c.ReconnectWithToken(p.conn, mint()))
+	r.run(5)
+	require.True(t, p.c.Ready(), "%v", p.c.Err())
+	require.Equal(t, 4.0, p.x())
 }
 
 // TestDrainEndsWhenEmpty: a draining host refuses new clients with

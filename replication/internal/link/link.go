@@ -118,6 +118,9 @@ type Link struct {
 	since, heard time.Time
 }
 
+// SetToken replaces the token the next Start's Hello carries.
+func (l *Link) SetToken(tok []byte) { l.cfg.Token = tok }
+
 // New returns a link of cfg counting into counts; Start begins a
 // connection.
 func New(cfg Config, counts Counts) *Link {
