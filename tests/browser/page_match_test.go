@@ -63,7 +63,7 @@ func newMatch(t *testing.T, o pagegame.ServerOptions) *browserMatch {
 	require.NoError(t, err)
 	certs, err := webtransport.NewSelfSigned(webtransport.SelfSignedConfig{})
 	require.NoError(t, err)
-	m.wl, err = webtransport.Listen("127.0.0.1:0", &webtransport.Config{TLS: certs.TLSConfig(), Logger: harness.Quiet})
+	m.wl, err = webtransporttest.Listen(&webtransport.Config{TLS: certs.TLSConfig(), Logger: harness.Quiet})
 	require.NoError(t, err)
 	m.sl, err = websocket.NewListener(&websocket.Config{Logger: harness.Quiet})
 	require.NoError(t, err)

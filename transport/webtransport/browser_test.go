@@ -41,7 +41,7 @@ func newBrowserEnvOrigin(t *testing.T, cfg webtransport.Config, sameOrigin bool)
 	probePath := webtransporttest.BuildWasm(t, "", "./internal/wasmprobe")
 	b := &browserEnv{ctx: ctx}
 	mux := http.NewServeMux()
-	b.env = newEnv(t, cfg)
+	b.env = newEnvWith(t, cfg, webtransporttest.Listen)
 	if sameOrigin {
 		b.page = webtransporttest.PageServer(t, b.l.Addr().(*net.UDPAddr).Port, webtransporttest.WasmHandler(t, probePath, mux))
 	} else {

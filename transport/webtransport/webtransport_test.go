@@ -23,11 +23,20 @@ type env struct {
 
 func newEnv(t testing.TB, cfg webtransport.Config) *env {
 	t.Helper()
+	return newEnvWith(t, cfg, func(c *webtransport.Config) (*webtransport.Listener, error) {
+		return webtransport.Listen("127.0.0.1:0", c)
+	})
+}
+
+// newEnvWith is newEnv with the listener listen makes (webtransporttest.Listen
+// for a page of the session's origin).
+func newEnvWith(t testing.TB, cfg webtransport.Config, listen func(*webtransport.Config) (*webtransport.Listener, error)) *env {
+	t.Helper()
 	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	certs, err := webtransport.NewSelfSigned(webtransport.SelfSignedConfig{})
 	require.NoError(t, err)
 	cfg.TLS = certs.TLSConfig()
-	l, err := webtransport.Listen("127.0.0.1:0", &cfg)
+	l, err := listen(&cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	return &env{certs: certs, l: l}

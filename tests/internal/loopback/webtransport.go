@@ -14,6 +14,7 @@ import (
 	"github.com/archenet/archenet/transport"
 	"github.com/archenet/archenet/transport/quic"
 	"github.com/archenet/archenet/transport/webtransport"
+	"github.com/archenet/archenet/transport/webtransport/webtransporttest"
 	"github.com/mlange-42/arche/ecs"
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -45,7 +46,7 @@ func NewMixed(t *testing.T, lcfg webtransport.Config, withQUIC bool, tweak func(
 	require.NoError(t, err)
 	lcfg.TLS = certs.TLSConfig()
 	lcfg.Logger = harness.Quiet
-	l, err := webtransport.Listen("127.0.0.1:0", &lcfg)
+	l, err := webtransporttest.Listen(&lcfg) // (its TCP twin held for a page of its origin)
 	require.NoError(t, err)
 	var ln transport.Listener = l
 	var cert *quic.DevCert

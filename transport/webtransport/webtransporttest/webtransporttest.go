@@ -7,8 +7,8 @@
 // From a program: [StartChromium] starts the browser ([Browser]: its chromedp
 // context, the page's console, Close); [Build] builds a command for js/wasm;
 // [NewWasmHandler] serves the binary and wasm_exec.js beside a page of the caller's;
-// [ServePages] serves pages of a WebTransport listener's origin. Each returns an
-// error.
+// [Listen] listens for WebTransport on a port whose TCP twin [ServePages] serves the
+// pages of the session's origin on. Each returns an error.
 //
 // From a test, the same with the test's lifetime and failures: [Chromium] (a test
 // skips without the browser, unless CI is set: CI installs it, so there a missing
@@ -35,6 +35,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/archenet/archenet/transport/webtransport"
 )
 
 // Flags are the Chromium flags the tests run with: headless as root (no sandbox), no
@@ -280,15 +282,51 @@ func WasmHandler(t testing.TB, wasmPath string, page http.Handler) http.Handler 
 // session's origin (same host and port), which the listener's default origin policy
 // admits.
 func ServePages(port int, h http.Handler) (*httptest.Server, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return nil, fmt.Errorf("webtransporttest: serving pages on the session's port: %w", err)
+	held.Lock()
+	ln := held.tcp[port]
+	delete(held.tcp, port)
+	held.Unlock()
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+			return nil, fmt.Errorf("webtransporttest: serving pages on the session's port: %w", err)
+		}
 	}
 	s := httptest.NewUnstartedServer(h)
 	_ = s.Listener.Close()
 	s.Listener = ln
 	s.Start()
 	return s, nil
+}
+
+// held are the TCP twins of Listen's ports, kept for ServePages.
+var held = struct {
+	sync.Mutex
+	tcp map[int]net.Listener
+}{tcp: map[int]net.Listener{}}
+
+// Listen listens for WebTransport sessions (webtransport.Listen) on a loopback
+// UDP port whose TCP twin it holds for [ServePages] (and [PageServer]) of that
+// port: the pages of the session's origin. A port picked by
+// webtransport.Listen("127.0.0.1:0") alone may have its TCP twin taken.
+func Listen(cfg *webtransport.Config) (*webtransport.Listener, error) {
+	for i := 0; ; i++ {
+		tcp, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		l, err := webtransport.Listen(tcp.Addr().String(), cfg)
+		if err == nil {
+			held.Lock()
+			held.tcp[l.Addr().(*net.UDPAddr).Port] = tcp
+			held.Unlock()
+			return l, nil
+		}
+		_ = tcp.Close()
+		if i == 19 {
+			return nil, fmt.Errorf("webtransporttest: no port free on both TCP and UDP: %w", err)
+		}
+	}
 }
 
 // PageServer is [ServePages] for the rest of the test.
