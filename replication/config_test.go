@@ -53,29 +53,11 @@ func TestConfigsRefuseInvalidSettings(t *testing.T) {
 	require.Equal(t, DefaultTimeout, c.Timeout)
 }
 
-// TestDeprecatedLimitsStillCount: until v0.3.0 a limit set in its old place
-// at ServerConfig's top level counts as if set in Limits; one set in both
-// places to different values is an error naming both, not a silent choice.
-func TestDeprecatedLimitsStillCount(t *testing.T) {
+// TestServerLimitsDefaults: the documented defaults of ServerLimits, and a
+// message bound no client batch fits in is refused.
+func TestServerLimitsDefaults(t *testing.T) {
 	reg := schema.NewRegistry()
 	schema.MustRegister[components.Transform](reg)
-	r, err := ServerConfig{Registry: reg, MaxClients: 16, MaxClientsPerAddress: -1, MaxHandshakes: 3, MaxPredictedSpawns: 5,
-		HandshakeTimeout: time.Second, JoinTimeout: -1, ClientTimeout: time.Minute}.resolve()
-	require.NoError(t, err)
-	require.Equal(t, ServerLimits{MaxClients: 16, MaxClientsPerAddress: -1, MaxHandshakes: 3, MaxPredictedSpawns: 5,
-		HandshakeTimeout: time.Second, JoinTimeout: -1, ClientTimeout: time.Minute,
-		MaxMessageBytes: DefaultMaxMessageBytes, MaxMessagesPerSecond: DefaultMaxMessagesPerSecond, MaxQueuedMessageBytes: DefaultMaxQueuedMessageBytes}, r.Limits)
-	require.Zero(t, r.MaxClients, "the old places are cleared: only Limits is read")
-
-	r, err = ServerConfig{Registry: reg, MaxClients: 16, Limits: ServerLimits{MaxClients: 16}}.resolve()
-	require.NoError(t, err, "the same value in both places")
-	require.Equal(t, 16, r.Limits.MaxClients)
-
-	_, err = ServerConfig{Registry: reg, MaxClients: 16, Limits: ServerLimits{MaxClients: 8}}.resolve()
-	require.EqualError(t, err, "replication: ServerConfig.MaxClients 16 (deprecated) and ServerConfig.Limits.MaxClients 8 differ: set Limits.MaxClients only")
-	_, err = ServerConfig{Registry: reg, ClientTimeout: time.Second, Limits: ServerLimits{ClientTimeout: time.Minute}}.resolve()
-	require.ErrorContains(t, err, "ServerConfig.ClientTimeout 1s (deprecated) and ServerConfig.Limits.ClientTimeout 1m0s differ")
-
 	d, err := ServerConfig{Registry: reg}.resolve()
 	require.NoError(t, err)
 	require.Equal(t, ServerLimits{MaxClients: 64, MaxClientsPerAddress: DefaultMaxClientsPerAddress, MaxHandshakes: 256,

@@ -142,34 +142,6 @@ type ServerConfig struct {
 	// Logger receives connection events. Nil: slog.Default().
 	Logger *slog.Logger
 
-	// MaxClients is the old place of Limits.MaxClients, read when that is zero.
-	//
-	// Deprecated: set Limits.MaxClients; this field goes in v0.3.0.
-	MaxClients int
-	// MaxClientsPerAddress is the old place of Limits.MaxClientsPerAddress, read when that is zero.
-	//
-	// Deprecated: set Limits.MaxClientsPerAddress; this field goes in v0.3.0.
-	MaxClientsPerAddress int
-	// MaxHandshakes is the old place of Limits.MaxHandshakes, read when that is zero.
-	//
-	// Deprecated: set Limits.MaxHandshakes; this field goes in v0.3.0.
-	MaxHandshakes int
-	// HandshakeTimeout is the old place of Limits.HandshakeTimeout, read when that is zero.
-	//
-	// Deprecated: set Limits.HandshakeTimeout; this field goes in v0.3.0.
-	HandshakeTimeout time.Duration
-	// JoinTimeout is the old place of Limits.JoinTimeout, read when that is zero.
-	//
-	// Deprecated: set Limits.JoinTimeout; this field goes in v0.3.0.
-	JoinTimeout time.Duration
-	// ClientTimeout is the old place of Limits.ClientTimeout, read when that is zero.
-	//
-	// Deprecated: set Limits.ClientTimeout; this field goes in v0.3.0.
-	ClientTimeout time.Duration
-	// MaxPredictedSpawns is the old place of Limits.MaxPredictedSpawns, read when that is zero.
-	//
-	// Deprecated: set Limits.MaxPredictedSpawns; this field goes in v0.3.0.
-	MaxPredictedSpawns int
 }
 
 // ServerLimits bounds what a [Server] admits and how long it waits for a
@@ -239,9 +211,6 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	}
 	if len(c.Match) > transport.MaxMatchLen || !utf8.ValidString(c.Match) {
 		return c, fmt.Errorf("replication: ServerConfig.Match of %d bytes: want at most %d bytes of UTF-8", len(c.Match), transport.MaxMatchLen)
-	}
-	if err := c.adoptLimits(); err != nil {
-		return c, err
 	}
 	if err := c.adoptScheduler(); err != nil {
 		return c, err
@@ -340,56 +309,6 @@ func (c *ServerConfig) adoptScheduler() error {
 	return nil
 }
 
-// adoptLimits moves each deprecated limit set in c's top level into
-// c.Limits where that is zero, and refuses one set in both places to
-// different values (which would be a silent choice). The top-level fields
-// are cleared: everything after reads c.Limits.
-func (c *ServerConfig) adoptLimits() error {
-	l := &c.Limits
-	ints := []struct {
-		name     string
-		from, to *int
-	}{
-		{"MaxClients", &c.MaxClients, &l.MaxClients},
-		{"MaxClientsPerAddress", &c.MaxClientsPerAddress, &l.MaxClientsPerAddress},
-		{"MaxHandshakes", &c.MaxHandshakes, &l.MaxHandshakes},
-		{"MaxPredictedSpawns", &c.MaxPredictedSpawns, &l.MaxPredictedSpawns},
-	}
-	for _, f := range ints {
-		if err := adopt(f.name, f.from, f.to); err != nil {
-			return err
-		}
-	}
-	durations := []struct {
-		name     string
-		from, to *time.Duration
-	}{
-		{"HandshakeTimeout", &c.HandshakeTimeout, &l.HandshakeTimeout},
-		{"JoinTimeout", &c.JoinTimeout, &l.JoinTimeout},
-		{"ClientTimeout", &c.ClientTimeout, &l.ClientTimeout},
-	}
-	for _, f := range durations {
-		if err := adopt(f.name, f.from, f.to); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// adopt moves *from (a deprecated field) into *to (its place in Limits)
-// when *to is zero.
-func adopt[T comparable](name string, from, to *T) error {
-	var zero T
-	switch {
-	case *from == zero:
-	case *to == zero:
-		*to = *from
-	case *to != *from:
-		return fmt.Errorf("replication: ServerConfig.%s %v (deprecated) and ServerConfig.Limits.%s %v differ: set Limits.%s only", name, *from, name, *to, name)
-	}
-	*from = zero
-	return nil
-}
 
 // DefaultTimeout is the default of ServerConfig.ClientTimeout and of
 // ClientConfig.Timeout and ConnectTimeout.
