@@ -141,7 +141,6 @@ type ServerConfig struct {
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
 	Logger *slog.Logger
-
 }
 
 // ServerLimits bounds what a [Server] admits and how long it waits for a
@@ -309,8 +308,7 @@ func (c *ServerConfig) adoptScheduler() error {
 	return nil
 }
 
-
-// DefaultTimeout is the default of ServerConfig.ClientTimeout and of
+// DefaultTimeout is the default of ServerLimits.ClientTimeout and of
 // ClientConfig.Timeout and ConnectTimeout.
 const DefaultTimeout = 10 * time.Second
 
