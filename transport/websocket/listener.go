@@ -11,8 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -282,16 +280,9 @@ func (l *Listener) URL(host string) string {
 	if !ok {
 		return ""
 	}
-	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		name = h
-	}
-	if name == "" {
-		name = a.IP.String()
-	}
 	scheme := "ws"
 	if l.tls {
 		scheme = "wss"
 	}
-	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(strings.Trim(name, "[]"), strconv.Itoa(a.Port)), Path: l.cfg.Path}).String()
+	return origin.SessionURL(scheme, host, a.IP, a.Port, l.cfg.Path)
 }

@@ -9,9 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -320,12 +317,5 @@ func (l *Listener) URL(host string) string {
 	if !ok {
 		return ""
 	}
-	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		name = h
-	}
-	if name == "" {
-		name = a.IP.String()
-	}
-	return (&url.URL{Scheme: "https", Host: net.JoinHostPort(strings.Trim(name, "[]"), strconv.Itoa(a.Port)), Path: l.cfg.Path}).String()
+	return origin.SessionURL("https", host, a.IP, a.Port, l.cfg.Path)
 }

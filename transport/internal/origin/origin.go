@@ -4,8 +4,10 @@ package origin
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -45,4 +47,17 @@ func Check(r *http.Request, closed <-chan struct{}, allowed []string, check func
 		return http.StatusForbidden, fmt.Sprintf("origin %q not allowed", r.Header.Get("Origin"))
 	}
 	return 0, ""
+}
+
+// SessionURL is the URL of a session at path on port, for a page loaded from
+// host (an HTTP Host, "name" or "name:port"; empty: ip): scheme://name:port/path.
+func SessionURL(scheme, host string, ip net.IP, port int, path string) string {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	if name == "" {
+		name = ip.String()
+	}
+	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort(strings.Trim(name, "[]"), strconv.Itoa(port)), Path: path}).String()
 }
