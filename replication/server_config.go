@@ -169,8 +169,10 @@ type ServerLimits struct {
 	// again within seconds rather than at ClientTimeout. While every slot is
 	// taken, a new client gets the slot of the one welcomed longest ago that
 	// has acknowledged nothing for a quarter of it (ServerStats.JoinsEvicted):
-	// sources that join and vanish cannot keep players out. 0: 2 s.
-	// Negative: never (ClientTimeout still applies).
+	// sources that join and vanish cannot keep players out. On a host with
+	// connect tokens (package host), a client dropped so has not spent its
+	// token: it may join again with it. 0: 2 s. Negative: never
+	// (ClientTimeout still applies).
 	JoinTimeout time.Duration
 	// ClientTimeout drops a client from which no datagram (ack or input)
 	// arrived for this long, with transport.CodeTimeout and a reason that

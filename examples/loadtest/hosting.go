@@ -129,6 +129,7 @@ type hostingReport struct {
 	FrameMean, FrameP99              time.Duration // host.MatchStats, whole frames
 	Ticks                            int           // measured ticks, all matches
 	CPUCores                         float64       // process CPU / wall time
+	CPUPerTick                       time.Duration // process CPU / measured match-ticks
 	HeapPerMatch, RSSPerMatch        float64       // bytes
 	DownKBps                         float64       // per client
 }
@@ -237,6 +238,7 @@ func measureHosting(c HostingConfig, h *host.Host, meas *measure, heap0, rss0 ui
 	}
 	rep.FrameMean, rep.FrameP99 = fm/time.Duration(max(len(st.Matches), 1)), fp
 	rep.CPUCores = cpu.Seconds() / wall.Seconds()
+	rep.CPUPerTick = cpu / time.Duration(max(rep.Ticks, 1))
 	rep.HeapPerMatch = float64(heapInUse()-min(heap0, heapInUse())) / float64(c.Matches)
 	rep.RSSPerMatch = float64(rss()-min(rss0, rss())) / float64(c.Matches)
 	rep.DownKBps = float64(downBytes(h)-bytes0) / 1000 / wall.Seconds() / float64(c.Matches*c.Clients)
@@ -304,11 +306,11 @@ func (r *hostingReport) write(w io.Writer, md bool) {
 		workers = strconv.Itoa(c.Workers)
 	}
 	if md {
-		fmt.Fprintf(w, "| matches × clients × entities | workers/match | clients joined | server ms/tick mean | p99 | worst | worst match p99 | frame ms mean / p99 (worst match) | process CPU (cores) | CPU ms per match-tick | heap per match | RSS per match | KB/s per client |\n")
+		fmt.Fprintf(w, "| matches × clients × entities | workers/match | clients joined | server ms/tick mean | p99 | worst | worst match p99 | frame ms mean / p99 (worst match) | process CPU (cores) | CPU ms per match-tick run | heap per match | RSS per match | KB/s per client |\n")
 		fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-		fmt.Fprintf(w, "| %d × %d × %d at %d Hz | %s | %d of %d | %s | %s | %s | %s | %s / %s | %.2f | %.3f | %.1f MB | %.1f MB | %.1f |\n",
+		fmt.Fprintf(w, "| %d × %d × %d at %d Hz | %s | %d of %d | %s | %s | %s | %s | %s / %s | %.2f | %s | %.1f MB | %.1f MB | %.1f |\n",
 			c.Matches, c.Clients, c.Entities, c.Rate, workers, r.Ready, c.Matches*c.Clients, msf(r.ServerMean), msf(r.ServerP99), msf(r.ServerMax),
-			msf(r.WorstMatchP99), msf(r.FrameMean), msf(r.FrameP99), r.CPUCores, r.CPUCores*1000/float64(c.Rate*c.Matches),
+			msf(r.WorstMatchP99), msf(r.FrameMean), msf(r.FrameP99), r.CPUCores, msf(r.CPUPerTick),
 			r.HeapPerMatch/1e6, r.RSSPerMatch/1e6, r.DownKBps)
 		return
 	}
@@ -317,7 +319,8 @@ func (r *hostingReport) write(w io.Writer, md bool) {
 	fmt.Fprintf(w, "server time per tick: mean %s ms, p99 %s ms, worst %s ms (Receive+Send, %d match-ticks); worst match's p99 %s ms\n",
 		msf(r.ServerMean), msf(r.ServerP99), msf(r.ServerMax), r.Ticks, msf(r.WorstMatchP99))
 	fmt.Fprintf(w, "frame time:           mean %s ms, worst match's p99 %s ms (host.MatchStats)\n", msf(r.FrameMean), msf(r.FrameP99))
-	fmt.Fprintf(w, "process CPU:          %.2f cores (%.3f ms per match-tick)\n", r.CPUCores, r.CPUCores*1000/float64(c.Rate*c.Matches))
+	fmt.Fprintf(w, "process CPU:          %.2f cores (%s ms per match-tick run; %d of %d due ran)\n", r.CPUCores, msf(r.CPUPerTick), r.Ticks,
+		int(c.Duration.Seconds()*float64(c.Rate*c.Matches)))
 	fmt.Fprintf(w, "memory per match:     heap %.1f MB, RSS %.1f MB\n", r.HeapPerMatch/1e6, r.RSSPerMatch/1e6)
 	fmt.Fprintf(w, "downstream:           %.1f KB/s per client\n", r.DownKBps)
 }

@@ -78,6 +78,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *hostingChild != "" {
 		return runHostingClients(*hostingChild, *certDir, hc.Matches, cfg.Clients, cfg.Rate, stderr)
 	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "loadtest: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+		cfg.LabelServer = true
+	}
 	if hc.Matches > 0 {
 		hc.Clients, hc.Entities, hc.Moving, hc.Rate, hc.Workers = cfg.Clients, cfg.Entities, cfg.Moving, cfg.Rate, cfg.Workers
 		if !set["clients"] {
@@ -144,20 +158,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
-	}
-	if *cpuProf != "" {
-		f, err := os.Create(*cpuProf)
-		if err != nil {
-			fmt.Fprintf(stderr, "loadtest: %v\n", err)
-			return 2
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "loadtest: %v\n", err)
-			return 2
-		}
-		defer pprof.StopCPUProfile()
-		cfg.LabelServer = true
 	}
 
 	if *compare != "" {

@@ -15,7 +15,13 @@ import (
 type Config struct {
 	// Tokens, if set, admits only clients whose Hello carries a connect
 	// token it verifies (package token): the token names the match (the
-	// Hello's match name is ignored), and each token admits one connection.
+	// Hello's match name is ignored), and each token admits one player: it
+	// is spent once its player acknowledged its first snapshot, and given
+	// back (token.Verifier.Release) if its connection gets no further: the
+	// match was busy or ended, its server refused the client, the client
+	// gave up before its Welcome, or the server dropped it for its
+	// ServerLimits.JoinTimeout. Such a client may try again with the same
+	// token.
 	// Nil: clients name their match (replication.ClientConfig.Match), for a
 	// LAN game or a trusted network.
 	Tokens *token.Verifier
@@ -32,18 +38,33 @@ type Config struct {
 	// MaxMatches bounds the open matches (Open fails past it). 0: 256.
 	MaxMatches int
 	// StallAfter is how long a match's frame may run, or its loop go without
-	// a frame, before the match counts as stalled: the host is then not live
-	// ([Host.Live], /healthz; package agones stops its health pings, so the
-	// orchestrator replaces the process). It is also the grace past a drain
+	// a frame, before the match counts as stalled. The host then ends it
+	// (unless KeepStalled): its players are disconnected with
+	// transport.CodeInternal and "match stalled: ..." and reported gone
+	// (OnPlayer, OnMatch), the match leaves the host (Stats.Stalled counts
+	// it), and the other matches and the host's liveness are not affected;
+	// the stuck frame is left to return on its own goroutine, which then
+	// closes the match's server and game. It is also the grace past a drain
 	// deadline after which [Host.Done] closes even if a stalled match has
 	// not ended. 0: 5 s.
 	StallAfter time.Duration
+	// KeepStalled leaves a stalled match to recover instead of ending it;
+	// while one is stalled the host is not live ([Host.Live], /healthz;
+	// package agones stops its health pings, so the orchestrator replaces
+	// the whole process). False: a stalled match is ended (StallAfter).
+	KeepStalled bool
 	// OnPlayer, if set, is called when a player joins or leaves a match (a
 	// client welcomed by, or gone from, its server), on the match's
 	// goroutine after the frame in which it happened, and for the players
 	// left when a match ends. It must not block (queue the event; package
 	// agones does). Nil: none.
 	OnPlayer func(PlayerEvent)
+	// OnMatch, if set, is called when a match opens (on Open's caller,
+	// after its Start succeeded, before Open returns) and when it ends (on
+	// the match's goroutine, or the host's for a stalled match, after the
+	// leaves of its players were reported, before [Match.Ended] closes). It
+	// must not block (queue the event; package agones does). Nil: none.
+	OnMatch func(MatchEvent)
 	// Manual starts no goroutines: the caller runs the host with
 	// [Host.Step], which accepts and routes connections and runs one frame
 	// of every match on the caller's goroutine (deterministic tests over a

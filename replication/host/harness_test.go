@@ -36,11 +36,15 @@ type testGame struct {
 	frames  int
 	panicAt int
 	block   atomic.Pointer[chan struct{}] // if set, Frame waits on it
-	closed  bool
+	paused  atomic.Bool                   // if set, Frame does nothing
+	closed  atomic.Bool
 }
 
 func (g *testGame) Frame(now time.Time) {
 	g.frames++
+	if g.paused.Load() {
+		return
+	}
 	if b := g.block.Load(); b != nil {
 		<-*b
 	}
@@ -54,7 +58,7 @@ func (g *testGame) Frame(now time.Time) {
 }
 
 func (g *testGame) Replication() *replication.Server { return g.srv }
-func (g *testGame) Close()                           { g.closed = true }
+func (g *testGame) Close()                           { g.closed.Store(true) }
 
 // startGame is a MatchConfig.Start for a testGame whose entity sits at x.
 func startGame(reg *schema.Registry, x float64, games map[string]*testGame) func(m *Match) (Game, error) {

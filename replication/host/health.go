@@ -8,12 +8,23 @@ import (
 	"time"
 )
 
-// Live reports whether every match's frame is advancing (liveness): nil,
-// or an error naming the matches stuck in a frame, or without one, for
-// more than Config.StallAfter. A host whose process should be replaced is
-// not live.
+// Live reports whether the host is alive (liveness): nil, or an error
+// saying why not. The host is not live when its own loop has not run for
+// more than Config.StallAfter (not checked in Manual mode) or, with
+// Config.KeepStalled, while a match is stuck in a frame, or without one,
+// for more than StallAfter. (Without KeepStalled such a match is ended and
+// the host stays live for the others.) A host whose process should be
+// replaced is not live.
 func (h *Host) Live() error {
 	now := time.Now()
+	if !h.cfg.Manual && !h.closedOrDone() {
+		if d := now.Sub(time.Unix(0, h.heartbeat.Load())); d > h.cfg.StallAfter {
+			return fmt.Errorf("host: stalled: its loop has not run for %v", d.Round(time.Millisecond))
+		}
+	}
+	if !h.cfg.KeepStalled {
+		return nil
+	}
 	var stuck []string
 	for _, m := range h.Matches() {
 		if d := m.stalled(now, h.cfg.StallAfter); d > 0 {
@@ -26,9 +37,16 @@ func (h *Host) Live() error {
 	return nil
 }
 
+// closedOrDone reports whether the host was closed (its loop stopped).
+func (h *Host) closedOrDone() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state == closed
+}
+
 // Handler serves the host's probes for Kubernetes and its figures:
 //
-//	GET /healthz   200 "ok" while every match's frame advances (Live), else 503 and why
+//	GET /healthz   200 "ok" while the host is live (Live), else 503 and why
 //	GET /readyz    200 "admitting" while the host admits clients, else 503 ("draining", "closed")
 //	GET /stats     the host's Stats as JSON
 //

@@ -41,6 +41,8 @@ type Host struct {
 	done    chan struct{}
 	isDone  bool
 
+	// heartbeat is when the host's loop (janitor) last ran, unix ns.
+	heartbeat atomic.Int64
 	// handshakes counts connections whose Hello the host waits for.
 	handshakes atomic.Int32
 	pending    []pendingHello // Manual mode: those connections
@@ -80,6 +82,7 @@ func New(l transport.Listener, cfg Config) (*Host, error) {
 	}
 	h := &Host{cfg: cfg, l: l, matches: map[string]*Match{}, done: make(chan struct{})}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.heartbeat.Store(time.Now().UnixNano())
 	if !cfg.Manual {
 		h.wg.Add(2)
 		go h.acceptLoop()
@@ -116,6 +119,9 @@ func (h *Host) Open(name string, cfg MatchConfig) (*Match, error) {
 	h.mu.Unlock()
 	h.stats.opened.Add(1)
 	h.cfg.Logger.Info("archenet/host: match open", "match", name)
+	if fn := h.cfg.OnMatch; fn != nil {
+		fn(MatchEvent{Match: name, Opened: true})
+	}
 	if !h.cfg.Manual {
 		go m.run() // (not in h.wg: Close waits for a match's end, not for a stalled frame)
 	}
@@ -368,7 +374,9 @@ func (h *Host) janitor() {
 			h.sweep(time.Now().Add(time.Hour)) // close what lingers
 			return
 		case <-t.C:
+			h.heartbeat.Store(time.Now().UnixNano())
 			h.sweep(h.cfg.Now())
+			h.endStalled(time.Now())
 		}
 	}
 }
@@ -392,5 +400,18 @@ func (h *Host) sweep(now time.Time) {
 			h.cfg.Logger.Error("archenet/host: drain deadline passed with matches that did not end (stalled)", "matches", names)
 		}
 		h.closeDone()
+	}
+}
+
+// endStalled ends the matches stalled at now (wall time) for more than
+// StallAfter, unless Config.KeepStalled.
+func (h *Host) endStalled(now time.Time) {
+	if h.cfg.KeepStalled {
+		return
+	}
+	for _, m := range h.Matches() {
+		if d := m.stalled(now, h.cfg.StallAfter); d > 0 {
+			m.abandon(d)
+		}
 	}
 }

@@ -245,6 +245,55 @@ func TestReconnectWithNewToken(t *testing.T) {
 	require.Equal(t, 4.0, p.x())
 }
 
+// A join that times out does not spend its token: neither a client that
+// gave up before the match's server took its connection, nor one welcomed
+// that never acknowledged a snapshot (dropped by the server's JoinTimeout).
+// A token is spent once its player acknowledged a snapshot.
+func TestTimedOutJoinKeepsToken(t *testing.T) {
+	r, key := newTokenRig(t)
+	r.open("duel", 5)
+	tok, err := token.NewMinter(1, key).Mint(token.Claims{Match: "duel", ClientID: 3, Expires: r.net.Now().Add(time.Hour), Servers: []string{"game.example:7777"}})
+	require.NoError(t, err)
+	withToken := func(c *replication.ClientConfig) { c.Token = tok }
+	g := r.games["duel"]
+
+	// The match's server does not take connections for a while; the client
+	// gives up.
+	g.paused.Store(true)
+	gaveUp := r.dial(withToken)
+	r.run(5)
+	require.False(t, gaveUp.c.Ready())
+	require.NoError(t, gaveUp.conn.Close())
+	r.clients = r.clients[:0]
+	g.paused.Store(false)
+	r.run(5)
+	require.EqualValues(t, 1, r.h.Stats().TokensReleased)
+	require.Len(t, r.events, 2, "welcomed, then gone (the server noticed the close after)")
+	r.events = r.events[:0]
+
+	// Welcomed, but it never acknowledges a snapshot: JoinTimeout (2 s).
+	silent := r.dial(withToken)
+	silent.c.Send()
+	r.clients = r.clients[:0] // (never stepped again)
+	r.run(int(4 * time.Second / frameDt))
+	require.Len(t, r.events, 2, "joined, then dropped")
+	require.False(t, r.events[1].Joined)
+	require.EqualValues(t, 2, r.h.Stats().TokensReleased)
+
+	// The token still admits, once the player acknowledged: then it is
+	// spent.
+	p := r.dial(withToken)
+	r.run(10)
+	require.True(t, p.c.Ready(), "%v", p.c.Err())
+	require.Equal(t, 5.0, p.x())
+	require.NoError(t, p.conn.Close())
+	r.run(5)
+	again := r.dial(withToken)
+	r.run(5)
+	require.ErrorIs(t, again.c.Err(), token.ErrReplayed)
+	require.EqualValues(t, 2, r.h.Stats().TokensReleased)
+}
+
 // TestDrainEndsWhenEmpty: a draining host refuses new clients with
 // CodeDraining, tells the connected ones, ends each match when its last
 // client leaves, and is done when no match is left — before the deadline.
@@ -278,7 +327,7 @@ func TestDrainEndsWhenEmpty(t *testing.T) {
 	_, open := r.h.Match("a")
 	require.False(t, open)
 	require.Len(t, r.h.Matches(), 1)
-	require.True(t, r.games["a"].closed)
+	require.True(t, r.games["a"].closed.Load())
 	select {
 	case <-r.h.Done():
 		t.Fatal("done with a match left")

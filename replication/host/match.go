@@ -40,9 +40,18 @@ type Match struct {
 	// The match's goroutine's own.
 	due       time.Time
 	drainSeen *drainInfo
-	players   map[replication.ClientID]player
-	routed    map[transport.Conn]*token.Claims // claims of connections not yet welcomed
+	routed    map[transport.Conn]routedConn // connections not yet welcomed
 	isEnded   bool
+
+	// players are the match's players: the match's goroutine changes them,
+	// and the host's ends a stalled match (abandoned). Lock order: emitMu
+	// (held while their events go out, so they go in order), then pmu.
+	emitMu    sync.Mutex
+	pmu       sync.Mutex
+	players   map[replication.ClientID]player
+	abandoned bool
+	finished  sync.Once
+	events    []PlayerEvent // trackPlayers' buffer
 
 	mu     sync.Mutex
 	window frameWindow
@@ -53,6 +62,10 @@ type Match struct {
 type player struct {
 	conn transport.Conn
 	info Player
+	// token is the player's connect token until it acknowledged its first
+	// snapshot (it is then spent for good); given back if the player
+	// leaves before (a join that timed out).
+	token []byte
 }
 
 // Player is who a client of a match is.
@@ -73,10 +86,19 @@ type PlayerEvent struct {
 	Joined bool // false: left
 }
 
+// MatchEvent is a match opening or ending (Config.OnMatch).
+type MatchEvent struct {
+	Match  string
+	Opened bool // false: ended
+	// Why is why the match ended (nil when it opened): the code and reason
+	// its clients were disconnected with.
+	Why *transport.CloseError
+}
+
 func newMatch(h *Host, name string, cfg MatchConfig) *Match {
 	m := &Match{h: h, name: name, cfg: cfg, period: time.Second / time.Duration(cfg.FrameRate),
 		log: h.cfg.Logger.With("match", name), ended: make(chan struct{}),
-		players: map[replication.ClientID]player{}, routed: map[transport.Conn]*token.Claims{}}
+		players: map[replication.ClientID]player{}, routed: map[transport.Conn]routedConn{}}
 	m.ln = &matchListener{m: m, queue: make(chan handoff, cfg.Handoffs), closed: make(chan struct{})}
 	m.stats.Name = name
 	m.lastFrame.Store(time.Now().UnixNano()) // (liveness is wall time)
@@ -123,8 +145,10 @@ func (m *Match) Configure(cfg *replication.ServerConfig) {
 }
 
 // Player returns who client id of the match is (nil Token without connect
-// tokens). It belongs to the match's goroutine (the game's Frame).
+// tokens).
 func (m *Match) Player(id replication.ClientID) (Player, bool) {
+	m.pmu.Lock()
+	defer m.pmu.Unlock()
 	p, ok := m.players[id]
 	return p.info, ok
 }
@@ -195,7 +219,7 @@ func (m *Match) frame(now time.Time) bool {
 		m.end(crash)
 		return false
 	}
-	m.record(end.Sub(start), m.trackPlayers(), late)
+	m.record(end.Sub(start), m.trackPlayers(), late) // (nothing once abandoned)
 	if why := m.endWhy(now); why != nil {
 		m.end(why)
 		return false
@@ -258,11 +282,14 @@ func (m *Match) endWhy(now time.Time) *transport.CloseError {
 }
 
 // end closes the match's server with why, then its game and listener,
-// reports its players gone, and takes it out of the host.
+// reports its players gone, and takes it out of the host (unless it was
+// abandoned already). It runs on the match's goroutine.
 func (m *Match) end(why *transport.CloseError) {
 	m.isEnded = true
 	m.mu.Lock()
-	m.stats.Ending = why.Reason
+	if m.stats.Ending == "" {
+		m.stats.Ending = why.Reason
+	}
 	m.mu.Unlock()
 	m.log.Info("archenet/host: match ended", "code", why.Code, "reason", why.Reason)
 	func() {
@@ -275,13 +302,68 @@ func (m *Match) end(why *transport.CloseError) {
 		m.game.Close()
 	}()
 	m.ln.Close()
+	m.leaveAll(nil)
+	m.finish(why)
+}
+
+// leaveAll forgets every player (closing its connection with why, if not
+// nil) and reports it gone, once: it reports whether the match was not
+// abandoned yet (it is from now on).
+func (m *Match) leaveAll(why *transport.CloseError) bool {
+	m.emitMu.Lock()
+	defer m.emitMu.Unlock()
+	m.pmu.Lock()
+	if m.abandoned {
+		m.pmu.Unlock()
+		return false
+	}
+	m.abandoned = true
+	gone := make([]Player, 0, len(m.players))
 	for id, p := range m.players {
 		delete(m.players, id)
-		m.emit(p.info, false)
+		gone = append(gone, p.info)
+		m.h.releaseToken(p.token)
+		if why != nil {
+			m.h.closeConn(p.conn, why.Code, why.Reason)
+		}
 	}
-	m.h.stats.ended.Add(1)
-	close(m.ended) // before the host may report Done
-	m.h.removed(m)
+	m.pmu.Unlock()
+	for _, p := range gone {
+		m.emit(p, false)
+	}
+	return true
+}
+
+// finish reports the match ended and takes it out of the host, once.
+func (m *Match) finish(why *transport.CloseError) {
+	m.finished.Do(func() {
+		if fn := m.h.cfg.OnMatch; fn != nil {
+			fn(MatchEvent{Match: m.name, Why: why})
+		}
+		m.h.stats.ended.Add(1)
+		close(m.ended) // before the host may report Done
+		m.h.removed(m)
+	})
+}
+
+// abandon ends a match stalled for d from the host's goroutine: its
+// players are disconnected with why and reported gone, queued connections
+// closed, and the match taken out of the host; when its stuck frame
+// returns, its goroutine closes its server and game (Close was called).
+func (m *Match) abandon(d time.Duration) {
+	why := &transport.CloseError{Code: transport.CodeInternal,
+		Reason: fmt.Sprintf("match stalled: no frame done for %v", d.Round(time.Millisecond))}
+	m.Close(why.Code, why.Reason)
+	if !m.leaveAll(why) {
+		return // ended, or abandoned, already
+	}
+	m.mu.Lock()
+	m.stats.Ending = why.Reason
+	m.mu.Unlock()
+	m.h.stats.stalled.Add(1)
+	m.log.Error("archenet/host: match stalled: ended; its frame is left to return", "stalled", d.Round(time.Millisecond))
+	m.ln.Close()
+	m.finish(why)
 }
 
 // stalled returns for how long the match has been stuck at now: in one
@@ -310,6 +392,14 @@ type handoff struct {
 	conn   transport.Conn
 	hello  []byte
 	claims *token.Claims
+	token  []byte // the connect token (nil without tokens)
+}
+
+// routedConn is a connection the match's server took but did not welcome
+// yet: its token's claims and the token, released if it never joins.
+type routedConn struct {
+	claims *token.Claims
+	token  []byte
 }
 
 // handoff queues c for the match's server; false if the queue is full or
@@ -356,7 +446,7 @@ func (l *matchListener) PollAcceptHello() (transport.Conn, []byte, bool) {
 // took notes a routed connection's claims for when it joins.
 func (l *matchListener) took(c handoff) {
 	l.routed.Add(1)
-	l.m.routed[c.conn] = c.claims
+	l.m.routed[c.conn] = routedConn{claims: c.claims, token: c.token}
 }
 
 // PollAccept implements transport.Listener: the connection without its
@@ -388,6 +478,7 @@ func (l *matchListener) Close() error {
 		for {
 			select {
 			case c := <-l.queue:
+				l.m.h.releaseToken(c.token)
 				l.m.h.closeConn(c.conn, transport.CodeNormal, "match closed")
 			default:
 				return

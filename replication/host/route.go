@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -14,10 +15,15 @@ import (
 func (h *Host) route(c transport.Conn, b []byte) {
 	d := h.decide(b)
 	if d.refusal == nil {
-		if d.match.handoff(handoff{conn: c, hello: b, claims: d.claims}) {
+		var tok []byte
+		if d.claims != nil {
+			tok = bytes.Clone(d.hello.Token)
+		}
+		if d.match.handoff(handoff{conn: c, hello: b, claims: d.claims, token: tok}) {
 			h.stats.routed.Add(1)
 			return
 		}
+		h.releaseToken(tok)
 		d.refuse(refuseMatchBusy, fmt.Errorf("%w: match busy: %d connections wait for its next frame (host.MatchConfig.Handoffs)", transport.ErrServerBusy, d.match.cfg.Handoffs))
 	}
 	h.stats.refused[d.why].Add(1)
@@ -126,4 +132,14 @@ func (h *Host) closeConn(c transport.Conn, code transport.CloseCode, reason stri
 	if !h.closer.Close(c, code, reason) {
 		h.stats.closesDropped.Add(1)
 	}
+}
+
+// releaseToken gives back the connect token of a connection that did not
+// join (nil: none), so that it admits once more (token.Verifier.Release).
+func (h *Host) releaseToken(tok []byte) {
+	if tok == nil || h.cfg.Tokens == nil {
+		return
+	}
+	h.cfg.Tokens.Release(tok)
+	h.stats.released.Add(1)
 }

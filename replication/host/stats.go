@@ -52,7 +52,8 @@ func (r refusal) String() string { return refusalNames[r] }
 // counters are the host's cumulative counts, updated from any goroutine.
 type counters struct {
 	accepted, routed, opened atomic.Uint64
-	ended, crashed           atomic.Uint64
+	ended, crashed, stalled  atomic.Uint64
+	released                 atomic.Uint64
 	closesDropped            atomic.Uint64
 	refused                  [numRefusals]atomic.Uint64
 }
@@ -65,9 +66,14 @@ type Stats struct {
 	// Refused counts the connections the host refused, by reason: the
 	// Refused* constants (RefusedUnknownMatch, ...; only those that happened).
 	Refused map[string]uint64
-	// Opened, Ended and Crashed count matches opened, ended (any way), and
-	// ended by a panic in their frame.
-	Opened, Ended, Crashed uint64
+	// Opened, Ended, Crashed and Stalled count matches opened, ended (any
+	// way), ended by a panic in their frame, and ended because they stalled
+	// (Config.StallAfter).
+	Opened, Ended, Crashed, Stalled uint64
+	// TokensReleased counts connect tokens given back because their
+	// connection did not join (the match was busy or ended, its server
+	// refused it, or the client gave up before its Welcome).
+	TokensReleased uint64
 	// ClosesDropped counts refused connections whose close was not run
 	// (thousands of closes queued behind a transport whose closes hang):
 	// they end by its idle
@@ -82,7 +88,8 @@ type Stats struct {
 // Stats returns the host's counts and its open matches' stats.
 func (h *Host) Stats() Stats {
 	s := Stats{Accepted: h.stats.accepted.Load(), Routed: h.stats.routed.Load(), Opened: h.stats.opened.Load(),
-		Ended: h.stats.ended.Load(), Crashed: h.stats.crashed.Load(), ClosesDropped: h.stats.closesDropped.Load(),
+		Ended: h.stats.ended.Load(), Crashed: h.stats.crashed.Load(), Stalled: h.stats.stalled.Load(),
+		TokensReleased: h.stats.released.Load(), ClosesDropped: h.stats.closesDropped.Load(),
 		Refused: map[string]uint64{}}
 	for i := range numRefusals {
 		if n := h.stats.refused[i].Load(); n > 0 {

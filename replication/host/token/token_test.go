@@ -142,6 +142,32 @@ func TestUnknownMatchNotSpent(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestRelease: a released token admits once more, and only once; another
+// token stays spent; garbage is ignored.
+func TestRelease(t *testing.T) {
+	clk := &clock{now: t0}
+	v := testVerifier(t, clk, nil)
+	m := seededMinter(7, testKey, 5)
+	tok, err := m.Mint(testClaims())
+	require.NoError(t, err)
+	other, err := m.Mint(testClaims())
+	require.NoError(t, err)
+	for _, tk := range [][]byte{tok, other} {
+		_, err = v.Verify(tk, hostsDuel)
+		require.NoError(t, err)
+	}
+	v.Release(tok)
+	v.Release([]byte{1, 2, 3})
+	v.Release(nil)
+	require.Equal(t, 1, v.ReplayEntries())
+	_, err = v.Verify(other, hostsDuel)
+	require.ErrorIs(t, err, ErrReplayed)
+	_, err = v.Verify(tok, hostsDuel)
+	require.NoError(t, err, "released")
+	_, err = v.Verify(tok, hostsDuel)
+	require.ErrorIs(t, err, ErrReplayed, "spent again")
+}
+
 // TestKeyRotation: a verifier holding two keys admits tokens of both.
 func TestKeyRotation(t *testing.T) {
 	clk := &clock{now: t0}

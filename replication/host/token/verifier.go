@@ -104,6 +104,20 @@ func (v *Verifier) Verify(tok []byte, hosted func(match string) bool) (Claims, e
 	return c, nil
 }
 
+// Release gives back a token Verify accepted, so that it admits once more:
+// for a connection that ended before it joined (the client's join timed
+// out, or the match's server refused or never took it). A host releases
+// the tokens of such connections itself, so a token is spent only by a
+// connection that joined. A tok that is malformed or was not spent is
+// ignored.
+func (v *Verifier) Release(tok []byte) {
+	h, _, err := parseHeader(tok)
+	if err != nil {
+		return
+	}
+	v.replay.release(h.nonce)
+}
+
 // plainBufs hold the opened sealed parts (parsePlain copies what it keeps).
 var plainBufs = sync.Pool{New: func() any { return new([maxPlain]byte) }}
 
@@ -190,6 +204,13 @@ func (r *replayCache) spend(nonce [nonceSize]byte, expires, now time.Time) error
 	}
 	r.spent[nonce] = expires.UnixMilli()
 	return nil
+}
+
+// release forgets nonce.
+func (r *replayCache) release(nonce [nonceSize]byte) {
+	r.mu.Lock()
+	delete(r.spent, nonce)
+	r.mu.Unlock()
 }
 
 func (r *replayCache) sweep(now time.Time) {
