@@ -2,10 +2,10 @@ package host
 
 import (
 	"io"
-	"sync"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
