@@ -199,12 +199,12 @@ func TestAgonesLifecycle(t *testing.T) {
 	obs := observe(t, sc.URL)
 	until(t, "the watch's first state", func() bool { return obs.last() == "Scheduled" })
 	reg := registry()
-	var d *agones.Driver
-	h, cert := quicHost(t, host.Config{OnPlayer: func(e host.PlayerEvent) { d.OnPlayer(e) }})
-	var err error
-	d, err = agones.New(agones.Config{URL: sc.URL, HealthPeriod: 100 * time.Millisecond, Capacity: 8, MinBackoff: 20 * time.Millisecond,
-		Open: func(name string) error { return openGame(h, reg, name, nil) }, Logger: quiet})
+	d, err := agones.New(agones.Config{URL: sc.URL, HealthPeriod: 100 * time.Millisecond, Capacity: 8, MinBackoff: 20 * time.Millisecond,
+		OpenMatch: func(h *host.Host, name string) error { return openGame(h, reg, name, nil) }, Logger: quiet})
 	require.NoError(t, err)
+	var hc host.Config
+	d.Configure(&hc)
+	h, cert := quicHost(t, hc)
 	ran := make(chan error, 1)
 	go func() { ran <- d.Run(context.Background(), h) }()
 	until(t, "Ready", func() bool { return obs.last() == "Ready" })
@@ -240,15 +240,16 @@ func TestAgonesLifecycle(t *testing.T) {
 	require.Positive(t, sc.Count("Health Ping Received!"))
 }
 
-// TestAgonesHealthStopsWhenStalled, against the real sidecar: health pings
-// arrive at the period while every match's frame advances, stop while one
-// is stuck (the sidecar sees none), and resume when it moves again.
+// TestAgonesHealthStopsWhenStalled, against the real sidecar, with
+// host.Config.KeepStalled: health pings arrive at the period while every
+// match's frame advances, stop while one is stuck (the sidecar sees none),
+// and resume when it moves again.
 func TestAgonesHealthStopsWhenStalled(t *testing.T) {
 	sc := agonestest.Start(t, "")
 	reg := registry()
 	// (Half a second: a busy machine can hold up a match that is not stuck
 	// for a good part of that; b is stuck for as long as the test wants.)
-	h, _ := quicHost(t, host.Config{StallAfter: 500 * time.Millisecond})
+	h, _ := quicHost(t, host.Config{StallAfter: 500 * time.Millisecond, KeepStalled: true})
 	var games sync.Map
 	require.NoError(t, openGame(h, reg, "a", &games))
 	require.NoError(t, openGame(h, reg, "b", &games))

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/archenet/archenet/replication/host"
 )
 
 // Config configures a [Driver]. Every zero value has a documented default.
@@ -29,9 +31,41 @@ type Config struct {
 	// DefaultMatch is the match opened on an allocation that names none.
 	// Empty: none is opened (the game opens its matches itself).
 	DefaultMatch string
-	// Open opens a match the allocation names (e.g. h.Open(name, ...)); an
-	// error is logged. Nil: matches are not opened on allocation.
+	// OpenMatch opens a match an allocation names, on the host the driver
+	// runs (e.g. h.Open(name, cfg)); an error is logged, and the allocation
+	// taken off the Rooms counter. Nil: matches are not opened on
+	// allocation.
+	OpenMatch func(h *host.Host, name string) error
+	// Open is OpenMatch without the host: a func that captured it.
+	//
+	// Deprecated: use OpenMatch, which the driver hands the host it runs
+	// (no host captured before it exists). Open goes in v0.5.0.
 	Open func(name string) error
+	// Rooms is the GameServer's Agones Counter of matches (beta, on by
+	// default since Agones 1.41): the driver keeps its count equal to the
+	// open matches plus the allocations being opened, so that
+	// counter-based allocation (a GameServerAllocation that selects
+	// counters.rooms.minAvailable >= 1 among Allocated then Ready game
+	// servers, increments it with counters.rooms {action: Increment}, and
+	// names the match in metadata.labels) places several matches on one
+	// pod, and a FleetAutoscaler with a Counter policy sizes the fleet by
+	// rooms. Empty: "rooms", used if the GameServer has a counter of that
+	// name (spec.counters in the Fleet's template); "-": no counter.
+	Rooms string
+	// MatchCapacity, if above 0, is set as the Rooms counter's capacity at
+	// start (match it to host.Config.MaxMatches). 0: the capacity the Fleet
+	// declares stands.
+	MatchCapacity int
+	// Players is the GameServer's Agones List of players (beta): one value
+	// "match/player" per player (host.Player.ID), added on a join and
+	// removed on a leave, so a matchmaker or autoscaler sees which match
+	// each player is in. Empty: "players", used if the GameServer has a
+	// list of that name; "-": no list.
+	Players string
+	// WhenEmpty is what the driver does when the GameServer is Allocated
+	// and its last match has ended (none open, none being opened). Zero:
+	// BackToReady.
+	WhenEmpty EmptyPolicy
 	// Capacity is the player capacity set at start (Agones player
 	// tracking, alpha: the sidecar needs --feature-gates=PlayerTracking=true);
 	// joins and leaves (host.Config.OnPlayer = driver.OnPlayer) are then
@@ -54,6 +88,43 @@ type Config struct {
 // DefaultMatchKey is the default Config.MatchKey.
 const DefaultMatchKey = "match"
 
+// The default Config.Rooms and Config.Players, and the name that turns
+// either off.
+const (
+	DefaultRooms   = "rooms"
+	DefaultPlayers = "players"
+	None           = "-"
+)
+
+// EmptyPolicy is what the driver does with an Allocated GameServer whose
+// matches have all ended (Config.WhenEmpty).
+type EmptyPolicy uint8
+
+const (
+	// BackToReady marks it Ready again: the allocator may give it new
+	// matches, and the fleet may scale it down.
+	BackToReady EmptyPolicy = iota
+	// ShutdownWhenEmpty drains the host (host.Host.Drain), so the driver
+	// shuts the GameServer down and Agones replaces the pod: a fresh
+	// process per allocation's life.
+	ShutdownWhenEmpty
+	// StayAllocated leaves it Allocated (the game decides, e.g. by calling
+	// h.Drain itself).
+	StayAllocated
+)
+
+func (p EmptyPolicy) String() string {
+	switch p {
+	case BackToReady:
+		return "back to Ready"
+	case ShutdownWhenEmpty:
+		return "shutdown"
+	case StayAllocated:
+		return "stay Allocated"
+	}
+	return fmt.Sprintf("EmptyPolicy(%d)", uint8(p))
+}
+
 func (c Config) resolve() (Config, error) {
 	if c.URL == "" {
 		port := os.Getenv("AGONES_SDK_HTTP_PORT")
@@ -68,11 +139,24 @@ func (c Config) resolve() (Config, error) {
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return c, fmt.Errorf("agones: Config.URL %q: want http://host:port", c.URL)
 	}
-	if c.HealthPeriod < 0 || c.Capacity < 0 || c.Queue < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 {
-		return c, errors.New("agones: Config.HealthPeriod, Capacity, Queue, MinBackoff and MaxBackoff must not be negative")
+	if c.HealthPeriod < 0 || c.Capacity < 0 || c.MatchCapacity < 0 || c.Queue < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 {
+		return c, errors.New("agones: Config.HealthPeriod, Capacity, MatchCapacity, Queue, MinBackoff and MaxBackoff must not be negative")
+	}
+	if c.WhenEmpty > StayAllocated {
+		return c, fmt.Errorf("agones: Config.WhenEmpty %v is not a policy", c.WhenEmpty)
+	}
+	if c.OpenMatch == nil && c.Open != nil {
+		open := c.Open
+		c.OpenMatch = func(_ *host.Host, name string) error { return open(name) }
 	}
 	if c.MatchKey == "" {
 		c.MatchKey = DefaultMatchKey
+	}
+	if c.Rooms == "" {
+		c.Rooms = DefaultRooms
+	}
+	if c.Players == "" {
+		c.Players = DefaultPlayers
 	}
 	if c.Queue == 0 {
 		c.Queue = 1024

@@ -3,6 +3,7 @@ package agones
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,38 +12,79 @@ import (
 )
 
 // Driver keeps the Agones sidecar in step with a [host.Host]: Ready once
-// the host admits, Health while every match's frame advances, matches
-// opened on allocation, players reported as they join and leave, Shutdown
-// once the host is done. All HTTP runs on the driver's goroutines; what a
-// match's goroutine does (OnPlayer) is put in a bounded queue and never
+// the host admits, Health while the host is live, matches opened on
+// allocation and counted in the Rooms counter, players reported as they
+// join and leave (player tracking and the Players list), back to Ready (or
+// Shutdown) when an allocation's matches have ended, Shutdown once the
+// host is done. All HTTP runs on the driver's goroutines; what a match's
+// goroutine reports (OnPlayer, OnMatch) goes in a bounded queue and never
 // waits.
 type Driver struct {
 	cfg    Config
 	api    *sdk
 	events chan host.PlayerEvent
+	kick   chan struct{} // a match opened or ended: reconcile the rooms
+	ended  atomic.Bool   // a match ended since the rooms loop last looked
 	state  atomic.Pointer[string]
-	stats  struct {
+
+	// In use once Run has read the GameServer ("" none).
+	rooms, playerList string
+
+	mu      sync.Mutex
+	pending map[string]bool // allocations being opened
+	stats   struct {
 		ready, pings, skipped, reconnects, players, dropped, errors, opened atomic.Uint64
+		backToReady                                                         atomic.Uint64
+		rooms                                                               atomic.Int64
 		shutdown                                                            atomic.Bool
 	}
 }
 
-// New returns a driver for cfg; an invalid setting is an error. Give its
-// OnPlayer to host.Config.OnPlayer, then call Run with the host.
+// New returns a driver for cfg; an invalid setting is an error. Hand it the
+// host's config (Configure) before host.New, then call Run with the host.
 func New(cfg Config) (*Driver, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, api: newSDK(&cfg), events: make(chan host.PlayerEvent, cfg.Queue)}, nil
+	d := &Driver{cfg: cfg, api: newSDK(&cfg), events: make(chan host.PlayerEvent, cfg.Queue), kick: make(chan struct{}, 1),
+		pending: map[string]bool{}}
+	d.stats.rooms.Store(-1)
+	return d, nil
+}
+
+// Configure sets cfg.OnPlayer and cfg.OnMatch to report to the driver
+// (after what they did, if set). Call it on the host's config before
+// host.New: the driver needs no host until Run.
+func (d *Driver) Configure(cfg *host.Config) {
+	if prev := cfg.OnPlayer; prev != nil {
+		cfg.OnPlayer = func(e host.PlayerEvent) { prev(e); d.OnPlayer(e) }
+	} else {
+		cfg.OnPlayer = d.OnPlayer
+	}
+	if prev := cfg.OnMatch; prev != nil {
+		cfg.OnMatch = func(e host.MatchEvent) { prev(e); d.OnMatch(e) }
+	} else {
+		cfg.OnMatch = d.OnMatch
+	}
+}
+
+// OnMatch notes a match opening or ending (host.Config.OnMatch): the Rooms
+// counter follows, and an Allocated GameServer whose last match ended goes
+// back to Ready (Config.WhenEmpty). It never blocks.
+func (d *Driver) OnMatch(e host.MatchEvent) {
+	if !e.Opened {
+		d.ended.Store(true)
+	}
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
 }
 
 // OnPlayer queues a join or leave for the sidecar (host.Config.OnPlayer).
 // It never blocks: with the queue full the event is dropped and counted.
 func (d *Driver) OnPlayer(e host.PlayerEvent) {
-	if d.cfg.Capacity == 0 {
-		return
-	}
 	select {
 	case d.events <- e:
 	default:
@@ -73,6 +115,12 @@ type Stats struct {
 	Players, PlayersDropped uint64
 	// Opened counts matches opened on allocation.
 	Opened uint64
+	// Rooms is the Rooms counter's count as the driver last read or set
+	// it (-1: no counter in use, or not read yet).
+	Rooms int64
+	// BackToReady counts the times an Allocated GameServer went back to
+	// Ready after its last match ended (Config.WhenEmpty).
+	BackToReady uint64
 	// Errors counts failed calls (each retried, with backoff).
 	Errors uint64
 	// Shutdown: the Shutdown call succeeded.
@@ -83,8 +131,8 @@ type Stats struct {
 func (d *Driver) Stats() Stats {
 	s := &d.stats
 	return Stats{Ready: s.ready.Load(), Pings: s.pings.Load(), Skipped: s.skipped.Load(), Reconnects: s.reconnects.Load(),
-		Players: s.players.Load(), PlayersDropped: s.dropped.Load(), Opened: s.opened.Load(), Errors: s.errors.Load(),
-		Shutdown: s.shutdown.Load()}
+		Players: s.players.Load(), PlayersDropped: s.dropped.Load(), Opened: s.opened.Load(), Rooms: s.rooms.Load(),
+		BackToReady: s.backToReady.Load(), Errors: s.errors.Load(), Shutdown: s.shutdown.Load()}
 }
 
 // Run drives the sidecar for h until h is done (then it reports the
@@ -95,7 +143,12 @@ func (d *Driver) Run(ctx context.Context, h *host.Host) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	period := d.healthPeriod(ctx)
+	var gs GameServer
+	if !d.retry(ctx, "gameserver", func(ctx context.Context) (err error) { gs, err = d.api.gameServer(ctx); return err }) {
+		return ctx.Err()
+	}
+	period := d.healthPeriod(gs)
+	d.resources(ctx, gs)
 	run := func(fn func(context.Context)) {
 		wg.Add(1)
 		go func() {
@@ -103,8 +156,9 @@ func (d *Driver) Run(ctx context.Context, h *host.Host) error {
 			fn(ctx)
 		}()
 	}
-	run(d.watch)
+	run(func(ctx context.Context) { d.watch(ctx, h) })
 	run(func(ctx context.Context) { d.health(ctx, h, period) })
+	run(func(ctx context.Context) { d.roomsLoop(ctx, h, period) })
 	players, playersCancel := context.WithCancel(context.Background())
 	flush, playersDone := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -145,18 +199,40 @@ func (d *Driver) Run(ctx context.Context, h *host.Host) error {
 }
 
 // healthPeriod is Config.HealthPeriod, else the GameServer's, else 5 s.
-func (d *Driver) healthPeriod(ctx context.Context) time.Duration {
+func (d *Driver) healthPeriod(gs GameServer) time.Duration {
 	if d.cfg.HealthPeriod > 0 {
 		return d.cfg.HealthPeriod
 	}
-	if gs, err := d.api.gameServer(ctx); err == nil && gs.Spec.Health.PeriodSeconds > 0 {
+	if gs.Spec.Health.PeriodSeconds > 0 {
 		return time.Duration(gs.Spec.Health.PeriodSeconds) * time.Second
 	}
 	return 5 * time.Second
 }
 
-// health pings every period while h is live; a stalled match stops the
-// pings (so Agones marks the server Unhealthy and replaces it).
+// resources picks the Rooms counter and Players list the GameServer has,
+// and sets the counter's capacity (Config.MatchCapacity).
+func (d *Driver) resources(ctx context.Context, gs GameServer) {
+	if _, ok := gs.Status.Counters[d.cfg.Rooms]; ok {
+		d.rooms = d.cfg.Rooms
+	} else if d.cfg.Rooms != DefaultRooms && d.cfg.Rooms != None {
+		d.cfg.Logger.Warn("archenet/agones: the GameServer has no such counter: matches are not counted", "rooms", d.cfg.Rooms)
+	}
+	if _, ok := gs.Status.Lists[d.cfg.Players]; ok {
+		d.playerList = d.cfg.Players
+	} else if d.cfg.Players != DefaultPlayers && d.cfg.Players != None {
+		d.cfg.Logger.Warn("archenet/agones: the GameServer has no such list: players are not listed", "players", d.cfg.Players)
+	}
+	if d.rooms != "" && d.cfg.MatchCapacity > 0 {
+		d.retryN(ctx, "rooms capacity", 5, func(ctx context.Context) error {
+			return d.api.setCounterCapacity(ctx, d.rooms, d.cfg.MatchCapacity)
+		})
+	}
+}
+
+// health pings every period while h is live: a stalled match is ended by
+// the host (host.Config.StallAfter) and does not stop the pings; a stalled
+// host loop, or a stalled match with host.Config.KeepStalled, does (so
+// Agones marks the server Unhealthy and replaces it).
 func (d *Driver) health(ctx context.Context, h *host.Host, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -165,7 +241,7 @@ func (d *Driver) health(ctx context.Context, h *host.Host, period time.Duration)
 		if err := h.Live(); err != nil {
 			d.stats.skipped.Add(1)
 			if !stalled {
-				d.cfg.Logger.Error("archenet/agones: health pings stop: a match is stalled", "err", err)
+				d.cfg.Logger.Error("archenet/agones: health pings stop: the host is not live", "err", err)
 			}
 			stalled = true
 		} else if err := d.api.health(ctx); err != nil {
@@ -189,16 +265,90 @@ func (d *Driver) health(ctx context.Context, h *host.Host, period time.Duration)
 	}
 }
 
+// roomsLoop keeps the Rooms counter at the open matches plus the
+// allocations being opened, and applies Config.WhenEmpty, after every
+// match opened or ended and every period.
+func (d *Driver) roomsLoop(ctx context.Context, h *host.Host, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.kick:
+		case <-t.C:
+		}
+		d.syncRooms(ctx, h)
+		d.whenEmpty(h)
+	}
+}
+
+// syncRooms sets the Rooms counter's count to the open matches plus the
+// allocations being opened (within its capacity), by a difference: an
+// allocation's increment racing with it is kept.
+func (d *Driver) syncRooms(ctx context.Context, h *host.Host) {
+	if d.rooms == "" {
+		return
+	}
+	c, err := d.api.counter(ctx, d.rooms)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.stats.errors.Add(1)
+			d.cfg.Logger.Warn("archenet/agones: reading the rooms counter", "err", err)
+		}
+		return
+	}
+	d.mu.Lock()
+	want := int64(len(h.Matches()) + len(d.pending))
+	d.mu.Unlock()
+	want = min(want, c.Capacity)
+	if want != c.Count {
+		if err := d.api.addCount(ctx, d.rooms, want-c.Count); err != nil {
+			if ctx.Err() == nil {
+				d.stats.errors.Add(1)
+				d.cfg.Logger.Warn("archenet/agones: setting the rooms counter", "err", err, "want", want)
+			}
+			return
+		}
+	}
+	d.stats.rooms.Store(want)
+}
+
+// whenEmpty applies Config.WhenEmpty once a match has ended and the
+// Allocated GameServer has none open and none being opened.
+func (d *Driver) whenEmpty(h *host.Host) {
+	if !d.ended.Load() {
+		return
+	}
+	d.mu.Lock()
+	empty := len(d.pending) == 0 && len(h.Matches()) == 0 && d.State() == "Allocated"
+	d.mu.Unlock()
+	if !empty || !h.Admitting() {
+		return
+	}
+	d.ended.Store(false)
+	switch d.cfg.WhenEmpty {
+	case BackToReady:
+		if d.retryN(context.Background(), "ready", 5, d.api.ready) {
+			d.stats.backToReady.Add(1)
+			d.cfg.Logger.Info("archenet/agones: the last match ended: Ready again")
+		}
+	case ShutdownWhenEmpty:
+		d.cfg.Logger.Info("archenet/agones: the last match ended: shutting down")
+		h.Drain("no match left (agones.ShutdownWhenEmpty)", time.Now())
+	}
+}
+
 // watch follows the GameServer, reconnecting with backoff, and opens the
 // match an allocation names.
-func (d *Driver) watch(ctx context.Context) {
+func (d *Driver) watch(ctx context.Context, h *host.Host) {
 	opened := map[string]bool{}
 	wait := d.cfg.MinBackoff
 	for {
 		got := false
 		err := d.api.watchStream(ctx, func(gs GameServer) {
 			got = true
-			d.onGameServer(gs, opened)
+			d.onGameServer(h, gs, opened)
 		})
 		if ctx.Err() != nil {
 			return
@@ -215,24 +365,42 @@ func (d *Driver) watch(ctx context.Context) {
 	}
 }
 
+// maxOpened bounds the allocated match names the watch remembers (so that
+// a GameServer still labelled with an ended match does not reopen it).
+const maxOpened = 4096
+
 // onGameServer notes the state and, on an allocation that names a match
-// not opened yet, opens it.
-func (d *Driver) onGameServer(gs GameServer, opened map[string]bool) {
+// not opened yet, opens it (counted in the Rooms counter meanwhile).
+func (d *Driver) onGameServer(h *host.Host, gs GameServer, opened map[string]bool) {
 	st := gs.Status.State
 	if old := d.State(); old != st {
 		d.cfg.Logger.Info("archenet/agones: game server state", "state", st, "was", old)
 	}
-	d.state.Store(&st)
-	if st != "Allocated" || d.cfg.Open == nil {
+	name := ""
+	if st == "Allocated" && d.cfg.OpenMatch != nil {
+		name = d.matchOf(gs)
+	}
+	open := name != "" && !opened[name]
+	d.mu.Lock()
+	d.state.Store(&st) // (with the allocation pending: whenEmpty sees both or neither)
+	if open {
+		d.pending[name] = true
+	}
+	d.mu.Unlock()
+	if !open {
 		return
 	}
-	name := d.matchOf(gs)
-	if name == "" || opened[name] {
-		return
+	if len(opened) >= maxOpened {
+		clear(opened)
 	}
 	opened[name] = true
-	if err := d.cfg.Open(name); err != nil {
+	err := d.cfg.OpenMatch(h, name)
+	d.mu.Lock()
+	delete(d.pending, name)
+	d.mu.Unlock()
+	if err != nil {
 		d.cfg.Logger.Error("archenet/agones: opening the allocated match", "match", name, "err", err)
+		d.OnMatch(host.MatchEvent{Match: name}) // (the rooms counter drops the allocation)
 		return
 	}
 	d.stats.opened.Add(1)
@@ -253,12 +421,12 @@ func (d *Driver) matchOf(gs GameServer) string {
 }
 
 // players sets the capacity, then reports every queued join and leave, in
-// order, until ctx ends, or flush closes and the queue is empty.
+// order (player tracking and the Players list), until ctx ends, or flush
+// closes and the queue is empty.
 func (d *Driver) players(ctx context.Context, flush <-chan struct{}) {
-	if d.cfg.Capacity == 0 {
-		return
+	if d.cfg.Capacity > 0 {
+		d.retry(ctx, "player capacity", func(ctx context.Context) error { return d.api.setCapacity(ctx, d.cfg.Capacity) })
 	}
-	d.retry(ctx, "player capacity", func(ctx context.Context) error { return d.api.setCapacity(ctx, d.cfg.Capacity) })
 	for {
 		var e host.PlayerEvent
 		select {
@@ -272,13 +440,37 @@ func (d *Driver) players(ctx context.Context, flush <-chan struct{}) {
 				return
 			}
 		}
-		ok := d.retryN(ctx, "player", 5, func(ctx context.Context) error { return d.api.player(ctx, e.Player.ID, e.Joined) })
+		if d.cfg.Capacity == 0 && d.playerList == "" {
+			continue
+		}
+		ok := d.retryN(ctx, "player", 5, func(ctx context.Context) error {
+			if d.cfg.Capacity > 0 {
+				if err := d.api.player(ctx, e.Player.ID, e.Joined); err != nil {
+					return err
+				}
+			}
+			if d.playerList != "" {
+				return d.api.listValue(ctx, d.playerList, ListValue(e), e.Joined)
+			}
+			return nil
+		})
 		if ok {
 			d.stats.players.Add(1)
 		} else {
 			d.stats.dropped.Add(1)
 		}
 	}
+}
+
+// ListValue is the value of player e in the Players list: "match/id", the
+// match's name and the player's ID (host.Player.ID, already in that form
+// without connect tokens: "duel-7/3"; with them "duel-7/77" for client id
+// 77 of the token).
+func ListValue(e host.PlayerEvent) string {
+	if strings.HasPrefix(e.Player.ID, e.Match+"/") {
+		return e.Player.ID
+	}
+	return e.Match + "/" + e.Player.ID
 }
 
 // retry calls fn until it succeeds (true) or ctx ends (false), with backoff.

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // GameServer is what the sidecar reports of the GameServer (the fields the
@@ -28,12 +30,35 @@ type GameServer struct {
 	Status struct {
 		State   string `json:"state"`
 		Address string `json:"address"`
+		// Addresses are the node's addresses (type: ExternalIP, InternalIP,
+		// Hostname, ...).
+		Addresses []struct {
+			Type    string `json:"type"`
+			Address string `json:"address"`
+		} `json:"addresses"`
+		// Ports are the public ports, by name (the Fleet's ports[].name).
+		Ports []struct {
+			Name string `json:"name"`
+			Port int    `json:"port"`
+		} `json:"ports"`
 		Players *struct {
 			Count    int64    `json:"count,string"`
 			Capacity int64    `json:"capacity,string"`
 			IDs      []string `json:"ids"`
 		} `json:"players"`
+		// Counters and Lists (beta) are by name.
+		Counters map[string]Counter `json:"counters"`
+		Lists    map[string]struct {
+			Capacity int64    `json:"capacity,string"`
+			Values   []string `json:"values"`
+		} `json:"lists"`
 	} `json:"status"`
+}
+
+// Counter is an Agones Counter's count and capacity.
+type Counter struct {
+	Count    int64 `json:"count,string"`
+	Capacity int64 `json:"capacity,string"`
 }
 
 // sdk speaks the sidecar's REST API (swagger: sdk, alpha).
@@ -113,6 +138,37 @@ func (s *sdk) player(ctx context.Context, id string, join bool) error {
 		path = "/alpha/player/connect"
 	}
 	return s.call(ctx, http.MethodPost, path, map[string]string{"playerID": id}, nil)
+}
+
+// counter reads the counter name.
+func (s *sdk) counter(ctx context.Context, name string) (Counter, error) {
+	var c Counter
+	err := s.call(ctx, http.MethodGet, "/v1beta1/counters/"+url.PathEscape(name), nil, &c)
+	return c, err
+}
+
+// addCount changes the counter name's count by diff.
+func (s *sdk) addCount(ctx context.Context, name string, diff int64) error {
+	return s.call(ctx, http.MethodPatch, "/v1beta1/counters/"+url.PathEscape(name), map[string]string{"countDiff": strconv.FormatInt(diff, 10)}, nil)
+}
+
+// setCounterCapacity sets the counter name's capacity.
+func (s *sdk) setCounterCapacity(ctx context.Context, name string, n int) error {
+	return s.call(ctx, http.MethodPatch, "/v1beta1/counters/"+url.PathEscape(name), map[string]string{"capacity": strconv.Itoa(n)}, nil)
+}
+
+// listValue adds value to the list name, or removes it; a value already in
+// (added) or not in (removed) is no error.
+func (s *sdk) listValue(ctx context.Context, name, value string, add bool) error {
+	verb, benign := ":removeValue", "not found"
+	if add {
+		verb, benign = ":addValue", "already exists"
+	}
+	err := s.call(ctx, http.MethodPost, "/v1beta1/lists/"+url.PathEscape(name)+verb, map[string]string{"value": value}, nil)
+	if err != nil && strings.Contains(err.Error(), benign+". Value") {
+		return nil
+	}
+	return err
 }
 
 // watchStream calls fn with every GameServer the sidecar streams (one

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -89,8 +91,21 @@ type Claims struct {
 	// VerifierConfig.Addresses spells it (its public host:port, which behind
 	// NAT is not the socket's); for a server configured with
 	// "203.0.113.5:7777", neither "game.example.com:7777" nor
-	// "203.0.113.5:07777" matches.
+	// "203.0.113.5:07777" matches. Write each with [ServerAddress], as the
+	// server does (under Agones: agones.Address.Endpoint).
 	Servers []string
+}
+
+// ServerAddress is how connect tokens name a server: its public host and
+// port as host:port (an IPv6 host in brackets), the port in decimal. A
+// matchmaker puts ServerAddress(address, port) of each server it allows in
+// Claims.Servers, with the address and port the orchestrator gives it (an
+// Agones allocation's status.address and status.ports[].port); the server
+// names itself alike in its VerifierConfig.Addresses (package agones:
+// Address.Endpoint). Nothing is resolved: "game.example.com:7777" does not
+// match "203.0.113.5:7777".
+func ServerAddress(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // check reports the first bound c breaks.
