@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/archenet/archenet/examples/arena/game"
@@ -31,15 +32,8 @@ func runAgones(ctx context.Context, o options, stdout io.Writer, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	var d *agones.Driver
-	h, err := host.New(ln, host.Config{Logger: logger, OnPlayer: func(e host.PlayerEvent) { d.OnPlayer(e) }})
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	defer h.Close()
 	seed := o.seed
-	open := func(name string) error {
+	open := func(h *host.Host, name string) error {
 		_, err := h.Open(name, host.MatchConfig{FrameRate: 240, Start: func(m *host.Match) (host.Game, error) {
 			seed++
 			return game.NewServerGame(game.ServerOptions{Listener: m.Listener(), NPCs: o.npcs, Interest: o.interest, Seed: seed,
@@ -50,10 +44,30 @@ func runAgones(ctx context.Context, o options, stdout io.Writer, logger *slog.Lo
 		}
 		return err
 	}
-	d, err = agones.New(agones.Config{URL: o.agonesURL, Capacity: 64, DefaultMatch: o.match, Open: open, Logger: logger})
+	// The driver first: it needs no host until Run, and the host's hooks
+	// report to it.
+	last := ""
+	state := func(st string) { // (the driver's goroutine, in order)
+		if last == "" {
+			fmt.Fprintf(stdout, "agones state %s\n", st)
+		} else {
+			fmt.Fprintf(stdout, "agones state %s → %s\n", last, st)
+		}
+		last = st
+	}
+	d, err := agones.New(agones.Config{URL: o.agonesURL, Capacity: 64, DefaultMatch: o.match, OpenMatch: open, OnState: state, Logger: logger})
 	if err != nil {
+		_ = ln.Close()
 		return err
 	}
+	hc := host.Config{Logger: logger}
+	d.Configure(&hc)
+	h, err := host.New(ln, hc)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer h.Close()
 	if o.http != "" {
 		stop, err := serveProbes(h, o.http, stdout)
 		if err != nil {
@@ -88,7 +102,11 @@ func agonesStatus(ctx context.Context, h *host.Host, d *agones.Driver, stdout io
 		case <-t.C:
 		}
 		st, ds := h.Stats(), d.Stats()
-		fmt.Fprintf(stdout, "agones %s matches %d clients %d health pings %d\n", d.State(), len(st.Matches), st.Clients, ds.Pings)
+		rooms := "-"
+		if ds.Rooms >= 0 {
+			rooms = strconv.FormatInt(ds.Rooms, 10)
+		}
+		fmt.Fprintf(stdout, "agones %s matches %d rooms %s clients %d health pings %d\n", d.State(), len(st.Matches), rooms, st.Clients, ds.Pings)
 	}
 }
 

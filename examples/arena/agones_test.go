@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"os"
 	"net/http"
 	"regexp"
 	"strings"
@@ -13,15 +15,19 @@ import (
 	"github.com/archenet/archenet/replication/host/agones/agonestest"
 )
 
-// TestRunAgones: `arena -agones` under the real sidecar (local mode): the
-// GameServer goes Ready, an allocation naming match "duel" opens it, two
-// bots (`arena -mode client -match duel`) play in it, and when -duration
-// ends the server drains and the GameServer is shut down.
+// TestRunAgones: `arena -agones` under the real sidecar (local mode),
+// started as README.md says, with examples/agones/gameserver-local.json:
+// the GameServer goes from Scheduled to Ready, an allocation naming match
+// "duel" (a room, a label, Allocated) opens it, two bots
+// (`arena -mode client -match duel`) play in it and are listed, and when
+// -duration ends the server drains and the GameServer is shut down.
 func TestRunAgones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
 	}
-	sc := agonestest.Start(t, "")
+	gs, err := os.ReadFile("../agones/gameserver-local.json")
+	require.NoError(t, err)
+	sc := agonestest.Start(t, string(gs))
 	dir := t.TempDir()
 	var out, errb syncBuffer
 	code := make(chan int, 1)
@@ -30,21 +36,35 @@ func TestRunAgones(t *testing.T) {
 			"-duration", "10s", "-drain", "2s"}, &out, &errb)
 	}()
 	addr := waitFor(t, &out, regexp.MustCompile(`arena game server on (\S+) \(QUIC\)`))
-	waitFor(t, &out, regexp.MustCompile(`agones Ready`))
-	post := func(method, path, body string) {
+	waitFor(t, &out, regexp.MustCompile(`agones Ready matches 0 rooms 0`))
+	post := func(method, path, body string) string {
 		req, _ := http.NewRequest(method, sc.URL+path, strings.NewReader(body))
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		resp.Body.Close()
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return string(b)
 	}
+	post(http.MethodPatch, "/v1beta1/counters/rooms", `{"countDiff":"1"}`)
 	post(http.MethodPut, "/metadata/label", `{"key":"match","value":"duel"}`)
 	post(http.MethodPost, "/allocate", `{}`)
 	waitFor(t, &out, regexp.MustCompile(`match "duel" open`))
+	listed := make(chan string, 1)
+	go func() {
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if l := post(http.MethodGet, "/v1beta1/lists/players", ""); strings.Contains(l, `"duel/2"`) {
+				listed <- l
+				return
+			}
+		}
+		listed <- ""
+	}()
 
 	var bots bytes.Buffer
 	require.Equal(t, 0, run([]string{"-mode", "client", "-addr", addr, "-cert", dir, "-match", "duel", "-clients", "2", "-duration", "2500ms"}, &bots, &bots), bots.String())
 	require.Contains(t, bots.String(), "2 bot clients connected")
+	require.Contains(t, <-listed, `"duel/1"`, "both bots listed")
 	select {
 	case c := <-code:
 		t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
@@ -53,7 +73,9 @@ func TestRunAgones(t *testing.T) {
 		t.Fatalf("the server did not end; stdout:\n%s", out.String())
 	}
 	require.Contains(t, out.String(), "summary: 1 matches opened, 2 clients routed, game server Shutdown")
-	require.Contains(t, out.String(), "agones Allocated matches 1 clients 2")
+	require.Contains(t, out.String(), "agones Allocated matches 1 rooms 1 clients 2")
+	require.Contains(t, out.String(), "agones state Scheduled\nagones state Scheduled → Ready\n")
+	require.Contains(t, out.String(), "agones state Ready → Allocated\n")
 	require.Positive(t, sc.Count("Health Ping Received!"))
 }
 

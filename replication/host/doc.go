@@ -23,9 +23,19 @@
 // its own Server, made with the match's listener and [Match.Configure] — run
 // on its own goroutine at its FrameRate. A slow frame delays only its own
 // match; a frame that panics ends only its own match (its clients are told
-// "match crashed: ..."; [Stats].Crashed); a hostile client costs only its own
-// match's server. Matches are opened and closed ([Match.Close]) at run
-// time.
+// "match crashed: ..."; [Stats].Crashed); a frame stuck for
+// [Config].StallAfter ends only its own match, from the host's goroutine
+// (its players are disconnected with "match stalled: ..."; [Stats].Stalled)
+// while the host stays live for the others; a hostile client costs only its
+// own match's server. Matches are opened and closed ([Match.Close]) at run
+// time; [Config].OnMatch and [Config].OnPlayer report them and their
+// players as they come and go.
+//
+// A connect token admits one player: it is spent once its player
+// acknowledged its first snapshot; a connection that gets no further (the
+// client's join timed out, or the server dropped it for its JoinTimeout)
+// gives it back ([Stats].TokensReleased), so the client may retry with
+// it.
 //
 // The worker pool is the host's goroutines: [Match.Configure] gives each
 // match's server one worker (ServerConfig.Workers = 1) and Go's scheduler
@@ -39,8 +49,8 @@
 // transport.CodeDraining), tells connected clients (a drain notice:
 // replication.Client.Draining), ends each match when its game closes it, its
 // last client leaves or the deadline comes, and closes [Host.Done] when no
-// match is left. [Host.Handler] serves /healthz (every match's frame
-// advancing: [Host.Live]), /readyz (admitting) and /stats for Kubernetes
+// match is left. [Host.Handler] serves /healthz (the host's loop
+// running: [Host.Live]), /readyz (admitting) and /stats for Kubernetes
 // probes; package agones drives the Agones sidecar from the same state.
 //
 // # Tasks
@@ -48,7 +58,8 @@
 //   - Host matches: [New], [Host.Open] with a [MatchConfig] whose Start builds the [Game].
 //   - Build a match's server: replication.NewServer(world, m.Listener(), cfg) after [Match.Configure].
 //   - Admit only placed players: [Config].Tokens = token.NewVerifier(...); see package token.
-//   - Know who a client is: [Match.Player]; follow joins and leaves: [Config].OnPlayer.
+//   - Know who a client is: [Match.Player]; follow joins and leaves: [Config].OnPlayer;
+//     matches opening and ending: [Config].OnMatch.
 //   - End a match: [Match.Close]; see it end: [Match.Ended].
 //   - Shut down gracefully: [Host.Drain], then wait for [Host.Done].
 //   - Probes and figures: [Host.Handler], [Host.Live], [Host.Admitting], [Host.Stats].

@@ -64,8 +64,14 @@ type Config struct {
 	Players string
 	// WhenEmpty is what the driver does when the GameServer is Allocated
 	// and its last match has ended (none open, none being opened). Zero:
-	// BackToReady.
+	// BackToReady. (A match that opens in a GameServer the driver made
+	// Ready so, as when an allocation races with the Ready call, makes it
+	// Allocated again: a fleet scales down Ready pods.)
 	WhenEmpty EmptyPolicy
+	// OnState, if set, is called with each new state of the GameServer as
+	// the watch sees it ("Scheduled", "Ready", "Allocated", "Shutdown", ...),
+	// in order, on the driver's goroutine; it must not block. Nil: none.
+	OnState func(state string)
 	// Capacity is the player capacity set at start (Agones player
 	// tracking, alpha: the sidecar needs --feature-gates=PlayerTracking=true);
 	// joins and leaves (host.Config.OnPlayer = driver.OnPlayer) are then

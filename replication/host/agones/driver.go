@@ -25,7 +25,9 @@ type Driver struct {
 	events chan host.PlayerEvent
 	kick   chan struct{} // a match opened or ended: reconcile the rooms
 	ended  atomic.Bool   // a match ended since the rooms loop last looked
-	state  atomic.Pointer[string]
+	// readied: the driver made the GameServer Ready again (WhenEmpty)
+	readied atomic.Bool
+	state   atomic.Pointer[string]
 
 	// In use once Run has read the GameServer ("" none).
 	rooms, playerList string
@@ -149,6 +151,7 @@ func (d *Driver) Run(ctx context.Context, h *host.Host) error {
 	}
 	period := d.healthPeriod(gs)
 	d.resources(ctx, gs)
+	d.noteState(gs.Status.State) // (the state before Ready, e.g. Scheduled)
 	run := func(fn func(context.Context)) {
 		wg.Add(1)
 		go func() {
@@ -272,15 +275,22 @@ func (d *Driver) roomsLoop(ctx context.Context, h *host.Host, period time.Durati
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
+		d.syncRooms(ctx, h)
+		d.whenEmpty(h)
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.kick:
 		case <-t.C:
 		}
-		d.syncRooms(ctx, h)
-		d.whenEmpty(h)
 	}
+}
+
+// busy reports whether a match is open or being opened.
+func (d *Driver) busy(h *host.Host) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending) > 0 || len(h.Matches()) > 0
 }
 
 // syncRooms sets the Rooms counter's count to the open matches plus the
@@ -315,8 +325,20 @@ func (d *Driver) syncRooms(ctx context.Context, h *host.Host) {
 }
 
 // whenEmpty applies Config.WhenEmpty once a match has ended and the
-// Allocated GameServer has none open and none being opened.
+// Allocated GameServer has none open and none being opened. If an
+// allocation raced with the Ready (a match open in a Ready GameServer the
+// driver made Ready), it marks the GameServer Allocated again, so the fleet
+// does not scale down a pod with a match in it.
 func (d *Driver) whenEmpty(h *host.Host) {
+	if d.readied.Load() {
+		if d.State() != "Ready" {
+			d.readied.Store(false)
+		} else if d.busy(h) {
+			d.readied.Store(false)
+			d.cfg.Logger.Warn("archenet/agones: a match opened as the GameServer went Ready: Allocated again")
+			d.retryN(context.Background(), "allocate", 5, d.api.allocate)
+		}
+	}
 	if !d.ended.Load() {
 		return
 	}
@@ -330,6 +352,7 @@ func (d *Driver) whenEmpty(h *host.Host) {
 	switch d.cfg.WhenEmpty {
 	case BackToReady:
 		if d.retryN(context.Background(), "ready", 5, d.api.ready) {
+			d.readied.Store(true)
 			d.stats.backToReady.Add(1)
 			d.cfg.Logger.Info("archenet/agones: the last match ended: Ready again")
 		}
@@ -365,6 +388,22 @@ func (d *Driver) watch(ctx context.Context, h *host.Host) {
 	}
 }
 
+// noteState records the GameServer's state st and reports a change (the
+// watch's goroutine, or Run's before it starts).
+func (d *Driver) noteState(st string) {
+	old := d.State()
+	if old == st || st == "" {
+		return
+	}
+	d.mu.Lock()
+	d.state.Store(&st)
+	d.mu.Unlock()
+	d.cfg.Logger.Info("archenet/agones: game server state", "state", st, "was", old)
+	if d.cfg.OnState != nil {
+		d.cfg.OnState(st)
+	}
+}
+
 // maxOpened bounds the allocated match names the watch remembers (so that
 // a GameServer still labelled with an ended match does not reopen it).
 const maxOpened = 4096
@@ -373,20 +412,17 @@ const maxOpened = 4096
 // not opened yet, opens it (counted in the Rooms counter meanwhile).
 func (d *Driver) onGameServer(h *host.Host, gs GameServer, opened map[string]bool) {
 	st := gs.Status.State
-	if old := d.State(); old != st {
-		d.cfg.Logger.Info("archenet/agones: game server state", "state", st, "was", old)
-	}
 	name := ""
 	if st == "Allocated" && d.cfg.OpenMatch != nil {
 		name = d.matchOf(gs)
 	}
 	open := name != "" && !opened[name]
-	d.mu.Lock()
-	d.state.Store(&st) // (with the allocation pending: whenEmpty sees both or neither)
 	if open {
+		d.mu.Lock()
 		d.pending[name] = true
+		d.mu.Unlock()
 	}
-	d.mu.Unlock()
+	d.noteState(st) // (after the allocation is pending: whenEmpty sees it)
 	if !open {
 		return
 	}

@@ -146,12 +146,22 @@ func TestAgonesRooms(t *testing.T) {
 	require.Len(t, ends, 2, "the game's own OnMatch ran too")
 	mu.Unlock()
 
+	// A match opening as the pod went Ready (an allocation racing with the
+	// Ready call) makes it Allocated again: the fleet must not scale down
+	// a pod with a match in it.
+	require.NoError(t, openGame(h, reg, "late", nil))
+	until(t, "Allocated again", func() bool { return obs.last() == "Allocated" })
+	until(t, "counted", func() bool { r, _ := sidecarView(t, sc.URL); return r == 1 })
+	late, _ := h.Match("late")
+	late.Close(transport.CodeApplication, "game over")
+	until(t, "Ready once more", func() bool { return obs.last() == "Ready" })
+
 	h.Drain("test over", time.Now())
 	until(t, "Shutdown", func() bool { return obs.last() == "Shutdown" })
 	require.NoError(t, <-ran)
 	st := d.Stats()
 	require.EqualValues(t, 2, st.Opened)
-	require.EqualValues(t, 1, st.BackToReady)
+	require.EqualValues(t, 2, st.BackToReady)
 	require.Zero(t, st.Rooms)
 	require.Zero(t, st.PlayersDropped)
 }

@@ -117,6 +117,9 @@ func (s *sdk) ready(ctx context.Context) error {
 func (s *sdk) health(ctx context.Context) error {
 	return s.call(ctx, http.MethodPost, "/health", nil, nil)
 }
+func (s *sdk) allocate(ctx context.Context) error {
+	return s.call(ctx, http.MethodPost, "/allocate", nil, nil)
+}
 func (s *sdk) shutdown(ctx context.Context) error {
 	return s.call(ctx, http.MethodPost, "/shutdown", nil, nil)
 }
