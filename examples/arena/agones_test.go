@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"io"
-	"os"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
