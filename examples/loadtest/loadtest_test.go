@@ -124,3 +124,38 @@ func TestDeterministic(t *testing.T) {
 	require.Equal(t, a.MirrorsPerClient, b.MirrorsPerClient)
 	require.InEpsilon(t, a.SnapshotBytes, b.SnapshotBytes, 0.02)
 }
+
+// The cost scenarios (-cost) are deterministic byte counts over the
+// simulated network. They pin today's figures from above, so that a change
+// that makes a join or a stall dearer fails; issue 41's targets are 1.1×.
+func TestCostJoin(t *testing.T) {
+	rep, err := runCostScenario(CostConfig{Kind: "join", Side: 64, Rate: 30, Latency: 20 * time.Millisecond, Seed: 1})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	rep.write(&out)
+	t.Log(strings.TrimSpace(out.String()))
+	require.True(t, rep.Converged)
+	require.Positive(t, rep.SpawnBytes)
+	require.LessOrEqual(t, rep.Ratio(), 2.7, "a late joiner's bytes against the board's spawn bytes")
+}
+
+func TestCostStall(t *testing.T) {
+	for _, stall := range []time.Duration{5 * time.Second, 30 * time.Second} {
+		rep, err := runCostScenario(CostConfig{Kind: "stall", Side: 64, Stall: stall, Changes: 200, Rate: 30, Latency: 20 * time.Millisecond, Seed: 1})
+		require.NoError(t, err)
+		var out bytes.Buffer
+		rep.write(&out)
+		t.Log(strings.TrimSpace(out.String()))
+		require.True(t, rep.Converged, "back in step after a %v stall", stall)
+		require.LessOrEqual(t, rep.RecoverTicks, 30, "within a second")
+		require.Positive(t, rep.RefBytes)
+		require.LessOrEqual(t, rep.Ratio(), 37.0, "bytes after a %v stall against the changed tiles' full state", stall)
+	}
+}
+
+func TestCostConfig(t *testing.T) {
+	for _, c := range []CostConfig{{Kind: "nope", Side: 8, Rate: 30}, {Kind: "join", Side: 0, Rate: 30}, {Kind: "stall", Side: 8, Rate: 30}} {
+		_, err := runCostScenario(c)
+		require.Error(t, err, "%+v", c)
+	}
+}

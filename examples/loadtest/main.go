@@ -62,6 +62,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	)
 	fs.IntVar(&hc.Matches, "matches", 0, "run a hosting load test: this many matches on one host (replication/host) over QUIC, -clients clients (in a child process) and -entities entities each, at -rate, for -duration")
 	fs.DurationVar(&hc.Duration, "duration", 10*time.Second, "-matches: the measured time")
+	var cc CostConfig
+	fs.StringVar(&cc.Kind, "cost", "", "run a cost scenario over the simulated network: join (a client joins a board of dormant tiles) or stall (a client's link goes down for -stall while -changes tiles change); prints the bytes it took")
+	fs.IntVar(&cc.Side, "side", 64, "-cost: the board is side × side dormant tiles")
+	fs.DurationVar(&cc.Stall, "stall", 5*time.Second, "-cost stall: how long the link is down")
+	fs.IntVar(&cc.Changes, "changes", 200, "-cost stall: tile changes during the stall")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: loadtest [flags]\n\nRuns an archenet server and many clients in one process and reports bandwidth, server time and convergence.\n\n")
 		fs.PrintDefaults()
@@ -75,6 +80,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cc.Kind != "" {
+		cc.Rate, cc.Latency, cc.Seed = cfg.Rate, cfg.Latency, cfg.Seed
+		if !set["latency"] {
+			cc.Latency = 20 * time.Millisecond
+		}
+		return runCost(cc, stdout, stderr)
+	}
 	if *hostingChild != "" {
 		return runHostingClients(*hostingChild, *certDir, hc.Matches, cfg.Clients, cfg.Rate, stderr)
 	}
