@@ -16,6 +16,7 @@
 //   - Put a proxy in front of a server: [Listen](serverAddr, seed), then dial [Proxy.Addr].
 //   - Impair the path: [Proxy.SetConditions] with [Conditions] per direction.
 //   - Take the path down and back up (an outage, or a peer that vanished): [Proxy.SetDown].
+//   - Move the clients to new source ports (a NAT rebinding, Wi-Fi to mobile): [Proxy.Rebind].
 //   - See what happened to the datagrams: [Proxy.Stats].
 //   - A TCP connection (a WebSocket) through the same conditions: [ListenTCP], whose
 //     loss is TCP's: a lost chunk arrives a retransmission later and holds up the rest.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -66,7 +67,7 @@ type dirState struct {
 
 type peer struct {
 	client *net.UDPAddr
-	conn   *net.UDPConn // connected to the target
+	conn   atomic.Pointer[net.UDPConn] // connected to the target (Rebind replaces it)
 }
 
 // Listen starts a proxy on 127.0.0.1 (a free port) forwarding to target.
@@ -131,7 +132,7 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	err := p.ln.Close()
 	for _, pr := range peers {
-		pr.conn.Close()
+		pr.conn.Load().Close()
 	}
 	p.up.scheduler.close()
 	p.down.scheduler.close()
@@ -155,7 +156,7 @@ func (p *Proxy) readClients() {
 			continue
 		}
 		data := append([]byte(nil), buf[:n]...)
-		p.forward(&p.up, data, func(b []byte) { _, _ = pr.conn.Write(b) })
+		p.forward(&p.up, data, func(b []byte) { _, _ = pr.conn.Load().Write(b) })
 	}
 }
 
@@ -168,23 +169,56 @@ func (p *Proxy) peerFor(client *net.UDPAddr) (*peer, error) {
 	if pr := p.peers[client.String()]; pr != nil {
 		return pr, nil
 	}
+	conn, err := p.dialTarget()
+	if err != nil {
+		return nil, err
+	}
+	pr := &peer{client: client}
+	pr.conn.Store(conn)
+	p.peers[client.String()] = pr
+	p.wg.Add(1)
+	go p.readTarget(pr, conn)
+	return pr, nil
+}
+
+// dialTarget opens a socket towards the target (a new source port).
+func (p *Proxy) dialTarget() (*net.UDPConn, error) {
 	conn, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, p.target)
 	if err != nil {
 		return nil, err
 	}
 	_ = conn.SetReadBuffer(4 << 20)
-	pr := &peer{client: client, conn: conn}
-	p.peers[client.String()] = pr
-	p.wg.Add(1)
-	go p.readTarget(pr)
-	return pr, nil
+	return conn, nil
 }
 
-func (p *Proxy) readTarget(pr *peer) {
+// Rebind gives every client a new source address towards the target, as a
+// NAT rebinding (or a phone moving from Wi-Fi to mobile data) does: each
+// client's datagrams leave from a new socket from now on, and what the
+// target sends to the old one is lost. It returns how many clients moved.
+func (p *Proxy) Rebind() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, net.ErrClosed
+	}
+	for _, pr := range p.peers {
+		conn, err := p.dialTarget()
+		if err != nil {
+			return 0, err
+		}
+		old := pr.conn.Swap(conn)
+		p.wg.Add(1)
+		go p.readTarget(pr, conn)
+		old.Close()
+	}
+	return len(p.peers), nil
+}
+
+func (p *Proxy) readTarget(pr *peer, conn *net.UDPConn) {
 	defer p.wg.Done()
 	buf := make([]byte, 64<<10)
 	for {
-		n, err := pr.conn.Read(buf)
+		n, err := conn.Read(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
