@@ -119,6 +119,7 @@ const (
 	StayAllocated
 )
 
+// String names the policy.
 func (p EmptyPolicy) String() string {
 	switch p {
 	case BackToReady:
