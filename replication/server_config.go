@@ -45,14 +45,17 @@ type ServerConfig struct {
 	// acknowledged baseline may be for the server to send it deltas. 0: 32
 	// (about 1 s at 30 Hz; at most 128).
 	//
-	// What a join and a stall cost today (examples/loadtest -cost, a board
-	// of 64×64 dormant tiles at 30 Hz): a late joiner gets the spawn batches
-	// (57 KB, every tile's state) and then a full record of every tile in
-	// its snapshots (91 KB more, 2.6× the spawn bytes in its first 3 s); a
+	// A join or a stall does not resend the world (examples/loadtest
+	// -cost, a board of 64×64 dormant tiles at 30 Hz): a spawn carries its
+	// entity's state, and the snapshots leave out an entity whose spawn
+	// brought its current state until it changes, so a late joiner gets the
+	// board's spawn batches (57 KB) and 0.6 KB more in its first 3 s. A
 	// client whose link was down longer than Depth ticks (5 s, 30 s) has no
-	// baseline left and gets a full record of every entity again (91 KB,
-	// 35× the full state of the 200 tiles that changed meanwhile). A deeper
-	// ring covers longer stalls at the cost of memory per entity.
+	// baseline left: the entities of its last acknowledged view that did not
+	// change since are left out the same way, and it gets the 200 tiles that
+	// changed meanwhile (5.2 KB, each full record sent about twice until its
+	// ack comes back) rather than the whole board (91 KB). Within Depth
+	// ticks it gets deltas (a 0.5 s outage: 1.7 KB).
 	Depth int
 	// MTU is the largest snapshot datagram. 0: 1200 bytes.
 	MTU int

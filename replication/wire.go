@@ -20,6 +20,9 @@ import (
 // unreliable sections at the end of a snapshot datagram (kind flag 0x40) or
 // a client datagram (flag 0x80) — and a relation component's target in a
 // spawn entry.
+// 9: the server leaves out of the snapshots an entity whose spawn carried
+// its state while it does not change; a client takes a spawn's state as
+// the entity's first sample (interpolation) and holds it until a change.
 const ProtocolVersion = wire.ProtocolVersion
 
 // ErrMalformed wraps decode errors of replication messages.

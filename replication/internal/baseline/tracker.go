@@ -146,6 +146,16 @@ func (t *Tracker) Baseline(S uint32, r *store.Ring) *View {
 	return base
 }
 
+// NewestAcked returns the newest view the client acked while the tracker
+// still holds it, whether or not its frame is still in the ring (nil if
+// none).
+func (t *Tracker) NewestAcked() *View {
+	if v := &t.views[t.bestAck%uint32(len(t.views))]; t.bestAck != 0 && v.used && v.acked && v.Tick == t.bestAck {
+		return v
+	}
+	return nil
+}
+
 // At returns the view of tick (nil if the tracker no longer holds it).
 func (t *Tracker) At(tick uint32) *View {
 	if v := &t.views[tick%uint32(len(t.views))]; v.used && v.Tick == tick {

@@ -103,6 +103,9 @@ type candSource struct {
 	behind    []baseline.Behind
 	changed   entity.Bitset
 	B         uint32
+	// held: entities the client holds at their current value outside its
+	// views (BuildOptions.SpawnHeld): no candidates unless base holds them.
+	held entity.Bitset
 }
 
 // collect gathers the candidates (collectAll; collectSimple when no view
@@ -148,16 +151,17 @@ const otherCand = 1 << 31
 
 // scanWords lists in out (64 per word of rel and base) the slots that are
 // candidates, in slot order: changed since the baseline B and relevant or
-// held, or entering or leaving the client's view. The common delta —
+// held, or entering or leaving the client's view (but for the entities its
+// spawns brought up to date, src.held). The common delta —
 // changed, held, relevant, same layout since B, not in owned — is listed as
 // is; others carry otherCand. It returns how many it listed.
 func scanWords(out []uint32, src *candSource, owned entity.Bitset, layoutAt []uint32) int {
-	rel, base, changed, B := src.rel, src.base, src.changed, src.B
+	rel, base, changed, held, B := src.rel, src.base, src.changed, src.held, src.B
 	n := 0
 	words := max(len(rel), len(base))
 	for wi := range words {
 		r, m, ch := rel.Word(wi), base.Word(wi), changed.Word(wi)
-		cw := ch&(r|m) | (r ^ m)
+		cw := (ch&(r|m) | (r ^ m)) &^ (held.Word(wi) &^ m)
 		fast := ch & r & m &^ owned.Word(wi)
 		for ; cw != 0; cw &= cw - 1 {
 			bit := bits.TrailingZeros64(cw)
@@ -198,7 +202,7 @@ func (e *Encoder) collectAll(src *candSource) {
 			wi = nb
 		}
 		r, m := rel.Word(wi), baseMembers.Word(wi)
-		cw := changed.Word(wi)&(r|m) | (r ^ m)
+		cw := (changed.Word(wi)&(r|m) | (r ^ m)) &^ (src.held.Word(wi) &^ m)
 		// fast: changed since the baseline, held and relevant, not
 		// deferred: the common delta, whose key setupPrediction made.
 		fast := changed.Word(wi) & r & m

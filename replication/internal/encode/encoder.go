@@ -130,6 +130,11 @@ type BuildOptions struct {
 	Limited   bool
 	// Relevant is the client's interest set; nil means every entity.
 	Relevant entity.Bitset
+	// SpawnHeld are entities the client holds at their current value
+	// without them being in a view of its (its spawn carried the value and
+	// they have not changed since): unless the baseline view holds them,
+	// they are not sent. Nil: none.
+	SpawnHeld entity.Bitset
 	// Weights is the relevance weight per slot added to the client's priority
 	// accumulator each tick a changed entity waits; nil or a missing slot
 	// means 1.
@@ -271,7 +276,8 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 			e.cands.touchFrames[2], e.cands.touchFrames[3] = e.r.Frame(e.pc.B2), e.r.Frame(e.pc.B3)
 		}
 	}
-	e.collect(&candSource{t: t, f: f, rel: e.cands.relevant(opt.Relevant, e.cache.present), base: baseMembers, behind: behind, changed: changed, B: B})
+	e.collect(&candSource{t: t, f: f, rel: e.cands.relevant(opt.Relevant, e.cache.present), base: baseMembers, behind: behind, changed: changed, B: B,
+		held: opt.SpawnHeld})
 
 	hdr := e.header(S, B, base, opt)
 	e.sel.choose(&e.cands, t.Acc(), opt.Weights, total, mtu, &hdr)

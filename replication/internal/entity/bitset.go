@@ -51,6 +51,14 @@ func (b Bitset) Word(i int) uint64 {
 	return 0
 }
 
+// AndNot removes the slots of o from b.
+func (b Bitset) AndNot(o Bitset) {
+	n := min(len(b), len(o))
+	for i := range n {
+		b[i] &^= o[i]
+	}
+}
+
 // Or adds the slots of o to b.
 func (b *Bitset) Or(o Bitset) {
 	for len(*b) < len(o) {

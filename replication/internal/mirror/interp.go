@@ -32,6 +32,9 @@ type interpState struct {
 	trackBuf                    []uint64
 	visuals                     *interp.System // Transform → Visual, created at the first frame
 	trackStats                  interp.Stats
+	// viewTick is the tick of the newest view pushed (viewSeen: one was).
+	viewTick uint32
+	viewSeen bool
 }
 
 // setupInterp checks the interpolation config and registers its components.
@@ -151,33 +154,58 @@ func (m *Mirrors) initTrack(mr *mirror) {
 }
 
 // pushInterp feeds every interpolated mirror's state at the view's tick:
-// its Transform to its buffer, its in-place components to its track.
+// its Transform to its buffer, its in-place components to its track. A
+// mirror missing from the previous view pushed (the server left it out:
+// its spawn brought its state, which had not changed since) held its
+// newest state until then: that is pushed at the previous view's tick
+// first, so its change is not interpolated from long before.
 func (m *Mirrors) pushInterp(v *receive.View) {
-	var tr components.Transform
+	hold := m.viewSeen && int32(v.Tick-m.viewTick) > 0
 	for i, slot := range v.Slots {
 		mr := m.table.get(slot)
 		if mr == nil || !mr.alive || mr.gen != v.Metas[i].Gen || mr.set != v.Metas[i].Set {
 			continue
 		}
-		lanes := v.EntityLanes(i)
-		if m.cfg.Interpolation && mr.set&(1<<m.transPlan.ID) != 0 && m.world.Has(mr.entity, m.idBuffer) {
-			off := m.laneOffset(mr.set, m.transPlan.ID)
-			schema.DequantizeValue(m.transPlan, lanes[off:off+m.transPlan.NumLanes()], &tr)
-			(*interp.Buffer)(m.world.Get(mr.entity, m.idBuffer)).Push(v.Tick, tr.Pos, tr.Rot)
+		m.pushState(mr, v.Tick, v.EntityLanes(i), hold, m.viewTick)
+	}
+	if !m.viewSeen || int32(v.Tick-m.viewTick) > 0 {
+		m.viewTick, m.viewSeen = v.Tick, true
+	}
+}
+
+// pushState feeds mirror mr's state lanes (all of its components') at
+// tick to its buffer and its track, if it has them; with hold, first its
+// newest state again at holdAt if that is older (the mirror held it).
+func (m *Mirrors) pushState(mr *mirror, tick uint32, lanes []uint64, hold bool, holdAt uint32) {
+	if m.cfg.Interpolation && mr.set&(1<<m.transPlan.ID) != 0 && m.world.Has(mr.entity, m.idBuffer) {
+		b := (*interp.Buffer)(m.world.Get(mr.entity, m.idBuffer))
+		if newest, ok := b.Newest(); hold && ok && int32(holdAt-newest) > 0 {
+			s := b.At(b.Len() - 1)
+			b.Push(holdAt, s.Pos, s.Rot)
 		}
-		if mr.set&m.trackMask != 0 && m.world.Has(mr.entity, m.idTrack) {
-			m.trackBuf = m.trackBuf[:0]
-			off := 0
-			for s := mr.set; s != 0; s &= s - 1 {
-				id := bits.TrailingZeros64(s)
-				n := m.plans[id].NumLanes()
-				if m.trackMask&(1<<id) != 0 {
-					m.trackBuf = append(m.trackBuf, lanes[off:off+n]...)
-				}
-				off += n
+		var tr components.Transform
+		off := m.laneOffset(mr.set, m.transPlan.ID)
+		schema.DequantizeValue(m.transPlan, lanes[off:off+m.transPlan.NumLanes()], &tr)
+		b.Push(tick, tr.Pos, tr.Rot)
+	}
+	if mr.set&m.trackMask != 0 && m.world.Has(mr.entity, m.idTrack) {
+		t := (*interp.Track)(m.world.Get(mr.entity, m.idTrack))
+		if newest, ok := t.Newest(); hold && ok && int32(holdAt-newest) > 0 {
+			a, _, _, _ := t.Sample(float64(newest), 0)
+			m.trackBuf = append(m.trackBuf[:0], a...)
+			t.Push(holdAt, m.trackBuf)
+		}
+		m.trackBuf = m.trackBuf[:0]
+		off := 0
+		for s := mr.set; s != 0; s &= s - 1 {
+			id := bits.TrailingZeros64(s)
+			n := m.plans[id].NumLanes()
+			if m.trackMask&(1<<id) != 0 {
+				m.trackBuf = append(m.trackBuf, lanes[off:off+n]...)
 			}
-			(*interp.Track)(m.world.Get(mr.entity, m.idTrack)).Push(v.Tick, m.trackBuf)
+			off += n
 		}
+		t.Push(tick, m.trackBuf)
 	}
 }
 

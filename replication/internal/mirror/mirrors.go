@@ -188,6 +188,11 @@ func (m *Mirrors) Spawn(tick uint32, e wire.SpawnEntry, latest *receive.View) {
 	}
 	m.write(mr, e.Meta.Set, e.Lanes)
 	mr.src = tick
+	if m.clock != nil && !mr.predicted {
+		// The spawn's state is the entity's at tick: its first sample (the
+		// server may send nothing more while it does not change).
+		m.pushState(mr, tick, e.Lanes, false, 0)
+	}
 	if latest != nil {
 		if i := latest.Find(e.Slot); i >= 0 && latest.Metas[i].Gen == mr.gen && latest.Metas[i].Set == mr.set && int32(latest.Srcs[i]-mr.src) > 0 {
 			m.write(mr, mr.set, latest.EntityLanes(i))

@@ -41,7 +41,18 @@ type Peer struct {
 	// channel; each with the Meta of its slot at the last frame (what
 	// changed since, Tick.Relayout says).
 	Spawned entity.Bitset
-	Ready   bool // the ready message went out
+	// SpawnHeld are the spawned entities the client holds at their current
+	// value without them being in a snapshot view: their spawn carried that
+	// value and they have not changed since (a dormant board's tiles). The
+	// snapshots leave them out until they change. spawnHeldAt is the tick
+	// SpawnHeld is current to; spawnHeldAny: it may hold some.
+	SpawnHeld    entity.Bitset
+	spawnHeldAt  uint32
+	spawnHeldAny bool
+	// heldFrom is the acked view whose unchanged members went into
+	// SpawnHeld when its frame left the ring (0: none yet).
+	heldFrom uint32
+	Ready    bool // the ready message went out
 	// synced: Spawned equalled the relevance after the last spawnDiff
 	synced bool
 
@@ -236,7 +247,7 @@ func (p *Peer) Joining(now time.Time) (since time.Duration, ok bool) {
 // encoder owns).
 func (p *Peer) MemoryBytes() int {
 	n := int(unsafe.Sizeof(*p)) - int(unsafe.Sizeof(p.Tracker)) + p.Tracker.MemoryBytes()
-	n += cap(p.Spawned) * 8
+	n += (cap(p.Spawned) + cap(p.SpawnHeld)) * 8
 	n += cap(p.sent)*int(unsafe.Sizeof(sentRecord{})) + cap(p.acks)*int(unsafe.Sizeof(heardAck{}))
 	n += cap(p.RX)*int(unsafe.Sizeof(RxInput{})) + cap(p.msgBuf)
 	return n
@@ -382,6 +393,8 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 	p.Rate.Update(t.Now, &p.RTT, plan.MTU)
 	p.Rate.Refill(1 / float64(t.NetRate))
 	p.Out.Encoder = w.Enc
+	p.refreshSpawnHeld(t)
+	p.holdLostBaseline(t)
 	p.spawnDiff(t, plan, &w.Spawns)
 	if !p.Ready {
 		p.Ready, p.Out.ReadyMsg = true, true
@@ -392,6 +405,10 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 	}
 	opt := plan.Opt
 	opt.Budget, opt.Relevant, opt.Weights = plan.MTU-len(p.secBuf), p.Spawned, t.Weights
+	opt.SpawnHeld = nil
+	if p.spawnHeldAny {
+		opt.SpawnHeld = p.SpawnHeld
+	}
 	opt.Allowance, opt.Limited = p.Rate.Allowance(math.MaxInt32)
 	if opt.Limited {
 		opt.Allowance -= len(p.secBuf) // (the section comes first)
@@ -417,6 +434,62 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 	p.Counters.SpawnBytes += uint64(len(p.Out.SpawnMsg))
 }
 
+// refreshSpawnHeld takes out of SpawnHeld the entities that changed since
+// it was last current (all of them if that is older than the ring).
+func (p *Peer) refreshSpawnHeld(t *Tick) {
+	if p.spawnHeldAny && p.spawnHeldAt != t.Tick {
+		if changed, ok := t.Ring.ChangedSince(p.spawnHeldAt); ok {
+			p.SpawnHeld.AndNot(changed)
+		} else {
+			clear(p.SpawnHeld)
+			p.spawnHeldAny = false
+		}
+	}
+	p.spawnHeldAt = t.Tick
+}
+
+// holdLostBaseline: when the client's newest acked view has become too old
+// to code against (its frame left the ring: a stall longer than the ring),
+// the members of that view that have not changed since are held by the
+// client at their current value (its mirrors show that view or a newer
+// one), so they go into SpawnHeld rather than being sent again; only what
+// changed meanwhile is.
+func (p *Peer) holdLostBaseline(t *Tick) {
+	if p.Tracker.Baseline(t.Tick, t.Ring) != nil {
+		return
+	}
+	v := p.Tracker.NewestAcked()
+	if v == nil || v.Tick == p.heldFrom {
+		return
+	}
+	p.heldFrom = v.Tick
+	members, behind := p.Tracker.Members(v), p.Tracker.Behind(v)
+	changedAt := t.Ring.ChangedAts()
+	bi := 0
+	for wi, w := range members {
+		for ; w != 0; w &= w - 1 {
+			slot := uint32(wi<<6 | bits.TrailingZeros64(w))
+			src := v.Tick
+			for bi < len(behind) && behind[bi].Slot < slot {
+				bi++
+			}
+			if bi < len(behind) && behind[bi].Slot == slot {
+				src = behind[bi].Src
+			}
+			if int(slot) < len(changedAt) && int32(changedAt[slot]-src) <= 0 && p.Spawned.Has(slot) && !p.owns(t, slot) {
+				p.SpawnHeld.Set(slot)
+				p.spawnHeldAny = true
+			}
+		}
+	}
+}
+
+// owns reports whether the client owns slot (its entities are predicted
+// and reconciled from the snapshots: never held).
+func (p *Peer) owns(t *Tick, slot uint32) bool {
+	return p.ID != 0 && int(slot) < len(t.Slots) && t.Slots[slot].Meta.Owner == p.ID
+}
+
 // spawnDiff writes the spawn/despawn batch that brings the client's mirrors
 // in line with its interest: despawns of freed or reincarnated slots and
 // spawns of component-set changes first (in the order the slots changed),
@@ -437,6 +510,7 @@ func (p *Peer) spawnDiff(t *Tick, plan *Plan, sw *wire.SpawnWriter) {
 	despawn := func(slot, gen uint32) {
 		sw.Add(t.Plans, wire.SpawnEntry{Despawn: true, Slot: slot, Meta: entity.Meta{Gen: gen}}, false)
 		p.Spawned.Clear(slot)
+		p.SpawnHeld.Clear(slot)
 		p.Out.Despawns++
 	}
 	spawn := func(slot uint32) {
@@ -451,6 +525,12 @@ func (p *Peer) spawnDiff(t *Tick, plan *Plan, sw *wire.SpawnWriter) {
 		sw.Add(t.Plans, wire.SpawnEntry{Slot: slot, Meta: m, Lanes: f.EntityLanes(i),
 			HasKey: owner && si.Keyed && si.Key.Owner == p.ID, Key: si.Key.Key, Target: si.Target, HasTarget: si.HasTarget}, owner)
 		p.Spawned.Set(slot)
+		if !owner {
+			p.SpawnHeld.Set(slot) // (the entry carries its state of this tick)
+			p.spawnHeldAny = true
+		} else {
+			p.SpawnHeld.Clear(slot)
+		}
 		p.Out.Spawns++
 	}
 	for _, r := range t.Relayout {

@@ -362,7 +362,16 @@ func TestPeerAckProcessing(t *testing.T) {
 			r.pos(e).Z += 0.25
 		}
 	}
+	// Tick 1: the spawns carry the entities' state; no datagram repeats it
+	// while they do not change.
 	r.step(33 * time.Millisecond)
+	require.Equal(t, 40, p.Out.Spawns)
+	require.Zero(t, p.Out.Info.Fulls, "spawned, unchanged: not sent")
+	spawnTick := p.Out.Info.Bytes // (a header)
+	_ = c.take(t, p, nil)
+	move()
+	r.step(33 * time.Millisecond)
+	require.Equal(t, 40, p.Out.Info.Fulls, "changed since their spawn: full records")
 	full := p.Out.Info.Bytes
 	first := c.take(t, p, nil)
 	// Unacked: every tick is coded against nothing.
@@ -372,29 +381,29 @@ func TestPeerAckProcessing(t *testing.T) {
 	require.InDelta(t, full, p.Out.Info.Bytes, 16)
 	_ = c.take(t, p, nil)
 
-	// The ack of tick 1 arrives 50 ms after it was sent.
+	// The ack of tick 2 arrives 50 ms after it was sent.
 	r.now = r.now.Add(17 * time.Millisecond)
 	newest, input, err := p.onDatagram(append(first, 0xAA), r.now, r.tick)
 	require.NoError(t, err)
 	require.Equal(t, []byte{0xAA}, input, "the input section is handed on")
-	require.Equal(t, uint32(1), newest)
+	require.Equal(t, uint32(2), newest)
 	require.Equal(t, uint32(0), p.Tracker.NewestAck, "acks are taken in by the peer's tick")
 	p.takeAcks()
-	require.Equal(t, uint32(1), p.Tracker.NewestAck)
+	require.Equal(t, uint32(2), p.Tracker.NewestAck)
 	require.Equal(t, 50*time.Millisecond, p.RTT.SRTT())
 	delivered := p.Rate.Delivered()
-	require.Equal(t, float64(full), delivered)
+	require.Equal(t, float64(full+spawnTick), delivered, "ticks 1 and 2")
 	_, _, err = p.onDatagram(first, r.now, r.tick)
 	require.NoError(t, err, "a duplicate ack is harmless")
 	p.takeAcks()
 	require.Equal(t, delivered, p.Rate.Delivered(), "and counts nothing twice")
 	require.Equal(t, 50*time.Millisecond, p.RTT.SRTT())
 
-	// Now ticks are deltas against tick 1: a quarter-metre move in Z costs
+	// Now ticks are deltas against tick 2: a quarter-metre move in Z costs
 	// a few bits per entity, not a full record.
 	move()
 	r.step(16 * time.Millisecond)
-	require.Equal(t, uint32(1), p.Out.Info.Baseline, "coded against the acked tick 1")
+	require.Equal(t, uint32(2), p.Out.Info.Baseline, "coded against the acked tick 2")
 	require.Less(t, p.Out.Info.Bytes, full/2)
 	_ = c.take(t, p, nil)
 
@@ -419,14 +428,20 @@ func TestPeerResendsWhatAPartialAckMissed(t *testing.T) {
 	r := newPeerRig(t)
 	p := r.addPeer(1)
 	c := newClientSim(r, 1)
+	var ents []uint32
 	for i := range 300 {
-		r.spawn(components.Vec3{X: float64(i), Y: float64(i % 7)})
+		ents = append(ents, r.spawn(components.Vec3{X: float64(i), Y: float64(i % 7)}))
+	}
+	r.step(33 * time.Millisecond) // the spawns carry the state
+	_ = c.take(t, p, nil)
+	for _, e := range ents {
+		r.pos(e).Z = 1 // changed since: full records
 	}
 	r.step(33 * time.Millisecond)
 	n := p.Out.Pkts.Len()
 	require.GreaterOrEqual(t, n, 2, "300 full records do not fit one datagram")
 	d := c.take(t, p, func(i int) bool { return i != 1 }) // part 1 lost
-	got, count := c.recv.Parts(1)
+	got, count := c.recv.Parts(2)
 	require.Equal(t, n-1, got)
 	require.Equal(t, n, count)
 	for range 3 { // ackGrace: the view is held back, then acked partially

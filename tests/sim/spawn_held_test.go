@@ -1,0 +1,86 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/interp"
+	"github.com/archenet/archenet/replication"
+	"github.com/archenet/archenet/tests/internal/harness"
+	"github.com/archenet/archenet/transport/sim"
+	"github.com/mlange-42/arche/ecs"
+	"github.com/stretchr/testify/require"
+)
+
+// An entity that does not change after its spawn is not sent again in the
+// snapshots: its spawn carried its state. A late joiner with interpolation
+// sees such entities where they are (their spawn state is their first
+// sample, not the origin). When one changes, a full record brings the new
+// state and its Visual moves only then: it held its old place up to the
+// view before the change, instead of sliding from the spawn's tick.
+func TestSpawnHeldEntities(t *testing.T) {
+	link := sim.Link{Up: sim.Conditions{Latency: 20e6}, Down: sim.Conditions{Latency: 20e6}}
+	h := harness.New(t, 1, link, nil)
+	var tiles []ecs.Entity
+	for i := range 64 {
+		tiles = append(tiles, h.Spawn(0, components.Vec3{X: float64(i), Z: 3}))
+	}
+	mover := h.Spawn(0, components.Vec3{})
+	h.Game = func(int) { h.Pos(mover).X += 0.1 }
+	h.Run(30)
+
+	// A late joiner with interpolation.
+	h.ClientConfig = func(c *replication.ClientConfig) { c.Interpolation = true }
+	late := h.AddClient()
+	h.Run(60)
+	st := late.Client.Stats
+	require.EqualValues(t, 65, st.Spawns, "64 tiles and the mover")
+	t.Logf("late joiner: %d records in %d datagrams (the mover's), spawns %d B", st.Records, st.Datagrams, st.MessageBytesIn)
+	require.Less(t, st.Records, uint64(60+5), "the tiles were not sent again: about one record a tick, the mover's")
+
+	w := late.World
+	sys := interp.NewSystem(late.Client.InterpClock(), 0)
+	sys.Initialize(w)
+	vid := ecs.ComponentID[components.Visual](w)
+	visual := func(e ecs.Entity) components.Vec3 {
+		id, ok := h.Server.NetID(e)
+		require.True(t, ok)
+		m, ok := late.Client.Entity(id)
+		require.True(t, ok)
+		return (*components.Visual)(w.Get(m, vid)).Pos
+	}
+	update := func() {
+		late.Client.InterpClock().Advance(h.Net.Now())
+		sys.Update(w)
+	}
+	update()
+	for i, e := range tiles {
+		require.Equal(t, components.Vec3{X: float64(i), Z: 3}, visual(e), "tile %d where it is", i)
+	}
+
+	// Tile 7 jumps 10 m after a long rest: its Visual stays where it was
+	// until the render clock reaches the tick before the change, and moves
+	// within that last tick — not from the spawn's tick on (which would put
+	// it 95% of the way there as soon as the change arrives).
+	h.Pos(tiles[7]).Z = 13
+	h.Step()
+	tc := h.Server.Tick() // the change's tick
+	update()
+	moved := false
+	for range 20 {
+		rt := late.Client.InterpClock().RenderTick()
+		z := visual(tiles[7]).Z
+		if rt < float64(tc)-1 {
+			require.Equal(t, 3.0, z, "tile 7 at render tick %.2f (the change is at %d)", rt, tc)
+		} else {
+			moved = moved || z > 3
+		}
+		h.Step()
+		update()
+	}
+	require.True(t, moved)
+	require.Equal(t, 13.0, visual(tiles[7]).Z)
+	h.Game = nil
+	h.Run(5)
+	h.RequireConverged(nil)
+}
