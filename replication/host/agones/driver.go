@@ -287,10 +287,21 @@ func (d *Driver) roomsLoop(ctx context.Context, h *host.Host, period time.Durati
 }
 
 // busy reports whether a match is open or being opened.
-func (d *Driver) busy(h *host.Host) bool {
+func (d *Driver) busy(h *host.Host) bool { return d.rooms0(h) > 0 }
+
+// rooms0 is how many matches are open or being opened (a match being
+// opened is in the host's table before its allocation stops pending:
+// counted once).
+func (d *Driver) rooms0(h *host.Host) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.pending) > 0 || len(h.Matches()) > 0
+	n := len(h.Matches())
+	for name := range d.pending {
+		if _, open := h.Match(name); !open {
+			n++
+		}
+	}
+	return n
 }
 
 // syncRooms sets the Rooms counter's count to the open matches plus the
@@ -308,9 +319,7 @@ func (d *Driver) syncRooms(ctx context.Context, h *host.Host) {
 		}
 		return
 	}
-	d.mu.Lock()
-	want := int64(len(h.Matches()) + len(d.pending))
-	d.mu.Unlock()
+	want := int64(d.rooms0(h))
 	want = min(want, c.Capacity)
 	if want != c.Count {
 		if err := d.api.addCount(ctx, d.rooms, want-c.Count); err != nil {
@@ -342,10 +351,7 @@ func (d *Driver) whenEmpty(h *host.Host) {
 	if !d.ended.Load() {
 		return
 	}
-	d.mu.Lock()
-	empty := len(d.pending) == 0 && len(h.Matches()) == 0 && d.State() == "Allocated"
-	d.mu.Unlock()
-	if !empty || !h.Admitting() {
+	if d.rooms0(h) > 0 || d.State() != "Allocated" || !h.Admitting() {
 		return
 	}
 	d.ended.Store(false)
