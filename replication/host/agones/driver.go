@@ -25,8 +25,9 @@ type Driver struct {
 	events chan host.PlayerEvent
 	kick   chan struct{} // a match opened or ended: reconcile the rooms
 	ended  atomic.Bool   // a match ended since the rooms loop last looked
-	// readied: the driver made the GameServer Ready again (WhenEmpty)
-	readied atomic.Bool
+	// readied: the driver made the GameServer Ready again (WhenEmpty):
+	// readyAsked until the watch shows Ready, then readySeen.
+	readied atomic.Int32
 	state   atomic.Pointer[string]
 
 	// In use once Run has read the GameServer ("" none).
@@ -286,6 +287,12 @@ func (d *Driver) roomsLoop(ctx context.Context, h *host.Host, period time.Durati
 	}
 }
 
+// The stages of Driver.readied.
+const (
+	readyAsked = 1
+	readySeen  = 2
+)
+
 // busy reports whether a match is open or being opened.
 func (d *Driver) busy(h *host.Host) bool { return d.rooms0(h) > 0 }
 
@@ -339,14 +346,16 @@ func (d *Driver) syncRooms(ctx context.Context, h *host.Host) {
 // driver made Ready), it marks the GameServer Allocated again, so the fleet
 // does not scale down a pod with a match in it.
 func (d *Driver) whenEmpty(h *host.Host) {
-	if d.readied.Load() {
-		if d.State() != "Ready" {
-			d.readied.Store(false)
-		} else if d.busy(h) {
-			d.readied.Store(false)
-			d.cfg.Logger.Warn("archenet/agones: a match opened as the GameServer went Ready: Allocated again")
-			d.retryN(context.Background(), "allocate", 5, d.api.allocate)
-		}
+	switch st := d.State(); {
+	case d.readied.Load() == readyAsked && st == "Ready":
+		d.readied.Store(readySeen)
+	case d.readied.Load() == readySeen && st != "Ready":
+		d.readied.Store(0) // (allocated, or shut down, since)
+	}
+	if d.readied.Load() != 0 && d.State() == "Ready" && d.busy(h) {
+		d.readied.Store(0)
+		d.cfg.Logger.Warn("archenet/agones: a match opened as the GameServer went Ready: Allocated again")
+		d.retryN(context.Background(), "allocate", 5, d.api.allocate)
 	}
 	if !d.ended.Load() {
 		return
@@ -358,7 +367,7 @@ func (d *Driver) whenEmpty(h *host.Host) {
 	switch d.cfg.WhenEmpty {
 	case BackToReady:
 		if d.retryN(context.Background(), "ready", 5, d.api.ready) {
-			d.readied.Store(true)
+			d.readied.Store(readyAsked)
 			d.stats.backToReady.Add(1)
 			d.cfg.Logger.Info("archenet/agones: the last match ended: Ready again")
 		}
@@ -407,6 +416,10 @@ func (d *Driver) noteState(st string) {
 	d.cfg.Logger.Info("archenet/agones: game server state", "state", st, "was", old)
 	if d.cfg.OnState != nil {
 		d.cfg.OnState(st)
+	}
+	select { // (the rooms loop looks at the new state)
+	case d.kick <- struct{}{}:
+	default:
 	}
 }
 
