@@ -11,8 +11,9 @@ import (
 
 // selection is the candidates a client's byte budget keeps.
 type selection struct {
-	idx []int // selected candidates, slot order (unless all)
-	all bool  // every candidate is selected (idx is not filled)
+	idx  []int    // selected candidates, slot order (unless all)
+	all  bool     // every candidate is selected (idx is not filled)
+	keys []uint64 // (byPriority's)
 }
 
 // partOverheadBits estimates a datagram's fixed cost for selection: the kind
@@ -73,16 +74,30 @@ func (s *selection) fill(cs *candidates) {
 	}
 }
 
-// byPriority sorts idx by descending priority (ties by slot).
+// byPriority sorts idx (every candidate, in slot order) by descending
+// priority, ties by slot: as one sort of integer keys, the priority's
+// order-preserving bits (inverted: descending) above the candidate's index
+// (the candidates are in slot order), with no comparison function.
 func (s *selection) byPriority(cs *candidates) {
-	slices.SortFunc(s.idx, func(a, b int) int {
-		pa, pb := cs.list[a].pri, cs.list[b].pri
-		switch {
-		case pa > pb:
-			return -1
-		case pa < pb:
-			return 1
-		}
-		return int(cs.list[a].slot) - int(cs.list[b].slot)
-	})
+	keys := s.keys[:0]
+	for _, i := range s.idx {
+		keys = append(keys, uint64(^priorityBits(cs.list[i].pri))<<32|uint64(uint32(i)))
+	}
+	slices.Sort(keys)
+	for k, key := range keys {
+		s.idx[k] = int(uint32(key))
+	}
+	s.keys = keys
+}
+
+// priorityBits maps a priority to a uint32 in the same order (−0 as 0).
+func priorityBits(p float32) uint32 {
+	if p == 0 {
+		return 1 << 31
+	}
+	b := math.Float32bits(p)
+	if b>>31 != 0 {
+		return ^b
+	}
+	return b | 1<<31
 }
