@@ -19,6 +19,13 @@ type recordCache struct {
 	keyIDs   map[recKey]uint32
 	lastKeys [3]recKey
 	lastTags [3]uint64
+	// memoKeys and memoTags remember the keys keyTag looked up last (a
+	// Build's records use a few keys each, over and over: comparing them
+	// is cheaper than hashing one), memoN how many are valid, memoNext the
+	// one the next new key replaces
+	memoKeys        [memoLen]recKey
+	memoTags        [memoLen]uint64
+	memoN, memoNext uint8
 	// entries holds two cache ways per slot (entries[2·slot+way]), tags
 	// their tags (apart: a lookup reads 16 bytes, not two entries); evict
 	// says which way of a slot the next encode replaces
@@ -67,6 +74,7 @@ func (rc *recordCache) begin(f *store.Frame, slots int, ownerComps uint64) {
 	rc.tick = f.Tick
 	clear(rc.keyIDs)
 	rc.lastTags = [3]uint64{}
+	rc.memoN, rc.memoNext = 0, 0
 	rc.CacheHits, rc.CacheMisses, rc.Predicted = 0, 0, 0
 	if len(rc.evict) < slots {
 		rc.entries = append(rc.entries, make([]cacheEntry, 2*slots-len(rc.entries))...)
@@ -120,13 +128,26 @@ func (rc *recordCache) victim(slot uint32, tag uint64) uint32 {
 // keyTag returns the cache tag of key k in the current tick: the tick and
 // the key's number among the tick's keys.
 func (rc *recordCache) keyTag(k recKey) uint64 {
+	for i := range rc.memoN {
+		if rc.memoKeys[i] == k {
+			return rc.memoTags[i]
+		}
+	}
 	id, ok := rc.keyIDs[k]
 	if !ok {
 		id = uint32(len(rc.keyIDs)) + 1
 		rc.keyIDs[k] = id
 	}
-	return uint64(rc.tick)<<32 | uint64(id)
+	tag := uint64(rc.tick)<<32 | uint64(id)
+	i := rc.memoNext
+	rc.memoKeys[i], rc.memoTags[i] = k, tag
+	rc.memoNext = (i + 1) % memoLen
+	rc.memoN = max(rc.memoN, i+1)
+	return tag
 }
+
+// memoLen is how many keys keyTag remembers.
+const memoLen = 4
 
 // setTags sets tags to the tags of a Build's common keys, reusing the last
 // Build's where the keys are the same.
