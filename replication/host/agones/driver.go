@@ -25,6 +25,11 @@ type Driver struct {
 	events chan host.PlayerEvent
 	kick   chan struct{} // a match opened or ended: reconcile the rooms
 	ended  atomic.Bool   // a match ended since the rooms loop last looked
+	// owed counts the rooms of matches ended (or failed to open) not yet
+	// taken off the counter; excessSince is since when the counter has held
+	// more rooms than that explains (the rooms loop's).
+	owed        atomic.Int64
+	excessSince time.Time
 	// readied: the driver made the GameServer Ready again (WhenEmpty):
 	// readyAsked until the watch shows Ready, then readySeen.
 	readied atomic.Int32
@@ -78,6 +83,7 @@ func (d *Driver) Configure(cfg *host.Config) {
 func (d *Driver) OnMatch(e host.MatchEvent) {
 	if !e.Opened {
 		d.ended.Store(true)
+		d.owed.Add(1)
 	}
 	select {
 	case d.kick <- struct{}{}:
@@ -276,7 +282,7 @@ func (d *Driver) roomsLoop(ctx context.Context, h *host.Host, period time.Durati
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		d.syncRooms(ctx, h)
+		d.syncRooms(ctx, h, period)
 		d.whenEmpty(h)
 		select {
 		case <-ctx.Done():
@@ -313,8 +319,9 @@ func (d *Driver) rooms0(h *host.Host) int {
 
 // syncRooms sets the Rooms counter's count to the open matches plus the
 // allocations being opened (within its capacity), by a difference: an
-// allocation's increment racing with it is kept.
-func (d *Driver) syncRooms(ctx context.Context, h *host.Host) {
+// allocation's increment racing with it is kept, and one whose match the
+// watch has not named yet is left for grace.
+func (d *Driver) syncRooms(ctx context.Context, h *host.Host, grace time.Duration) {
 	if d.rooms == "" {
 		return
 	}
@@ -328,16 +335,38 @@ func (d *Driver) syncRooms(ctx context.Context, h *host.Host) {
 	}
 	want := int64(d.rooms0(h))
 	want = min(want, c.Capacity)
-	if want != c.Count {
-		if err := d.api.addCount(ctx, d.rooms, want-c.Count); err != nil {
+	diff := want - c.Count
+	if diff < 0 {
+		// Rooms above the matches: those of ended matches go at once; any
+		// more may be an allocation whose label the watch has not brought
+		// yet, and go only if they are still there a period later.
+		owed := d.owed.Load()
+		if -diff > owed {
+			if d.excessSince.IsZero() {
+				d.excessSince = time.Now()
+			}
+			if time.Since(d.excessSince) < grace {
+				diff = -owed
+			}
+		}
+	}
+	if diff != 0 {
+		if err := d.api.addCount(ctx, d.rooms, diff); err != nil {
 			if ctx.Err() == nil {
 				d.stats.errors.Add(1)
 				d.cfg.Logger.Warn("archenet/agones: setting the rooms counter", "err", err, "want", want)
 			}
 			return
 		}
+		if diff < 0 {
+			d.owed.Add(diff) // (to zero at most: below)
+		}
 	}
-	d.stats.rooms.Store(want)
+	if c.Count+diff <= want {
+		d.owed.Store(0)
+		d.excessSince = time.Time{}
+	}
+	d.stats.rooms.Store(c.Count + diff)
 }
 
 // whenEmpty applies Config.WhenEmpty once a match has ended and the

@@ -198,3 +198,38 @@ func TestAgonesShutdownWhenEmpty(t *testing.T) {
 	require.NoError(t, <-ran)
 	require.Equal(t, []string{"Scheduled", "Ready", "Allocated", "Shutdown"}, obs.seen())
 }
+
+// A room the counter holds beyond the open matches — an allocation whose
+// label the watch has not brought yet, or one that named no match — is
+// kept for a health period (its match may be about to open), then taken
+// off; the room of a match that ended goes at once.
+func TestAgonesRoomsGrace(t *testing.T) {
+	sc := agonestest.Start(t, roomsGameServer)
+	reg := registry()
+	const period = 300 * time.Millisecond
+	d, err := agones.New(agones.Config{URL: sc.URL, HealthPeriod: period, MinBackoff: 20 * time.Millisecond, Logger: quiet,
+		OpenMatch: func(h *host.Host, name string) error { return openGame(h, reg, name, nil) }})
+	require.NoError(t, err)
+	var hc host.Config
+	d.Configure(&hc)
+	h, _ := quicHost(t, hc)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(ctx, h) }()
+	defer func() { cancel(); <-ran }()
+	until(t, "Ready", func() bool { return d.State() == "Ready" })
+	require.NoError(t, openGame(h, reg, "own", nil))
+	until(t, "the game's match counted", func() bool { r, _ := sidecarView(t, sc.URL); return r == 1 })
+
+	call(t, http.MethodPatch, sc.URL+"/v1beta1/counters/rooms", `{"countDiff":"1"}`) // (no label)
+	start := time.Now()
+	m, _ := h.Match("own")
+	m.Close(transport.CodeApplication, "over") // its room goes at once; the unnamed one stays
+	until(t, "the ended match's room off", func() bool { r, _ := sidecarView(t, sc.URL); return r == 1 })
+	if time.Since(start) < period {
+		r, _ := sidecarView(t, sc.URL)
+		require.EqualValues(t, 1, r, "the unnamed allocation's room is kept within a period")
+	}
+	until(t, "the unnamed room off after a period", func() bool { r, _ := sidecarView(t, sc.URL); return r == 0 })
+	require.GreaterOrEqual(t, time.Since(start), period, "not before a period")
+}
