@@ -282,8 +282,12 @@ func (d *Driver) roomsLoop(ctx context.Context, h *host.Host, period time.Durati
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		d.syncRooms(ctx, h, period)
-		d.whenEmpty(h)
+		// One count of the matches for both (taken before the counter is
+		// read): the GameServer goes Ready only after a sync that counted
+		// no match; a match that ends meanwhile wakes the loop again.
+		n := d.rooms0(h)
+		d.syncRooms(ctx, n, period)
+		d.whenEmpty(h, n)
 		select {
 		case <-ctx.Done():
 			return
@@ -317,14 +321,19 @@ func (d *Driver) rooms0(h *host.Host) int {
 	return n
 }
 
-// syncRooms sets the Rooms counter's count to the open matches plus the
-// allocations being opened (within its capacity), by a difference: an
+// syncRooms sets the Rooms counter's count to open, the open matches plus
+// the allocations being opened (within its capacity), by a difference: an
 // allocation's increment racing with it is kept, and one whose match the
 // watch has not named yet is left for grace.
-func (d *Driver) syncRooms(ctx context.Context, h *host.Host, grace time.Duration) {
+func (d *Driver) syncRooms(ctx context.Context, open int, grace time.Duration) {
 	if d.rooms == "" {
 		return
 	}
+	// open, the matches, was counted before the counter is read: an
+	// allocation that the watch names in between is in the count read, not
+	// in want (a room more than the matches, kept for grace), rather than
+	// counted twice.
+	want := int64(open)
 	c, err := d.api.counter(ctx, d.rooms)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -333,7 +342,6 @@ func (d *Driver) syncRooms(ctx context.Context, h *host.Host, grace time.Duratio
 		}
 		return
 	}
-	want := int64(d.rooms0(h))
 	want = min(want, c.Capacity)
 	diff := want - c.Count
 	if diff < 0 {
@@ -358,13 +366,18 @@ func (d *Driver) syncRooms(ctx context.Context, h *host.Host, grace time.Duratio
 			}
 			return
 		}
-		if diff < 0 {
-			d.owed.Add(diff) // (to zero at most: below)
+		for diff < 0 { // (OnMatch adds concurrently)
+			o := d.owed.Load()
+			if d.owed.CompareAndSwap(o, max(0, o+diff)) {
+				break
+			}
 		}
 	}
 	if c.Count+diff <= want {
-		d.owed.Store(0)
 		d.excessSince = time.Time{}
+	}
+	if c.Count < want {
+		d.owed.Store(0) // (no room of an ended match was left to take)
 	}
 	d.stats.rooms.Store(c.Count + diff)
 }
@@ -374,7 +387,7 @@ func (d *Driver) syncRooms(ctx context.Context, h *host.Host, grace time.Duratio
 // allocation raced with the Ready (a match open in a Ready GameServer the
 // driver made Ready), it marks the GameServer Allocated again, so the fleet
 // does not scale down a pod with a match in it.
-func (d *Driver) whenEmpty(h *host.Host) {
+func (d *Driver) whenEmpty(h *host.Host, open int) {
 	switch st := d.State(); {
 	case d.readied.Load() == readyAsked && st == "Ready":
 		d.readied.Store(readySeen)
@@ -389,7 +402,7 @@ func (d *Driver) whenEmpty(h *host.Host) {
 	if !d.ended.Load() {
 		return
 	}
-	if d.rooms0(h) > 0 || d.State() != "Allocated" || !h.Admitting() {
+	if open > 0 || d.rooms0(h) > 0 || d.State() != "Allocated" || !h.Admitting() {
 		return
 	}
 	d.ended.Store(false)

@@ -155,6 +155,7 @@ func TestAgonesRooms(t *testing.T) {
 	late, _ := h.Match("late")
 	late.Close(transport.CodeApplication, "game over")
 	until(t, "Ready once more", func() bool { return obs.last() == "Ready" })
+	until(t, "no room", func() bool { r, _ := sidecarView(t, sc.URL); return r == 0 })
 
 	h.Drain("test over", time.Now())
 	until(t, "Shutdown", func() bool { return obs.last() == "Shutdown" })
