@@ -34,6 +34,14 @@ type ClientConfig struct {
 	// matches with connect tokens, the token the matchmaker minted
 	// (package replication/host/token). Nil: none.
 	Token []byte
+	// ResumeTicket, if set, is a ticket an earlier client of this player
+	// saved (Client.ResumeTicket: a page before its reload keeps it in
+	// sessionStorage): the client comes back to that seat instead of
+	// joining as a new player, with the seat's replication started over
+	// (it holds nothing yet). A refused ticket (the seat expired) closes the
+	// client with an error that wraps ErrResumeRefused: join again without
+	// it. Nil: a new player.
+	ResumeTicket []byte
 	// Match names the match to join on a host of many matches without
 	// connect tokens (package replication/host; a connect token names its
 	// match itself). At most transport.MaxMatchLen bytes. Empty: none (a
@@ -200,6 +208,10 @@ type ClientStats struct {
 	// a newer one taken before, MessagesDropped those that did not decode.
 	MessagesIn, MessagesUnhandled, MessagesOut, MessageBytesOut uint64
 	MessagesStale, MessagesDropped                              uint64
+	// Resumes counts Client.Resume calls; MessagesResent the reliable game
+	// message batches sent again at a resume (the server had not taken
+	// them) and MessagesLost those the client no longer kept.
+	Resumes, MessagesResent, MessagesLost uint64
 }
 
 // resolve returns c with every zero setting replaced by its default, or an
@@ -280,10 +292,58 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 
 func (c *Client) start(conn transport.Conn) error {
 	c.conn = conn
+	c.msgs.log.reset()
 	hello := c.link.Start()
+	if c.cfg.ResumeTicket != nil {
+		var err error
+		if hello, err = c.link.ResumeSaved(c.cfg.ResumeTicket); err != nil {
+			return fmt.Errorf("replication: ClientConfig.ResumeTicket: %w", err)
+		}
+	}
 	c.Stats.BytesOut += uint64(len(hello))
 	return conn.SendMessage(hello)
 }
+
+// Resume comes back to the client's seat on a new connection after its
+// connection was lost (a dead link, a changed address, a laptop that
+// slept): the server kept the seat for its ServerConfig.Limits.SeatWindow
+// (and told the game OnSuspend). The client keeps its id, its mirrors and
+// what it holds of the world: the server sends again the reliable messages
+// it had not taken, and the snapshots go on from the newest state both
+// sides hold, so a resume costs a fraction of a join. Its game messages
+// the server had not taken are sent again (those beyond the bounded log a
+// client keeps count in ClientStats.MessagesLost).
+//
+// The client is in StateConnecting until the server's answer: a refusal
+// (the seat expired, or the server restarted) closes the client with an
+// error that wraps ErrResumeRefused; call Reconnect (or
+// ReconnectWithToken) to join again as a new player. Resume fails at
+// once, leaving the client as it was, if it has no seat to resume (it was
+// never welcomed, the server keeps no seats, or a resume was refused).
+func (c *Client) Resume(conn transport.Conn) error {
+	hello, err := c.link.Resume()
+	if err != nil {
+		return err
+	}
+	if c.conn != nil && c.conn != conn {
+		_ = c.conn.Close()
+	}
+	c.conn = conn
+	c.Stats.BytesOut += uint64(len(hello))
+	c.Stats.Resumes++
+	return conn.SendMessage(hello)
+}
+
+// ErrNoSeat is Client.Resume's error when the client has no seat to resume.
+var ErrNoSeat = link.ErrNoSeat
+
+// ResumeTicket returns the client's seat as a ticket a new client of the
+// same player can come back to it with (ClientConfig.ResumeTicket), e.g. a
+// page that saves it in sessionStorage before it reloads; nil without a
+// seat. It changes at every resume (each spends the secret): save the
+// newest. Keep it as secret as a connect token: it is the seat's
+// credential.
+func (c *Client) ResumeTicket() []byte { return c.link.Ticket() }
 
 // Reconnect starts over on a new connection: every mirror is removed and the
 // client rejoins as a late joiner (generations keep old and new entities
@@ -296,6 +356,7 @@ func (c *Client) Reconnect(conn transport.Conn) error {
 	}
 	c.mirrors.RemoveAll()
 	c.msgs.newestSeen = false // (the new connection's ticks may start over)
+	c.cfg.ResumeTicket = nil
 	return c.start(conn)
 }
 
@@ -587,7 +648,18 @@ func (c *Client) handleMessage(m []byte) error {
 	}
 	switch ev {
 	case link.EventWelcome:
-		return c.mirrors.Welcome(c.link.ID(), c.link.Arrivals())
+		resumed, reset, taken := c.link.Resumed()
+		if reset {
+			c.mirrors.RemoveAll()
+			c.msgs.newestSeen = false
+		}
+		if err := c.mirrors.Welcome(c.link.ID(), c.link.Arrivals()); err != nil {
+			return err
+		}
+		if resumed {
+			c.resent(taken)
+		}
+		return nil
 	case link.EventRejected:
 		c.logClose(c.link.Err())
 		_ = c.conn.Close()

@@ -60,7 +60,7 @@ func TestServerLimitsDefaults(t *testing.T) {
 	schema.MustRegister[components.Transform](reg)
 	d, err := ServerConfig{Registry: reg}.resolve()
 	require.NoError(t, err)
-	require.Equal(t, ServerLimits{MaxClients: 64, MaxClientsPerAddress: DefaultMaxClientsPerAddress, MaxHandshakes: 256,
+	require.Equal(t, ServerLimits{MaxClients: 64, SeatWindow: DefaultSeatWindow, MaxSuspendedPerAddress: 4, MaxClientsPerAddress: DefaultMaxClientsPerAddress, MaxHandshakes: 256,
 		MaxPredictedSpawns: DefaultMaxPredictedSpawns, HandshakeTimeout: 5 * time.Second, JoinTimeout: DefaultJoinTimeout,
 		ClientTimeout: DefaultTimeout, MaxMessageBytes: 4 << 10, MaxMessagesPerSecond: 120, MaxQueuedMessageBytes: 16 << 10}, d.Limits, "the documented defaults")
 	_, err = ServerConfig{Registry: reg, Limits: ServerLimits{MaxMessageBytes: 512}}.resolve()

@@ -84,15 +84,18 @@ const (
 
 // clientMsgs is a client's game-message state.
 type clientMsgs struct {
-	plans   []*schema.Plan
-	idBits  uint
-	eps     []inbox
-	lanes   []uint64
-	body    bitio.Writer
-	batch   wire.MessageWriter
-	full    [][]byte // batches waiting for Send (without their header)
-	counts  []int    // their message counts
-	queued  int      // bytes in full and batch
+	plans  []*schema.Plan
+	idBits uint
+	eps    []inbox
+	lanes  []uint64
+	body   bitio.Writer
+	batch  wire.MessageWriter
+	full   [][]byte // batches waiting for Send (without their header)
+	counts []int    // their message counts
+	queued int      // bytes in full and batch
+	// log keeps the reliable batches sent, for a resume (bounded:
+	// clientMessageLog)
+	log     seatLog
 	scratch []uint64
 	buf     []byte
 	// unreliable messages for the next datagram, its seq, and the newest
@@ -113,6 +116,7 @@ type clientMsgs struct {
 
 func (m *clientMsgs) init(c *Client, reg *schema.Registry) {
 	m.c = c
+	m.log.max = clientMessageLog
 	m.resolve = func(r *components.Ref) (bool, string) {
 		if r.Set {
 			r.Entity, _ = c.mirrors.Entity(r.ID)
@@ -245,6 +249,7 @@ func (c *Client) sendMessages() {
 	err := c.msgs.send(c.ServerTick(), func(b []byte) error {
 		c.Stats.BytesOut += uint64(len(b))
 		c.Stats.MessageBytesOut += uint64(len(b))
+		c.msgs.log.add(b)
 		return c.conn.SendMessage(b)
 	})
 	if err != nil {
@@ -252,6 +257,32 @@ func (c *Client) sendMessages() {
 		return
 	}
 	c.Stats.MessagesOut += uint64(n)
+}
+
+// clientMessageLog bounds the bytes of game message batches a client
+// keeps to send again at a resume.
+const clientMessageLog = 256 << 10
+
+// resent sends again the batches of game messages after the first taken,
+// which the server took, at a resume.
+func (c *Client) resent(taken uint32) {
+	l := &c.msgs.log
+	if err := l.take(taken); err != nil {
+		c.cfg.Logger.Log(context.Background(), slog.LevelWarn, "archenet: resume: the server took more messages than were sent", "err", err)
+		return
+	}
+	if int32(l.lost-taken) > 0 {
+		c.Stats.MessagesLost += uint64(l.lost - taken)
+	}
+	err := l.each(taken, func(b []byte) error {
+		c.Stats.MessagesResent++
+		c.Stats.BytesOut += uint64(len(b))
+		c.Stats.MessageBytesOut += uint64(len(b))
+		return c.conn.SendMessage(b)
+	})
+	if err != nil {
+		c.cfg.Logger.Log(context.Background(), slog.LevelDebug, "archenet: sending messages failed", "err", err)
+	}
 }
 
 // receive decodes a batch of the server's messages (checked whole first)

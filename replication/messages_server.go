@@ -350,7 +350,7 @@ func (m *serverMsgs) sendBatch(s *Server, p *remote) error {
 	}
 	m.buf = m.batch.Append(m.buf[:0], wire.KindMessages, s.tick)
 	m.batch.Reset()
-	if err := p.conn.SendMessage(m.buf); err != nil {
+	if err := s.sendReliable(p, m.buf); err != nil {
 		return err
 	}
 	s.Stats.MessagesOut += uint64(n)

@@ -50,8 +50,9 @@ type Server struct {
 	capture  *capture.Capture // reads the world into the slot table and the ring
 	interest *grid.Grid       // nil without ServerConfig.Interest
 
-	clients []*remote  // index = ClientID
-	hs      handshakes // connections in the handshake (server_handshake.go)
+	clients []*remote   // index = ClientID
+	ended   []endedSeat // seats that ended recently (server_seats.go)
+	hs      handshakes  // connections in the handshake (server_handshake.go)
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
 
@@ -102,6 +103,7 @@ type remote struct {
 	// hasFocus: the game named a focus this tick
 	hasFocus bool
 	built    atomic.Bool // the peer's output is this tick's (sendPeers)
+	seat     seat        // what lets the client come back (server_seats.go)
 	clientMsgState
 }
 
@@ -166,6 +168,13 @@ type ServerStats struct {
 	// messages that found no room in a client's tick (its section full, or
 	// its budget left no datagram).
 	MessagesStale, MessagesUnsent uint64
+	// Suspended counts clients that lost their connection and whose seat
+	// the server kept (ServerConfig.OnSuspend); Resumed those that came
+	// back to it (ResumesReset of them with their replication started
+	// over: a reloaded page, or a client that had not taken what the seat
+	// could keep); SeatsExpired seats whose window ran out (also in
+	// Disconnected); ResumesRefused resumes refused (also in Rejected).
+	Suspended, Resumed, ResumesReset, SeatsExpired, ResumesRefused int
 }
 
 // NewServer attaches replication to world, serving clients that connect
@@ -297,17 +306,30 @@ func (s *Server) AddConnHello(c transport.Conn, hello []byte) {
 // Conn returns the connection of client id (nil if id is not connected):
 // e.g. to find what a host learnt about it when it routed it.
 func (s *Server) Conn(id ClientID) transport.Conn {
-	if c := s.clients[id]; c != nil {
+	if c := s.clients[id]; c != nil && !c.seat.suspended {
 		return c.conn
 	}
 	return nil
 }
 
-// Clients returns the ids of connected clients (after the handshake).
+// Clients returns the ids of connected clients (after the handshake; not
+// the suspended seats: Suspended).
 func (s *Server) Clients() []ClientID {
 	var ids []ClientID
 	for id, c := range s.clients {
-		if c != nil {
+		if c != nil && !c.seat.suspended {
+			ids = append(ids, ClientID(id))
+		}
+	}
+	return ids
+}
+
+// Suspended returns the ids of the clients whose connection was lost and
+// whose seat the server keeps (ServerConfig.OnSuspend).
+func (s *Server) Suspended() []ClientID {
+	var ids []ClientID
+	for id, c := range s.clients {
+		if c != nil && c.seat.suspended {
 			ids = append(ids, ClientID(id))
 		}
 	}
@@ -318,6 +340,10 @@ func (s *Server) Clients() []ClientID {
 type ClientInfo struct {
 	ID    ClientID
 	Ready bool
+	// Suspended: the client lost its connection and the server keeps its
+	// seat (since SuspendedFor).
+	Suspended    bool
+	SuspendedFor time.Duration
 	// RTT is the transport's smoothed round-trip time, the path's delay
 	// (0 if the transport has none).
 	RTT time.Duration
@@ -351,7 +377,11 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 	}
 	ts := c.conn.Stats()
 	loss, _ := c.Rate.Loss()
-	return ClientInfo{ID: id, Ready: c.Ready, RTT: ts.RTT, AckDelay: c.RTT.SRTT(), Loss: loss, BytesPerSecond: int(c.Rate.Rate()),
+	var away time.Duration
+	if c.seat.suspended {
+		away = s.cfg.Now().Sub(c.seat.since)
+	}
+	return ClientInfo{ID: id, Ready: c.Ready, Suspended: c.seat.suspended, SuspendedFor: away, RTT: ts.RTT, AckDelay: c.RTT.SRTT(), Loss: loss, BytesPerSecond: int(c.Rate.Rate()),
 		SnapshotBytes: c.Counters.SnapshotBytes, SpawnBytes: c.Counters.SpawnBytes, Spawned: c.Spawned.Count(), Relevant: c.rel.Relevant.Count(),
 		NewestAck: c.Tracker.NewestAck, Transport: ts, StateBytes: c.MemoryBytes() + c.rel.MemoryBytes()}, true
 }
@@ -426,7 +456,7 @@ func (s *Server) Drain(reason string, deadline time.Time) {
 		if c == nil {
 			continue
 		}
-		if err := c.conn.SendMessage(msg); err != nil {
+		if err := s.sendReliable(c, msg); err != nil {
 			s.sendFailed(c, err)
 		}
 	}
@@ -480,18 +510,25 @@ func (s *Server) sendFailed(c *remote, err error) {
 	s.disconnected(c, err)
 }
 
-// disconnected ends c, whose connection closed with err.
+// disconnected ends c, whose connection closed with err: a close of the
+// player's own (a normal close from its end) or for a backlog it did not
+// take is a leave; any other loss keeps its seat (lost).
 func (s *Server) disconnected(c *remote, err error) {
 	var ce *transport.CloseError
-	if errors.As(err, &ce) && ce.Code == transport.CodeSendBacklog {
+	switch {
+	case errors.As(err, &ce) && ce.Code == transport.CodeSendBacklog:
 		s.cfg.Logger.Warn("archenet: client dropped", "client", c.ID, "code", ce.Code, "reason", ce.Reason)
-	} else {
+	case errors.As(err, &ce) && ce.Remote && ce.Code == transport.CodeNormal || c.Tracker.NewestAck == 0:
 		s.cfg.Logger.Info("archenet: client disconnected", "client", c.ID, "err", err)
+	default:
+		s.lost(c, err)
+		return
 	}
 	s.gone(c, err)
 }
 
 func (s *Server) gone(c *remote, reason error) {
+	s.endSeat(c, reason)
 	s.clients[c.ID] = nil
 	s.Stats.Disconnected++
 	var ce *transport.CloseError
@@ -542,8 +579,11 @@ func (s *Server) Receive() {
 	s.msgs.beginReceive()
 	s.work.active = s.work.active[:0]
 	for _, c := range s.clients {
-		if c == nil {
+		if c == nil || c.seat.suspended && s.expireSeat(c, now) {
 			continue
+		}
+		if c.seat.suspended {
+			continue // (nothing arrives)
 		}
 		select {
 		case <-c.conn.Done():
@@ -563,7 +603,7 @@ func (s *Server) Receive() {
 		if err := s.deliverInput(c); err != nil {
 			s.drop(c, closeCode(err), err.Error())
 		} else if why := c.Silent(now, s.cfg.Limits.ClientTimeout, s.cfg.Limits.JoinTimeout, s.clientSender()); why != "" {
-			s.drop(c, transport.CodeTimeout, why)
+			s.timedOut(c, why)
 		}
 	}
 	s.pace.lastReceive = now
@@ -646,6 +686,10 @@ func (s *Server) drain(c *remote, now time.Time) {
 		if c.Receive(d, now, s.tick) != nil {
 			return
 		}
+		if err := s.takeConfirmed(c); err != nil {
+			c.RxErr = err
+			return
+		}
 		if sec != nil {
 			if err := s.msgs.receiveSection(s, c, sec, c.HeardTick, now); err != nil {
 				c.RxErr = err
@@ -666,6 +710,7 @@ func (s *Server) drain(c *remote, now time.Time) {
 			c.RxErr = err
 			return
 		}
+		c.seat.taken++
 	}
 }
 
@@ -848,7 +893,7 @@ func (s *Server) readPosition(e arche.Entity) components.Vec3 {
 func (s *Server) flush(p *remote) error {
 	o := &p.Out
 	if o.SpawnMsg != nil {
-		if err := p.conn.SendMessage(o.SpawnMsg); err != nil {
+		if err := s.sendReliable(p, o.SpawnMsg); err != nil {
 			return err
 		}
 		s.Stats.SpawnBytes += uint64(len(o.SpawnMsg))
@@ -857,12 +902,12 @@ func (s *Server) flush(p *remote) error {
 	}
 	if o.ReadyMsg {
 		o.ReadyMsg = false
-		if err := p.conn.SendMessage(wire.AppendReady(nil, s.tick)); err != nil {
+		if err := s.sendReliable(p, wire.AppendReady(nil, s.tick)); err != nil {
 			return err
 		}
 	}
 	if keys := s.slots.Keys.Ended(p.ID); len(keys) > 0 {
-		if err := p.conn.SendMessage(wire.AppendSpawnsEnded(nil, keys)); err != nil {
+		if err := s.sendReliable(p, wire.AppendSpawnsEnded(nil, keys)); err != nil {
 			return err
 		}
 	}

@@ -148,9 +148,21 @@ type ServerConfig struct {
 	// clock (TickSync.ObserveFeedback).
 	InputFeedback func(c ClientID) (held uint32, depth int, ok bool)
 	// OnConnect and OnDisconnect, if set, are called when a client completes
-	// the handshake and when it is gone (with the reason).
+	// the handshake and when it is gone (with the reason): it left, it was
+	// dropped, or it lost its connection and did not come back within
+	// Limits.SeatWindow (the reason then says so and wraps ErrSeatExpired).
 	OnConnect    func(c ClientID)
 	OnDisconnect func(c ClientID, reason error)
+	// OnSuspend, if set, is called when a client lost its connection (a
+	// timeout, a transport error, a close that is not its player's own) and
+	// the server keeps its seat for Limits.SeatWindow: its id, its owned
+	// entities (which stay in the world and are stepped without input, as
+	// the game chooses: hold, or repeat the last input), its input log, its
+	// relevance and what it holds of the world. The game may freeze or hide
+	// its avatar. OnResume is called when the client is back on a new
+	// connection (Client.Resume); OnDisconnect when the window ran out.
+	OnSuspend func(c ClientID, reason error)
+	OnResume  func(c ClientID)
 	// Now is the clock for RTT and timeouts. Nil: time.Now.
 	Now func() time.Time
 	// Logger receives connection events. Nil: slog.Default().
@@ -194,6 +206,16 @@ type ServerLimits struct {
 	// idle timeout), or a client that does not run Client.Send. 0: 10 s.
 	// Negative: never (the transport's idle timeout still applies).
 	ClientTimeout time.Duration
+	// SeatWindow is how long the server keeps the seat of a client that lost
+	// its connection, for it to come back (Client.Resume; see
+	// ServerConfig.OnSuspend). A suspended seat counts against MaxClients
+	// and MaxClientsPerAddress. 0: DefaultSeatWindow (30 s). Negative: no
+	// seats (a lost connection is a leave at once, as before v0.5.0).
+	SeatWindow time.Duration
+	// MaxSuspendedPerAddress bounds the suspended seats from one source
+	// address; a client that loses its connection beyond it leaves at once.
+	// 0: 4. Negative: no bound.
+	MaxSuspendedPerAddress int
 	// MaxPredictedSpawns bounds the keyed entities (Server.PredictedSpawn)
 	// each client may have alive at once. 0: DefaultMaxPredictedSpawns (64).
 	MaxPredictedSpawns int
@@ -288,6 +310,12 @@ func (c ServerConfig) resolve() (ServerConfig, error) {
 	if l.ClientTimeout == 0 {
 		l.ClientTimeout = DefaultTimeout
 	}
+	if l.SeatWindow == 0 {
+		l.SeatWindow = DefaultSeatWindow
+	}
+	if l.MaxSuspendedPerAddress == 0 {
+		l.MaxSuspendedPerAddress = 4
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -332,6 +360,8 @@ const DefaultTimeout = 10 * time.Second
 const (
 	DefaultMaxClientsPerAddress = 8
 	DefaultJoinTimeout          = 2 * time.Second
+	// DefaultSeatWindow is the default of ServerLimits.SeatWindow.
+	DefaultSeatWindow = 30 * time.Second
 )
 
 // Defaults of the limits on clients' game messages (ServerLimits).

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/replication/internal/admit"
-	"github.com/archenet/archenet/replication/internal/peer"
-	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/transport"
 )
 
@@ -158,6 +156,10 @@ var (
 
 // admit welcomes p as a client, unless the server filled up meanwhile.
 func (s *Server) admit(p *admit.Pending) {
+	if len(p.Hello.Resume) > 0 {
+		s.resume(p) // (while draining too: the seat is the client's)
+		return
+	}
 	if s.draining != nil {
 		s.hs.desk.Refuse(p, s.draining)
 		return
@@ -170,8 +172,9 @@ func (s *Server) admit(p *admit.Pending) {
 		s.hs.desk.Refuse(p, fmt.Errorf("%w: %d of %d slots taken (ServerConfig.Limits.MaxClients)", errServerFull, s.cfg.Limits.MaxClients, s.cfg.Limits.MaxClients))
 		return
 	}
-	info := wire.Welcome{TickRate: uint16(s.cfg.NetRate), Depth: uint8(s.cfg.Depth), Tick: s.tick, NetDivisor: uint16(s.cfg.NetDivisor),
-		Compression: s.cfg.Compression, Dictionary: wire.DictionaryHash(s.cfg.CompressionDictionary)}
+	info := s.welcomeInfo()
+	secret := newSecret()
+	info.Secret = secret
 	w := transport.Welcome{ClientID: id, Payload: info.Append(nil)}
 	if err := p.Conn.SendMessage(w.Append(nil)); err != nil {
 		s.cfg.Logger.Warn("archenet: connection dropped: welcome failed", "remote", p.Conn.RemoteAddr(), "err", err)
@@ -179,7 +182,9 @@ func (s *Server) admit(p *admit.Pending) {
 		return
 	}
 	c := &remote{conn: p.Conn}
-	c.Init(id, peer.Config{Depth: s.cfg.Depth, NetRate: s.cfg.NetRate, MinRate: s.cfg.MinBytesPerSecond, MaxRate: s.cfg.MaxBytesPerSecond, MTU: s.cfg.MTU}, s.cfg.Now())
+	c.Init(id, s.peerConfig(), s.cfg.Now())
+	c.seat.secret = secret
+	c.seat.log.reset()
 	s.clients[id] = c
 	s.Stats.Connected++
 	s.cfg.Logger.Info("archenet: client connected", "client", id, "remote", p.Conn.RemoteAddr())

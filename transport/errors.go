@@ -69,6 +69,10 @@ const (
 	// more. Retryable: the token is not spent; try again shortly, or ask the
 	// matchmaker where the match is.
 	CodeUnknownMatch CloseCode = 16
+	// CodeResumeRefused: a client's ticket for the seat it held does not
+	// resume it (no such seat, or it ended; a wrong, used or other seat's
+	// secret). Not retryable: join again as a new player.
+	CodeResumeRefused CloseCode = 17
 
 	// CodeApplication is the first code free for application use.
 	CodeApplication CloseCode = 0x100
@@ -111,6 +115,8 @@ func (c CloseCode) String() string {
 		return "busy"
 	case CodeUnknownMatch:
 		return "unknown match"
+	case CodeResumeRefused:
+		return "resume refused"
 	}
 	if c >= CodeApplication {
 		return "application+" + strconv.Itoa(int(c-CodeApplication))

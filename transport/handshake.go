@@ -15,7 +15,8 @@ import (
 // prefixed with their length as an unsigned LEB128 varint (encoding/binary.AppendUvarint):
 //
 //	Hello:   0x01 | version u16 | protocol hash u64 | token length uvarint | token |
-//	         [match length uvarint (1..64) | match (UTF-8)]
+//	         [match length uvarint (0..64) | match (UTF-8) |
+//	          [resume length uvarint (1..64) | resume]]
 //	Welcome: 0x02 | client ID u8 | payload length uvarint | payload
 //	Reject:  0x03 | close code u16 | server version u16 | server protocol hash u64 |
 //	         reason length uvarint | reason (UTF-8) | [protocol description]
@@ -23,6 +24,8 @@ import (
 // The bracketed match of a Hello is optional: a client names the match it joins on a host
 // of many matches (package replication/host) there; without it a Hello is encoded as
 // before the match existed, so that a server of another version still reads its version.
+// The match may be empty only when a resume follows: the opaque ticket of a client that
+// comes back to its seat ([Hello.Resume]).
 //
 // The bracketed protocol description of a Reject ([Reject.Protocol]) is optional and
 // opaque to this package: the rest of the message, at most [MaxRejectProtocolLen] bytes.
@@ -37,6 +40,7 @@ import (
 const (
 	MaxTokenLen          = 1024     // bound of Hello.Token
 	MaxMatchLen          = 64       // bound of Hello.Match
+	MaxResumeLen         = 64       // bound of Hello.Resume
 	MaxWelcomePayloadLen = 16 << 10 // bound of Welcome.Payload
 	MaxReasonLen         = 512      // bound of Reject.Reason
 
@@ -76,13 +80,21 @@ type Hello struct {
 	// name, for LAN play without connect tokens; a connect token names its match
 	// itself); at most MaxMatchLen bytes. Empty: none (a server of one match).
 	Match string
+	// Resume, if not empty, is the ticket of a client coming back to the seat
+	// it held (package replication: its Welcome gave the ticket's secret); it
+	// is opaque here, at most MaxResumeLen bytes. A host routes such a Hello
+	// by Match without a token: the ticket is its credential.
+	Resume []byte
 }
 
 // Len is the encoded length of h.
 func (h Hello) Len() int {
 	n := 1 + 2 + 8 + uvarintLen(len(h.Token)) + len(h.Token)
-	if h.Match != "" {
+	if h.Match != "" || len(h.Resume) > 0 {
 		n += uvarintLen(len(h.Match)) + len(h.Match)
+	}
+	if len(h.Resume) > 0 {
+		n += uvarintLen(len(h.Resume)) + len(h.Resume)
 	}
 	return n
 }
@@ -95,15 +107,20 @@ func (h Hello) Append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, h.ProtocolHash)
 	b = binary.AppendUvarint(b, uint64(len(h.Token)))
 	b = append(b, h.Token...)
-	if h.Match != "" {
+	if h.Match != "" || len(h.Resume) > 0 {
 		b = binary.AppendUvarint(b, uint64(len(h.Match)))
 		b = append(b, h.Match...)
+	}
+	if len(h.Resume) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(h.Resume)))
+		b = append(b, h.Resume...)
 	}
 	return b
 }
 
-// ParseHello decodes a Hello. The returned Token aliases b (nil if empty). Errors match ErrMalformed.
-// A match that is present must be 1..MaxMatchLen bytes of valid UTF-8.
+// ParseHello decodes a Hello. The returned Token and Resume alias b (nil if empty). Errors
+// match ErrMalformed. A match that is present must be 1..MaxMatchLen bytes of valid UTF-8,
+// or empty before a resume of 1..MaxResumeLen bytes.
 func ParseHello(b []byte) (Hello, error) {
 	r := reader{b: b, msg: "hello"}
 	r.expectType(MessageHello)
@@ -111,7 +128,12 @@ func ParseHello(b []byte) (Hello, error) {
 	h.Token = r.bytes("token", MaxTokenLen)
 	if r.err == nil && len(r.b) > 0 {
 		m := r.bytes("match", MaxMatchLen)
-		if r.err == nil && (len(m) == 0 || !utf8.Valid(m)) {
+		if r.err == nil && len(r.b) > 0 {
+			if h.Resume = r.bytes("resume", MaxResumeLen); r.err == nil && len(h.Resume) == 0 {
+				r.fail("empty resume")
+			}
+		}
+		if r.err == nil && (len(m) == 0 && len(h.Resume) == 0 || !utf8.Valid(m)) {
 			r.fail("match of %d bytes is empty or not UTF-8", len(m))
 		}
 		h.Match = string(m)

@@ -14,20 +14,22 @@ func FuzzParseHello(f *testing.F) {
 	f.Add(transport.Hello{Version: 6, ProtocolHash: 0x77, Token: []byte("sealed"), Match: "duel-7"}.Append(nil))
 	f.Add(transport.Hello{Version: 6, Match: string(make([]byte, transport.MaxMatchLen))}.Append(nil))
 	f.Add([]byte{0x01, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0x80, 0x80, 0x80, 0x80, 0x10})
+	f.Add(transport.Hello{Version: 10, ProtocolHash: 0x77, Resume: []byte("ticket")}.Append(nil))
+	f.Add(transport.Hello{Version: 10, Match: "duel-7", Resume: make([]byte, transport.MaxResumeLen)}.Append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := transport.ParseHello(b)
 		if err != nil {
 			return
 		}
-		if len(h.Token) > transport.MaxTokenLen || len(h.Match) > transport.MaxMatchLen {
-			t.Fatalf("token of %d bytes or match of %d accepted", len(h.Token), len(h.Match))
+		if len(h.Token) > transport.MaxTokenLen || len(h.Match) > transport.MaxMatchLen || len(h.Resume) > transport.MaxResumeLen {
+			t.Fatalf("token of %d bytes, match of %d or resume of %d accepted", len(h.Token), len(h.Match), len(h.Resume))
 		}
 		enc := h.Append(nil)
 		if len(enc) != h.Len() {
 			t.Fatalf("Len %d, encoded %d", h.Len(), len(enc))
 		}
 		h2, err := transport.ParseHello(enc)
-		if err != nil || h2.Version != h.Version || h2.ProtocolHash != h.ProtocolHash || !bytes.Equal(h2.Token, h.Token) || h2.Match != h.Match {
+		if err != nil || h2.Version != h.Version || h2.ProtocolHash != h.ProtocolHash || !bytes.Equal(h2.Token, h.Token) || h2.Match != h.Match || !bytes.Equal(h2.Resume, h.Resume) {
 			t.Fatalf("re-encoding does not round-trip: %v", err)
 		}
 	})

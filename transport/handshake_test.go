@@ -307,7 +307,7 @@ func TestJudgeHello(t *testing.T) {
 		client string // the client's error
 	}{
 		{"accept", good, nil, 0, 0, ""},
-		{"malformed", append(append([]byte{}, good...), 1, 'm', 0), nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed,
+		{"malformed", append(append([]byte{}, good...), 1, 'm', 1, 'r', 0), nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed,
 			"rejected by server: handshake failed: transport: malformed message: hello: 1 trailing bytes"},
 		{"empty match", append(append([]byte{}, good...), 0), nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed, ""},
 		{"not a hello", []byte{byte(transport.MessageWelcome), 1, 0}, nil, transport.HandshakeMalformed, transport.CodeHandshakeFailed, ""},

@@ -34,6 +34,9 @@ func newLiveRig(t *testing.T) *liveRig {
 		c.Limits.ClientTimeout, c.Limits.JoinTimeout = liveTimeout, liveTimeout
 		c.Logger = slog.New(slog.NewTextHandler(&r.serverLog, nil))
 		c.OnDisconnect = func(_ replication.ClientID, reason error) { r.dropped = append(r.dropped, reason) }
+		// A joined client that falls silent keeps its seat: the game hears
+		// of it at once, as of a drop.
+		c.OnSuspend = c.OnDisconnect
 	})
 	r.ClientConfig = func(c *replication.ClientConfig) {
 		c.Timeout, c.ConnectTimeout = liveTimeout, liveTimeout

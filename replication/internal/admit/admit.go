@@ -184,7 +184,7 @@ func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) ou
 	if he == nil && !routed && h.Match != "" && h.Match != d.cfg.Match {
 		_, he = transport.JudgeHello(m, d.cfg.Version, d.cfg.Hash, d.otherMatch(h.Match))
 	}
-	if he == nil {
+	if he == nil && len(h.Resume) == 0 { // (a resume takes its own seat: the server judges its ticket)
 		_, he = transport.JudgeHello(m, d.cfg.Version, d.cfg.Hash, limit(p.Conn.RemoteAddr()))
 	}
 	if he != nil {
@@ -192,8 +192,8 @@ func (d *Desk) advance(p *Pending, now time.Time, limit func(net.Addr) error) ou
 		return gone
 	}
 	p.Hello, p.first = h, m
-	if d.cfg.Authenticator == nil {
-		return pass
+	if d.cfg.Authenticator == nil || len(h.Resume) > 0 {
+		return pass // (a resume's ticket is its credential)
 	}
 	d.startAuth(p, now)
 	return stay

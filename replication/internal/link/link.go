@@ -112,11 +112,42 @@ type Link struct {
 	draining bool
 	dgBuf    []byte
 
+	// The seat: what the Welcome gave to come back to it (package
+	// replication's server_seats.go), and how far the client got.
+	seat seat
+	// taken counts the reliable messages taken since the seat's
+	// replication began; takenRepeat how many more datagrams say so (after
+	// it changed), dgCount the datagrams sent.
+	taken       uint32
+	takenRepeat int
+	dgCount     uint32
+	// resuming: the Hello was a resume (fresh: of a client that holds
+	// nothing); resumeTo the state to go back to; resumed and reset what
+	// the last Welcome said.
+	resuming, fresh bool
+	resumeTo        State
+	resumed, reset  bool
+	clientTaken     uint32
+	// everReady: the seat's initial world arrived (a resume goes back to
+	// Ready, also from Closed)
+	everReady bool
+
 	// Liveness: when the current state began (as of the first Expired
 	// check in it) and when the server was last heard from.
 	phase        State
 	since, heard time.Time
 }
+
+// seat is what a Welcome gave a client to come back to its seat.
+type seat struct {
+	resumable bool
+	secret    [wire.SecretLen]byte
+	match     string
+}
+
+// ErrNoSeat: the client has no seat to resume (the server keeps none, or
+// the client was never welcomed, or its last resume was refused).
+var ErrNoSeat = errors.New("replication: no seat to resume")
 
 // SetToken replaces the token the next Start's Hello carries.
 func (l *Link) SetToken(tok []byte) { l.cfg.Token = tok }
@@ -141,8 +172,87 @@ func (l *Link) Start() []byte {
 	l.rcv.MaxEntities = l.cfg.MaxEntities
 	l.touched, l.applied = l.touched[:0], 0
 	l.phase, l.since, l.heard = Closed, time.Time{}, time.Time{}
+	l.seat, l.taken, l.takenRepeat, l.resuming, l.fresh, l.resumed, l.reset, l.everReady = seat{}, 0, 0, false, false, false, false, false
 	h := transport.Hello{Version: wire.ProtocolVersion, ProtocolHash: l.cfg.Registry.Hash(), Token: l.cfg.Token, Match: l.cfg.Match}
 	return h.Append(nil)
+}
+
+// Resume begins a connection back to the client's seat: what the link
+// holds (its receiver, its count of messages taken) stays, and it returns
+// the Hello with the resume ticket. ErrNoSeat if there is none.
+func (l *Link) Resume() ([]byte, error) {
+	if !l.seat.resumable || l.id == 0 {
+		return nil, ErrNoSeat
+	}
+	to := Joined
+	if l.everReady {
+		to = Ready
+	}
+	t := wire.Ticket{Client: l.id, Secret: l.seat.secret, Taken: l.taken}
+	l.startResume(to, false)
+	return l.resumeHello(&t), nil
+}
+
+// ResumeSaved begins a connection back to the seat of a saved ticket
+// (Ticket), holding nothing: the server starts the seat's replication over.
+func (l *Link) ResumeSaved(saved []byte) ([]byte, error) {
+	t, match, err := ParseSaved(saved)
+	if err != nil {
+		return nil, err
+	}
+	l.Start()
+	l.id, l.seat = t.Client, seat{resumable: true, secret: t.Secret, match: match}
+	l.startResume(Joined, true)
+	return l.resumeHello(&t), nil
+}
+
+func (l *Link) startResume(to State, fresh bool) {
+	l.state, l.err, l.drain, l.draining = Connecting, nil, Drain{}, false
+	l.phase, l.since, l.heard = Closed, time.Time{}, time.Time{}
+	l.resuming, l.fresh, l.resumeTo, l.resumed, l.reset = true, fresh, to, false, false
+}
+
+func (l *Link) resumeHello(t *wire.Ticket) []byte {
+	match := l.seat.match
+	if match == "" {
+		match = l.cfg.Match
+	}
+	h := transport.Hello{Version: wire.ProtocolVersion, ProtocolHash: l.cfg.Registry.Hash(), Match: match, Resume: t.Append(nil)}
+	return h.Append(nil)
+}
+
+// Ticket returns the client's seat as a saved ticket, for a new client
+// (a reloaded page) to come back to it with ResumeSaved; nil without a
+// seat. It changes at every Welcome (a resume spends the secret).
+func (l *Link) Ticket() []byte {
+	if !l.seat.resumable || l.id == 0 {
+		return nil
+	}
+	t := wire.Ticket{Client: l.id, Secret: l.seat.secret, Fresh: true}
+	b := t.Append(nil)
+	b = append(b, byte(len(l.seat.match)))
+	return append(b, l.seat.match...)
+}
+
+// ParseSaved decodes a saved ticket (Ticket): the wire ticket, then the
+// match's length (a byte) and the match.
+func ParseSaved(b []byte) (wire.Ticket, string, error) {
+	if len(b) < wire.TicketLen+1 || len(b) != wire.TicketLen+1+int(b[wire.TicketLen]) || int(b[wire.TicketLen]) > transport.MaxMatchLen {
+		return wire.Ticket{}, "", fmt.Errorf("%w: saved resume ticket of %d bytes", wire.ErrMalformed, len(b))
+	}
+	t, err := wire.ParseTicket(b[:wire.TicketLen])
+	if err == nil && !t.Fresh {
+		err = fmt.Errorf("%w: saved resume ticket is not fresh", wire.ErrMalformed)
+	}
+	return t, string(b[wire.TicketLen+1:]), err
+}
+
+// Resumed reports whether the last Welcome continued the client's seat,
+// whether it started the seat's replication over (reset: the client drops
+// what it holds), and how many of the client's reliable messages the server
+// took (it sends again those after).
+func (l *Link) Resumed() (resumed, reset bool, clientTaken uint32) {
+	return l.resumed, l.reset, l.clientTaken
 }
 
 // State returns the connection state.
@@ -231,6 +341,10 @@ func (l *Link) OnMessage(m []byte) (Event, error) {
 			if err != nil {
 				return EventNone, err
 			}
+			if l.resuming && rj.Code == transport.CodeResumeRefused {
+				l.seat = seat{} // (the seat is gone: a later Resume fails at once)
+			}
+			l.resuming = false
 			l.Fail(explainReject(rj, l.cfg.Registry))
 			return EventRejected, nil
 		}
@@ -239,6 +353,23 @@ func (l *Link) OnMessage(m []byte) (Event, error) {
 	if len(m) == 0 {
 		return EventNone, fmt.Errorf("%w: empty message", wire.ErrMalformed)
 	}
+	ev, err := l.onMessage(m)
+	if err == nil {
+		l.taken++
+		l.takenRepeat = takenRepeats
+	}
+	return ev, err
+}
+
+// takenRepeats is how many datagrams say the count of messages taken after
+// it changed (some may be lost); every takenEvery-th says it anyway.
+const (
+	takenRepeats = 6
+	takenEvery   = 32
+)
+
+// onMessage takes one reliable message after the Welcome.
+func (l *Link) onMessage(m []byte) (Event, error) {
 	switch m[0] {
 	case wire.KindSpawns:
 		// Validated whole before any of it is applied.
@@ -258,7 +389,7 @@ func (l *Link) OnMessage(m []byte) (Event, error) {
 		if l.state != Joined {
 			return EventNone, nil
 		}
-		l.state = Ready
+		l.state, l.everReady = Ready, true
 		return EventReady, nil
 	case wire.KindMessages:
 		return EventMessages, nil
@@ -288,9 +419,24 @@ func (l *Link) welcome(m []byte) error {
 	if err != nil {
 		return err
 	}
-	rcv := receive.NewReceiver(l.cfg.Registry, w.ClientID, int(info.Depth))
-	rcv.MaxEntities = l.cfg.MaxEntities
-	if info.Compression {
+	switch {
+	case info.Resumed != l.resuming:
+		return fmt.Errorf("%w: a Welcome that resumes %v to a Hello that resumes %v", wire.ErrMalformed, info.Resumed, l.resuming)
+	case l.resuming && w.ClientID != l.id:
+		return fmt.Errorf("%w: the Welcome resumes seat %d, not %d", wire.ErrMalformed, w.ClientID, l.id)
+	}
+	l.resumed, l.reset, l.clientTaken = info.Resumed, info.Reset || l.fresh, info.ClientTaken
+	l.resuming = false
+	l.seat = seat{resumable: info.Resumable, secret: info.Secret, match: info.Match}
+	rcv := l.rcv
+	if !l.resumed || l.reset {
+		rcv = receive.NewReceiver(l.cfg.Registry, w.ClientID, int(info.Depth))
+		rcv.MaxEntities = l.cfg.MaxEntities
+		l.taken, l.touched, l.applied, l.everReady = 0, l.touched[:0], 0, false
+	} else if rcv == nil || rcv.Depth() != int(info.Depth) {
+		return fmt.Errorf("%w: the resumed Welcome has depth %d", wire.ErrMalformed, info.Depth)
+	}
+	if info.Compression && rcv != l.rcv {
 		if d := wire.DictionaryHash(l.cfg.CompressionDictionary); d != info.Dictionary {
 			return fmt.Errorf("%w: the server uses dictionary %#x, this client %#x (ClientConfig.CompressionDictionary)", ErrDictionary, info.Dictionary, d)
 		}
@@ -309,6 +455,9 @@ func (l *Link) welcome(m []byte) error {
 	l.id, l.info, l.rcv = w.ClientID, info, rcv
 	l.arrivals = timing.NewArrivals(interval, threshold, jitter)
 	l.state = Joined
+	if l.resumed && !l.reset {
+		l.state = l.resumeTo
+	}
 	return nil
 }
 
@@ -382,7 +531,13 @@ func (l *Link) Fresh() []uint32 {
 // with input, the input section it appends (valid until the next call).
 func (l *Link) Datagram(input func(dst []byte) []byte) []byte {
 	ack := l.rcv.Ack()
-	l.dgBuf = wire.AppendClientHeader(l.dgBuf[:0], &ack)
+	l.dgCount++
+	if l.seat.resumable && (l.takenRepeat > 0 || l.dgCount%takenEvery == 0) {
+		l.takenRepeat = max(l.takenRepeat-1, 0)
+		l.dgBuf = wire.AppendClientHeaderTaken(l.dgBuf[:0], &ack, l.taken)
+	} else {
+		l.dgBuf = wire.AppendClientHeader(l.dgBuf[:0], &ack)
+	}
 	if input != nil {
 		l.dgBuf = input(l.dgBuf)
 	}

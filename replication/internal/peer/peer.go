@@ -67,6 +67,11 @@ type Peer struct {
 	RxErr error
 	// HeardTick is the newest tick the last datagram received acked.
 	HeardTick uint32
+	// Taken is the newest count of reliable messages the client said it
+	// took (wire.FlagTaken); TakenNew: it grew since the server last
+	// cleared it.
+	Taken    uint32
+	TakenNew bool
 	// acks received, taken in by the peer's next tick (in parallel with
 	// the other peers') or, failing that, its next BeginReceive
 	acks []heardAck
@@ -211,6 +216,19 @@ func (p *Peer) Init(id uint8, cfg Config, now time.Time) {
 	p.Rate = congestion.NewController(float64(cfg.MinRate), float64(cfg.MaxRate), cfg.MTU)
 }
 
+// Resume takes the client back on a new connection at now: what it holds
+// (its baselines, its spawns) stays, and its path is new: liveness starts
+// over, the rate controller starts afresh (keeping none of the dead path's
+// losses), the acks kept are dropped, and the datagrams sent on the dead
+// path are not judged.
+func (p *Peer) Resume(cfg Config, now time.Time) {
+	p.heard = now
+	p.acks = p.acks[:0]
+	p.RX, p.RxErr = p.RX[:0], nil
+	p.Rate = congestion.NewController(float64(cfg.MinRate), float64(cfg.MaxRate), cfg.MTU)
+	p.judged = 0 // (judgeLoss starts at the next tick)
+}
+
 // Silent reports why the client is to be dropped for silence: no datagram
 // for longer than timeout (> 0) before now, or no acknowledged snapshot
 // joinTimeout (> 0) after the first was sent (a server whose Send does not
@@ -296,9 +314,14 @@ func (p *Peer) onDatagram(d []byte, now time.Time, serverTick uint32) (newest ui
 	h := &p.acks[len(p.acks)-1]
 	h.at = now
 	ack := &h.ack
-	if input, err = wire.ParseClientHeaderInto(ack, d); err != nil {
+	var taken uint32
+	var hasTaken bool
+	if input, taken, hasTaken, err = wire.ParseClientHeaderTaken(ack, d); err != nil {
 		p.acks = p.acks[:len(p.acks)-1]
 		return 0, nil, err
+	}
+	if hasTaken && int32(taken-p.Taken) > 0 {
+		p.Taken, p.TakenNew = taken, true
 	}
 	if ack.Newest != 0 && int32(ack.Newest-serverTick) > 0 {
 		p.acks = p.acks[:len(p.acks)-1]

@@ -100,6 +100,9 @@ func NewReceiver(reg *schema.Registry, me uint8, depth int) *Receiver {
 		shown: make([]View, depth), MaxEntities: DefaultMaxEntities}
 }
 
+// Depth returns how many views the receiver keeps.
+func (r *Receiver) Depth() int { return len(r.ring) }
+
 // EnableZstd lets the receiver decode compressed datagrams, with the
 // dictionary the server uses (nil for none); see codec.Decompressor.
 func (r *Receiver) EnableZstd(dict []byte) error { return r.dec.Enable(dict) }

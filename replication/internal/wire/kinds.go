@@ -7,7 +7,7 @@ import (
 
 // ProtocolVersion is the replication wire version checked at connect (the
 // history of its numbers is replication.ProtocolVersion's).
-const ProtocolVersion uint16 = 9
+const ProtocolVersion uint16 = 10
 
 // Message and datagram kinds (first byte). Handshake messages (package
 // transport) use 0x01–0x03.

@@ -17,10 +17,41 @@ func TestMessageLengths(t *testing.T) {
 	w := Welcome{TickRate: 30, Depth: 32, Tick: 0x01020304, NetDivisor: 2, Compression: true, Dictionary: 9}
 	b := w.Append(nil)
 	require.Len(t, b, w.Len())
-	require.Equal(t, []byte{3, 30, 0, 32, 4, 3, 2, 1, 2, 0, 1, 9, 0, 0, 0, 0, 0, 0, 0}, b)
+	require.Equal(t, []byte{4, 30, 0, 32, 4, 3, 2, 1, 2, 0, 1, 9, 0, 0, 0, 0, 0, 0, 0}, b)
 	got, err := ParseWelcome(b)
 	require.NoError(t, err)
 	require.Equal(t, w, got)
+
+	for _, w := range []Welcome{
+		{TickRate: 30, Depth: 32, NetDivisor: 1, Resumable: true, Secret: [SecretLen]byte{1, 2, 3}, Match: "duel-7"},
+		{TickRate: 30, Depth: 32, NetDivisor: 1, Resumable: true, Resumed: true, ClientTaken: 0x01020304},
+		{TickRate: 30, Depth: 32, NetDivisor: 1, Resumable: true, Resumed: true, Reset: true, Match: "m"},
+	} {
+		b := w.Append(nil)
+		require.Len(t, b, w.Len())
+		got, err := ParseWelcome(b)
+		require.NoError(t, err)
+		require.Equal(t, w, got)
+		_, err = ParseWelcome(append(b, 0))
+		require.Error(t, err, "trailing byte")
+		_, err = ParseWelcome(b[:len(b)-1])
+		require.Error(t, err, "truncated")
+	}
+	for _, bad := range []Welcome{{TickRate: 30, Depth: 32, NetDivisor: 1, Resumed: true}, {TickRate: 30, Depth: 32, NetDivisor: 1, Resumable: true, Reset: true}} {
+		_, err := ParseWelcome(bad.Append(nil))
+		require.Error(t, err, "%+v", bad)
+	}
+
+	tk := Ticket{Client: 7, Secret: [SecretLen]byte{9, 8, 7}, Taken: 0x0A0B0C0D}
+	b = tk.Append(nil)
+	require.Len(t, b, TicketLen)
+	back, err := ParseTicket(b)
+	require.NoError(t, err)
+	require.Equal(t, tk, back)
+	for _, bad := range [][]byte{b[:TicketLen-1], append(b, 0), (&Ticket{Client: 0}).Append(nil), (&Ticket{Client: 3, Fresh: true, Taken: 1}).Append(nil)} {
+		_, err := ParseTicket(bad)
+		require.Error(t, err, "%x", bad)
+	}
 
 	for _, a := range []Ack{{}, {Newest: 9, Mask: 3}, {Newest: 9, Mask: 1, Partial: 0b10, PartCount: [AckWindow]uint8{0, 5}, Parts: [AckWindow]uint64{0, 0b10011}}} {
 		b := AppendClientHeader(nil, &a)
@@ -29,6 +60,13 @@ func TestMessageLengths(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []byte{0xEE}, rest)
 		require.Equal(t, a.Newest, back.Newest)
+		var again Ack
+		rest, taken, has, err := ParseClientHeaderTaken(&again, append(AppendClientHeaderTaken(nil, &a, 0x05060708), 0xEE))
+		require.NoError(t, err)
+		require.True(t, has)
+		require.Equal(t, uint32(0x05060708), taken)
+		require.Equal(t, []byte{0xEE}, rest)
+		require.Equal(t, a.Newest, again.Newest)
 	}
 
 	b = AppendReady(nil, 0x0A0B0C0D)

@@ -54,6 +54,9 @@ func FuzzMessages(f *testing.F) {
 	f.Add((&Welcome{TickRate: 30, Depth: 32, Tick: 9, NetDivisor: 2}).Append(nil))
 	f.Add((&Welcome{TickRate: 60, Depth: 64, Tick: 1, NetDivisor: 1, Compression: true, Dictionary: 0x1234567}).Append(nil))
 	f.Add(AppendClientHeader(nil, &Ack{Newest: 10, Mask: 0xff}))
+	f.Add(AppendClientHeaderTaken(nil, &Ack{Newest: 10, Mask: 0xff}, 42))
+	f.Add((&Welcome{TickRate: 30, Depth: 32, Tick: 9, NetDivisor: 2, Resumable: true, Secret: [SecretLen]byte{1}, Match: "duel-7", Resumed: true, ClientTaken: 3}).Append(nil))
+	f.Add((&Ticket{Client: 3, Secret: [SecretLen]byte{1, 2}, Taken: 17}).Append(nil))
 	partial := Ack{Newest: 12, Mask: 0b101, Partial: 0b10, PartCount: [AckWindow]uint8{0, 3}}
 	partial.Parts[1] = 0b101
 	f.Add(append(AppendClientHeader(nil, &partial), 0xAA, 0xBB))
@@ -105,7 +108,23 @@ func FuzzMessages(f *testing.F) {
 				t.Fatalf("spawn of %d lanes, its set has %d", len(e.Lanes), want)
 			}
 		})
-		_, _ = ParseWelcome(b)
+		if w, err := ParseWelcome(b); err == nil {
+			if again, err := ParseWelcome(w.Append(nil)); err != nil || again != w {
+				t.Fatalf("welcome does not round-trip: %+v vs %+v (%v)", w, again, err)
+			}
+		}
+		if tk, err := ParseTicket(b); err == nil {
+			if again, err := ParseTicket(tk.Append(nil)); err != nil || again != tk {
+				t.Fatalf("ticket does not round-trip: %+v vs %+v (%v)", tk, again, err)
+			}
+		}
+		var ta Ack
+		if _, taken, has, err := ParseClientHeaderTaken(&ta, b); err == nil && has {
+			var again Ack
+			if _, t2, _, err := ParseClientHeaderTaken(&again, AppendClientHeaderTaken(nil, &ta, taken)); err != nil || t2 != taken {
+				t.Fatalf("client header with a count does not round-trip: %d vs %d (%v)", taken, t2, err)
+			}
+		}
 		if a, _, err := ParseClientHeader(b); err == nil {
 			// What parses re-encodes to an ack that parses the same.
 			again, rest, err := ParseClientHeader(AppendClientHeader(nil, &a))
