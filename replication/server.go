@@ -52,6 +52,8 @@ type Server struct {
 
 	clients []*remote   // index = ClientID
 	ended   []endedSeat // seats that ended recently (server_seats.go)
+	// seatSerial numbers the seats given (ClientInfo.Seat)
+	seatSerial uint64
 	hs      handshakes  // connections in the handshake (server_handshake.go)
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
@@ -340,6 +342,10 @@ func (s *Server) Suspended() []ClientID {
 type ClientInfo struct {
 	ID    ClientID
 	Ready bool
+	// Seat numbers the client's seat among the server's: the same across
+	// its resumes, another for the next client of its id (a host's player
+	// tracking tells a resume from a leave and a join by it).
+	Seat uint64
 	// Suspended: the client lost its connection and the server keeps its
 	// seat (since SuspendedFor).
 	Suspended    bool
@@ -381,7 +387,7 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 	if c.seat.suspended {
 		away = s.cfg.Now().Sub(c.seat.since)
 	}
-	return ClientInfo{ID: id, Ready: c.Ready, Suspended: c.seat.suspended, SuspendedFor: away, RTT: ts.RTT, AckDelay: c.RTT.SRTT(), Loss: loss, BytesPerSecond: int(c.Rate.Rate()),
+	return ClientInfo{ID: id, Ready: c.Ready, Seat: c.seat.serial, Suspended: c.seat.suspended, SuspendedFor: away, RTT: ts.RTT, AckDelay: c.RTT.SRTT(), Loss: loss, BytesPerSecond: int(c.Rate.Rate()),
 		SnapshotBytes: c.Counters.SnapshotBytes, SpawnBytes: c.Counters.SpawnBytes, Spawned: c.Spawned.Count(), Relevant: c.rel.Relevant.Count(),
 		NewestAck: c.Tracker.NewestAck, Transport: ts, StateBytes: c.MemoryBytes() + c.rel.MemoryBytes()}, true
 }

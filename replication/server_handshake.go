@@ -184,6 +184,8 @@ func (s *Server) admit(p *admit.Pending) {
 	c := &remote{conn: p.Conn}
 	c.Init(id, s.peerConfig(), s.cfg.Now())
 	c.seat.secret = secret
+	s.seatSerial++
+	c.seat.serial = s.seatSerial
 	c.seat.log.reset()
 	s.clients[id] = c
 	s.Stats.Connected++

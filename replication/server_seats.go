@@ -52,6 +52,8 @@ const maxSeatLog = 1 << 20
 
 // seat is what the server keeps of a client so that it can come back.
 type seat struct {
+	// serial numbers the seat among the server's (ClientInfo.Seat)
+	serial uint64
 	secret [wire.SecretLen]byte
 	// used is the secret the last resume spent (a replay is refused as
 	// such); hasUsed: there was one.

@@ -60,7 +60,8 @@ type Match struct {
 
 // player is a client the match tracks for PlayerEvents.
 type player struct {
-	conn transport.Conn
+	seat uint64         // replication.ClientInfo.Seat
+	conn transport.Conn // its connection as of the last frame (nil: suspended)
 	info Player
 	// token is the player's connect token until it acknowledged its first
 	// snapshot (it is then spent for good); given back if the player
@@ -131,10 +132,15 @@ func (m *Match) Listener() transport.Listener { return m.ln }
 // at zero: one worker (ServerConfig.Workers = 1: the host spreads its
 // matches over the cores, each on its own goroutine, rather than each
 // match's Send spinning GOMAXPROCS helpers), the host's clock and the
-// host's logger with the match's name. Call it before replication.NewServer.
+// host's logger with the match's name, and the match's name
+// (ServerConfig.Match: a client that comes back to its seat names it).
+// Call it before replication.NewServer.
 func (m *Match) Configure(cfg *replication.ServerConfig) {
 	if cfg.Workers == 0 {
 		cfg.Workers = 1
+	}
+	if cfg.Match == "" {
+		cfg.Match = m.name
 	}
 	if cfg.Now == nil {
 		cfg.Now = m.h.cfg.Now
@@ -323,7 +329,7 @@ func (m *Match) leaveAll(why *transport.CloseError) bool {
 		delete(m.players, id)
 		gone = append(gone, p.info)
 		m.h.releaseToken(p.token)
-		if why != nil {
+		if why != nil && p.conn != nil {
 			m.h.closeConn(p.conn, why.Code, why.Reason)
 		}
 	}

@@ -2,12 +2,13 @@ package host
 
 import "strconv"
 
-// trackPlayers compares the server's clients with the players the match
-// knows (by client id and connection, so a slot reused within one frame is
-// a leave and a join) and reports the difference to Config.OnPlayer. A
-// connect token is spent once its player acknowledged its first snapshot;
-// the token of a connection that did not get so far is given back
-// (token.Verifier.Release). It returns the number of clients.
+// trackPlayers compares the server's seats with the players the match
+// knows (by client id and seat, so a slot reused within one frame is a
+// leave and a join, and a seat suspended or resumed on a new connection is
+// the same player) and reports the difference to Config.OnPlayer. A connect
+// token is spent once its player acknowledged its first snapshot; the token
+// of a connection that did not get so far is given back
+// (token.Verifier.Release). It returns the number of seats.
 func (m *Match) trackPlayers() int {
 	m.emitMu.Lock()
 	defer m.emitMu.Unlock()
@@ -18,25 +19,28 @@ func (m *Match) trackPlayers() int {
 	}
 	events := m.events[:0]
 	for id, p := range m.players {
-		if m.srv.Conn(id) != p.conn {
+		ci, ok := m.srv.Client(id)
+		if !ok || ci.Seat != p.seat {
 			delete(m.players, id)
 			m.h.releaseToken(p.token) // (nil once spent)
 			events = append(events, PlayerEvent{Match: m.name, Player: p.info})
 			continue
 		}
-		if p.token != nil {
-			if ci, ok := m.srv.Client(id); ok && ci.NewestAck != 0 {
+		if c := m.srv.Conn(id); p.token != nil && ci.NewestAck != 0 || c != p.conn {
+			if ci.NewestAck != 0 {
 				p.token = nil // joined: the token is spent
-				m.players[id] = p
 			}
+			p.conn = c // (a resume's, or none while suspended)
+			m.players[id] = p
 		}
 	}
-	ids := m.srv.Clients()
+	ids := append(m.srv.Clients(), m.srv.Suspended()...)
 	for _, id := range ids {
-		c := m.srv.Conn(id)
-		if p, ok := m.players[id]; ok && p.conn == c {
+		ci, _ := m.srv.Client(id)
+		if p, ok := m.players[id]; ok && p.seat == ci.Seat {
 			continue
 		}
+		c := m.srv.Conn(id) // (a new seat: its first connection)
 		info := Player{Client: id, ID: m.name + "/" + strconv.Itoa(int(id))}
 		r := m.routed[c]
 		if r.claims != nil {
@@ -44,7 +48,7 @@ func (m *Match) trackPlayers() int {
 			info.ID = strconv.FormatUint(r.claims.ClientID, 10)
 		}
 		delete(m.routed, c)
-		m.players[id] = player{conn: c, info: info, token: r.token}
+		m.players[id] = player{seat: ci.Seat, conn: c, info: info, token: r.token}
 		events = append(events, PlayerEvent{Match: m.name, Player: info, Joined: true})
 	}
 	m.pmu.Unlock()

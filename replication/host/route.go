@@ -57,7 +57,8 @@ func (d *decision) refuse(why refusal, err error) {
 // decide is the host's routing policy, in this order: a Hello that does not
 // parse, another protocol version, a draining host, a token that does not
 // verify (or names a match not open), a match name not open; else the
-// match. The protocol hash is the match server's to judge.
+// match. A resume (a Hello with a ticket) goes by its match name, tokens
+// or not. The protocol hash is the match server's to judge.
 func (h *Host) decide(b []byte) decision {
 	var d decision
 	hello, err := transport.ParseHello(b)
@@ -75,9 +76,11 @@ func (h *Host) decide(b []byte) decision {
 		d.refuse(refuseDraining, dr.refusal)
 		return d
 	}
-	if h.cfg.Tokens != nil {
+	if h.cfg.Tokens != nil && len(hello.Resume) == 0 {
 		return h.decideToken(d)
 	}
+	// (A client coming back to its seat names its match: its ticket, which
+	// the match's server judges, is its credential.)
 	name := hello.Match
 	if name == "" {
 		name = h.cfg.DefaultMatch
