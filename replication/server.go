@@ -54,7 +54,7 @@ type Server struct {
 	ended   []endedSeat // seats that ended recently (server_seats.go)
 	// seatSerial numbers the seats given (ClientInfo.Seat)
 	seatSerial uint64
-	hs      handshakes  // connections in the handshake (server_handshake.go)
+	hs         handshakes // connections in the handshake (server_handshake.go)
 	// draining: Drain was called; new clients are refused with it.
 	draining *transport.CloseError
 
