@@ -514,13 +514,20 @@ func (c *Client) SendSystem() ecs.System {
 }
 
 // Close disconnects from the server (a normal close; the mirrors stay) and
-// leaves the client in StateClosed. Calling it again does nothing.
+// leaves the client in StateClosed: the player leaves, and the server frees
+// its seat at once. (A connection that ends otherwise — a dead link, a
+// page that reloads, a transport's own close — keeps the seat for a while:
+// Resume.) Calling it again does nothing.
 func (c *Client) Close() {
-	if c.conn != nil {
-		_ = c.conn.Close()
+	if c.conn != nil && c.link.State() != link.Closed {
+		_ = c.conn.CloseWithReason(transport.CodeNormal, leaveReason)
 	}
 	c.fail(errClosedByApp)
 }
+
+// leaveReason is the reason of a client's close that leaves its seat
+// (Client.Close): any other close of the connection keeps it.
+const leaveReason = "the player left"
 
 // errClosedByApp is Client.Err after Client.Close.
 var errClosedByApp = errors.New("replication: client closed")

@@ -517,14 +517,16 @@ func (s *Server) sendFailed(c *remote, err error) {
 }
 
 // disconnected ends c, whose connection closed with err: a close of the
-// player's own (a normal close from its end) or for a backlog it did not
-// take is a leave; any other loss keeps its seat (lost).
+// player's own (Client.Close: a normal close from its end that says so), a
+// close for a backlog it did not take, or of a client that never
+// acknowledged a snapshot is a leave; any other loss keeps its seat
+// (lost).
 func (s *Server) disconnected(c *remote, err error) {
 	var ce *transport.CloseError
 	switch {
 	case errors.As(err, &ce) && ce.Code == transport.CodeSendBacklog:
 		s.cfg.Logger.Warn("archenet: client dropped", "client", c.ID, "code", ce.Code, "reason", ce.Reason)
-	case errors.As(err, &ce) && ce.Remote && ce.Code == transport.CodeNormal || c.Tracker.NewestAck == 0:
+	case errors.As(err, &ce) && ce.Remote && ce.Code == transport.CodeNormal && ce.Reason == leaveReason || c.Tracker.NewestAck == 0:
 		s.cfg.Logger.Info("archenet: client disconnected", "client", c.ID, "err", err)
 	default:
 		s.lost(c, err)

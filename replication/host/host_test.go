@@ -286,7 +286,7 @@ func TestTimedOutJoinKeepsToken(t *testing.T) {
 	r.run(10)
 	require.True(t, p.c.Ready(), "%v", p.c.Err())
 	require.Equal(t, 5.0, p.x())
-	require.NoError(t, p.conn.Close())
+	p.c.Close()
 	r.run(5)
 	again := r.dial(withToken)
 	r.run(5)
@@ -322,7 +322,7 @@ func TestDrainEndsWhenEmpty(t *testing.T) {
 		require.WithinDuration(t, deadline, d.Deadline, time.Second)
 	}
 	// a's player leaves: a ends; b goes on.
-	require.NoError(t, ca.conn.Close())
+	ca.c.Close()
 	r.run(5)
 	_, open := r.h.Match("a")
 	require.False(t, open)
@@ -333,7 +333,7 @@ func TestDrainEndsWhenEmpty(t *testing.T) {
 		t.Fatal("done with a match left")
 	default:
 	}
-	require.NoError(t, cb.conn.Close())
+	cb.c.Close()
 	r.run(5)
 	select {
 	case <-r.h.Done():
@@ -412,7 +412,7 @@ func TestPlayerEvents(t *testing.T) {
 	c1 := r.dial(func(c *replication.ClientConfig) { c.Match = "a" })
 	c2 := r.dial(func(c *replication.ClientConfig) { c.Match = "a" })
 	r.run(5)
-	require.NoError(t, c1.conn.Close())
+	c1.c.Close()
 	r.run(5)
 	m.Close(transport.CodeApplication, "game over")
 	r.run(2)
