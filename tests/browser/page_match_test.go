@@ -176,6 +176,8 @@ type pageReport struct {
 	Transport     map[string]float64           `json:"transport"`
 	Msgs          pagegame.MessageStats        `json:"msgs"`
 	Via           string                       `json:"via"`
+	Resumed       bool                         `json:"resumed"`
+	Saved         bool                         `json:"saved"`
 }
 
 // open loads the page in mode and waits until it plays (and the natives are ready).

@@ -84,6 +84,7 @@ func newRig(t *testing.T, l transport.Listener, tweak func(*replication.ServerCo
 			r.events = append(r.events, err)
 			r.mu.Unlock()
 		}}
+	cfg.OnSuspend = cfg.OnDisconnect // (a lost connection keeps its seat: the server noticed)
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -99,7 +100,8 @@ func newRig(t *testing.T, l transport.Listener, tweak func(*replication.ServerCo
 }
 
 // Events returns the reasons of the server's disconnects so far
-// (ServerConfig.OnDisconnect).
+// (ServerConfig.OnDisconnect, and OnSuspend: a lost connection keeps its
+// seat).
 func (r *Rig) Events() []error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -8,7 +8,9 @@
 // mirror only); transport=websocket plays over the WebSocket fallback at
 // /archenet.ws (also taken when the browser has no WebTransport, or a
 // WebTransport dial fails); messages=1 checks the match's game messages and pokes the server
-// (pagegame.Client.Messages). It dials the session /endpoint.json names and plays a frame every
+// (pagegame.Client.Messages); resume=1 keeps the client's seat ticket in sessionStorage
+// (replication.Client.ResumeTicket) and, once reloaded, comes back to that seat with it
+// (replication.ClientConfig.ResumeTicket). It dials the session /endpoint.json names and plays a frame every
 // 1/60 s. Once the test sets window.pageStop, the player lets go of its keys and the
 // page fetches the server's state (/server.json, a replicationtest.State) every
 // 100 ms and runs replicationtest.Converged on its own world against it. It publishes
@@ -19,6 +21,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +30,7 @@ import (
 	"syscall/js"
 	"time"
 
+	"github.com/archenet/archenet/replication"
 	"github.com/archenet/archenet/replication/replicationtest"
 	"github.com/archenet/archenet/tests/internal/pagegame"
 	"github.com/archenet/archenet/transport"
@@ -57,6 +61,10 @@ type report struct {
 	// Via is the transport the page plays over ("webtransport" or
 	// "websocket").
 	Via string `json:"via"`
+	// With resume=1: the page came back with a saved ticket (Resumed), and
+	// it saved one (Saved).
+	Resumed bool `json:"resumed"`
+	Saved   bool `json:"saved"`
 	// With messages=1: the game messages it saw (pagegame.MessageStats).
 	Msgs pagegame.MessageStats `json:"msgs"`
 }
@@ -70,6 +78,9 @@ func main() {
 	}
 	publish(r)
 }
+
+// ticketKey is where the page keeps its seat's ticket (sessionStorage).
+const ticketKey = "archenet-ticket"
 
 func publish(r *report) {
 	b, _ := json.Marshal(r)
@@ -88,7 +99,19 @@ func play(r *report, q url.Values) error {
 	if r.Mode == "play" {
 		sample = pagegame.Wander(7, stopped)
 	}
-	c, err := pagegame.NewClient(conn, sample, 600, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var tweak []func(*replication.ClientConfig)
+	resume := q.Get("resume") == "1"
+	if resume {
+		if t := js.Global().Get("sessionStorage").Call("getItem", ticketKey); t.Truthy() {
+			ticket, err := base64.StdEncoding.DecodeString(t.String())
+			if err != nil {
+				return fmt.Errorf("saved ticket: %w", err)
+			}
+			r.Resumed = true
+			tweak = append(tweak, func(c *replication.ClientConfig) { c.ResumeTicket = ticket })
+		}
+	}
+	c, err := pagegame.NewClient(conn, sample, 600, slog.New(slog.NewTextHandler(io.Discard, nil)), tweak...)
 	if err != nil {
 		return err
 	}
@@ -128,6 +151,11 @@ func play(r *report, q url.Values) error {
 		}
 		if frames%30 == 0 {
 			fill(r, c, cpu, frames)
+			if t := c.Net.ResumeTicket(); resume && t != nil {
+				// (The newest: each resume spends the secret.)
+				js.Global().Get("sessionStorage").Call("setItem", ticketKey, base64.StdEncoding.EncodeToString(t))
+				r.Saved = true
+			}
 			publish(r)
 		}
 	}

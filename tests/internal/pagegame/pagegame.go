@@ -209,6 +209,13 @@ func NewServer(o ServerOptions) (*Server, error) {
 	return s, nil
 }
 
+// Body returns the body of client c's player (a watcher's, or no player:
+// the zero entity and false).
+func (s *Server) Body(c replication.ClientID) (arche.Entity, bool) {
+	e, ok := s.players[c]
+	return e, ok && !e.IsZero()
+}
+
 // joinLeave gives joining players a body and removes a leaving one's.
 func (s *Server) joinLeave(w *arche.World) {
 	for _, c := range s.events {
