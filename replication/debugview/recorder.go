@@ -182,8 +182,10 @@ func (r *Recorder) build(now time.Time, secs float64) Sample {
 		Connected:    st.Connected,
 		Disconnected: st.Disconnected,
 		Rejected:     st.Rejected,
-		Clients:      []ClientSample{},
-		Clamps:       []Clamp{},
+		Suspended:    st.Suspended, Resumed: st.Resumed, SeatsExpired: st.SeatsExpired,
+		SeatsSuspended: len(r.srv.Suspended()),
+		Clients:        []ClientSample{},
+		Clamps:         []Clamp{},
 	}
 	if ticks > 0 {
 		send := (st.BuildFrame + st.BuildClients) - (p.BuildFrame + p.BuildClients)
@@ -231,14 +233,14 @@ func (r *Recorder) sampleAccounts(s *Sample, secs float64) {
 // sampleClients fills s's per-client figures since the last sample.
 func (r *Recorder) sampleClients(s *Sample, secs float64) {
 	seen := make(map[replication.ClientID]uint64, len(r.prevDown))
-	for _, id := range r.srv.Clients() {
+	for _, id := range append(r.srv.Clients(), r.srv.Suspended()...) {
 		ci, ok := r.srv.Client(id)
 		if !ok {
 			continue
 		}
 		down := ci.SnapshotBytes + ci.SpawnBytes
 		c := ClientSample{
-			ID: id, Ready: ci.Ready,
+			ID: id, Ready: ci.Ready, Suspended: ci.Suspended,
 			RTTMS: ms(ci.RTT), AckDelayMS: ms(ci.AckDelay), Loss: ci.Loss,
 			BudgetBps: ci.BytesPerSecond, Relevant: ci.Relevant, Spawned: ci.Spawned,
 			SendDropped: ci.Transport.DatagramsSendDropped, Backlog: ci.Transport.MessageBacklog,

@@ -64,6 +64,13 @@ type Sample struct {
 	Connected    int `json:"connected"` // since start
 	Disconnected int `json:"disconnected"`
 	Rejected     int `json:"rejected"`
+	// Seats: clients whose connection was lost and whose seat the server
+	// keeps now (SeatsSuspended), and since start the seats suspended,
+	// resumed and expired (ServerStats.Suspended, Resumed, SeatsExpired).
+	SeatsSuspended int `json:"seats_suspended"`
+	Suspended      int `json:"suspended"`
+	Resumed        int `json:"resumed"`
+	SeatsExpired   int `json:"seats_expired"`
 
 	Clients []ClientSample `json:"clients"`
 	// Clamps is the quantization clamp counts since start per component
@@ -71,10 +78,12 @@ type Sample struct {
 	Clamps []Clamp `json:"clamps"`
 }
 
-// ClientSample is one connected client at the end of a sample.
+// ClientSample is one client at the end of a sample: connected, or
+// suspended (its seat kept for it to come back).
 type ClientSample struct {
-	ID    replication.ClientID `json:"id"`
-	Ready bool                 `json:"ready"`
+	ID        replication.ClientID `json:"id"`
+	Ready     bool                 `json:"ready"`
+	Suspended bool                 `json:"suspended"`
 	// DownBps is the client's snapshot and spawn bytes per second over the
 	// interval (0 in its first sample).
 	DownBps    float64 `json:"down_bps"`

@@ -254,7 +254,9 @@ func (m *Match) record(d time.Duration, clients int, late bool) {
 	if late {
 		m.stats.Late++
 	}
-	m.stats.Clients = clients
+	m.stats.Suspended = len(m.srv.Suspended())
+	m.stats.Clients = clients - m.stats.Suspended // (clients: the seats)
+	m.stats.Resumed, m.stats.SeatsExpired = m.srv.Stats.Resumed, m.srv.Stats.SeatsExpired
 	m.stats.Routed = m.ln.routed.Load()
 	m.stats.BytesDown = m.srv.Stats.SnapshotBytes + m.srv.Stats.SpawnBytes
 	m.mu.Unlock()

@@ -107,8 +107,11 @@ func (h *Host) Stats() Stats {
 // MatchStats are one match's figures.
 type MatchStats struct {
 	Name string
-	// Clients is the number of clients connected to the match's server.
-	Clients int
+	// Clients is the number of clients connected to the match's server;
+	// Suspended the seats it keeps for clients whose connection was lost,
+	// and Resumed and SeatsExpired count its resumes and the seats that
+	// expired (replication.ServerStats).
+	Clients, Suspended, Resumed, SeatsExpired int
 	// Frames counts the frames run; Late those that started more than a
 	// frame period after they were due (the match, or the machine, was
 	// behind).
