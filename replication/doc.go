@@ -191,9 +191,36 @@
 // A client fails with [ErrTimeout] (the message names the server's address
 // and the phase) when no Welcome arrives within [ClientConfig].ConnectTimeout,
 // no initial world within ReadyTimeout, or nothing for Timeout once joined;
-// the server drops a client silent for [ServerLimits].ClientTimeout with
-// transport.CodeTimeout. Either side's Send warns when its Receive is not
-// running.
+// the server gives up on a client silent for [ServerLimits].ClientTimeout
+// (transport.CodeTimeout; it keeps its seat, below). Either side's Send
+// warns when its Receive is not running.
+//
+// # Seats: coming back after a drop
+//
+// A client whose connection is lost — a timeout, a transport error, any
+// close but its own [Client.Close] (a dead link, a laptop that slept, a
+// page that reloads) — keeps its seat for [ServerLimits].SeatWindow (30 s):
+// its ClientID, its owned entities (they stay in the world; the game steps
+// them without input as it chooses), its input log, its relevance and what
+// it holds of the world. The game hears [ServerConfig].OnSuspend, then
+// OnResume when the client is back, or OnDisconnect (wrapping
+// [ErrSeatExpired]) when the window ran out. [Client.Resume] comes back on a
+// new connection, from any address: the Welcome gave the client a secret,
+// single use and new at every resume, which its Hello presents
+// (transport.Hello.Resume; a host routes it by match name, without a
+// token). Nothing is sent twice and nothing is lost: every reliable message
+// to a client is kept until its datagrams say it took it, and a resume sends
+// again exactly those it had not; the client keeps its mirrors and
+// baselines, so the snapshots go on from the newest state both sides hold
+// (an entity that did not change meanwhile costs nothing). A new client of
+// the same player (a reloaded page) comes back with the ticket the old one
+// saved ([Client.ResumeTicket], [ClientConfig].ResumeTicket): the seat is
+// kept, its replication starts over. A forged, used, other seat's or
+// expired ticket is refused with its reason ([ErrResumeRefused]). Suspended
+// seats count against MaxClients; MaxSuspendedPerAddress bounds those of
+// one address. What a resume costs: 3.7 KB after 5 s away in a scene of
+// 2,000 entities of which 200 move, against 32.6 KB for a late join (both
+// beyond the motion itself).
 //
 // # Task index
 //
@@ -213,6 +240,8 @@
 //	watch a client                     Server.Client(id) → ClientInfo (RTT, loss, budget, bytes)
 //	find values clients see clamped    Server.Clamps (and the server's warnings)
 //	drop a client                      Server.Kick
+//	come back after a drop             Client.Resume; ServerConfig.OnSuspend / OnResume
+//	come back after a page reload      Client.ResumeTicket → ClientConfig.ResumeTicket
 //	use both cores                     ServerConfig.Workers (0 = GOMAXPROCS)
 //	one server clock for input/render  input.SyncConfig{Arrivals: client.Arrivals()}
 //	check a client converged (tests)   replicationtest.Converged

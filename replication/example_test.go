@@ -113,3 +113,54 @@ func ExampleServerMessages() {
 	// hit for 30 at tick 4 on the door's mirror: true
 	// client 1 uses the door: true
 }
+
+// A client whose link dies comes back to its seat on a new connection:
+// the same id, the same mirrors; the game hears a suspend and a resume,
+// not a leave and a join.
+func ExampleClient_Resume() {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+
+	serverWorld := ecs.NewWorld()
+	server, _ := replication.NewServer(&serverWorld, net.Listen("game"), replication.ServerConfig{Registry: reg, Now: net.Now, Logger: log,
+		OnSuspend: func(c replication.ClientID, _ error) { fmt.Println("game: client", c, "suspended") },
+		OnResume:  func(c replication.ClientID) { fmt.Println("game: client", c, "resumed") },
+	})
+	spawner := generic.NewMap2[components.Replicated, components.Transform](&serverWorld)
+	ball := spawner.New()
+	transforms := generic.NewMap[components.Transform](&serverWorld)
+
+	clientWorld := ecs.NewWorld()
+	conn, _ := net.Dial("game", sim.Link{})
+	client, _ := replication.NewClient(&clientWorld, conn, replication.ClientConfig{Registry: reg, Now: net.Now, Logger: log})
+	run := func(ticks int) {
+		for range ticks {
+			server.Receive()
+			transforms.Get(ball).Pos.X += 0.5
+			server.Send()
+			net.Advance(time.Second / 30)
+			client.Receive()
+			client.Send()
+		}
+	}
+	run(10)
+	id, _ := server.NetID(ball)
+	before, _ := client.Entity(id)
+
+	conn.SetLinkDown(true) // 12 s without a link: both ends give up on it
+	run(360)
+	fmt.Println("client:", client.State())
+
+	conn, _ = net.DialFrom("game", "new-address", sim.Link{})
+	_ = client.Resume(conn)
+	run(5)
+	after, _ := client.Entity(id)
+	fmt.Println("client", client.ID(), client.State(), "same mirror:", after == before)
+	// Output:
+	// game: client 1 suspended
+	// client: closed
+	// game: client 1 resumed
+	// client 1 ready same mirror: true
+}
