@@ -68,6 +68,20 @@ func (r *seatRig) step() {
 	require.NoError(r.T, r.hist.Record(r.World, r.Server.NetID, r.Server.Tick()))
 }
 
+// run runs n steps.
+func (r *seatRig) run(n int) {
+	for range n {
+		r.step()
+	}
+}
+
+// settle stops the motion and requires every client converged.
+func (r *seatRig) settle() {
+	r.Game = nil
+	r.run(3)
+	r.RequireConverged(nil)
+}
+
 // live checks client ci's mirrors against the server's state at their
 // state ticks; it returns how many of the moving entities it shows at a
 // state older than lag ticks, or not at all.
@@ -108,9 +122,7 @@ func TestResumeAfterOutage(t *testing.T) {
 		t.Run(outage.String(), func(t *testing.T) {
 			lat := sim.Conditions{Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond}
 			r := newSeatRig(t, 7, sim.Link{Up: lat, Down: lat}, 60)
-			for range 60 {
-				r.step()
-			}
+			r.run(60)
 			cs := r.Clients[0]
 			require.Equal(t, replication.StateReady, cs.Client.State())
 			id := cs.Client.ID()
@@ -167,11 +179,7 @@ func TestResumeAfterOutage(t *testing.T) {
 			require.Equal(t, 1, r.Server.Stats.Resumed)
 			require.Zero(t, r.Server.Stats.ResumesReset)
 
-			r.Game = nil
-			for range 3 {
-				r.step()
-			}
-			r.RequireConverged(nil)
+			r.settle()
 		})
 	}
 }
@@ -182,9 +190,7 @@ func TestResumeAfterOutage(t *testing.T) {
 // client joins again as a new player.
 func TestSeatExpires(t *testing.T) {
 	r := newSeatRig(t, 8, sim.Link{}, 20)
-	for range 30 {
-		r.step()
-	}
+	r.run(30)
 	cs := r.Clients[0]
 	cs.Conn.SetLinkDown(true)
 	for range int(41 * time.Second / harness.TickDt) {
@@ -198,9 +204,7 @@ func TestSeatExpires(t *testing.T) {
 	require.NoError(t, err)
 	cs.Conn = conn
 	require.NoError(t, cs.Client.Resume(conn))
-	for range 10 {
-		r.step()
-	}
+	r.run(10)
 	require.Equal(t, replication.StateClosed, cs.Client.State())
 	require.ErrorIs(t, cs.Client.Err(), replication.ErrResumeRefused)
 	require.ErrorContains(t, cs.Client.Err(), "seat 1 ended")
@@ -211,9 +215,7 @@ func TestSeatExpires(t *testing.T) {
 	cs.Conn = conn
 	require.NoError(t, cs.Client.Reconnect(conn))
 	r.Game = nil
-	for range 20 {
-		r.step()
-	}
+	r.run(20)
 	require.Equal(t, replication.StateReady, cs.Client.State())
 	r.RequireConverged(nil)
 }
@@ -224,33 +226,23 @@ func TestSeatExpires(t *testing.T) {
 // the game saw suspend and resume.
 func TestResumeFreshClient(t *testing.T) {
 	r := newSeatRig(t, 9, sim.Link{}, 30)
-	for range 30 {
-		r.step()
-	}
+	r.run(30)
 	old := r.Clients[0]
 	ticket := old.Client.ResumeTicket()
 	require.NotEmpty(t, ticket)
 	old.Conn.SetLinkDown(true) // (the page is gone)
 	r.Clients = r.Clients[1:]
-	for range 60 {
-		r.step()
-	}
+	r.run(60)
 	r.ClientConfig = func(c *replication.ClientConfig) { c.ResumeTicket = ticket }
 	page := r.AddClientFrom("reloaded-page")
 	r.ClientConfig = nil
-	for range 10 {
-		r.step()
-	}
+	r.run(10)
 	require.Equal(t, replication.StateReady, page.Client.State(), "%v", page.Client.Err())
 	require.Equal(t, replication.ClientID(1), page.Client.ID(), "the same seat")
 	require.Equal(t, 1, r.Server.Stats.ResumesReset)
 	require.Equal(t, []string{"join 1", "join 2", "suspend 1", "resume 1"}, r.events)
 	require.NotEqual(t, ticket, page.Client.ResumeTicket(), "the resume spent the secret")
-	r.Game = nil
-	for range 3 {
-		r.step()
-	}
-	r.RequireConverged(nil)
+	r.settle()
 }
 
 // A resume with a forged, used, other seat's or unknown ticket is refused
@@ -258,18 +250,14 @@ func TestResumeFreshClient(t *testing.T) {
 // untouched and still resumes with its own ticket.
 func TestResumeRefused(t *testing.T) {
 	r := newSeatRig(t, 10, sim.Link{}, 30)
-	for range 30 {
-		r.step()
-	}
+	r.run(30)
 	a, b := r.Clients[0], r.Clients[1]
 	used := a.Client.ResumeTicket()
 	conn, err := r.Net.DialFrom("server", "a-again", r.Link)
 	require.NoError(t, err)
 	a.Conn = conn
 	require.NoError(t, a.Client.Resume(conn)) // (spends used's secret)
-	for range 5 {
-		r.step()
-	}
+	r.run(5)
 	require.Equal(t, replication.StateReady, a.Client.State())
 	forged := slices.Clone(a.Client.ResumeTicket())
 	forged[5] ^= 1 // (a bit of the secret: the ticket's layout is version, flags, client, secret…)
@@ -290,9 +278,7 @@ func TestResumeRefused(t *testing.T) {
 		r.ClientConfig = func(c *replication.ClientConfig) { c.ResumeTicket = tc.ticket }
 		cs := r.AddClientFrom("attacker")
 		r.ClientConfig = nil
-		for range 3 {
-			r.step()
-		}
+		r.run(3)
 		require.Equal(t, replication.StateClosed, cs.Client.State(), tc.name)
 		require.ErrorIs(t, cs.Client.Err(), replication.ErrResumeRefused, tc.name)
 		require.ErrorContains(t, cs.Client.Err(), tc.reason, tc.name)
@@ -370,18 +356,14 @@ func TestResumeCost(t *testing.T) {
 // stay live and current throughout.
 func TestResumeFlood(t *testing.T) {
 	r := newSeatRig(t, 12, sim.Link{}, 60)
-	for range 30 {
-		r.step()
-	}
+	r.run(30)
 	a := r.Clients[0]
 	used := slices.Clone(a.Client.ResumeTicket())
 	conn, err := r.Net.DialFrom("server", "a-again", r.Link)
 	require.NoError(t, err)
 	a.Conn = conn
 	require.NoError(t, a.Client.Resume(conn))
-	for range 5 {
-		r.step()
-	}
+	r.run(5)
 	hello := func(i int) []byte {
 		tk := slices.Clone(used)
 		switch i % 3 {
@@ -416,9 +398,7 @@ func TestResumeFlood(t *testing.T) {
 			require.Zero(t, stale, "client %d at tick %d", ci, tick)
 		}
 	}
-	for range 3 {
-		r.step()
-	}
+	r.run(3)
 	require.Equal(t, attempts, r.Server.Stats.ResumesRefused, "every hostile resume refused")
 	slices.Sort(quiet)
 	slices.Sort(attacked)
