@@ -320,13 +320,24 @@ func (c *Client) start(conn transport.Conn) error {
 // ReconnectWithToken) to join again as a new player. Resume fails at
 // once, leaving the client as it was, if it has no seat to resume (it was
 // never welcomed, the server keeps no seats, or a resume was refused).
+//
+// After a drain notice that names an address (DrainNotice.Address: the
+// match moved to another server, Server.DrainTo), dial that address and
+// Resume there: the seat continues in the new server, and the old one
+// frees it at once.
 func (c *Client) Resume(conn transport.Conn) error {
+	d, moved := c.link.Drain()
 	hello, err := c.link.Resume()
 	if err != nil {
 		return err
 	}
 	if c.conn != nil && c.conn != conn {
-		_ = c.conn.Close()
+		if moved && d.Address != "" {
+			// (Following the match to another server: the seat here ends.)
+			_ = c.conn.CloseWithReason(transport.CodeNormal, leaveReason)
+		} else {
+			_ = c.conn.Close()
+		}
 	}
 	c.conn = conn
 	c.Stats.BytesOut += uint64(len(hello))

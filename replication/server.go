@@ -451,13 +451,22 @@ func (s *Server) CloseWithReason(code transport.CloseCode, reason string) error 
 // (CloseWithReason with transport.CodeDraining; a host of many matches
 // does both, package replication/host). A second Drain notifies again
 // with the new reason and deadline.
-func (s *Server) Drain(reason string, deadline time.Time) {
+func (s *Server) Drain(reason string, deadline time.Time) { s.DrainTo("", reason, deadline) }
+
+// DrainTo is Drain with the address where the match goes on (a checkpoint
+// of it, Server.Checkpoint, restored there with Restore): its clients are
+// told it in the drain notice (DrainNotice.Address), and resume their seats
+// there. An address over 256 bytes is not sent.
+func (s *Server) DrainTo(address, reason string, deadline time.Time) {
+	if len(address) > wire.MaxAddressLen {
+		address = ""
+	}
 	s.draining = &transport.CloseError{Code: transport.CodeDraining, Reason: transport.TruncateReason("server draining: "+reason, transport.MaxReasonLen)}
 	var left time.Duration
 	if !deadline.IsZero() {
 		left = max(deadline.Sub(s.cfg.Now()), time.Millisecond)
 	}
-	msg := wire.AppendDrain(nil, wire.Drain{Left: left, Reason: reason})
+	msg := wire.AppendDrain(nil, wire.Drain{Left: left, Reason: reason, Address: address})
 	for _, c := range s.clients {
 		if c == nil {
 			continue
@@ -466,7 +475,7 @@ func (s *Server) Drain(reason string, deadline time.Time) {
 			s.sendFailed(c, err)
 		}
 	}
-	s.cfg.Logger.Info("archenet: draining", "reason", reason, "left", left, "clients", s.connected())
+	s.cfg.Logger.Info("archenet: draining", "reason", reason, "left", left, "clients", s.connected(), "to", address)
 }
 
 // Draining reports whether Drain was called.

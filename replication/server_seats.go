@@ -67,6 +67,9 @@ type seat struct {
 	// taken counts the client's reliable messages (game message batches)
 	// the server took since the seat's replication began.
 	taken uint32
+	// restored: the seat came in a checkpoint (Restore): its replication
+	// starts over at the resume.
+	restored bool
 }
 
 // seatLog holds the reliable messages a peer has not said it took,
@@ -306,7 +309,7 @@ func (s *Server) resume(p *admit.Pending) {
 		return
 	}
 	now := s.cfg.Now()
-	reset := t.Fresh || !c.seat.log.holds(t.Taken)
+	reset := t.Fresh || c.seat.restored || !c.seat.log.holds(t.Taken)
 	if !c.seat.suspended {
 		// The client came back before the server noticed it was gone (an
 		// address change, a quick reconnect): the old connection ends here,
@@ -339,7 +342,7 @@ func (s *Server) resume(p *admit.Pending) {
 		c.Resume(pc, now)
 		err = c.seat.log.each(t.Taken, c.conn.SendMessage)
 	}
-	c.seat.suspended, c.seat.why = false, nil
+	c.seat.suspended, c.seat.why, c.seat.restored = false, nil, false
 	s.Stats.Resumed++
 	s.cfg.Logger.Info("archenet: client resumed its seat", "client", c.ID, "remote", p.Conn.RemoteAddr(), "reset", reset)
 	if s.cfg.OnResume != nil {

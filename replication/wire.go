@@ -46,4 +46,8 @@ type DrainNotice struct {
 	// Left is what the server said was left when it sent the notice (0: no
 	// deadline).
 	Left time.Duration
+	// Address, if not empty, is where the match goes on (Server.DrainTo: a
+	// checkpoint of it restored there): dial it and Client.Resume there to
+	// keep the seat.
+	Address string
 }

@@ -68,6 +68,7 @@ type Drain struct {
 	Reason   string
 	Deadline time.Time // the zero time: no deadline
 	Left     time.Duration
+	Address  string
 }
 
 // Event is what a reliable message meant.
@@ -398,7 +399,7 @@ func (l *Link) onMessage(m []byte) (Event, error) {
 		if err != nil {
 			return EventNone, err
 		}
-		l.drain, l.draining = Drain{Reason: w.Reason, Left: w.Left}, true
+		l.drain, l.draining = Drain{Reason: w.Reason, Left: w.Left, Address: w.Address}, true
 		if w.Left > 0 {
 			l.drain.Deadline = l.heard.Add(w.Left)
 		}

@@ -149,3 +149,36 @@ func (t *Table) TakeKeys() {
 		t.Keys.take(t)
 	}
 }
+
+// Restored is one slot of a table being restored (Table.Restore): its
+// generation and, if alive, its entity.
+type Restored struct {
+	Gen    uint32
+	Alive  bool
+	Entity arche.Entity
+}
+
+// Restore makes the empty table hold restored slots, in order, with free
+// the free slots in the order they are to be reused (the dead ones, each
+// once): a restored server hands out the handles and generations its
+// checkpoint's did. The alive slots' layouts are set by the next Apply
+// (their entities must have been touched).
+func (t *Table) Restore(restored []Restored, free []uint32) {
+	for i, r := range restored {
+		slot := uint32(i)
+		t.Infos = append(t.Infos, Info{Gen: r.Gen, Meta: entity.Meta{Gen: r.Gen}})
+		t.Weights = append(t.Weights, 1)
+		if r.Alive {
+			si := &t.Infos[slot]
+			si.Entity, si.Alive, si.Dirty = r.Entity, true, true
+			t.byEntity[r.Entity] = slot
+			t.Alive.Set(slot)
+			t.Fresh.Set(slot)
+		}
+	}
+	t.free = append(t.free, free...)
+}
+
+// FreeSlots returns the free slots in the order they are reused (last
+// first), for a checkpoint.
+func (t *Table) FreeSlots() []uint32 { return t.free }

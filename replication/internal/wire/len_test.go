@@ -83,11 +83,17 @@ func TestMessageLengths(t *testing.T) {
 		require.Len(t, AppendSpawnsEnded(nil, keys), SpawnsEndedLen(n))
 	}
 
-	for _, d := range []Drain{{}, {Left: 3 * time.Second, Reason: "maintenance"}, {Left: time.Microsecond, Reason: strings.Repeat("x", 500)}} {
+	for _, d := range []Drain{{}, {Left: 3 * time.Second, Reason: "maintenance"}, {Left: time.Microsecond, Reason: strings.Repeat("x", 500)},
+		{Reason: "moving", Address: "10.0.0.7:7777"}, {Address: strings.Repeat("a", MaxAddressLen)}} {
 		b := AppendDrain(nil, d)
 		require.Len(t, b, DrainLen(d))
 		back, err := ParseDrain(b)
 		require.NoError(t, err)
+		require.Equal(t, d.Address, back.Address)
+		if d.Address != "" {
+			_, err := ParseDrain(b[:len(b)-1])
+			require.Error(t, err, "a cut address")
+		}
 		if d.Left > 0 {
 			require.GreaterOrEqual(t, back.Left, time.Millisecond)
 		}

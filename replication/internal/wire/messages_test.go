@@ -63,13 +63,14 @@ func FuzzMessages(f *testing.F) {
 	f.Add(AppendReady(nil, 3))
 	f.Add(AppendDrain(nil, Drain{Left: 30 * time.Second, Reason: "maintenance"}))
 	f.Add(AppendDrain(nil, Drain{Left: 0, Reason: ""}))
+	f.Add(AppendDrain(nil, Drain{Left: time.Second, Reason: "moving", Address: "127.0.0.1:4433"}))
 	f.Add(AppendSpawnsEnded(nil, []uint32{7}))
 	f.Add(AppendSpawnsEnded(nil, []uint32{1, 1 << 31, 99}))
 	f.Add(AppendComponents(nil, ComponentHashes(reg))) // a Reject's protocol description
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if d, err := ParseDrain(b); err == nil {
-			if len(d.Reason) > transport.MaxReasonLen {
-				t.Fatalf("drain reason of %d bytes accepted", len(d.Reason))
+			if len(d.Reason) > transport.MaxReasonLen || len(d.Address) > MaxAddressLen {
+				t.Fatalf("drain reason of %d bytes or address of %d accepted", len(d.Reason), len(d.Address))
 			}
 			if again, err := ParseDrain(AppendDrain(nil, d)); err != nil || again != d {
 				t.Fatalf("drain notice does not round-trip: %+v vs %+v (%v)", d, again, err)
