@@ -239,12 +239,12 @@ type checkpoint struct {
 }
 
 type checkpointSlot struct {
-	gen           uint32
-	alive         bool
-	hasOwner      bool
-	owner         uint8
-	set           uint64
-	rep, comps    []byte // (alias the checkpoint)
+	gen        uint32
+	alive      bool
+	hasOwner   bool
+	owner      uint8
+	set        uint64
+	rep, comps []byte // (alias the checkpoint)
 }
 
 type checkpointSeat struct {
