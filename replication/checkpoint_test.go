@@ -113,3 +113,35 @@ func FuzzCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// A seat's log keeps what was sent and not taken, lets go of the oldest
+// beyond its bound (a client that had not taken them cannot continue from
+// it), and of a large batch's memory once it is taken.
+func TestSeatLog(t *testing.T) {
+	l := seatLog{max: 100}
+	l.reset()
+	for i := range 5 {
+		l.add([]byte{byte(i), byte(i), byte(i), byte(i), byte(i), byte(i), byte(i), byte(i), byte(i), byte(i)}) // 10 bytes each
+	}
+	require.True(t, l.holds(0))
+	require.NoError(t, l.take(2))
+	require.False(t, l.holds(1), "taken already")
+	require.True(t, l.holds(2))
+	var got []byte
+	require.NoError(t, l.each(3, func(m []byte) error { got = append(got, m[0]); return nil }))
+	require.Equal(t, []byte{3, 4}, got)
+	require.Error(t, l.take(6), "more than were sent")
+	l.add(make([]byte, 95)) // (over the bound: the oldest go)
+	require.False(t, l.holds(2), "messages 3..5 were let go of")
+	require.True(t, l.holds(5))
+	require.Equal(t, uint32(6), l.sent)
+	l.add(make([]byte, 101)) // (beyond the bound alone: nothing is kept)
+	require.False(t, l.holds(6))
+	require.True(t, l.holds(7))
+
+	big := seatLog{}
+	big.reset()
+	big.add(make([]byte, 200<<10))
+	require.NoError(t, big.take(1))
+	require.Zero(t, big.memoryBytes(), "a large batch's memory goes once taken")
+}

@@ -222,6 +222,20 @@
 // 2,000 entities of which 200 move, against 32.6 KB for a late join (both
 // beyond the motion itself).
 //
+// # Moving a match to another process
+//
+// [Server.Checkpoint] writes a match to bytes: its replicated entities at
+// full precision, its net handle table (so handles and generations stay
+// valid), its seats with their secrets, its tick, and the game's own state
+// (what is not replicated). [Restore] makes a server of them in another
+// process, its seats suspended; [Server.DrainTo] tells the clients where
+// the match goes on ([DrainNotice].Address), and each dials it and
+// [Client.Resume]s its seat there; its replication starts over. What does
+// not move: reliable messages in flight, input logs, the interest grid's
+// hysteresis, predicted spawns' keys, entity references in components. A
+// checkpoint of 501 entities and 8 seats is 37 KB, taken in 0.2 ms; the
+// clients were back within 0.15 s of the notice over QUIC on loopback.
+//
 // # Task index
 //
 //	serve a world                      NewServer(world, listener, ServerConfig{Registry: reg})
@@ -242,6 +256,7 @@
 //	drop a client                      Server.Kick
 //	come back after a drop             Client.Resume; ServerConfig.OnSuspend / OnResume
 //	come back after a page reload      Client.ResumeTicket → ClientConfig.ResumeTicket
+//	move a match to another process    Server.Checkpoint → Restore there; Server.DrainTo(address)
 //	use both cores                     ServerConfig.Workers (0 = GOMAXPROCS)
 //	one server clock for input/render  input.SyncConfig{Arrivals: client.Arrivals()}
 //	check a client converged (tests)   replicationtest.Converged

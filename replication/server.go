@@ -370,8 +370,8 @@ type ClientInfo struct {
 	// they left (a stalled path), the reliable backlog, ...
 	Transport transport.Stats
 	// StateBytes is the memory the server holds for the client's
-	// replication: its acked and sent views, spawned set, send history and
-	// relevance.
+	// replication: its acked and sent views, spawned set, send history,
+	// relevance and the reliable messages it has not said it took.
 	StateBytes int
 }
 
@@ -389,7 +389,7 @@ func (s *Server) Client(id ClientID) (ClientInfo, bool) {
 	}
 	return ClientInfo{ID: id, Ready: c.Ready, Seat: c.seat.serial, Suspended: c.seat.suspended, SuspendedFor: away, RTT: ts.RTT, AckDelay: c.RTT.SRTT(), Loss: loss, BytesPerSecond: int(c.Rate.Rate()),
 		SnapshotBytes: c.Counters.SnapshotBytes, SpawnBytes: c.Counters.SpawnBytes, Spawned: c.Spawned.Count(), Relevant: c.rel.Relevant.Count(),
-		NewestAck: c.Tracker.NewestAck, Transport: ts, StateBytes: c.MemoryBytes() + c.rel.MemoryBytes()}, true
+		NewestAck: c.Tracker.NewestAck, Transport: ts, StateBytes: c.MemoryBytes() + c.rel.MemoryBytes() + c.seat.log.memoryBytes()}, true
 }
 
 // RTT returns the round-trip time the server measured for client id: the

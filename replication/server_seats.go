@@ -132,8 +132,17 @@ func (l *seatLog) take(n uint32) error {
 		l.ends[i] -= cut
 	}
 	l.next += uint32(k)
+	if len(l.ends) == 0 && cap(l.buf) > keptLogCap {
+		l.buf, l.ends = nil, nil // (a join's large batch, taken: its memory goes)
+	}
 	return nil
 }
+
+// keptLogCap is the largest buffer an empty log keeps.
+const keptLogCap = 64 << 10
+
+// memoryBytes returns what the log holds.
+func (l *seatLog) memoryBytes() int { return cap(l.buf) + 8*cap(l.ends) }
 
 // holds reports whether the log holds every message after n, the count a
 // client says it took (the messages up to n it let go of, or n is stale).
