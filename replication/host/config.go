@@ -140,6 +140,11 @@ type MatchConfig struct {
 	// Handoffs bounds the connections routed to the match and waiting for
 	// its server's next Receive; more are refused ("match busy"). 0: 64.
 	Handoffs int
+	// Checkpoint, if set, is a checkpoint of the match taken elsewhere
+	// (Match.Checkpoint on another host): Start makes its server with
+	// Match.NewServer, which restores it, and the match's players resume
+	// their seats here. Nil: a new match.
+	Checkpoint []byte
 }
 
 func (c MatchConfig) resolve() (MatchConfig, error) {

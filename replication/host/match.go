@@ -32,6 +32,8 @@ type Match struct {
 
 	endReq atomic.Pointer[transport.CloseError] // Close asked for the end
 	ended  chan struct{}
+	cpReqs chan checkpointReq       // Checkpoint calls (move.go)
+	move   atomic.Pointer[moveInfo] // MoveTo's
 
 	// Liveness: unix nanoseconds when the running frame started (0 between
 	// frames) and when the last one ended (or the match opened).
@@ -40,6 +42,7 @@ type Match struct {
 	// The match's goroutine's own.
 	due       time.Time
 	drainSeen *drainInfo
+	moveSeen  *moveInfo
 	routed    map[transport.Conn]routedConn // connections not yet welcomed
 	isEnded   bool
 
@@ -98,7 +101,7 @@ type MatchEvent struct {
 
 func newMatch(h *Host, name string, cfg MatchConfig) *Match {
 	m := &Match{h: h, name: name, cfg: cfg, period: time.Second / time.Duration(cfg.FrameRate),
-		log: h.cfg.Logger.With("match", name), ended: make(chan struct{}),
+		log: h.cfg.Logger.With("match", name), ended: make(chan struct{}), cpReqs: make(chan checkpointReq),
 		players: map[replication.ClientID]player{}, routed: map[transport.Conn]routedConn{}}
 	m.ln = &matchListener{m: m, queue: make(chan handoff, cfg.Handoffs), closed: make(chan struct{})}
 	m.stats.Name = name
@@ -212,7 +215,9 @@ func (m *Match) frame(now time.Time) bool {
 	}
 	late := !m.due.IsZero() && now.Sub(m.due) > m.period
 	m.due = now.Add(m.period)
+	m.serveCheckpoints()
 	m.noticeDrain()
+	m.noticeMove()
 	start := time.Now()
 	m.frameStart.Store(start.UnixNano())
 	crash := m.runFrame(now)
@@ -274,6 +279,9 @@ func (m *Match) noticeDrain() {
 // called; or the host drains and the deadline passed or no client is left.
 func (m *Match) endWhy(now time.Time) *transport.CloseError {
 	if e := m.endReq.Load(); e != nil {
+		return e
+	}
+	if e := m.moveEnd(now); e != nil {
 		return e
 	}
 	d := m.drainSeen
