@@ -53,10 +53,17 @@
 // running: [Host.Live]), /readyz (admitting) and /stats for Kubernetes
 // probes; package agones drives the Agones sidecar from the same state.
 //
+// A player whose connection is lost keeps its seat for a while
+// (replication.ServerLimits.SeatWindow) and is the same [Player] when it
+// resumes (a host routes its resume by match name, tokens or not). A match
+// can move to another host: [Match.Checkpoint] there, [MatchConfig].Checkpoint
+// and [Match.NewServer] here, then [Match.MoveTo] sends its players.
+//
 // # Tasks
 //
 //   - Host matches: [New], [Host.Open] with a [MatchConfig] whose Start builds the [Game].
-//   - Build a match's server: replication.NewServer(world, m.Listener(), cfg) after [Match.Configure].
+//   - Build a match's server: [Match.NewServer] (or replication.NewServer(world, m.Listener(), cfg) after [Match.Configure]).
+//   - Move a match to another host: [Match.Checkpoint], [MatchConfig].Checkpoint there, [Match.MoveTo].
 //   - Admit only placed players: [Config].Tokens = token.NewVerifier(...); see package token.
 //   - Know who a client is: [Match.Player]; follow joins and leaves: [Config].OnPlayer;
 //     matches opening and ending: [Config].OnMatch.

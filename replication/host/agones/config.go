@@ -1,6 +1,7 @@
 package agones
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,6 +69,18 @@ type Config struct {
 	// Ready so, as when an allocation races with the Ready call, makes it
 	// Allocated again: a fleet scales down Ready pods.)
 	WhenEmpty EmptyPolicy
+	// Handoff, if set, moves each open match to another server when the
+	// host drains (host.Host.Drain, e.g. on SIGTERM, when Agones replaces
+	// the pod) instead of ending it: the driver takes the match's checkpoint
+	// (host.Match.Checkpoint) and calls Handoff with it. The game's backend
+	// allocates another GameServer (a GameServerAllocation: the sidecar
+	// cannot), opens the match there from the checkpoint
+	// (host.MatchConfig.Checkpoint) and returns the address its players
+	// are to dial; the driver then tells them (host.Match.MoveTo), and the
+	// match here ends once they have gone. A match whose checkpoint or
+	// Handoff fails ends at the drain as without one (Stats.HandoffsFailed).
+	// It runs on a goroutine per match. Nil: matches end at the drain.
+	Handoff func(ctx context.Context, match string, checkpoint []byte) (address string, err error)
 	// OnState, if set, is called with each new state of the GameServer as
 	// the watch sees it ("Scheduled", "Ready", "Allocated", "Shutdown", ...),
 	// in order, on the driver's goroutine; it must not block. Nil: none.

@@ -33,6 +33,10 @@
 //     leave;
 //   - when the last match of an Allocated GameServer ends: Ready again, or
 //     Shutdown, or nothing ([Config].WhenEmpty);
+//   - at the drain, with [Config].Handoff, each open match handed to
+//     another server instead of ended: its checkpoint taken, the game's
+//     backend opening it elsewhere, its players told where and resuming
+//     their seats there;
 //   - Shutdown once the host is done (host.Host.Drain, then every match
 //     ended).
 //
@@ -54,5 +58,6 @@
 //   - Name the server in connect tokens: [Driver.Address], [Address.Endpoint].
 //   - Reuse or replace an emptied pod: [Config].WhenEmpty.
 //   - Shut down on SIGTERM: h.Drain(...); Run returns after the Shutdown call.
+//   - Keep the matches of a pod being replaced: [Config].Handoff.
 //   - See what it did: [Driver.State], [Driver.Stats].
 package agones

@@ -42,7 +42,7 @@ type Driver struct {
 	pending map[string]bool // allocations being opened
 	stats   struct {
 		ready, pings, skipped, reconnects, players, dropped, errors, opened atomic.Uint64
-		backToReady                                                         atomic.Uint64
+		backToReady, handoffs, handoffsFailed                               atomic.Uint64
 		rooms                                                               atomic.Int64
 		shutdown                                                            atomic.Bool
 	}
@@ -132,6 +132,10 @@ type Stats struct {
 	BackToReady uint64
 	// Errors counts failed calls (each retried, with backoff).
 	Errors uint64
+	// Handoffs counts matches moved to another server at the drain
+	// (Config.Handoff); HandoffsFailed those whose checkpoint or Handoff
+	// failed (they ended there).
+	Handoffs, HandoffsFailed uint64
 	// Shutdown: the Shutdown call succeeded.
 	Shutdown bool
 }
@@ -141,7 +145,8 @@ func (d *Driver) Stats() Stats {
 	s := &d.stats
 	return Stats{Ready: s.ready.Load(), Pings: s.pings.Load(), Skipped: s.skipped.Load(), Reconnects: s.reconnects.Load(),
 		Players: s.players.Load(), PlayersDropped: s.dropped.Load(), Opened: s.opened.Load(), Rooms: s.rooms.Load(),
-		BackToReady: s.backToReady.Load(), Errors: s.errors.Load(), Shutdown: s.shutdown.Load()}
+		BackToReady: s.backToReady.Load(), Errors: s.errors.Load(), Shutdown: s.shutdown.Load(),
+		Handoffs: s.handoffs.Load(), HandoffsFailed: s.handoffsFailed.Load()}
 }
 
 // Run drives the sidecar for h until h is done (then it reports the
@@ -169,6 +174,9 @@ func (d *Driver) Run(ctx context.Context, h *host.Host) error {
 	run(func(ctx context.Context) { d.watch(ctx, h) })
 	run(func(ctx context.Context) { d.health(ctx, h, period) })
 	run(func(ctx context.Context) { d.roomsLoop(ctx, h, period) })
+	if d.cfg.Handoff != nil {
+		run(func(ctx context.Context) { d.handoffs(ctx, h) })
+	}
 	players, playersCancel := context.WithCancel(context.Background())
 	flush, playersDone := make(chan struct{}), make(chan struct{})
 	go func() {
