@@ -93,8 +93,33 @@ func (o *outageTrace) report(t *testing.T, down, up int, controls ...*outageTrac
 // avatar (one correction of 0.63 m, against 42.6 m when both sides kept
 // their own inputs), and the input clock's lead is where it was.
 func TestArenaOutageRecoverySim(t *testing.T) {
-	oneWay := sim.Conditions{Latency: 25 * time.Millisecond, Jitter: 5 * time.Millisecond}
-	link := sim.Link{Up: oneWay, Down: oneWay}
+	arenaOutageSim(t, func(s *simArena, conn *sim.Conn, _ *game.Bot) { conn.SetLinkDown(false) })
+}
+
+// A 5 s outage after which the player comes back on a new connection from
+// a new address (a phone that moved from Wi-Fi to mobile data): it resumes
+// its seat (replication.Client.Resume; the same client id, its avatar kept
+// and stepped with the outage input meanwhile), and its prediction
+// recovers as when the old link returns.
+func TestArenaResumeRecoverySim(t *testing.T) {
+	var id uint8
+	b := arenaOutageSim(t, func(s *simArena, _ *sim.Conn, b *game.Bot) {
+		id = b.Client().ID()
+		conn, err := s.net.DialFrom("arena", "roaming-bot", sim.Link{Up: arenaOneWay, Down: arenaOneWay})
+		require.NoError(t, err)
+		require.NoError(t, b.Client().Resume(conn))
+	})
+	require.Equal(t, id, b.Client().ID(), "the same seat")
+	require.Equal(t, uint64(1), b.Client().Stats.Resumes)
+}
+
+// arenaOneWay is the arena's simulated one-way path.
+var arenaOneWay = sim.Conditions{Latency: 25 * time.Millisecond, Jitter: 5 * time.Millisecond}
+
+// arenaOutageSim runs three bots, cuts the first one's link for 5 s, then
+// brings it back with back, and checks its recovery.
+func arenaOutageSim(t *testing.T, back func(s *simArena, conn *sim.Conn, b *game.Bot)) *game.Bot {
+	link := sim.Link{Up: arenaOneWay, Down: arenaOneWay}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &simArena{t: t, net: sim.NewNetwork(3, start), now: start, nextStatus: start.Add(time.Second)}
 	srv, err := game.NewServerGame(game.ServerOptions{Listener: s.net.Listen("arena"), NPCs: 24, Seed: 3, Now: s.net.Now, Logger: quiet})
@@ -127,7 +152,7 @@ func TestArenaOutageRecoverySim(t *testing.T) {
 	run(5*time.Second, false)
 	require.True(t, o.bot.Player().Stalled(), "the player sees its inputs cut off")
 	up := len(o.all)
-	conns[0].SetLinkDown(false)
+	back(s, conns[0], o.bot)
 	run(5*time.Second, true)
 	recovered := o.report(t, down, up)
 	t.Logf("input lead %.1f ticks before the outage, %.1f after", lead, o.bot.Lead())
@@ -136,6 +161,7 @@ func TestArenaOutageRecoverySim(t *testing.T) {
 	require.LessOrEqual(t, recovered, 1500*time.Millisecond)
 	require.InDelta(t, lead, o.bot.Lead(), 2, "the input clock's lead is back where it was")
 	require.Greater(t, srv.Stats().InputOutage, uint64(200), "the server applied the outage input")
+	return o.bot
 }
 
 // The same over QUIC through the impairment proxy (transport/netem), in
