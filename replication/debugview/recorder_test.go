@@ -299,3 +299,41 @@ func TestClientLeavesAndJoins(t *testing.T) {
 	require.Equal(t, 1, last.Disconnected)
 	require.Equal(t, 3, last.Connected)
 }
+
+// A client whose link dies is shown suspended (its seat kept), and once it
+// resumes on a new connection, connected again; the samples count the
+// seats suspended, resumed and expired.
+func TestSeatsShown(t *testing.T) {
+	s := newSimServer(t, 2, 20, sim.Link{}, debugview.Options{Interval: 200 * time.Millisecond})
+	s.run(time.Second)
+	down, err := s.net.Dial("srv", sim.Link{}) // (a third client, whose link will die)
+	require.NoError(t, err)
+	cw := ecs.NewWorld()
+	c, err := replication.NewClient(&cw, down, replication.ClientConfig{Registry: s.srv.Registry(), Now: s.net.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	s.clients = append(s.clients, c)
+	s.run(time.Second)
+	down.SetLinkDown(true)
+	s.run(12 * time.Second) // (past ClientTimeout)
+	last := s.rec.Stats(0).Samples
+	sm := last[len(last)-1]
+	require.Equal(t, 1, sm.SeatsSuspended)
+	require.Equal(t, 1, sm.Suspended)
+	var shown bool
+	for _, cs := range sm.Clients {
+		if cs.ID == c.ID() {
+			shown = cs.Suspended
+		}
+	}
+	require.True(t, shown, "the suspended client is listed as such")
+
+	conn, err := s.net.DialFrom("srv", "elsewhere", sim.Link{})
+	require.NoError(t, err)
+	require.NoError(t, c.Resume(conn))
+	s.run(time.Second)
+	last = s.rec.Stats(0).Samples
+	sm = last[len(last)-1]
+	require.Zero(t, sm.SeatsSuspended)
+	require.Equal(t, 1, sm.Resumed)
+	require.Zero(t, sm.SeatsExpired)
+}
