@@ -37,11 +37,6 @@ type Config struct {
 	// taken off the Rooms counter. Nil: matches are not opened on
 	// allocation.
 	OpenMatch func(h *host.Host, name string) error
-	// Open is OpenMatch without the host: a func that captured it.
-	//
-	// Deprecated: use OpenMatch, which the driver hands the host it runs
-	// (no host captured before it exists). Open goes in v0.5.0.
-	Open func(name string) error
 	// Rooms is the GameServer's Agones Counter of matches (beta, on by
 	// default since Agones 1.41): the driver keeps its count equal to the
 	// open matches plus the allocations being opened, so that
@@ -164,10 +159,6 @@ func (c Config) resolve() (Config, error) {
 	}
 	if c.WhenEmpty > StayAllocated {
 		return c, fmt.Errorf("agones: Config.WhenEmpty %v is not a policy", c.WhenEmpty)
-	}
-	if c.OpenMatch == nil && c.Open != nil {
-		open := c.Open
-		c.OpenMatch = func(_ *host.Host, name string) error { return open(name) }
 	}
 	if c.MatchKey == "" {
 		c.MatchKey = DefaultMatchKey
