@@ -296,7 +296,12 @@ func TestWatchReconnects(t *testing.T) {
 	var opened []string
 	var mu sync.Mutex
 	d, err := agones.New(agones.Config{URL: fake.URL, HealthPeriod: time.Hour, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Logger: quiet,
-		OpenMatch: func(_ *host.Host, name string) error { mu.Lock(); opened = append(opened, name); mu.Unlock(); return nil }})
+		OpenMatch: func(_ *host.Host, name string) error {
+			mu.Lock()
+			opened = append(opened, name)
+			mu.Unlock()
+			return nil
+		}})
 	require.NoError(t, err)
 	h, _ := quicHost(t, host.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
