@@ -42,6 +42,13 @@ type ClientConfig struct {
 	// client with an error that wraps ErrResumeRefused: join again without
 	// it. Nil: a new player.
 	ResumeTicket []byte
+	// KeepTicket, in a page (GOOS=js), is the sessionStorage key under
+	// which the client keeps its seat's ticket: a client made while one is
+	// stored there (the page reloaded) comes back to that seat with it (as
+	// ResumeTicket, which takes precedence if set), and the client stores
+	// the newest after every Welcome; a refused one is removed, so the next
+	// client joins as a new player. Elsewhere it is ignored. Empty: none.
+	KeepTicket string
 	// Match names the match to join on a host of many matches without
 	// connect tokens (package replication/host; a connect token names its
 	// match itself). At most transport.MaxMatchLen bytes. Empty: none (a
@@ -265,6 +272,9 @@ func NewClient(world *arche.World, conn transport.Conn, cfg ClientConfig) (*Clie
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.KeepTicket != "" && cfg.ResumeTicket == nil {
+		cfg.ResumeTicket = loadTicket(cfg.KeepTicket)
 	}
 	c := &Client{cfg: cfg, world: world}
 	c.msgs.init(c, cfg.Registry)
@@ -677,8 +687,18 @@ func (c *Client) handleMessage(m []byte) error {
 		if resumed {
 			c.resent(taken)
 		}
+		if c.cfg.KeepTicket != "" {
+			if t := c.link.Ticket(); t != nil {
+				storeTicket(c.cfg.KeepTicket, t)
+			} else {
+				forgetTicket(c.cfg.KeepTicket)
+			}
+		}
 		return nil
 	case link.EventRejected:
+		if c.cfg.KeepTicket != "" && errors.Is(c.link.Err(), ErrResumeRefused) {
+			forgetTicket(c.cfg.KeepTicket)
+		}
 		c.logClose(c.link.Err())
 		_ = c.conn.Close()
 	case link.EventSpawns:

@@ -214,8 +214,9 @@
 // baselines, so the snapshots go on from the newest state both sides hold
 // (an entity that did not change meanwhile costs nothing). A new client of
 // the same player (a reloaded page) comes back with the ticket the old one
-// saved ([Client.ResumeTicket], [ClientConfig].ResumeTicket): the seat is
-// kept, its replication starts over. A forged, used, other seat's or
+// saved ([Client.ResumeTicket], [ClientConfig].ResumeTicket; a page's client
+// keeps it in sessionStorage itself with [ClientConfig].KeepTicket): the
+// seat is kept, its replication starts over. A forged, used, other seat's or
 // expired ticket is refused with its reason ([ErrResumeRefused]). Suspended
 // seats count against MaxClients; MaxSuspendedPerAddress bounds those of
 // one address. What a resume costs: 3.7 KB after 5 s away in a scene of
@@ -255,7 +256,7 @@
 //	find values clients see clamped    Server.Clamps (and the server's warnings)
 //	drop a client                      Server.Kick
 //	come back after a drop             Client.Resume; ServerConfig.OnSuspend / OnResume
-//	come back after a page reload      Client.ResumeTicket → ClientConfig.ResumeTicket
+//	come back after a page reload      ClientConfig.KeepTicket (or Client.ResumeTicket → ClientConfig.ResumeTicket)
 //	move a match to another process    Server.Checkpoint → Restore there; Server.DrainTo(address)
 //	use both cores                     ServerConfig.Workers (0 = GOMAXPROCS)
 //	one server clock for input/render  input.SyncConfig{Arrivals: client.Arrivals()}

@@ -8,9 +8,8 @@
 // mirror only); transport=websocket plays over the WebSocket fallback at
 // /archenet.ws (also taken when the browser has no WebTransport, or a
 // WebTransport dial fails); messages=1 checks the match's game messages and pokes the server
-// (pagegame.Client.Messages); resume=1 keeps the client's seat ticket in sessionStorage
-// (replication.Client.ResumeTicket) and, once reloaded, comes back to that seat with it
-// (replication.ClientConfig.ResumeTicket). It dials the session /endpoint.json names and plays a frame every
+// (pagegame.Client.Messages); resume=1 has the client keep its seat ticket in sessionStorage
+// (replication.ClientConfig.KeepTicket) and, once reloaded, come back to that seat with it. It dials the session /endpoint.json names and plays a frame every
 // 1/60 s. Once the test sets window.pageStop, the player lets go of its keys and the
 // page fetches the server's state (/server.json, a replicationtest.State) every
 // 100 ms and runs replicationtest.Converged on its own world against it. It publishes
@@ -21,7 +20,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -100,16 +98,11 @@ func play(r *report, q url.Values) error {
 		sample = pagegame.Wander(7, stopped)
 	}
 	var tweak []func(*replication.ClientConfig)
-	resume := q.Get("resume") == "1"
-	if resume {
-		if t := js.Global().Get("sessionStorage").Call("getItem", ticketKey); t.Truthy() {
-			ticket, err := base64.StdEncoding.DecodeString(t.String())
-			if err != nil {
-				return fmt.Errorf("saved ticket: %w", err)
-			}
-			r.Resumed = true
-			tweak = append(tweak, func(c *replication.ClientConfig) { c.ResumeTicket = ticket })
-		}
+	if q.Get("resume") == "1" {
+		// The seat's ticket is kept in sessionStorage by the client itself
+		// (ClientConfig.KeepTicket); the report says whether one was there.
+		r.Resumed = js.Global().Get("sessionStorage").Call("getItem", ticketKey).Truthy()
+		tweak = append(tweak, func(c *replication.ClientConfig) { c.KeepTicket = ticketKey })
 	}
 	c, err := pagegame.NewClient(conn, sample, 600, slog.New(slog.NewTextHandler(io.Discard, nil)), tweak...)
 	if err != nil {
@@ -151,11 +144,7 @@ func play(r *report, q url.Values) error {
 		}
 		if frames%30 == 0 {
 			fill(r, c, cpu, frames)
-			if t := c.Net.ResumeTicket(); resume && t != nil {
-				// (The newest: each resume spends the secret.)
-				js.Global().Get("sessionStorage").Call("setItem", ticketKey, base64.StdEncoding.EncodeToString(t))
-				r.Saved = true
-			}
+			r.Saved = q.Get("resume") == "1" && js.Global().Get("sessionStorage").Call("getItem", ticketKey).Truthy()
 			publish(r)
 		}
 	}
