@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/archenet/archenet/components"
+	"github.com/archenet/archenet/replication/internal/wire"
 	"github.com/archenet/archenet/replication/schema"
 	"github.com/archenet/archenet/transport/sim"
 	arche "github.com/mlange-42/arche/ecs"
@@ -144,4 +145,40 @@ func TestSeatLog(t *testing.T) {
 	big.add(make([]byte, 200<<10))
 	require.NoError(t, big.take(1))
 	require.Zero(t, big.memoryBytes(), "a large batch's memory goes once taken")
+}
+
+// A client datagram that says it took more reliable messages than were sent
+// drops the client with a reason that says so.
+func TestTakenBeyondSent(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := arche.NewWorld()
+	var why error
+	s, err := NewServer(&w, net.Listen("a"), ServerConfig{Registry: reg, Now: net.Now, Logger: quiet,
+		OnDisconnect: func(_ ClientID, err error) { why = err }})
+	require.NoError(t, err)
+	conn, _ := net.Dial("a", sim.Link{})
+	cw := arche.NewWorld()
+	c, err := NewClient(&cw, conn, ClientConfig{Registry: reg, Now: net.Now, Logger: quiet})
+	require.NoError(t, err)
+	step := func() {
+		s.Receive()
+		s.Send()
+		net.Advance(time.Second / 30)
+		c.Receive()
+		c.Send()
+	}
+	for range 5 {
+		step()
+	}
+	require.Len(t, s.Clients(), 1)
+	var a wire.Ack
+	require.NoError(t, conn.SendDatagram(wire.AppendClientHeaderTaken(nil, &a, 1<<20)))
+	step()
+	step()
+	require.Empty(t, s.Clients())
+	require.Empty(t, s.Suspended(), "a protocol violation is no lost connection")
+	require.ErrorContains(t, why, "the client says it took 1048576 reliable messages")
 }

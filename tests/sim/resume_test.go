@@ -407,3 +407,24 @@ func TestResumeFlood(t *testing.T) {
 	require.Less(t, p90(attacked), 3*p90(quiet)+2*time.Millisecond, "the attempts cost the tick little")
 	require.Equal(t, []string{"join 1", "join 2", "suspend 1", "resume 1"}, r.events)
 }
+
+// Suspended seats are bounded per source address
+// (ServerLimits.MaxSuspendedPerAddress): of six clients behind one address
+// whose links die, four keep their seats and two leave at once.
+func TestSuspendedPerAddress(t *testing.T) {
+	r := newSeatRig(t, 14, sim.Link{}, 10)
+	var flat []*harness.ClientSide
+	for range 6 {
+		flat = append(flat, r.AddClientFrom("flat-7"))
+	}
+	r.run(10)
+	for _, cs := range flat {
+		require.Equal(t, replication.StateReady, cs.Client.State())
+		cs.Conn.SetLinkDown(true)
+	}
+	r.run(int(11 * time.Second / harness.TickDt))
+	require.Len(t, r.Server.Suspended(), 4, "the address's bound")
+	require.Equal(t, 4, r.Server.Stats.Suspended)
+	require.Equal(t, 6, r.Server.Stats.Disconnected+len(r.Server.Suspended()), "the others left")
+	require.Len(t, r.Server.Clients(), 2, "the two clients elsewhere play on")
+}
