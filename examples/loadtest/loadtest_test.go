@@ -153,8 +153,8 @@ func TestCostStall(t *testing.T) {
 		require.True(t, rep.Converged, "back in step after a %v stall", stall)
 		require.LessOrEqual(t, rep.RecoverTicks, 30, "within a second")
 		require.Positive(t, rep.RefBytes)
-		require.LessOrEqual(t, rep.Ratio(), 2.1, "bytes after a %v stall against the changed tiles' full state", stall)
-		require.LessOrEqual(t, rep.Records, uint64(2*200), "the changed tiles' records, each about twice (in flight until acked)")
+		require.LessOrEqual(t, rep.Ratio(), 1.25, "bytes after a %v stall against the changed tiles' full state (1.16× measured: datagram headers)", stall)
+		require.LessOrEqual(t, rep.Records, uint64(210), "the changed tiles' records, each once (held while in flight)")
 	}
 }
 

@@ -84,3 +84,42 @@ func TestSpawnHeldEntities(t *testing.T) {
 	h.Run(5)
 	h.RequireConverged(nil)
 }
+
+// After a stall, the full records of what changed meanwhile are sent once
+// and held while in flight: over a lossy link the lost ones are sent again
+// once their loss is known, and every client converges; over a clean link
+// each goes once.
+func TestStallRecoveryHeldInFlight(t *testing.T) {
+	for _, loss := range []float64{0, 0.3} {
+		lat := sim.Conditions{Latency: 30e6}
+		h := harness.NewOn(t, sim.NewNetwork(int64(15+loss*10), harness.Epoch), sim.Link{Up: lat, Down: lat}, nil, func(c *replication.ServerConfig) {
+			c.Limits.ClientTimeout = -1 // (the stall is longer than the timeout: the client is kept)
+		})
+		cs := h.AddClient()
+		var tiles []ecs.Entity
+		for i := range 300 {
+			tiles = append(tiles, h.Spawn(0, components.Vec3{X: float64(i % 20), Z: float64(i / 20)}))
+		}
+		h.Run(60)
+		cs.Conn.SetLinkDown(true)
+		for i := range 120 { // 4 s: beyond the ring
+			if i%2 == 0 {
+				h.Pos(tiles[i]).Y += 1
+			}
+			h.Step()
+		}
+		down := sim.Conditions{Latency: 30e6, Loss: loss}
+		require.NoError(t, cs.Conn.SetConditions(lat, down))
+		cs.Conn.SetLinkDown(false)
+		before := cs.Client.Stats.Records
+		h.Run(90)
+		require.NoError(t, cs.Conn.SetConditions(lat, lat))
+		h.Run(20)
+		h.RequireConverged(nil)
+		records := cs.Client.Stats.Records - before
+		t.Logf("loss %.0f%%: %d records for the 60 tiles that changed", loss*100, records)
+		if loss == 0 {
+			require.LessOrEqual(t, records, uint64(60+5), "each changed tile once")
+		}
+	}
+}

@@ -82,6 +82,10 @@ type View struct {
 	hasBehind, behindArr, hasRecs bool
 }
 
+// Acked reports whether the client acknowledged the view (then its
+// members are what the client holds of it).
+func (v *View) Acked() bool { return v.acked }
+
 // viewLists is what a View lists besides its scalars: its deferred
 // entries, sorted by slot, and, for a tick sent in more than one datagram
 // whose ack is still to come, which records each datagram carried (slot

@@ -52,6 +52,11 @@ type Peer struct {
 	// heldFrom is the acked view whose unchanged members went into
 	// SpawnHeld when its frame left the ring (0: none yet).
 	heldFrom uint32
+	// inFlight are the full records of entities the client mirrors, by
+	// tick sent, held (SpawnHeld) until each tick's fate is known: not
+	// sent again in every tick before the ack comes back, but again if
+	// that tick's datagram was lost (holdInFlight, settleInFlight).
+	inFlight []inFlightSet
 	Ready    bool // the ready message went out
 	// synced: Spawned equalled the relevance after the last spawnDiff
 	synced bool
@@ -167,6 +172,17 @@ type Scratch struct {
 	Spawns   wire.SpawnWriter
 	Sections wire.SectionWriter
 }
+
+// inFlightSet is the entities whose full records went out at tick, held
+// until its fate is known.
+type inFlightSet struct {
+	tick  uint32
+	slots entity.Bitset
+}
+
+// maxInFlightSets bounds the ticks of full records held in flight (beyond
+// it, a tick's are not held: they go again until acked).
+const maxInFlightSets = 64
 
 // Config is what a peer needs of the server's configuration.
 type Config struct {
@@ -417,6 +433,7 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 	p.Rate.Refill(1 / float64(t.NetRate))
 	p.Out.Encoder = w.Enc
 	p.refreshSpawnHeld(t)
+	p.settleInFlight()
 	p.holdLostBaseline(t)
 	p.spawnDiff(t, plan, &w.Spawns)
 	if !p.Ready {
@@ -437,6 +454,7 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 		opt.Allowance -= len(p.secBuf) // (the section comes first)
 	}
 	p.Out.Info = w.Enc.Build(&p.Tracker, opt, &p.Out.Pkts)
+	p.holdInFlight(t)
 	if len(p.secBuf) > 0 {
 		if p.Out.Pkts.Len() > 0 {
 			p.Out.Pkts.AppendToLast(p.secBuf, wire.FlagMessages)
@@ -505,6 +523,69 @@ func (p *Peer) holdLostBaseline(t *Tick) {
 			}
 		}
 	}
+}
+
+// holdInFlight holds the entities this tick sent in full records for a
+// client that acked before (not the join, whose spawns hold): entities it
+// mirrors whose state its baseline lacks (the recovery from a stall or a
+// resume, or a record lost before). Until the tick's ack, or its loss,
+// they are not sent again (a recovery would otherwise send each about as
+// many times as ticks fit in a round trip); an entity that changes
+// meanwhile is let go (refreshSpawnHeld) and sent. Deltas are not held:
+// an entity that changes every tick goes in every tick anyway. The
+// client's own entities are not held.
+func (p *Peer) holdInFlight(t *Tick) {
+	v := p.Tracker.At(t.Tick)
+	if v == nil || p.Tracker.NewestAck == 0 || len(p.inFlight) >= maxInFlightSets {
+		return
+	}
+	var base entity.Bitset
+	if v.Base != 0 {
+		b := p.Tracker.At(v.Base)
+		if b == nil {
+			return
+		}
+		base = p.Tracker.Members(b)
+	}
+	members := p.Tracker.Members(v)
+	var set inFlightSet
+	for wi, w := range members {
+		for w &^= base.Word(wi) | p.SpawnHeld.Word(wi); w != 0; w &= w - 1 {
+			if slot := uint32(wi<<6 | bits.TrailingZeros64(w)); !p.owns(t, slot) {
+				set.slots.Set(slot)
+			}
+		}
+	}
+	if set.slots == nil {
+		return
+	}
+	set.tick = t.Tick
+	p.SpawnHeld.Or(set.slots)
+	p.spawnHeldAny = true
+	p.inFlight = append(p.inFlight, set)
+}
+
+// settleInFlight lets go of the entities held in flight whose tick's fate
+// is known: those its ack says the client did not get (lost parts), or all
+// of them if the tick was judged lost (or its view is gone); they are sent
+// again.
+func (p *Peer) settleInFlight() {
+	keep := p.inFlight[:0]
+	for _, f := range p.inFlight {
+		v := p.Tracker.At(f.tick)
+		switch {
+		case v != nil && v.Acked():
+			f.slots.AndNot(p.Tracker.Members(v))
+			p.SpawnHeld.AndNot(f.slots)
+		case v == nil || int32(p.judged-f.tick) > 0:
+			p.SpawnHeld.AndNot(f.slots)
+		default:
+			keep = append(keep, f)
+			continue
+		}
+	}
+	clear(p.inFlight[len(keep):])
+	p.inFlight = keep
 }
 
 // owns reports whether the client owns slot (its entities are predicted
