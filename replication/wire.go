@@ -23,6 +23,10 @@ import (
 // 9: the server leaves out of the snapshots an entity whose spawn carried
 // its state while it does not change; a client takes a spawn's state as
 // the entity's first sample (interpolation) and holds it until a change.
+// 10: seats: the Welcome carries the seat's resume secret (payload v4), a
+// Hello may carry a resume ticket (transport.Hello.Resume), a client
+// datagram may say how many reliable messages the client took (kind flag
+// 0x40), and a drain notice may name where the match goes on.
 const ProtocolVersion = wire.ProtocolVersion
 
 // ErrMalformed wraps decode errors of replication messages.
