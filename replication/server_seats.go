@@ -346,6 +346,7 @@ func (s *Server) resume(p *admit.Pending) {
 		c.Init(c.ID, pc, now)
 		c.rel = grid.Relevance{}
 		c.seat.log.reset()
+		c.seqSeen = false // (a new client's message sections count from 0)
 		s.Stats.ResumesReset++
 	} else {
 		c.Resume(pc, now)
