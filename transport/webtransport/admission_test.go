@@ -112,6 +112,7 @@ func TestUnwelcomedPeerStreamingMessages(t *testing.T) {
 // their first packet, as over QUIC (transport/quic's TestNewConnectionRates).
 func TestNewConnectionRates(t *testing.T) {
 	e := newEnv(t, webtransport.Config{NewConnectionRatePerAddress: 1, NewConnectionRate: 4, Logger: quietLogger()})
+	start := time.Now()
 	for range 2 {
 		_, _, err := rawSession(t, e, net.IPv4(127, 0, 0, 1), true)
 		require.NoError(t, err)
@@ -127,8 +128,15 @@ func TestNewConnectionRates(t *testing.T) {
 	}
 	_, _, err = rawSession(t, e, net.IPv4(127, 0, 0, 3), true)
 	require.NoError(t, err, "a fresh source, verified by the Retry")
+	// (The listener's bucket refills at 4 a second: on a machine so busy
+	// that the sessions above took a quarter of a second, one more is due.)
+	took := time.Since(start)
 	_, _, err = rawSession(t, e, net.IPv4(127, 0, 0, 3), true)
-	require.Error(t, err, "the listener's rate is spent")
+	if took < 200*time.Millisecond {
+		require.Error(t, err, "the listener's rate is spent")
+	} else {
+		t.Logf("the sessions took %v: the listener's bucket may have refilled, its refusal is not judged", took)
+	}
 	st := e.l.Admission()
 	t.Logf("%+v", st)
 	require.GreaterOrEqual(t, st.RefusedRate, uint64(1))
