@@ -836,7 +836,7 @@ func (s *Server) endTick() {
 // planPeer runs a peer's sequential phase — the user's hooks — and leaves
 // its plan in the peer; maxDatagram is what its connection takes.
 func (s *Server) planPeer(p *remote, now time.Time, maxDatagram int) {
-	p.plan = peer.Plan{MTU: min(s.cfg.MTU, maxDatagram)}
+	p.plan = peer.Plan{MTU: min(s.cfg.MTU, maxDatagram), Suspended: p.seat.suspended}
 	p.hasFocus = false
 	s.msgs.planPeer(p)
 	if s.interest != nil && (s.interest.Due(s.tick) || p.rel.Relevant == nil) {

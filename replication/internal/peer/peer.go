@@ -137,6 +137,9 @@ type heardAck struct {
 type Plan struct {
 	MTU int
 	Opt encode.BuildOptions // input extension fields
+	// Suspended: the client's connection is lost and its seat kept: the
+	// tick builds its spawns, not its datagrams.
+	Suspended bool
 	// Relevant is the entities the client is to hold this tick;
 	// RelevanceChanged: it may differ from the last tick's (it was
 	// recomputed, or an entity was spawned, despawned or changed its
@@ -440,6 +443,13 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 		p.Ready, p.Out.ReadyMsg = true, true
 	}
 	p.secBuf, p.Out.Messages, p.Out.MessagesLeft, p.Out.SectionBytes = p.secBuf[:0], 0, 0, 0
+	if plan.Suspended {
+		// No datagram reaches a suspended client: only its spawns are built
+		// (its seat keeps them for its resume).
+		p.Out.Pkts.Reset()
+		p.Out.Info = encode.BuildInfo{}
+		return
+	}
 	if plan.Messages != nil {
 		p.secBuf, p.Out.Messages, p.Out.MessagesLeft = plan.Messages(p, &w.Sections, p.secBuf)
 	}
