@@ -23,10 +23,10 @@ import (
 //     kept (seatLog) until the client says, in its datagrams, that it took
 //     it (wire.FlagTaken): a resume sends again exactly those the client
 //     did not take, so no spawn batch is sent twice and none is lost;
-//   - a suspended seat's peer goes on being built every tick, like a client
-//     whose datagrams are all lost: its spawn batches go to the log, its
-//     datagrams nowhere (deadConn), and its baselines age as a stalled
-//     client's do (what it holds unchanged stays held: peer.SpawnHeld);
+//   - a suspended seat's peer goes on every tick without datagrams
+//     (peer.Plan.Suspended): its spawn batches go to the log (deadConn
+//     sends nothing), and its baselines age as a stalled client's do (what
+//     it holds unchanged stays held: peer.SpawnHeld);
 //   - the client keeps its mirrors and its snapshot receiver, so deltas go
 //     on from the newest baseline both sides hold.
 
