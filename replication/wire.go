@@ -52,6 +52,9 @@ type DrainNotice struct {
 	Left time.Duration
 	// Address, if not empty, is where the match goes on (Server.DrainTo: a
 	// checkpoint of it restored there): dial it and Client.Resume there to
-	// keep the seat.
+	// keep the seat. A notice without one may come first (a host's drain,
+	// before its matches are handed elsewhere: agones.Config.Handoff), and
+	// one with an address a moment later: a client need not leave at the
+	// first notice.
 	Address string
 }
