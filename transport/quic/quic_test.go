@@ -318,7 +318,13 @@ func TestDatagramQueueIsBounded(t *testing.T) {
 		n++
 	}
 	require.GreaterOrEqual(t, n, 16)
-	require.Equal(t, uint64(n), s.Stats().DatagramsReceived-uint64(len(drain(s))))
+	// (Late arrivals may land at any moment: every datagram counted as
+	// received by one reading is polled by the drain after it, and no more
+	// are polled than are counted after that.)
+	received := s.Stats().DatagramsReceived
+	n += len(drain(s))
+	require.GreaterOrEqual(t, uint64(n), received, "a received datagram was not polled")
+	require.LessOrEqual(t, uint64(n), s.Stats().DatagramsReceived, "more polled than received")
 }
 
 func drain(c *quic.Conn) [][]byte {
