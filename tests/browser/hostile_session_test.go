@@ -57,10 +57,10 @@ async function misbehave(kind, w, dw) {
   switch (kind) {
   case "bigDatagram": await dw.write(new Uint8Array(1210)); break; // browsers send up to 1215
   case "junkDatagram":
-    // (Its first byte is no datagram kind: random junk that starts with the
-    // client datagram's kind is judged by the ack it seems to carry, for
-    // another reason, such as an ack from the future.)
-    for (let i = 0; i < 20; i++) { const b = crypto.getRandomValues(new Uint8Array(100)); b[0] = 0x40 | (b[0] & 0x3f); await dw.ready; await dw.write(b); }
+    // (Its first byte is no datagram kind, with or without flags: random
+    // junk that starts with the client datagram's kind is judged by the ack
+    // it seems to carry, for another reason, such as an ack from the future.)
+    for (let i = 0; i < 20; i++) { const b = crypto.getRandomValues(new Uint8Array(100)); b[0] = 0x70 | (b[0] & 0x0f); await dw.ready; await dw.write(b); }
     break;
   case "junkFrame": await w.write(cat(varint(5), [1, 2, 3, 4, 5])); break; // a well-framed message after the handshake
   case "bigFrame": await w.write(cat(varint(2 << 20), new Uint8Array(1000))); break;
