@@ -57,8 +57,9 @@ var ErrCheckpoint = errors.New("replication: checkpoint")
 // registry does not hold. A world whose entities hold components with
 // components.Ref fields or relation components is refused (their entities
 // are not carried), as is a registered component that holds pointers (a
-// string, a slice). Call it
-// between ticks, on the simulation goroutine.
+// string, a slice). Call it right after Server.Send, on the simulation
+// goroutine: a structural change since (an entity created or removed, a
+// component added or removed) is an error.
 func (s *Server) Checkpoint(dst []byte, game []byte) ([]byte, error) {
 	for _, rc := range append(s.refs[:len(s.refs):len(s.refs)], s.rels...) {
 		if q := s.world.Query(rc.filter); q.Count() > 0 {
@@ -71,7 +72,9 @@ func (s *Server) Checkpoint(dst []byte, game []byte) ([]byte, error) {
 			return dst, fmt.Errorf("%w: component %s holds pointers, which a checkpoint does not carry", ErrCheckpoint, p.Type)
 		}
 	}
-	s.capture.Apply() // (the structural changes since the last Send)
+	if s.capture.Pending() {
+		return dst, fmt.Errorf("%w: entities were created, removed or changed their components since the last Server.Send: take a checkpoint right after Send", ErrCheckpoint)
+	}
 	b := append(dst, checkpointMagic...)
 	b = append(b, checkpointVersion)
 	b = binary.LittleEndian.AppendUint64(b, s.cfg.Registry.Hash())

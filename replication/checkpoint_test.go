@@ -182,3 +182,27 @@ func TestTakenBeyondSent(t *testing.T) {
 	require.Empty(t, s.Suspended(), "a protocol violation is no lost connection")
 	require.ErrorContains(t, why, "the client says it took 1048576 reliable messages")
 }
+
+// A checkpoint is taken right after Send: a structural change since is
+// refused (the net handle table would not hold it).
+func TestCheckpointAfterSendOnly(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+	w := arche.NewWorld()
+	s, err := NewServer(&w, net.Listen("a"), ServerConfig{Registry: reg, Now: net.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	s.Receive()
+	s.Send()
+	_, err = s.Checkpoint(nil, nil)
+	require.NoError(t, err)
+	w.NewEntity(arche.ComponentID[components.Replicated](&w), arche.ComponentID[components.Transform](&w))
+	_, err = s.Checkpoint(nil, nil)
+	require.ErrorIs(t, err, ErrCheckpoint)
+	require.ErrorContains(t, err, "right after Send")
+	s.Receive()
+	s.Send()
+	cp, err := s.Checkpoint(nil, nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, cp)
+}

@@ -77,6 +77,9 @@ func (c *Capture) Touch(e arche.Entity) {
 	}
 }
 
+// Pending reports whether entities were touched since the last Apply.
+func (c *Capture) Pending() bool { return len(c.log.order) > 0 }
+
 // Listener returns the arche listener that feeds Touch: it collects the
 // entities whose structure changed (created, removed, components added or
 // removed) until the next Apply.
