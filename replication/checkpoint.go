@@ -188,6 +188,7 @@ func Restore(world *arche.World, l transport.Listener, cfg ServerConfig, checkpo
 	}
 	s.slots.Restore(restored, cp.free)
 	s.capture.Apply() // (their layouts: Resolve finds them at once)
+	s.slots.EndTick() // (no client holds anything yet: no layout change to tell)
 	s.tick = cp.tick
 	now := s.cfg.Now()
 	for _, st := range cp.seats {
