@@ -164,3 +164,60 @@ func ExampleClient_Resume() {
 	// game: client 1 resumed
 	// client 1 ready same mirror: true
 }
+
+// A match moves to another server: a checkpoint of server A is restored as
+// server B, A's drain notice names B, and the client resumes its seat there.
+func ExampleServer_Checkpoint() {
+	reg := schema.NewRegistry()
+	schema.MustRegister[components.Transform](reg)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	net := sim.NewNetwork(1, time.Unix(0, 0))
+
+	worldA := ecs.NewWorld()
+	a, _ := replication.NewServer(&worldA, net.Listen("a"), replication.ServerConfig{Registry: reg, Now: net.Now, Logger: log})
+	spawner := generic.NewMap2[components.Replicated, components.Transform](&worldA)
+	ball := spawner.New()
+	transformsA := generic.NewMap[components.Transform](&worldA)
+	transformsA.Get(ball).Pos.X = 7
+
+	clientWorld := ecs.NewWorld()
+	conn, _ := net.Dial("a", sim.Link{})
+	client, _ := replication.NewClient(&clientWorld, conn, replication.ClientConfig{Registry: reg, Now: net.Now, Logger: log})
+	servers := []*replication.Server{a}
+	step := func() {
+		for _, s := range servers {
+			s.Receive()
+			s.Send()
+		}
+		net.Advance(time.Second / 30)
+		client.Receive()
+		if n, ok := client.Draining(); ok && n.Address != "" && client.Stats.Resumes == 0 {
+			conn, _ := net.Dial(n.Address, sim.Link{}) // (follow the match)
+			_ = client.Resume(conn)
+		}
+		client.Send()
+	}
+	for range 5 {
+		step()
+	}
+
+	// Right after a Send: the checkpoint, restored as server B elsewhere.
+	cp, _ := a.Checkpoint(nil, nil)
+	worldB := ecs.NewWorld()
+	b, _, _ := replication.Restore(&worldB, net.Listen("b"), replication.ServerConfig{Registry: reg, Now: net.Now, Logger: log}, cp)
+	servers = append(servers, b)
+	a.DrainTo("b", "moving", time.Time{})
+	for range 5 {
+		step()
+	}
+
+	id, _ := a.NetID(ball) // (the same net id names B's ball)
+	e, _ := b.Resolve(id)
+	mirror, _ := client.Entity(id)
+	transformsB, mirrors := generic.NewMap[components.Transform](&worldB), generic.NewMap[components.Transform](&clientWorld)
+	fmt.Println("client", client.ID(), client.State(), "resumed on B:", b.Stats.Resumed)
+	fmt.Println("B's ball x:", transformsB.Get(e).Pos.X, "mirror x:", mirrors.Get(mirror).Pos.X)
+	// Output:
+	// client 1 ready resumed on B: 1
+	// B's ball x: 7 mirror x: 7
+}
