@@ -146,3 +146,51 @@ func (t *Tracker) takeRecs() []Rec {
 	t.recsPool = t.recsPool[:n-1]
 	return r
 }
+
+// SetMembers makes v's members exactly bits (read, not kept): v keeps the
+// set it holds (shared, say, by ShareMembers) when that is equal already,
+// and takes a copy of bits otherwise. A Build that repeats another
+// client's (encode's shared builds) sets the view's members at once.
+func (t *Tracker) SetMembers(v *View, bits entity.Bitset) {
+	cur := t.Members(v)
+	if entity.NextDiff(cur, bits, 0) >= max(len(cur), len(bits)) {
+		return
+	}
+	if v.members < 0 || t.sets[v.members].refs > 1 {
+		var i int32
+		if n := len(t.freeSets); n > 0 {
+			i, t.freeSets = t.freeSets[n-1], t.freeSets[:n-1]
+		} else {
+			t.sets = append(t.sets, memberSet{})
+			i = int32(len(t.sets) - 1)
+		}
+		t.sets[i].refs = 1
+		t.releaseMembers(v)
+		v.members = i
+	}
+	s := &t.sets[v.members]
+	s.bits = append(s.bits[:0], bits...)
+}
+
+// Recs returns the records v's datagrams carried (nil unless v was sent in
+// more than one datagram and its ack is still to come), read-only.
+func (t *Tracker) Recs(v *View) []Rec {
+	if !v.hasRecs {
+		return nil
+	}
+	return t.listsOf(v).recs
+}
+
+// SetRecs makes v's record list a copy of recs (AddRec for each).
+func (t *Tracker) SetRecs(v *View, recs []Rec) {
+	if len(recs) == 0 {
+		t.releaseRecs(v)
+		return
+	}
+	l := t.listsOf(v)
+	if !v.hasRecs {
+		l.recs = t.takeRecs()
+		v.hasRecs = true
+	}
+	l.recs = append(l.recs[:0], recs...)
+}

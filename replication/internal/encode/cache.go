@@ -36,6 +36,8 @@ type recordCache struct {
 	// owned: slots of the current frame with an owner and owner-only
 	// groups (their records depend on the client: see ownerView)
 	owned entity.Bitset
+	// owners: the owner ids of the entities in owned
+	owners [4]uint64
 	// presentLayout is the frame layout present and owned were made for
 	// (frames of one layout share their entries and Metas)
 	presentLayout uint32
@@ -87,13 +89,19 @@ func (rc *recordCache) begin(f *store.Frame, slots int, ownerComps uint64) {
 	rc.presentLayout = f.Layout()
 	rc.present.Reset()
 	rc.owned.Reset()
+	rc.owners = [4]uint64{}
 	for i, s := range f.Slots {
 		rc.present.Set(s)
 		if m := f.Metas[i]; m.Owner != 0 && m.Set&ownerComps != 0 {
 			rc.owned.Set(s)
+			rc.owners[m.Owner>>6] |= 1 << (m.Owner & 63)
 		}
 	}
 }
+
+// ownerHas reports whether owner id owns an entity with owner-only groups
+// in the current frame.
+func (rc *recordCache) ownerHas(id uint8) bool { return rc.owners[id>>6]>>(id&63)&1 != 0 }
 
 // indexOf returns the index in rc.entries of ce, one of slot's entries.
 func (rc *recordCache) indexOf(slot uint32, ce *cacheEntry) uint32 {

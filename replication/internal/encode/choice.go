@@ -30,6 +30,7 @@ func (s *codeShard) countN(st *lanes.Stats, n uint32) {
 // records.
 func (s *codeShard) flush() {
 	e := s.enc
+	e.retireShare() // (its repeats' sends first)
 	for _, slot := range e.pre.pending {
 		s.countN(&e.g.pre.entries[slot].stats, e.pre.sends[slot])
 		e.pre.sends[slot] = 0

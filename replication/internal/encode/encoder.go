@@ -42,8 +42,11 @@ type Encoder struct {
 	packer packer      // the datagrams they are packed into
 	pre    preState    // this encoder's part in pre-encoding
 	pc     predCtx     // the Build's prediction context
-	shard  *codeShard  // its counts for the coding choice
-	acct   *bitAccount // nil: accounting off (account.go)
+	share  shareState  // the last Build later ones may repeat (share.go)
+	// sharedN counts the Builds that repeated another's
+	sharedN int
+	shard   *codeShard  // its counts for the coding choice
+	acct    *bitAccount // nil: accounting off (account.go)
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see codec.Compressor). Nil: never compress.
@@ -51,6 +54,9 @@ type Encoder struct {
 	// NoPrediction turns the linear-extrapolation predictor off (it is on by
 	// default: each record uses it only when it is shorter).
 	NoPrediction bool
+	// NoShare: every Build encodes its client's datagrams itself, none
+	// repeats another client's (share.go; the bytes are the same).
+	NoShare bool
 	// PreHits counts candidates whose record was pre-encoded, since the
 	// Group's last EndPreencode.
 	PreHits int
@@ -257,8 +263,6 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 	info.Baseline = B
 	e.setupPrediction(t, base, S)
 	e.pc.setKeys(B)
-	e.cache.setTags(&e.pc.keys, &e.pc.tags)
-	e.setPre(S)
 	if B != 0 {
 		ki := 0
 		if e.pc.on {
@@ -269,6 +273,21 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 		}
 		e.noteCensus(e.pc.keys[ki])
 	}
+	hdr := e.header(S, B, base, opt)
+	share := e.canShare(t, behind)
+	var sk shareKey
+	var rel entity.Bitset
+	if share {
+		sk = shareKey{tick: S, B: B, pcOn: e.pc.on, B2: e.pc.B2, B3: e.pc.B3, quad: e.pc.quad, mtu: mtu, parts: maxParts, hdrBits: hdr.BitLen()}
+		rel = e.cands.relevant(opt.Relevant, e.cache.present)
+		if e.tryRepeat(t, &sk, base, baseMembers, rel, opt.SpawnHeld, total, &opt, &hdr, out, &info) {
+			return info
+		}
+	}
+	e.retireShare()
+	preHits := e.PreHits
+	e.cache.setTags(&e.pc.keys, &e.pc.tags)
+	e.setPre(S)
 	e.cands.touchOn = len(f.Slots) >= e.cands.touchAt
 	if e.cands.touchOn {
 		e.cands.touchFrames = [4]*store.Frame{f, e.r.Frame(B)}
@@ -276,10 +295,12 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 			e.cands.touchFrames[2], e.cands.touchFrames[3] = e.r.Frame(e.pc.B2), e.r.Frame(e.pc.B3)
 		}
 	}
-	e.collect(&candSource{t: t, f: f, rel: e.cands.relevant(opt.Relevant, e.cache.present), base: baseMembers, behind: behind, changed: changed, B: B,
+	if !share {
+		rel = e.cands.relevant(opt.Relevant, e.cache.present)
+	}
+	e.collect(&candSource{t: t, f: f, rel: rel, base: baseMembers, behind: behind, changed: changed, B: B,
 		held: opt.SpawnHeld})
 
-	hdr := e.header(S, B, base, opt)
 	e.sel.choose(&e.cands, t.Acc(), opt.Weights, total, mtu, &hdr)
 	e.emit(out, mtu, maxParts, total, &hdr, &info)
 	e.recordView(t, S, base, opt, &info)
@@ -289,6 +310,9 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 		t.PredOff = info.predSaved <= 0
 	}
 	t.Sent++
+	if share {
+		e.keepShare(t, &sk, baseMembers, rel, opt.SpawnHeld, out, &info, e.PreHits-preHits)
+	}
 	return info
 }
 

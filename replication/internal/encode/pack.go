@@ -15,6 +15,11 @@ type packer struct {
 	partHdrBits int
 	packed      []int
 	parts       []part
+	// need is the least byte allowance with which the tick's packing comes
+	// out the same (noShare: none more than the Build's own); hdrBits the
+	// kind byte and header bits of each part written
+	need    int
+	hdrBits []int
 }
 
 // recordBits is the exact size of candidate cd in a datagram: gap code (order
@@ -103,8 +108,13 @@ func (e *Encoder) packWith(mtu, maxParts, total int, h *wire.Header, assume int,
 		cd := &e.cands.list[i]
 		r := run
 		b := e.recordBits(cd, prev, k, &r) + bitio.ExpGolombLen(uint64(hp.Count+1), 0) - bitio.ExpGolombLen(uint64(hp.Count), 0)
-		if bitsNow+b > capBits || spentBytes+1+(bitsNow+b+7)/8 > total {
+		if bitsNow+b > capBits {
 			return false
+		}
+		if need := spentBytes + 1 + (bitsNow+b+7)/8; need > total {
+			return false
+		} else if need > e.packer.need {
+			e.packer.need = need
 		}
 		bitsNow += b
 		hp.Count++
@@ -147,14 +157,21 @@ func (e *Encoder) emit(out *Packets, mtu, maxParts, total int, h *wire.Header, i
 	if !e.sel.all {
 		k0, n = e.gapOrder(e.sel.idx), len(e.sel.idx)
 	}
+	e.packer.need = e.sel.allBytes
+	e.packer.hdrBits = e.packer.hdrBits[:0]
 	if e.acct == nil {
 		e.packer.parts = append(e.packer.parts[:0], part{from: 0, to: n, k: uint8(k0)})
 		hp := *h
 		hp.Parts = 1
-		if bits := e.writePart(&hp, 0); bits <= mtu*8 && (bits+7)/8 <= total {
-			e.appendPart(out, info)
-			info.Parts = 1
-			return
+		if bits := e.writePart(&hp, 0); bits <= mtu*8 {
+			if (bits+7)/8 <= total {
+				e.packer.need = max(e.packer.need, (bits+7)/8)
+				e.packer.hdrBits = append(e.packer.hdrBits, e.packer.partHdrBits)
+				e.appendPart(out, info)
+				info.Parts = 1
+				return
+			}
+			e.packer.need = noShare // (with more allowance, one datagram)
 		}
 	}
 	if e.sel.all {
@@ -183,8 +200,10 @@ func (e *Encoder) gapOrder(sel []int) uint {
 func (e *Encoder) stitch(out *Packets, h *wire.Header, info *BuildInfo) {
 	hp := *h
 	hp.Parts = len(e.packer.parts)
+	e.packer.hdrBits = e.packer.hdrBits[:0]
 	for pi := range e.packer.parts {
 		e.writePart(&hp, pi)
+		e.packer.hdrBits = append(e.packer.hdrBits, e.packer.partHdrBits)
 		e.appendPart(out, info)
 	}
 	info.Parts = len(e.packer.parts)

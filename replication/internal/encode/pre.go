@@ -334,7 +334,10 @@ func (e *Encoder) preRecord(slot uint32, k *recKey) (*cacheEntry, bool) {
 
 // preSend counts a send of slot's pre-encoded record (for the choice of
 // the coding; see codeShard.flush).
-func (e *Encoder) preSend(slot uint32) {
+func (e *Encoder) preSend(slot uint32) { e.preSendN(slot, 1) }
+
+// preSendN counts n sends of slot's pre-encoded record.
+func (e *Encoder) preSendN(slot, n uint32) {
 	ps := &e.pre
 	if int(slot) >= len(ps.sends) {
 		ps.sends = append(ps.sends, make([]uint32, int(slot)+1-len(ps.sends))...)
@@ -342,7 +345,7 @@ func (e *Encoder) preSend(slot uint32) {
 	if ps.sends[slot] == 0 {
 		ps.pending = append(ps.pending, slot)
 	}
-	ps.sends[slot]++
+	ps.sends[slot] += n
 }
 
 // arenaOf returns the bytes that candidate cd's record (ce) points into.

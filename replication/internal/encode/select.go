@@ -11,9 +11,11 @@ import (
 
 // selection is the candidates a client's byte budget keeps.
 type selection struct {
-	idx  []int    // selected candidates, slot order (unless all)
-	all  bool     // every candidate is selected (idx is not filled)
-	keys []uint64 // (byPriority's)
+	idx []int // selected candidates, slot order (unless all)
+	all bool  // every candidate is selected (idx is not filled)
+	// allBytes: the least allowance with which all are (a repeat's need)
+	allBytes int
+	keys     []uint64 // (byPriority's)
 }
 
 // partOverheadBits estimates a datagram's fixed cost for selection: the kind
@@ -32,6 +34,7 @@ func (s *selection) choose(cs *candidates, acc []baseline.AccEntry, ws []float32
 	over := partOverheadBits(h)
 	partBits := mtu*8 - over
 	budgetBits := total * 8
+	s.allBytes = (sum + (sum/partBits+1)*over + 7) / 8
 	if s.all = sum+(sum/partBits+1)*over <= budgetBits; s.all {
 		return // (idx is filled when needed: fill)
 	}

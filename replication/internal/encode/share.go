@@ -1,0 +1,239 @@
+package encode
+
+import (
+	"github.com/archenet/archenet/replication/internal/baseline"
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/wire"
+)
+
+// Shared builds. When everything moves and every client sees everything,
+// the clients that acked the same tick hold the same view: their Builds
+// would collect the same candidates, select all of them, pack them the
+// same way and write the same records, their datagrams differing only in
+// the header's per-client fields (the input ack and feedback). A Build
+// whose inputs equal those of the encoder's last Build of the tick copies
+// that Build's datagrams and writes its own header into each, and gives
+// its tracker the same view: the cost of a client is then its header, the
+// copy and a comparison of a few sets, not its records.
+//
+// The inputs compared (shareKey and the sets of shareState) are all a
+// Build's output depends on besides the tick's frame and coding: the
+// baseline and prediction views and their members, the entities relevant
+// to the client and held by it, the datagram size and count, the header's
+// length and the byte allowance. Only Builds that sent every candidate
+// (nothing deferred) are repeated, for clients with no deferred entries
+// and no priority accumulated, and whose allowance is at least what the
+// repeated Build needed; with owner-only fields, only for clients that own
+// no entity with some. The datagrams are byte for byte those a full Build
+// would write (TestSharedBuildsSameBytes).
+//
+// The coding's counts weigh each record as often as it is sent: a repeat
+// adds one to its Build's sends, and the records' cache entries are
+// counted that many more times when the repeated Build retires, at the
+// encoder's next full Build or when its counts are flushed (no other Build
+// can evict those entries in between).
+
+// shareKey is what a repeatable Build's scalars must match.
+type shareKey struct {
+	tick, B    uint32
+	pcOn       bool
+	B2, B3     uint32
+	quad       bool
+	mtu, parts int
+	hdrBits    int // the header's length with the client's fields
+}
+
+// shareState is the encoder's last repeatable Build of the tick.
+type shareState struct {
+	valid bool
+	key   shareKey
+	// the Build's sets: its baseline's members, the prediction views'
+	// members, the relevant entities (a copy: the encoder's buffer is
+	// rewritten by the next Build) and the held ones
+	base, m2, m3, held, rel entity.Bitset
+	// need: the least byte allowance with which the Build does the same
+	need int
+	// what it made: the tracker and view it recorded (read at a repeat:
+	// the members and records), its datagrams, their parts and what it
+	// reported
+	t       *baseline.Tracker
+	view    uint32
+	pkts    Packets
+	parts   []part
+	hdrBits []int
+	info    BuildInfo
+	preHits int
+	// reuses counts the repeats, whose sends the retire counts
+	reuses uint32
+	// misses counts the kept Builds in a row that were not repeated; from
+	// shareMisses on, only one Build in shareSkip is kept (skip counts down)
+	misses, skip int
+}
+
+// shareMisses and shareSkip: an encoder whose kept Builds are not
+// repeated (clients that see different entities) keeps fewer, to spare
+// the copies.
+const (
+	shareMisses = 8
+	shareSkip   = 8
+)
+
+// noShare is packer.need for a Build that a client with more allowance
+// would not repeat.
+const noShare = int(^uint(0) >> 1)
+
+// SharedBuilds counts the Builds that repeated another's datagrams since
+// the encoder was made.
+func (e *Encoder) SharedBuilds() int { return e.sharedN }
+
+// canShare reports whether t's Build may repeat or be repeated: no
+// accounting or compression (per-client work on the bytes), a simple
+// prediction context, no deferred entries or priorities, and no owner-only
+// fields of its own.
+func (e *Encoder) canShare(t *baseline.Tracker, behind []baseline.Behind) bool {
+	if e.NoShare || e.acct != nil || e.Compression != nil || !e.pc.simple || len(behind) != 0 || len(t.Acc()) != 0 {
+		return false
+	}
+	return e.ownerComps == 0 || t.ID == 0 || !e.cache.ownerHas(t.ID)
+}
+
+// sameSet reports whether a and b hold the same entities.
+func sameSet(a, b entity.Bitset) bool { return entity.NextDiff(a, b, 0) >= max(len(a), len(b)) }
+
+// tryRepeat repeats the encoder's last repeatable Build for t if its inputs
+// are the same, writing out and recording t's view; false if they are not.
+func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.View, baseMembers, rel, held entity.Bitset, total int, opt *BuildOptions, h *wire.Header, out *Packets, info *BuildInfo) bool {
+	sh := &e.share
+	if !sh.valid || sh.t == t || sh.key != *k || total < sh.need || !sameSet(sh.base, baseMembers) || !sameSet(sh.m2, e.pc.members) ||
+		!sameSet(sh.m3, e.pc.members3) || !sameSet(sh.rel, rel) || !sameSet(sh.held, held) {
+		return false
+	}
+	v := sh.t.At(sh.view)
+	if v == nil {
+		return false
+	}
+	// The datagrams, each with t's header (of the same length).
+	hp := *h
+	hp.Parts = len(sh.parts)
+	w := &e.packer.partW
+	for pi := range sh.parts {
+		pt := &sh.parts[pi]
+		hp.Part, hp.Count, hp.GapOrder = pi, pt.to-pt.from, pt.k
+		w.Reset(w.Bytes())
+		w.WriteBits(uint64(wire.KindSnapshot), 8)
+		hp.AppendBits(w)
+		if w.BitLen() != sh.hdrBits[pi] {
+			out.Reset()
+			return false
+		}
+		start := len(out.buf)
+		out.buf = append(out.buf, sh.pkts.At(pi)...)
+		overwriteBits(out.buf[start:], w.Bytes(), sh.hdrBits[pi])
+		out.ends = append(out.ends, len(out.buf))
+	}
+	*info = sh.info
+	// The view, as recordView made the repeated Build's.
+	S, B := k.tick, k.B
+	nv := t.Begin(S)
+	nv.Base = B
+	nv.Coding = wire.DefaultCoding
+	if B != 0 {
+		nv.Coding, _ = e.coder.Coding()
+	}
+	nv.InputAck, nv.HasInputAck = opt.InputAck, opt.HasInputAck
+	nv.Parts = uint8(len(sh.parts))
+	t.ShareMembers(nv, base)
+	t.SetMembers(nv, sh.t.Members(v))
+	if len(sh.parts) > 1 {
+		t.SetRecs(nv, sh.t.Recs(v))
+		acc := t.StartAcc()
+		acc.Finish(t)
+	} else {
+		t.DropSpareRecs()
+	}
+	if e.pc.on && info.Deltas >= 8 {
+		t.PredOff = info.predSaved <= 0
+	}
+	t.Sent++
+	sh.reuses++
+	e.PreHits += sh.preHits
+	e.sharedN++
+	return true
+}
+
+// overwriteBits writes the first n bits of src over those of dst.
+func overwriteBits(dst, src []byte, n int) {
+	copy(dst[:n/8], src[:n/8])
+	if r := n % 8; r != 0 {
+		m := byte(1)<<r - 1
+		dst[n/8] = dst[n/8]&^m | src[n/8]&m
+	}
+}
+
+// keepShare records the Build just made (for t, with key k) as the one
+// later Builds of the tick may repeat, if it sent every candidate.
+func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, held entity.Bitset, out *Packets, info *BuildInfo, preHits int) {
+	sh := &e.share
+	if info.Deferred != 0 || info.Starved || e.packer.need == noShare {
+		return
+	}
+	if sh.misses >= shareMisses {
+		// (its Builds are seldom repeated: one kept now and then)
+		if sh.skip > 0 {
+			sh.skip--
+			return
+		}
+		sh.skip = shareSkip
+	}
+	sh.valid, sh.key, sh.reuses = true, *k, 0
+	// (copies: the client's sets may change once its Build is done)
+	sh.base = append(sh.base[:0], baseMembers...)
+	sh.m2 = append(sh.m2[:0], e.pc.members...)
+	sh.m3 = append(sh.m3[:0], e.pc.members3...)
+	sh.held = append(sh.held[:0], held...)
+	sh.rel = append(sh.rel[:0], rel...)
+	sh.need = e.packer.need
+	sh.t, sh.view = t, k.tick
+	sh.pkts.buf = append(sh.pkts.buf[:0], out.buf...)
+	sh.pkts.ends = append(sh.pkts.ends[:0], out.ends...)
+	sh.parts = append(sh.parts[:0], e.packer.parts...)
+	sh.hdrBits = append(sh.hdrBits[:0], e.packer.hdrBits...)
+	sh.info = *info
+	sh.preHits = preHits
+}
+
+// retireShare counts the repeats of the last repeatable Build in its
+// records' sends (its candidates are still the encoder's: no Build ran
+// since) and forgets it.
+func (e *Encoder) retireShare() {
+	sh := &e.share
+	if sh.valid && sh.reuses == 0 {
+		sh.misses++
+	} else if sh.valid {
+		sh.misses = 0
+	}
+	if sh.valid && sh.reuses > 0 {
+		n := sh.reuses
+		cands := e.cands.list
+		tally := func(cd *cand) {
+			if cd.kind == kindRemoval || cd.kind == kindFull {
+				return
+			}
+			if cd.ent&preBit != 0 {
+				e.preSendN(cd.ent&^preBit, n)
+			} else {
+				e.cache.entries[cd.ent].sends += n
+			}
+		}
+		if e.sel.all {
+			for i := range cands {
+				tally(&cands[i])
+			}
+		} else {
+			for _, i := range e.sel.idx {
+				tally(&cands[i])
+			}
+		}
+	}
+	sh.valid, sh.reuses, sh.t = false, 0, nil
+}

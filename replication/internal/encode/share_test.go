@@ -1,0 +1,111 @@
+package encode
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/stretchr/testify/require"
+)
+
+// shareTick runs one tick of r with per-client options and acks: opt gives
+// client i's Build options, ack whether its ack reaches the server. It
+// returns the tick's shared Builds.
+func shareTick(t *testing.T, r *preRig, opt func(i int) BuildOptions, ack func(i int) bool) int {
+	r.step()
+	if n := r.g.BeginPreencode(); n > 0 {
+		r.encs[0].Preencode(0, n/2)
+		r.encs[1].Preencode(n/2, n)
+	}
+	shared := r.encs[0].SharedBuilds() + r.encs[1].SharedBuilds()
+	for i, c := range r.clients {
+		// (clients in two contiguous halves, as a server's workers take them)
+		r.encs[2*i/len(r.clients)].Build(c, opt(i), &r.pk)
+		for j := range r.pk.Len() {
+			r.sent = append(r.sent, r.pk.At(j)...)
+			_, err := r.rcvs[i].Decode(r.pk.At(j))
+			require.NoError(t, err)
+		}
+		if ack(i) {
+			a := r.rcvs[i].Ack()
+			c.Ack(&a)
+		}
+	}
+	for _, e := range r.encs {
+		e.EndTick()
+	}
+	r.g.EndPreencode(nil)
+	r.s.w.EndTick()
+	return r.encs[0].SharedBuilds() + r.encs[1].SharedBuilds() - shared
+}
+
+// TestSharedBuildsSameBytes: clients whose Builds repeat another's get,
+// byte for byte, the datagrams and views a Build of their own would make:
+// with their own input acks in the headers, budgets that defer for some
+// of them, acks lost for some, several datagrams a tick, and interest
+// that differs for some.
+func TestSharedBuildsSameBytes(t *testing.T) {
+	const n, clients = 300, 8
+	a, b := newPreRig(t, n, clients), newPreRig(t, n, clients)
+	for _, e := range b.encs {
+		e.NoShare = true
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	shared := 0
+	for tick := range 120 {
+		mtu := 1200
+		if tick >= 60 {
+			mtu = 300 // several datagrams a tick
+		}
+		calm := tick%20 < 10      // the same input acks, no deferral, no loss
+		lost := rng.IntN(clients) // this tick's client whose ack is lost
+		limited := rng.IntN(clients)
+		if calm {
+			lost, limited = -1, -1
+		}
+		inputs, leads, depths := make([]uint32, clients), make([]uint32, clients), make([]int, clients)
+		for i := range inputs {
+			inputs[i] = uint32(100 + tick + rng.IntN(2) + 40*(i/4)*(tick/30%2))
+			leads[i], depths[i] = uint32(1+rng.IntN(2)), rng.IntN(2)
+			if calm {
+				inputs[i], leads[i], depths[i] = uint32(100+tick), 2, 1
+			}
+		}
+		opt := func(i int) BuildOptions {
+			o := BuildOptions{Budget: mtu, InputAck: inputs[i], HasInputAck: i != 3, HasInputFeedback: true,
+				InputHeld: inputs[i] + leads[i], InputDepth: depths[i]}
+			if i == limited && tick%3 == 0 {
+				o.Allowance, o.Limited = 200, true // defers
+			}
+			if i == clients-1 && tick >= 90 {
+				o.Relevant = entity.Bitset{}
+				for slot := range uint32(n) {
+					if slot != 7 { // sees one entity less
+						o.Relevant.Set(slot)
+					}
+				}
+			}
+			return o
+		}
+		ack := func(i int) bool { return i != lost || tick%4 != 0 }
+		sh := shareTick(t, a, opt, ack)
+		if calm && tick%20 >= 8 { // (settled: the views lost or deferred in the storm are gone)
+			// Every client repeats the Build of the first of its encoder,
+			// but client 3 (no input ack: a shorter header) and, from
+			// tick 90, client 7 (its interest).
+			want := clients - 3
+			if tick >= 90 {
+				want--
+			}
+			require.Equal(t, want, sh, "tick %d: Builds repeated", tick)
+			shared += sh
+		}
+		shareTick(t, b, opt, ack)
+		require.Equal(t, b.sent, a.sent, "tick %d", tick)
+		for i := range a.clients {
+			require.Equal(t, b.rcvs[i].Ack(), a.rcvs[i].Ack(), "tick %d client %d", tick, i)
+		}
+	}
+	require.NotZero(t, shared)
+	require.Zero(t, b.encs[0].SharedBuilds()+b.encs[1].SharedBuilds())
+}
