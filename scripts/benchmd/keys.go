@@ -27,6 +27,7 @@ var keyBenches = []keyBench{
 	{"replication/internal/peer", "PeerTick/254x2000", "server state per client, same scene", "state-B/peer"},
 	{"replication/internal/encode", "HighMotionBuild/encode", "datagram build per record sent, 250 tumbling bodies, first client", "ns/record"},
 	{"replication/internal/encode", "HighMotionBuild/cached", "same, each further client (records shared)", "ns/record"},
+	{"replication/internal/encode", "HighMotionBuild/shared", "same, a further client with the same view (its Build shared)", "ns/record"},
 	{"replication/internal/encode", "ClientBuild", "one client's datagram, 1,000 entities, 10% changed, records shared", "ns/op"},
 	{"replication/internal/lanes", "CodingChoice", "choosing a tick's residual coding", "ns/op"},
 	{"replication/internal/receive", "ReceiverDecode", "client: decoding that datagram", "ns/op"},

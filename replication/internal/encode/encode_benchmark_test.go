@@ -113,9 +113,11 @@ func syncedClient(b *testing.B) (*benchScene, *Encoder, *baseline.Tracker, *rece
 
 // BenchmarkClientBuild: per-client datagram build for 1000 entities with 10%
 // changed since the client's acked baseline, records already cached by an
-// earlier client on the same baseline (the steady state of many clients).
+// earlier client on the same baseline (the steady state of many clients),
+// shared builds off (BenchmarkHighMotionBuild/shared has them).
 func BenchmarkClientBuild(b *testing.B) {
 	_, enc, c, _ := syncedClient(b)
+	enc.NoShare = true
 	other := c.Clone()
 	var pk Packets
 	info := enc.Build(other, BuildOptions{}, &pk) // warms the record cache
@@ -132,17 +134,21 @@ func BenchmarkClientBuild(b *testing.B) {
 // that all move every tick, acks 3 ticks behind. "encode": one client, so
 // it encodes every record itself; "cached": a second client with the same
 // acks, whose records the first one's Build encoded (the per-client cost of
-// a server with many clients: selection, packing, stitching, bookkeeping).
+// a server with many clients: selection, packing, stitching, bookkeeping,
+// with shared builds off); "shared": the second client's Build repeats the
+// first's (share.go: the copy, its header and its view).
 func BenchmarkHighMotionBuild(b *testing.B) {
-	b.Run("encode", func(b *testing.B) { benchHighMotion(b, false) })
-	b.Run("cached", func(b *testing.B) { benchHighMotion(b, true) })
+	b.Run("encode", func(b *testing.B) { benchHighMotion(b, false, false) })
+	b.Run("cached", func(b *testing.B) { benchHighMotion(b, true, false) })
+	b.Run("shared", func(b *testing.B) { benchHighMotion(b, true, true) })
 }
 
-func benchHighMotion(b *testing.B, cached bool) {
+func benchHighMotion(b *testing.B, cached, shared bool) {
 	const n, lag = 250, 3
 	s := newBenchScene(n)
 	move := s.tumbler(false)
 	enc := newEncoder(s.w)
+	enc.NoShare = !shared
 	c, twin := baseline.NewTracker(0, 0), baseline.NewTracker(0, 0)
 	rcv := receive.NewReceiver(s.reg, 0, 0)
 	var pk, twinPk Packets
@@ -178,6 +184,9 @@ func benchHighMotion(b *testing.B, cached bool) {
 		b.StartTimer()
 		info := enc.Build(c, BuildOptions{}, &pk)
 		b.StopTimer()
+		if shared && enc.SharedBuilds() == 0 {
+			b.Fatal("the Build was not shared")
+		}
 		records += info.Deltas + info.Fulls
 		finish()
 		b.StartTimer()
