@@ -42,7 +42,11 @@ type CostReport struct {
 	// state, plus Window: the same two, and RefBytes, the bytes the spawn
 	// batches would take for the tiles that changed (their full state).
 	SpawnBytes, SnapshotBytes, RefBytes uint64
-	Window                              time.Duration
+	// InStepBytes (stall): what a client in step throughout received in
+	// the same time (the datagrams of ticks with nothing to send, which
+	// every client gets); Recovery is Ratio beyond them.
+	InStepBytes uint64
+	Window      time.Duration
 	// Records counts the entity records the client decoded in the window.
 	Records uint64
 	// Converged: the client held the server's quantized state at the end;
@@ -64,6 +68,15 @@ func (r *CostReport) Ratio() float64 {
 	return float64(r.SpawnBytes+r.SnapshotBytes) / float64(ref)
 }
 
+// Recovery is a stall's bytes beyond those of a client in step throughout
+// against the changed tiles' full state: what the stall cost.
+func (r *CostReport) Recovery() float64 {
+	if r.RefBytes == 0 {
+		return 0
+	}
+	return (float64(r.SpawnBytes+r.SnapshotBytes) - float64(r.InStepBytes)) / float64(r.RefBytes)
+}
+
 func (r *CostReport) write(w io.Writer) {
 	c := r.Cfg
 	switch c.Kind {
@@ -71,8 +84,8 @@ func (r *CostReport) write(w io.Writer) {
 		fmt.Fprintf(w, "cost join: %d×%d dormant tiles, %d Hz, %v one-way; the late joiner's first %v: spawn %d B, snapshots %d B (%d records): %.2f× the spawn bytes\n",
 			c.Side, c.Side, c.Rate, c.Latency, r.Window, r.SpawnBytes, r.SnapshotBytes, r.Records, r.Ratio())
 	case "stall":
-		fmt.Fprintf(w, "cost stall: %d×%d dormant tiles (each changed once before), %d Hz, %v one-way; link down %v while %d tiles changed; back in step %d ticks after the link returned; in that and %v more: spawn %d B, snapshots %d B (%d records): %.2f× the changed tiles' full state (%d B)\n",
-			c.Side, c.Side, c.Rate, c.Latency, c.Stall, c.Changes, r.RecoverTicks, r.Window, r.SpawnBytes, r.SnapshotBytes, r.Records, r.Ratio(), r.RefBytes)
+		fmt.Fprintf(w, "cost stall: %d×%d dormant tiles (each changed once before), %d Hz, %v one-way; link down %v while %d tiles changed; back in step %d ticks after the link returned; in that and %v more: spawn %d B, snapshots %d B (%d records): %.2f× the changed tiles' full state (%d B); a client in step throughout got %d B meanwhile: %.2f× beyond it\n",
+			c.Side, c.Side, c.Rate, c.Latency, c.Stall, c.Changes, r.RecoverTicks, r.Window, r.SpawnBytes, r.SnapshotBytes, r.Records, r.Ratio(), r.RefBytes, r.InStepBytes, r.Recovery())
 	}
 	if !r.Converged {
 		fmt.Fprintln(w, "cost: NOT CONVERGED")
@@ -251,7 +264,7 @@ func runCostScenario(c CostConfig) (*CostReport, error) {
 			r.step()
 		}
 		rep.RefBytes = uint64(len(changed)) * spawnBytesPerTile(r)
-		before := s.c.Stats
+		before, inStep := s.c.Stats, r.cs[0].c.Stats
 		s.conn.SetLinkDown(false)
 		for rep.RecoverTicks = 1; rep.RecoverTicks <= c.Rate*60; rep.RecoverTicks++ {
 			r.step()
@@ -266,6 +279,8 @@ func runCostScenario(c CostConfig) (*CostReport, error) {
 		st := s.c.Stats
 		rep.SpawnBytes, rep.SnapshotBytes = st.MessageBytesIn-before.MessageBytesIn, st.DatagramBytesIn-before.DatagramBytesIn
 		rep.Records = st.Records - before.Records
+		in := r.cs[0].c.Stats
+		rep.InStepBytes = in.MessageBytesIn - inStep.MessageBytesIn + in.DatagramBytesIn - inStep.DatagramBytesIn
 	}
 	for _, cc := range r.cs {
 		cc.c.Close()
