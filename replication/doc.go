@@ -149,7 +149,12 @@
 // the workers pre-encode the delta records of the baseline and prediction
 // views most clients coded against last tick, a tick on, for the entities
 // some client holds: each record once, read by every worker's peers
-// ([ServerConfig].NoPreencode turns it off; the bytes are the same). In a
+// ([ServerConfig].NoPreencode turns it off; the bytes are the same). A
+// client whose tick has the same inputs as the one its worker built just
+// before (the same acked views, the same entities in view: everything in
+// every view, say) copies that one's datagrams and writes its own headers
+// into them ([ServerConfig].NoSharedBuilds turns it off; the bytes are the
+// same). In a
 // steady state (a ring's worth of ticks built, buffers grown to their
 // peak) the server's own tick work — frame, interest grid, pre-encoding,
 // the peers' datagrams — allocates nothing (the transport's may), and nor

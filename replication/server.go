@@ -154,6 +154,12 @@ type ServerStats struct {
 	// Deltas, Fulls and Removals count the records of each kind sent in
 	// snapshot datagrams (summed over clients and ticks).
 	Deltas, Fulls, Removals uint64
+	// Builds counts the clients' snapshot ticks built (one per client and
+	// net tick with datagrams), SharedBuilds those that copied another
+	// client's datagrams, built in the same tick for the same view, with
+	// their own headers (clients that see the same state: the most when
+	// everything is in every view).
+	Builds, SharedBuilds uint64
 	// MessagesOut counts game messages sent (one per receiving client) and
 	// MessageBytes the bytes of their batches; MessagesIn counts those
 	// clients sent.
@@ -948,5 +954,11 @@ func (s *Server) flush(p *remote) error {
 	s.Stats.Deltas += uint64(o.Info.Deltas)
 	s.Stats.Fulls += uint64(o.Info.Fulls)
 	s.Stats.Removals += uint64(o.Info.Removals)
+	if n > 0 {
+		s.Stats.Builds++
+		if o.Info.Shared {
+			s.Stats.SharedBuilds++
+		}
+	}
 	return nil
 }

@@ -97,6 +97,14 @@ type ServerConfig struct {
 	// sent are the same either way. It pauses by itself while fewer than
 	// half the records it encodes are used.
 	NoPreencode bool
+	// NoSharedBuilds turns shared builds off. By default, a client whose
+	// tick would be built from the same inputs as the one its worker built
+	// just before (the same acked baseline and prediction views, the same
+	// entities in view and held, nothing deferred, enough byte allowance)
+	// gets that client's datagrams, copied, with its own headers
+	// (ServerStats.SharedBuilds counts them). The bytes sent are the same
+	// either way; it pays when many clients see the same state.
+	NoSharedBuilds bool
 	// Authenticator, if set, decides whether a client may join (after the
 	// version and protocol-hash checks, and only while the server is not
 	// full). It runs on a goroutine of its own, never on the simulation's,

@@ -31,6 +31,7 @@ func newWorkers(cfg *ServerConfig, g *encode.Group) ([]*worker, error) {
 	ws := make([]*worker, cfg.Workers)
 	for i := range ws {
 		ws[i] = &worker{Scratch: peer.Scratch{Enc: g.NewEncoder()}}
+		ws[i].Enc.NoShare = cfg.NoSharedBuilds
 		if cfg.Compression {
 			c, err := codec.NewCompressor(cfg.CompressionDictionary)
 			if err != nil {

@@ -23,6 +23,9 @@ type wireRun struct {
 	datagrams, msgs   int
 	datagramBytes     int
 	deferred, changes uint64
+	// shared of the builds copied another client's (not compared: see
+	// TestSharedBuildsSendIdenticalBytes)
+	shared, builds uint64
 }
 
 // workersScenario runs a busy game with the server building its clients'
@@ -41,13 +44,19 @@ func workersScenario(t *testing.T, workers int, big bool) wireRun {
 }
 
 func workersScenarioPre(t *testing.T, workers int, big, pre bool) wireRun {
+	return workersScenarioCfg(t, workers, big, func(c *replication.ServerConfig) { c.NoPreencode = !pre })
+}
+
+// workersScenarioCfg is workersScenario with more configuration (after
+// the scenario's own).
+func workersScenarioCfg(t *testing.T, workers int, big bool, more func(*replication.ServerConfig)) wireRun {
 	var run wireRun
 	cond := sim.Conditions{Latency: 30 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.05, Reorder: 0.05, Duplicate: 0.02}
 	h := harness.New(t, 12, sim.Link{Up: cond, Down: cond}, func(c *replication.ServerConfig) {
 		c.Workers = workers
 		c.Interest = &replication.Interest{Radius: 60}
 		c.ParallelFrame = 1000 // (the big world's frames are built on the workers)
-		c.NoPreencode = !pre
+		more(c)
 	})
 	for i, cs := range h.Clients {
 		if i%2 == 1 {
@@ -125,7 +134,14 @@ func workersScenarioPre(t *testing.T, workers int, big, pre bool) wireRun {
 	copy(run.digest[:], sum.Sum(nil))
 	st := h.Server.Stats
 	run.deferred, run.changes = st.Deferred, st.Spawns+st.Despawns
+	run.shared, run.builds = st.SharedBuilds, st.Builds
 	return run
+}
+
+// wire returns r without its build counts: what went on the wire.
+func (r wireRun) wire() wireRun {
+	r.shared, r.builds = 0, 0
+	return r
 }
 
 // TestWorkersSendIdenticalBytes: the datagrams and messages every client is
@@ -141,13 +157,32 @@ func TestWorkersSendIdenticalBytes(t *testing.T) {
 	require.NotZero(t, one.changes)
 	for _, n := range []int{2, 5} {
 		got := workersScenario(t, n, false)
-		require.Equal(t, one, got, "%d workers", n)
+		require.Equal(t, one.wire(), got.wire(), "%d workers", n)
 	}
 	// A world the workers build the frames of together.
 	bigOne := workersScenario(t, 1, true)
-	require.Equal(t, bigOne, workersScenario(t, 2, true), "2 workers, 1500 entities")
+	require.Equal(t, bigOne.wire(), workersScenario(t, 2, true).wire(), "2 workers, 1500 entities")
 	// Pre-encoding changes no byte.
-	require.Equal(t, one, workersScenarioPre(t, 2, false, false), "2 workers without pre-encoding")
-	require.Equal(t, bigOne, workersScenarioPre(t, 2, true, false), "2 workers without pre-encoding, 1500 entities")
+	require.Equal(t, one.wire(), workersScenarioPre(t, 2, false, false).wire(), "2 workers without pre-encoding")
+	require.Equal(t, bigOne.wire(), workersScenarioPre(t, 2, true, false).wire(), "2 workers without pre-encoding, 1500 entities")
 	t.Logf("%d datagrams (%d bytes), %d messages, %d deferred records, %d spawns+despawns", one.datagrams, one.datagramBytes, one.msgs, one.deferred, one.changes)
+}
+
+// TestSharedBuildsSendIdenticalBytes: with everything in every view, some
+// clients' ticks copy another client's datagrams (with their own headers:
+// few here, where loss, jitter and capped budgets make their views differ;
+// most in the load test's `-moving 1 -interest 0`), and every client gets
+// the bytes it gets with shared builds off.
+func TestSharedBuildsSendIdenticalBytes(t *testing.T) {
+	everything := func(off bool) func(*replication.ServerConfig) {
+		return func(c *replication.ServerConfig) { c.Interest, c.NoSharedBuilds = nil, off }
+	}
+	for _, workers := range []int{1, 2} {
+		on := workersScenarioCfg(t, workers, false, everything(false))
+		off := workersScenarioCfg(t, workers, false, everything(true))
+		t.Logf("%d workers: %d of %d builds shared, %d datagrams, %d deferred records", workers, on.shared, on.builds, on.datagrams, on.deferred)
+		require.Zero(t, off.shared)
+		require.Greater(t, on.shared, uint64(20), "builds shared")
+		require.Equal(t, off.wire(), on.wire(), "%d workers", workers)
+	}
 }

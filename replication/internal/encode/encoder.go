@@ -178,6 +178,9 @@ type BuildInfo struct {
 	HeaderBits int
 	Compressed int  // datagrams whose body zstd shrank
 	Starved    bool // the client's byte allowance left no budget: nothing built
+	// Shared: the datagrams are another client's Build's, with this
+	// client's headers (share.go)
+	Shared bool
 }
 
 // Packets holds the datagrams of one tick, back to back in one reusable

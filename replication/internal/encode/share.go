@@ -132,6 +132,7 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 		out.ends = append(out.ends, len(out.buf))
 	}
 	*info = sh.info
+	info.Shared = true
 	// The view, as recordView made the repeated Build's.
 	S, B := k.tick, k.B
 	nv := t.Begin(S)
