@@ -288,6 +288,9 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 		}
 	}
 	e.retireShare()
+	if share {
+		e.noteAccount()
+	}
 	preHits := e.PreHits
 	e.cache.setTags(&e.pc.keys, &e.pc.tags)
 	e.setPre(S)

@@ -63,6 +63,11 @@ type shareState struct {
 	hdrBits []int
 	info    BuildInfo
 	preHits int
+	// acct: the Build's bit accounting (what it added to the encoder's
+	// Account; acctOn: accounting was on), added again at each repeat;
+	// acctPre the Account before the Build
+	acct, acctPre Account
+	acctOn        bool
 	// reuses counts the repeats, whose sends the retire counts
 	reuses uint32
 	// misses counts the kept Builds in a row that were not repeated; from
@@ -87,11 +92,11 @@ const noShare = int(^uint(0) >> 1)
 func (e *Encoder) SharedBuilds() int { return e.sharedN }
 
 // canShare reports whether t's Build may repeat or be repeated: no
-// accounting or compression (per-client work on the bytes), a simple
+// compression (per-client work on the bytes), a simple
 // prediction context, no deferred entries or priorities, and no owner-only
 // fields of its own.
 func (e *Encoder) canShare(t *baseline.Tracker, behind []baseline.Behind) bool {
-	if e.NoShare || e.acct != nil || e.Compression != nil || !e.pc.simple || len(behind) != 0 || len(t.Acc()) != 0 {
+	if e.NoShare || e.Compression != nil || !e.pc.simple || len(behind) != 0 || len(t.Acc()) != 0 {
 		return false
 	}
 	return e.ownerComps == 0 || t.ID == 0 || !e.cache.ownerHas(t.ID)
@@ -104,7 +109,7 @@ func sameSet(a, b entity.Bitset) bool { return entity.NextDiff(a, b, 0) >= max(l
 // are the same, writing out and recording t's view; false if they are not.
 func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.View, baseMembers, rel, held entity.Bitset, total int, opt *BuildOptions, h *wire.Header, out *Packets, info *BuildInfo) bool {
 	sh := &e.share
-	if !sh.valid || sh.t == t || sh.key != *k || total < sh.need || !sameSet(sh.base, baseMembers) || !sameSet(sh.m2, e.pc.members) ||
+	if !sh.valid || sh.t == t || sh.acctOn != (e.acct != nil) || sh.key != *k || total < sh.need || !sameSet(sh.base, baseMembers) || !sameSet(sh.m2, e.pc.members) ||
 		!sameSet(sh.m3, e.pc.members3) || !sameSet(sh.rel, rel) || !sameSet(sh.held, held) {
 		return false
 	}
@@ -156,6 +161,9 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 		t.PredOff = info.predSaved <= 0
 	}
 	t.Sent++
+	if e.acct != nil {
+		e.acct.Add(&sh.acct)
+	}
 	sh.reuses++
 	e.PreHits += sh.preHits
 	e.sharedN++
@@ -201,6 +209,26 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 	sh.hdrBits = append(sh.hdrBits[:0], e.packer.hdrBits...)
 	sh.info = *info
 	sh.preHits = preHits
+	sh.acctOn = e.acct != nil
+	if sh.acctOn {
+		a, pre := &e.acct.Account, &sh.acctPre
+		sh.acct.Components = append(sh.acct.Components[:0], a.Components...)
+		for i := range min(len(pre.Components), len(a.Components)) {
+			sh.acct.Components[i] -= pre.Components[i]
+		}
+		sh.acct.Records, sh.acct.Headers, sh.acct.Unattributed = a.Records-pre.Records, a.Headers-pre.Headers, a.Unattributed-pre.Unattributed
+	}
+}
+
+// noteAccount keeps the encoder's bit accounting before a Build that may be
+// kept for repeats (keepShare takes the difference).
+func (e *Encoder) noteAccount() {
+	if e.acct == nil {
+		return
+	}
+	a, pre := &e.acct.Account, &e.share.acctPre
+	pre.Components = append(pre.Components[:0], a.Components...)
+	pre.Records, pre.Headers, pre.Unattributed = a.Records, a.Headers, a.Unattributed
 }
 
 // retireShare counts the repeats of the last repeatable Build in its

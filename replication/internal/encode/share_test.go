@@ -109,3 +109,36 @@ func TestSharedBuildsSameBytes(t *testing.T) {
 	require.NotZero(t, shared)
 	require.Zero(t, b.encs[0].SharedBuilds()+b.encs[1].SharedBuilds())
 }
+
+// TestSharedBuildsAccount: with bit accounting on, a repeated Build adds
+// what the repeated one did: the accounts (and bytes) are those without
+// shared builds.
+func TestSharedBuildsAccount(t *testing.T) {
+	const n, clients = 200, 6
+	a, b := newPreRig(t, n, clients), newPreRig(t, n, clients)
+	for _, e := range b.encs {
+		e.NoShare = true
+	}
+	for _, r := range []*preRig{a, b} {
+		for _, e := range r.encs {
+			e.SetAccounting(true)
+		}
+	}
+	shared := 0
+	for tick := range 40 {
+		opt := func(i int) BuildOptions {
+			return BuildOptions{Budget: 400, InputAck: uint32(50 + tick), HasInputAck: true}
+		}
+		shared += shareTick(t, a, opt, func(int) bool { return true })
+		shareTick(t, b, opt, func(int) bool { return true })
+		require.Equal(t, b.sent, a.sent, "tick %d", tick)
+	}
+	var accA, accB Account
+	for i := range a.encs {
+		accA.Add(a.encs[i].Account())
+		accB.Add(b.encs[i].Account())
+	}
+	require.Positive(t, shared)
+	require.Equal(t, accB, accA)
+	require.Positive(t, accA.Total())
+}
