@@ -69,20 +69,7 @@ func (t *Tracker) SetMember(v *View, slot uint32, in bool) {
 	if t.Members(v).Has(slot) == in {
 		return
 	}
-	if v.members < 0 || t.sets[v.members].refs > 1 {
-		var i int32
-		if n := len(t.freeSets); n > 0 {
-			i, t.freeSets = t.freeSets[n-1], t.freeSets[:n-1]
-		} else {
-			t.sets = append(t.sets, memberSet{})
-			i = int32(len(t.sets) - 1)
-		}
-		s := &t.sets[i]
-		s.bits = append(s.bits[:0], t.Members(v)...)
-		s.refs = 1
-		t.releaseMembers(v)
-		v.members = i
-	}
+	t.ownSet(v, t.Members(v))
 	if s := &t.sets[v.members]; in {
 		s.bits.Set(slot)
 	} else {
@@ -156,20 +143,29 @@ func (t *Tracker) SetMembers(v *View, bits entity.Bitset) {
 	if entity.NextDiff(cur, bits, 0) >= max(len(cur), len(bits)) {
 		return
 	}
-	if v.members < 0 || t.sets[v.members].refs > 1 {
-		var i int32
-		if n := len(t.freeSets); n > 0 {
-			i, t.freeSets = t.freeSets[n-1], t.freeSets[:n-1]
-		} else {
-			t.sets = append(t.sets, memberSet{})
-			i = int32(len(t.sets) - 1)
-		}
-		t.sets[i].refs = 1
-		t.releaseMembers(v)
-		v.members = i
-	}
+	t.ownSet(v, nil)
 	s := &t.sets[v.members]
 	s.bits = append(s.bits[:0], bits...)
+}
+
+// ownSet gives v a member set of its own (none other shares), holding from
+// if it takes a new one; a set v alone holds is kept as it is.
+func (t *Tracker) ownSet(v *View, from entity.Bitset) {
+	if v.members >= 0 && t.sets[v.members].refs == 1 {
+		return
+	}
+	var i int32
+	if n := len(t.freeSets); n > 0 {
+		i, t.freeSets = t.freeSets[n-1], t.freeSets[:n-1]
+	} else {
+		t.sets = append(t.sets, memberSet{})
+		i = int32(len(t.sets) - 1)
+	}
+	s := &t.sets[i]
+	s.bits = append(s.bits[:0], from...)
+	s.refs = 1
+	t.releaseMembers(v)
+	v.members = i
 }
 
 // Recs returns the records v's datagrams carried (nil unless v was sent in

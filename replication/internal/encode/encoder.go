@@ -371,20 +371,8 @@ func (e *Encoder) header(S, B uint32, base *baseline.View, opt BuildOptions) wir
 // tick S arrives, and which records each datagram carried, so that an ack
 // naming only some of them (baseline.Tracker.Ack) yields the exact view.
 func (e *Encoder) recordView(t *baseline.Tracker, S uint32, base *baseline.View, opt BuildOptions, info *BuildInfo) {
-	var B uint32
-	if base != nil {
-		B = base.Tick
-	}
-	nv := t.Begin(S)
-	nv.Base = B
-	nv.Coding = wire.DefaultCoding
-	if B != 0 {
-		nv.Coding, _ = e.coder.Coding()
-	}
-	nv.InputAck, nv.HasInputAck = opt.InputAck, opt.HasInputAck
 	parts := e.packer.parts
-	nv.Parts = uint8(len(parts)) // (≤ MaxParts)
-	t.ShareMembers(nv, base)     // (copied only if this tick changes them)
+	nv := e.beginView(t, S, base, &opt, len(parts))
 	// (Begin emptied nv's lists, giving its record list back to the pool)
 	multi := len(parts) > 1 // (a one-datagram tick is acked whole or not at all)
 	if !multi {
@@ -431,6 +419,26 @@ func (e *Encoder) recordView(t *baseline.Tracker, S uint32, base *baseline.View,
 		}
 	}
 	acc.Finish(t)
+}
+
+// beginView starts the view of tick S in t, sent in parts datagrams
+// against base, holding base's members (copied only if this tick changes
+// them).
+func (e *Encoder) beginView(t *baseline.Tracker, S uint32, base *baseline.View, opt *BuildOptions, parts int) *baseline.View {
+	var B uint32
+	if base != nil {
+		B = base.Tick
+	}
+	nv := t.Begin(S)
+	nv.Base = B
+	nv.Coding = wire.DefaultCoding
+	if B != 0 {
+		nv.Coding, _ = e.coder.Coding()
+	}
+	nv.InputAck, nv.HasInputAck = opt.InputAck, opt.HasInputAck
+	nv.Parts = uint8(parts) // (≤ MaxParts)
+	t.ShareMembers(nv, base)
+	return nv
 }
 
 // tally counts a sent record in info, and its residuals for the choice of

@@ -139,16 +139,7 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 	*info = sh.info
 	info.Shared = true
 	// The view, as recordView made the repeated Build's.
-	S, B := k.tick, k.B
-	nv := t.Begin(S)
-	nv.Base = B
-	nv.Coding = wire.DefaultCoding
-	if B != 0 {
-		nv.Coding, _ = e.coder.Coding()
-	}
-	nv.InputAck, nv.HasInputAck = opt.InputAck, opt.HasInputAck
-	nv.Parts = uint8(len(sh.parts))
-	t.ShareMembers(nv, base)
+	nv := e.beginView(t, k.tick, base, opt, len(sh.parts))
 	t.SetMembers(nv, sh.t.Members(v))
 	if len(sh.parts) > 1 {
 		t.SetRecs(nv, sh.t.Recs(v))
