@@ -25,6 +25,9 @@ type predCtx struct {
 	quad     bool
 	members3 entity.Bitset
 	behind3  []baseline.Behind
+	// at2, at3: where the last lookups in behind and behind3 ended
+	// (valueTickAt: a Build looks its candidates up in slot order)
+	at2, at3 int
 	// simple: neither view has deferred entries; keys: see setKeys.
 	simple bool
 	keys   [3]recKey
@@ -68,10 +71,10 @@ func (pc *predCtx) slowKey(slot, src uint32, owner bool) recKey {
 	if !pc.members.Has(slot) {
 		return k // not in view B2: coded against B alone
 	}
-	k.src2 = valueTick(pc.B2, pc.behind, slot)
+	k.src2 = valueTickAt(pc.B2, pc.behind, slot, &pc.at2)
 	if pc.B3 != 0 && pc.members3.Has(slot) {
 		k.pb3, k.quad = pc.B3, pc.quad
-		k.src3 = valueTick(pc.B3, pc.behind3, slot)
+		k.src3 = valueTickAt(pc.B3, pc.behind3, slot, &pc.at3)
 	}
 	return k
 }
@@ -132,15 +135,23 @@ func (e *Encoder) setupPrediction(t *baseline.Tracker, base *baseline.View, S ui
 	}
 }
 
-// valueTick returns the tick of the value a view of tick v (with deferred
-// entries behind) holds for a member slot.
-func valueTick(v uint32, behind []baseline.Behind, slot uint32) uint32 {
-	if len(behind) == 0 {
-		return v
+// valueTickAt returns the tick of the value a view of tick v (with deferred
+// entries behind) holds for a member slot. It goes on from where the last
+// lookup ended (*at) and searches afresh only for a slot before it: a
+// Build, which looks its candidates up in slot order, pays O(1) for each,
+// amortized.
+func valueTickAt(v uint32, behind []baseline.Behind, slot uint32, at *int) uint32 {
+	i := min(*at, len(behind))
+	if i > 0 && behind[i-1].Slot >= slot {
+		i = sort.Search(len(behind), func(j int) bool { return behind[j].Slot >= slot })
+	} else {
+		for i < len(behind) && behind[i].Slot < slot {
+			i++
+		}
 	}
-	j := sort.Search(len(behind), func(j int) bool { return behind[j].Slot >= slot })
-	if j < len(behind) && behind[j].Slot == slot {
-		return behind[j].Src
+	*at = i
+	if i < len(behind) && behind[i].Slot == slot {
+		return behind[i].Src
 	}
 	return v
 }

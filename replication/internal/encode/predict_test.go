@@ -203,3 +203,36 @@ func TestQuadraticPredictionOnBallisticMotion(t *testing.T) {
 	require.True(t, used, "the quadratic extrapolation must be chosen")
 	require.Less(t, quad, lin*0.9)
 }
+
+// TestValueTickAt: lookups in any order (mostly ascending, some going
+// back) find what a search of the whole list finds.
+func TestValueTickAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var behind []baseline.Behind
+	for slot := uint32(0); slot < 500; slot++ {
+		if rng.IntN(3) == 0 {
+			behind = append(behind, baseline.Behind{Slot: slot, Src: 1000 + slot})
+		}
+	}
+	want := func(slot uint32) uint32 {
+		for _, b := range behind {
+			if b.Slot == slot {
+				return b.Src
+			}
+		}
+		return 7
+	}
+	at := 0
+	slot := uint32(0)
+	for range 5000 {
+		switch rng.IntN(10) {
+		case 0:
+			slot = uint32(rng.IntN(520)) // back or far ahead
+		default:
+			slot += uint32(rng.IntN(4))
+		}
+		require.Equal(t, want(slot), valueTickAt(7, behind, slot, &at), "slot %d", slot)
+	}
+	at = 0
+	require.Equal(t, uint32(7), valueTickAt(7, nil, 3, &at))
+}

@@ -2,6 +2,7 @@ package encode
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/archenet/archenet/replication/bitio"
@@ -16,6 +17,7 @@ type selection struct {
 	// allBytes: the least allowance with which all are (a repeat's need)
 	allBytes int
 	keys     []uint64 // (byPriority's)
+	tmp      []uint64 // (radixSort's)
 }
 
 // partOverheadBits estimates a datagram's fixed cost for selection: the kind
@@ -66,7 +68,25 @@ func (s *selection) choose(cs *candidates, acc []baseline.AccEntry, ws []float32
 		}
 	}
 	s.idx = s.idx[:n]
-	slices.Sort(s.idx)
+	s.inOrder(len(cs.list))
+}
+
+// inOrder sorts idx (distinct candidate indexes below n) ascending: through
+// a bit set of them, in O(n/64 + len(idx)).
+func (s *selection) inOrder(n int) {
+	words := (n + 63) / 64
+	set := slices.Grow(s.tmp[:0], words)[:words]
+	clear(set)
+	for _, i := range s.idx {
+		set[i>>6] |= 1 << (i & 63)
+	}
+	s.idx = s.idx[:0]
+	for wi, w := range set {
+		for ; w != 0; w &= w - 1 {
+			s.idx = append(s.idx, wi<<6|bits.TrailingZeros64(w))
+		}
+	}
+	s.tmp = set
 }
 
 // fill lists every candidate in idx (after choose kept all).
@@ -78,19 +98,60 @@ func (s *selection) fill(cs *candidates) {
 }
 
 // byPriority sorts idx (every candidate, in slot order) by descending
-// priority, ties by slot: as one sort of integer keys, the priority's
-// order-preserving bits (inverted: descending) above the candidate's index
-// (the candidates are in slot order), with no comparison function.
+// priority, ties by slot: integer keys, the priority's order-preserving
+// bits (inverted: descending) above the candidate's index (the candidates
+// are in slot order), sorted by their priority bits alone with a stable
+// radix sort (ties keep the index order), with no comparison function.
 func (s *selection) byPriority(cs *candidates) {
 	keys := s.keys[:0]
 	for _, i := range s.idx {
 		keys = append(keys, uint64(^priorityBits(cs.list[i].pri))<<32|uint64(uint32(i)))
 	}
-	slices.Sort(keys)
+	keys = s.radixSort(keys)
 	for k, key := range keys {
 		s.idx[k] = int(uint32(key))
 	}
 	s.keys = keys
+}
+
+// radixSort sorts keys by their high 32 bits, stably (least significant
+// byte first, skipping bytes every key shares), and returns them sorted:
+// keys itself or s.tmp, whose arrays it swaps.
+func (s *selection) radixSort(keys []uint64) []uint64 {
+	if len(keys) < 64 {
+		slices.Sort(keys) // (the low bits are in order already: the same result)
+		return keys
+	}
+	var counts [4][256]int32
+	for _, k := range keys {
+		counts[0][byte(k>>32)]++
+		counts[1][byte(k>>40)]++
+		counts[2][byte(k>>48)]++
+		counts[3][byte(k>>56)]++
+	}
+	tmp := slices.Grow(s.tmp[:0], len(keys))[:len(keys)]
+	n := int32(len(keys))
+	for d := range 4 {
+		c := &counts[d]
+		shift := uint(32 + 8*d)
+		if c[byte(keys[0]>>shift)] == n {
+			continue // (every key has this byte)
+		}
+		var pos [256]int32
+		sum := int32(0)
+		for b := range 256 {
+			pos[b] = sum
+			sum += c[b]
+		}
+		for _, k := range keys {
+			b := byte(k >> shift)
+			tmp[pos[b]] = k
+			pos[b]++
+		}
+		keys, tmp = tmp, keys
+	}
+	s.tmp = tmp
+	return keys
 }
 
 // priorityBits maps a priority to a uint32 in the same order (−0 as 0).
