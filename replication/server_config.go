@@ -104,7 +104,10 @@ type ServerConfig struct {
 	// entities in view and held, nothing deferred, enough byte allowance)
 	// gets that client's datagrams, copied, with its own headers
 	// (ServerStats.SharedBuilds counts them). The bytes sent are the same
-	// either way; it pays when many clients see the same state.
+	// either way; it pays when many clients see the same state. A client
+	// that owns an entity with owner-only fields gets records no other
+	// client gets, and its ticks are not shared; nor are those of a client
+	// over its byte budget, or with compression on.
 	NoSharedBuilds bool
 	// Authenticator, if set, decides whether a client may join (after the
 	// version and protocol-hash checks, and only while the server is not
