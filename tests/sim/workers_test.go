@@ -44,12 +44,13 @@ func workersScenario(t *testing.T, workers int, big bool) wireRun {
 }
 
 func workersScenarioPre(t *testing.T, workers int, big, pre bool) wireRun {
-	return workersScenarioCfg(t, workers, big, func(c *replication.ServerConfig) { c.NoPreencode = !pre })
+	return workersScenarioCfg(t, workers, big, false, func(c *replication.ServerConfig) { c.NoPreencode = !pre })
 }
 
 // workersScenarioCfg is workersScenario with more configuration (after
-// the scenario's own).
-func workersScenarioCfg(t *testing.T, workers int, big bool, more func(*replication.ServerConfig)) wireRun {
+// the scenario's own); with health, the avatars of odd clients have a
+// Health, whose Ammo only its owner sees, changing every tick.
+func workersScenarioCfg(t *testing.T, workers int, big, health bool, more func(*replication.ServerConfig)) wireRun {
 	var run wireRun
 	cond := sim.Conditions{Latency: 30 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.05, Reorder: 0.05, Duplicate: 0.02}
 	h := harness.New(t, 12, sim.Link{Up: cond, Down: cond}, func(c *replication.ServerConfig) {
@@ -90,8 +91,13 @@ func workersScenarioCfg(t *testing.T, workers int, big bool, more func(*replicat
 	})
 	rng := rand.New(rand.NewPCG(7, 11))
 	avatars := make([]ecs.Entity, len(h.Clients))
+	idHealth := ecs.ComponentID[harness.Health](h.World)
 	for i := range avatars {
-		avatars[i] = h.Spawn(uint8(i+1), components.Vec3{X: rng.Float64() * 300, Z: rng.Float64() * 300})
+		var extra []ecs.ID
+		if health && i%2 == 1 {
+			extra = append(extra, idHealth)
+		}
+		avatars[i] = h.Spawn(uint8(i+1), components.Vec3{X: rng.Float64() * 300, Z: rng.Float64() * 300}, extra...)
 	}
 	n := 300
 	if big {
@@ -114,6 +120,9 @@ func workersScenarioCfg(t *testing.T, workers int, big bool, more func(*replicat
 			p := h.Pos(e)
 			p.X += rng.Float64()*8 - 4
 			p.Z += rng.Float64()*8 - 4
+			if h.World.Has(e, idHealth) {
+				(*harness.Health)(h.World.Get(e, idHealth)).Ammo = uint16(tick % 500)
+			}
 		}
 		for _, e := range ents {
 			if rng.IntN(5) == 0 {
@@ -178,11 +187,19 @@ func TestSharedBuildsSendIdenticalBytes(t *testing.T) {
 		return func(c *replication.ServerConfig) { c.Interest, c.NoSharedBuilds = nil, off }
 	}
 	for _, workers := range []int{1, 2} {
-		on := workersScenarioCfg(t, workers, false, everything(false))
-		off := workersScenarioCfg(t, workers, false, everything(true))
+		on := workersScenarioCfg(t, workers, false, false, everything(false))
+		off := workersScenarioCfg(t, workers, false, false, everything(true))
 		t.Logf("%d workers: %d of %d builds shared, %d datagrams, %d deferred records", workers, on.shared, on.builds, on.datagrams, on.deferred)
 		require.Zero(t, off.shared)
 		require.Greater(t, on.shared, uint64(20), "builds shared")
 		require.Equal(t, off.wire(), on.wire(), "%d workers", workers)
 	}
+	// Half the players own an avatar with a field only its owner sees:
+	// theirs are never shared (their records differ), the others' still
+	// are, and the bytes are the same.
+	on := workersScenarioCfg(t, 2, false, true, everything(false))
+	off := workersScenarioCfg(t, 2, false, true, everything(true))
+	t.Logf("owner-only fields: %d of %d builds shared", on.shared, on.builds)
+	require.Positive(t, on.shared)
+	require.Equal(t, off.wire(), on.wire(), "with owner-only fields")
 }

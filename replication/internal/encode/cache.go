@@ -42,6 +42,11 @@ type recordCache struct {
 	// (frames of one layout share their entries and Metas)
 	presentLayout uint32
 
+	// hot counts the entries of the current tick that an encode replaced
+	// (shared builds: the records of a kept Build are all still there
+	// while it does not move).
+	hot uint64
+
 	// Cache statistics since the last Begin.
 	CacheHits, CacheMisses int
 	// Predicted counts records (since the last Begin) whose residuals are
@@ -129,6 +134,9 @@ func (rc *recordCache) find(slot uint32, tag uint64) int {
 func (rc *recordCache) victim(slot uint32, tag uint64) uint32 {
 	x := 2*slot + uint32(rc.evict[slot])
 	rc.evict[slot] ^= 1
+	if old := rc.tags[x]; old != 0 && uint32(old>>32) == rc.tick {
+		rc.hot++ // (a record of this tick replaced: see shareState.hot)
+	}
 	rc.tags[x] = tag
 	return x
 }

@@ -287,7 +287,7 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 			return info
 		}
 	}
-	e.retireShare()
+	e.flushShare() // (this Build may replace the kept one's records)
 	if share {
 		e.noteAccount()
 	}

@@ -28,10 +28,12 @@ import (
 // would write (TestSharedBuildsSameBytes).
 //
 // The coding's counts weigh each record as often as it is sent: a repeat
-// adds one to its Build's sends, and the records' cache entries are
-// counted that many more times when the repeated Build retires, at the
-// encoder's next full Build or when its counts are flushed (no other Build
-// can evict those entries in between).
+// adds one to its Build's pending sends, which go to its delta records'
+// cache entries (listed in ents) before the encoder's next full Build,
+// which may replace them, and when its counts are flushed. A Build that
+// is not kept (another client's view) leaves the kept one in place: a
+// client after it may still repeat that one, as long as no encode since
+// replaced one of its records (the cache's hot count).
 
 // shareKey is what a repeatable Build's scalars must match.
 type shareKey struct {
@@ -68,8 +70,13 @@ type shareState struct {
 	// acctPre the Account before the Build
 	acct, acctPre Account
 	acctOn        bool
-	// reuses counts the repeats, whose sends the retire counts
-	reuses uint32
+	// ents are the kept Build's delta records (cacheEntry indexes, preBit
+	// for pre-encoded ones); hot the cache's hot count when it was kept
+	ents []uint32
+	hot  uint64
+	// reuses counts the repeats whose sends are still to count
+	// (flushShare), repeats all of them
+	reuses, repeats uint32
 	// misses counts the kept Builds in a row that were not repeated; from
 	// shareMisses on, only one Build in shareSkip is kept (skip counts down)
 	misses, skip int
@@ -109,7 +116,7 @@ func sameSet(a, b entity.Bitset) bool { return entity.NextDiff(a, b, 0) >= max(l
 // are the same, writing out and recording t's view; false if they are not.
 func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.View, baseMembers, rel, held entity.Bitset, total int, opt *BuildOptions, h *wire.Header, out *Packets, info *BuildInfo) bool {
 	sh := &e.share
-	if !sh.valid || sh.t == t || sh.acctOn != (e.acct != nil) || sh.key != *k || total < sh.need || !sameSet(sh.base, baseMembers) || !sameSet(sh.m2, e.pc.members) ||
+	if !sh.valid || sh.t == t || sh.hot != e.cache.hot || sh.acctOn != (e.acct != nil) || sh.key != *k || total < sh.need || !sameSet(sh.base, baseMembers) || !sameSet(sh.m2, e.pc.members) ||
 		!sameSet(sh.m3, e.pc.members3) || !sameSet(sh.rel, rel) || !sameSet(sh.held, held) {
 		return false
 	}
@@ -156,6 +163,7 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 		e.acct.Add(&sh.acct)
 	}
 	sh.reuses++
+	sh.repeats++
 	e.PreHits += sh.preHits
 	e.sharedN++
 	return true
@@ -185,7 +193,23 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 		}
 		sh.skip = shareSkip
 	}
-	sh.valid, sh.key, sh.reuses = true, *k, 0
+	e.retireShare() // (the kept one, if any, is replaced)
+	sh.valid, sh.key, sh.reuses, sh.repeats, sh.hot = true, *k, 0, 0, e.cache.hot
+	sh.ents = sh.ents[:0]
+	note := func(cd *cand) {
+		if cd.kind != kindRemoval && cd.kind != kindFull {
+			sh.ents = append(sh.ents, cd.ent)
+		}
+	}
+	if e.sel.all {
+		for i := range e.cands.list {
+			note(&e.cands.list[i])
+		}
+	} else {
+		for _, i := range e.sel.idx {
+			note(&e.cands.list[i])
+		}
+	}
 	// (copies: the client's sets may change once its Build is done)
 	sh.base = append(sh.base[:0], baseMembers...)
 	sh.m2 = append(sh.m2[:0], e.pc.members...)
@@ -222,38 +246,32 @@ func (e *Encoder) noteAccount() {
 	pre.Records, pre.Headers, pre.Unattributed = a.Records, a.Headers, a.Unattributed
 }
 
-// retireShare counts the repeats of the last repeatable Build in its
-// records' sends (its candidates are still the encoder's: no Build ran
-// since) and forgets it.
+// flushShare counts the pending repeats of the kept Build in its delta
+// records' sends: before a Build that may replace those records.
+func (e *Encoder) flushShare() {
+	sh := &e.share
+	if !sh.valid || sh.reuses == 0 {
+		return
+	}
+	n := sh.reuses
+	for _, x := range sh.ents {
+		if x&preBit != 0 {
+			e.preSendN(x&^preBit, n)
+		} else {
+			e.cache.entries[x].sends += n // (≥ 1 already: listed in pending)
+		}
+	}
+	sh.reuses = 0
+}
+
+// retireShare counts the kept Build's pending repeats and forgets it.
 func (e *Encoder) retireShare() {
 	sh := &e.share
-	if sh.valid && sh.reuses == 0 {
+	e.flushShare()
+	if sh.valid && sh.repeats == 0 {
 		sh.misses++
 	} else if sh.valid {
 		sh.misses = 0
 	}
-	if sh.valid && sh.reuses > 0 {
-		n := sh.reuses
-		cands := e.cands.list
-		tally := func(cd *cand) {
-			if cd.kind == kindRemoval || cd.kind == kindFull {
-				return
-			}
-			if cd.ent&preBit != 0 {
-				e.preSendN(cd.ent&^preBit, n)
-			} else {
-				e.cache.entries[cd.ent].sends += n
-			}
-		}
-		if e.sel.all {
-			for i := range cands {
-				tally(&cands[i])
-			}
-		} else {
-			for _, i := range e.sel.idx {
-				tally(&cands[i])
-			}
-		}
-	}
-	sh.valid, sh.reuses, sh.t = false, 0, nil
+	sh.valid, sh.reuses, sh.repeats, sh.t = false, 0, 0, nil
 }
