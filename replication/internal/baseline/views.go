@@ -139,8 +139,7 @@ func (t *Tracker) takeRecs() []Rec {
 // and takes a copy of bits otherwise. A Build that repeats another
 // client's (encode's shared builds) sets the view's members at once.
 func (t *Tracker) SetMembers(v *View, bits entity.Bitset) {
-	cur := t.Members(v)
-	if entity.NextDiff(cur, bits, 0) >= max(len(cur), len(bits)) {
+	if entity.Same(t.Members(v), bits) {
 		return
 	}
 	t.ownSet(v, nil)

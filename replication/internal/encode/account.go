@@ -43,6 +43,22 @@ func (a *Account) Add(b *Account) {
 	a.Unattributed += b.Unattributed
 }
 
+// set makes a a copy of b (keeping a's array).
+func (a *Account) set(b *Account) {
+	a.Components = append(a.Components[:0], b.Components...)
+	a.Records, a.Headers, a.Unattributed = b.Records, b.Headers, b.Unattributed
+}
+
+// sub takes b's counts from a (b counted no more of any than a).
+func (a *Account) sub(b *Account) {
+	for i := range min(len(a.Components), len(b.Components)) {
+		a.Components[i] -= b.Components[i]
+	}
+	a.Records -= b.Records
+	a.Headers -= b.Headers
+	a.Unattributed -= b.Unattributed
+}
+
 // Total returns every bit counted.
 func (a *Account) Total() uint64 {
 	n := a.Records + a.Headers + a.Unattributed

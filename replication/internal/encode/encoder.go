@@ -311,11 +311,7 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 	e.emit(out, mtu, maxParts, total, &hdr, &info)
 	e.recordView(t, S, base, opt, &info)
 	info.Bytes = out.Bytes()
-	if e.pc.on && info.Deltas >= 8 {
-		// Prediction pays if it saved bits.
-		t.PredOff = info.predSaved <= 0
-	}
-	t.Sent++
+	e.endView(t, &info)
 	if share {
 		e.keepShare(t, &sk, baseMembers, rel, opt.SpawnHeld, out, &info, e.PreHits-preHits)
 	}
@@ -439,6 +435,15 @@ func (e *Encoder) beginView(t *baseline.Tracker, S uint32, base *baseline.View, 
 	nv.Parts = uint8(parts) // (≤ MaxParts)
 	t.ShareMembers(nv, base)
 	return nv
+}
+
+// endView ends a Build of t's view: whether prediction paid (it saved
+// bits) in the datagrams it reported in info, and the count of ticks sent.
+func (e *Encoder) endView(t *baseline.Tracker, info *BuildInfo) {
+	if e.pc.on && info.Deltas >= 8 {
+		t.PredOff = info.predSaved <= 0
+	}
+	t.Sent++
 }
 
 // tally counts a sent record in info, and its residuals for the choice of

@@ -109,15 +109,12 @@ func (e *Encoder) canShare(t *baseline.Tracker, behind []baseline.Behind) bool {
 	return e.ownerComps == 0 || t.ID == 0 || !e.cache.ownerHas(t.ID)
 }
 
-// sameSet reports whether a and b hold the same entities.
-func sameSet(a, b entity.Bitset) bool { return entity.NextDiff(a, b, 0) >= max(len(a), len(b)) }
-
 // tryRepeat repeats the encoder's last repeatable Build for t if its inputs
 // are the same, writing out and recording t's view; false if they are not.
 func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.View, baseMembers, rel, held entity.Bitset, total int, opt *BuildOptions, h *wire.Header, out *Packets, info *BuildInfo) bool {
 	sh := &e.share
-	if !sh.valid || sh.t == t || sh.hot != e.cache.hot || sh.acctOn != (e.acct != nil) || sh.key != *k || total < sh.need || !sameSet(sh.base, baseMembers) || !sameSet(sh.m2, e.pc.members) ||
-		!sameSet(sh.m3, e.pc.members3) || !sameSet(sh.rel, rel) || !sameSet(sh.held, held) {
+	if !sh.valid || sh.t == t || sh.hot != e.cache.hot || sh.acctOn != (e.acct != nil) || sh.key != *k || total < sh.need || !entity.Same(sh.base, baseMembers) || !entity.Same(sh.m2, e.pc.members) ||
+		!entity.Same(sh.m3, e.pc.members3) || !entity.Same(sh.rel, rel) || !entity.Same(sh.held, held) {
 		return false
 	}
 	v := sh.t.At(sh.view)
@@ -155,10 +152,7 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 	} else {
 		t.DropSpareRecs()
 	}
-	if e.pc.on && info.Deltas >= 8 {
-		t.PredOff = info.predSaved <= 0
-	}
-	t.Sent++
+	e.endView(t, info)
 	if e.acct != nil {
 		e.acct.Add(&sh.acct)
 	}
@@ -226,24 +220,17 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 	sh.preHits = preHits
 	sh.acctOn = e.acct != nil
 	if sh.acctOn {
-		a, pre := &e.acct.Account, &sh.acctPre
-		sh.acct.Components = append(sh.acct.Components[:0], a.Components...)
-		for i := range min(len(pre.Components), len(a.Components)) {
-			sh.acct.Components[i] -= pre.Components[i]
-		}
-		sh.acct.Records, sh.acct.Headers, sh.acct.Unattributed = a.Records-pre.Records, a.Headers-pre.Headers, a.Unattributed-pre.Unattributed
+		sh.acct.set(&e.acct.Account)
+		sh.acct.sub(&sh.acctPre)
 	}
 }
 
 // noteAccount keeps the encoder's bit accounting before a Build that may be
 // kept for repeats (keepShare takes the difference).
 func (e *Encoder) noteAccount() {
-	if e.acct == nil {
-		return
+	if e.acct != nil {
+		e.share.acctPre.set(&e.acct.Account)
 	}
-	a, pre := &e.acct.Account, &e.share.acctPre
-	pre.Components = append(pre.Components[:0], a.Components...)
-	pre.Records, pre.Headers, pre.Unattributed = a.Records, a.Headers, a.Unattributed
 }
 
 // flushShare counts the pending repeats of the kept Build in its delta

@@ -70,6 +70,10 @@ func (b *Bitset) Or(o Bitset) {
 	}
 }
 
+// Same reports whether a and b hold the same slots (whatever their
+// lengths: missing words are empty).
+func Same(a, b Bitset) bool { return NextDiff(a, b, 0) >= max(len(a), len(b)) }
+
 // NextDiff returns the first word index from i on at which a and b differ,
 // or the longer one's length: a scan of two sets that are mostly equal, in
 // a loop without bounds checks.
