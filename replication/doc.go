@@ -224,9 +224,11 @@
 // seat is kept, its replication starts over. A forged, used, other seat's or
 // expired ticket is refused with its reason ([ErrResumeRefused]). Suspended
 // seats count against MaxClients; MaxSuspendedPerAddress bounds those of
-// one address. What a resume costs: 3.7 KB after 5 s away in a scene of
+// one address. What a resume costs: 1.35 KB after 5 s away in a scene of
 // 2,000 entities of which 200 move, against 32.6 KB for a late join (both
-// beyond the motion itself).
+// beyond the motion itself). Each entity that changed meanwhile goes in
+// full once; while that tick is in flight the client shows a mover at the
+// resume's value, a round trip behind.
 //
 // # Moving a match to another process
 //

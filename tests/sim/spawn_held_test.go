@@ -123,3 +123,59 @@ func TestStallRecoveryHeldInFlight(t *testing.T) {
 		}
 	}
 }
+
+// A recovery (after a stall beyond the ring) whose entities keep moving:
+// each goes in a full record once, held while its tick is in flight rather
+// than sent in full again in every tick of the round trip, and is coded
+// against the recovery's view after its ack. The client shows a mover at
+// most a round trip behind meanwhile (here 60 ms, two ticks), every mover
+// current after that; over a lossy link the lost ones are sent again and
+// every client converges.
+func TestRecoveryHeldWhileMoving(t *testing.T) {
+	for _, loss := range []float64{0, 0.3} {
+		lat := sim.Conditions{Latency: 30e6}
+		h := harness.NewOn(t, sim.NewNetwork(int64(21+loss*10), harness.Epoch), sim.Link{Up: lat, Down: lat}, nil, func(c *replication.ServerConfig) {
+			c.Limits.ClientTimeout = -1 // (the stall is longer than the timeout: the client is kept)
+		})
+		cs := h.AddClient()
+		var ents []ecs.Entity
+		for i := range 300 {
+			ents = append(ents, h.Spawn(0, components.Vec3{X: float64(i % 20), Z: float64(i / 20)}))
+		}
+		movers := ents[:40]
+		h.Game = func(int) {
+			for _, e := range movers {
+				h.Pos(e).X += 0.25
+			}
+		}
+		h.Run(60)
+		cs.Conn.SetLinkDown(true)
+		h.Run(120) // 4 s: beyond the ring
+		require.NoError(t, cs.Conn.SetConditions(lat, sim.Conditions{Latency: 30e6, Loss: loss}))
+		cs.Conn.SetLinkDown(false)
+		fulls := h.Server.Stats.Fulls
+		var worst uint32
+		for range 60 {
+			h.Step()
+			if cs.Client.Stats.Records == 0 {
+				continue
+			}
+			for _, e := range movers {
+				id, _ := h.Server.NetID(e)
+				if st, ok := cs.Client.StateTick(id); ok && h.Server.Tick()-st < 100 {
+					worst = max(worst, h.Server.Tick()-st)
+				}
+			}
+		}
+		sent := h.Server.Stats.Fulls - fulls
+		t.Logf("loss %.0f%%: %d full records for the 40 movers; a mover at most %d ticks behind once recovered", loss*100, sent, worst)
+		if loss == 0 {
+			require.EqualValues(t, len(movers), sent, "each mover in full once")
+			require.LessOrEqual(t, worst, uint32(2), "a round trip behind at most")
+		}
+		h.Game = nil
+		require.NoError(t, cs.Conn.SetConditions(lat, lat))
+		h.Run(20)
+		h.RequireConverged(nil)
+	}
+}

@@ -80,7 +80,17 @@ type View struct {
 	// behindArr: viewLists.behind keeps an array (for reuse); hasRecs: its
 	// datagrams' records are listed (viewLists.recs)
 	hasBehind, behindArr, hasRecs bool
+	// thin: the View lacks entities that the client holds from an earlier,
+	// unacked tick's full records and that changed since (SetThin).
+	thin bool
 }
+
+// SetThin marks v as lacking entities that the client holds from an
+// earlier tick's full records, still unacked when v was built, and that
+// changed since (a recovery held in flight while it moves): coded against
+// v, each would need a full record again, so Baseline takes v only when no
+// other acked view is left.
+func (t *Tracker) SetThin(v *View) { v.thin = true }
 
 // Acked reports whether the client acknowledged the view (then its
 // members are what the client holds of it).
@@ -133,19 +143,29 @@ func (t *Tracker) Depth() int { return len(t.views) }
 
 // Baseline returns the client's newest acked view older than tick S whose
 // frame is still in r (nil if none): what S's datagrams are coded against.
+// A thin view (SetThin) is taken only if no other acked view is left.
 func (t *Tracker) Baseline(S uint32, r *store.Ring) *View {
-	// The newest acked view, unless it is gone (then the newest left).
-	if v := &t.views[t.bestAck%uint32(len(t.views))]; t.bestAck != 0 && v.used && v.acked && v.Tick == t.bestAck && int32(S-v.Tick) > 0 && r.Frame(v.Tick) != nil {
+	// The newest acked view, unless it is gone or thin (then the newest
+	// left that is not).
+	if v := &t.views[t.bestAck%uint32(len(t.views))]; t.bestAck != 0 && v.used && v.acked && !v.thin && v.Tick == t.bestAck && int32(S-v.Tick) > 0 && r.Frame(v.Tick) != nil {
 		return v
 	}
-	var base *View
+	var base, thin *View
 	for i := range t.views {
 		v := &t.views[i]
 		if v.used && v.acked && v.Tick != S && int32(S-v.Tick) > 0 && r.Frame(v.Tick) != nil {
-			if base == nil || int32(v.Tick-base.Tick) > 0 {
+			switch {
+			case v.thin:
+				if thin == nil || int32(v.Tick-thin.Tick) > 0 {
+					thin = v
+				}
+			case base == nil || int32(v.Tick-base.Tick) > 0:
 				base = v
 			}
 		}
+	}
+	if base == nil {
+		return thin
 	}
 	return base
 }

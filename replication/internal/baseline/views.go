@@ -35,6 +35,7 @@ func (t *Tracker) Begin(tick uint32) *View {
 	v.Tick = tick
 	v.used = true
 	v.acked = false
+	v.thin = false
 	return v
 }
 

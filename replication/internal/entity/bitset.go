@@ -59,6 +59,18 @@ func (b Bitset) AndNot(o Bitset) {
 	}
 }
 
+// Intersects reports whether b and o share a slot.
+func (b Bitset) Intersects(o Bitset) bool {
+	n := min(len(b), len(o))
+	x, y := b[:n], o[:n]
+	for i := range x {
+		if x[i]&y[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Or adds the slots of o to b.
 func (b *Bitset) Or(o Bitset) {
 	for len(*b) < len(o) {

@@ -181,6 +181,10 @@ type Scratch struct {
 type inFlightSet struct {
 	tick  uint32
 	slots entity.Bitset
+	// keep: held while they change (a recovery's, see holdInFlight);
+	// moved: some of them changed since tick (the views built meanwhile
+	// lack them: thin)
+	keep, moved bool
 }
 
 // maxInFlightSets bounds the ticks of full records held in flight (beyond
@@ -436,7 +440,7 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 	p.Rate.Refill(1 / float64(t.NetRate))
 	p.Out.Encoder = w.Enc
 	p.refreshSpawnHeld(t)
-	p.settleInFlight()
+	p.settleInFlight(t)
 	p.holdLostBaseline(t)
 	p.spawnDiff(t, plan, &w.Spawns)
 	if !p.Ready {
@@ -486,14 +490,23 @@ func (p *Peer) Tick(t *Tick, plan *Plan, w *Scratch) {
 }
 
 // refreshSpawnHeld takes out of SpawnHeld the entities that changed since
-// it was last current (all of them if that is older than the ring).
+// it was last current (all of them if that is older than the ring), except
+// those of a kept set held in flight (holdInFlight), which it marks moved.
 func (p *Peer) refreshSpawnHeld(t *Tick) {
 	if p.spawnHeldAny && p.spawnHeldAt != t.Tick {
-		if changed, ok := t.Ring.ChangedSince(p.spawnHeldAt); ok {
+		changed, ok := t.Ring.ChangedSince(p.spawnHeldAt)
+		if ok {
 			p.SpawnHeld.AndNot(changed)
 		} else {
 			clear(p.SpawnHeld)
 			p.spawnHeldAny = false
+		}
+		for i := range p.inFlight {
+			if f := &p.inFlight[i]; f.keep {
+				f.moved = f.moved || !ok || f.slots.Intersects(changed)
+				p.SpawnHeld.Or(f.slots)
+				p.spawnHeldAny = true
+			}
 		}
 	}
 	p.spawnHeldAt = t.Tick
@@ -540,13 +553,31 @@ func (p *Peer) holdLostBaseline(t *Tick) {
 // mirrors whose state its baseline lacks (the recovery from a stall or a
 // resume, or a record lost before). Until the tick's ack, or its loss,
 // they are not sent again (a recovery would otherwise send each about as
-// many times as ticks fit in a round trip); an entity that changes
-// meanwhile is let go (refreshSpawnHeld) and sent. Deltas are not held:
-// an entity that changes every tick goes in every tick anyway. The
+// many times as ticks fit in a round trip). Deltas are not held. The
 // client's own entities are not held.
+//
+// An entity that changes meanwhile is let go and sent (refreshSpawnHeld),
+// unless its set is kept: a recovery's, built with no baseline left (a
+// resume, or a stall longer than the ring) that sent every candidate,
+// with no other set in flight. Its entities are held while they change:
+// the client, which showed them seconds old, shows them at the recovery's
+// value until the first delta after its ack, a round trip later, rather
+// than getting each in full again in every tick of that round trip. The
+// views built while a kept entity has changed lack it, so they are thin
+// (Tracker.SetThin): the baseline after the ack is the recovery's view,
+// which has it. A second set in flight ends the keeping (letKeptGo): the
+// entities of two sets are in no one view but the newest.
 func (p *Peer) holdInFlight(t *Tick) {
 	v := p.Tracker.At(t.Tick)
-	if v == nil || p.Tracker.NewestAck == 0 || len(p.inFlight) >= maxInFlightSets {
+	if v == nil {
+		return
+	}
+	for _, f := range p.inFlight {
+		if f.keep && f.moved {
+			p.Tracker.SetThin(v)
+		}
+	}
+	if p.Tracker.NewestAck == 0 || len(p.inFlight) >= maxInFlightSets {
 		return
 	}
 	var base entity.Bitset
@@ -570,21 +601,55 @@ func (p *Peer) holdInFlight(t *Tick) {
 		return
 	}
 	set.tick = t.Tick
+	set.keep = v.Base == 0 && len(p.inFlight) == 0 && p.Out.Info.Deferred == 0
+	p.letKeptGo(t)
 	p.SpawnHeld.Or(set.slots)
 	p.spawnHeldAny = true
 	p.inFlight = append(p.inFlight, set)
 }
 
+// letKeptGo ends the keeping of the sets held in flight: their entities
+// that changed since their tick are sent again.
+func (p *Peer) letKeptGo(t *Tick) {
+	for i := range p.inFlight {
+		if f := &p.inFlight[i]; f.keep {
+			f.keep = false
+			p.unholdMoved(t, f)
+		}
+	}
+}
+
+// unholdMoved takes out of SpawnHeld the entities of f that changed since
+// its tick (all of them if that is older than the ring).
+func (p *Peer) unholdMoved(t *Tick, f *inFlightSet) {
+	if !f.moved {
+		return
+	}
+	f.moved = false
+	changed, ok := t.Ring.ChangedSince(f.tick)
+	if !ok {
+		p.SpawnHeld.AndNot(f.slots)
+		return
+	}
+	for i, w := range f.slots {
+		if i < len(p.SpawnHeld) {
+			p.SpawnHeld[i] &^= w & changed.Word(i)
+		}
+	}
+}
+
 // settleInFlight lets go of the entities held in flight whose tick's fate
 // is known: those its ack says the client did not get (lost parts), or all
 // of them if the tick was judged lost (or its view is gone); they are sent
-// again.
-func (p *Peer) settleInFlight() {
+// again. Of a kept set's entities that the client got, those that changed
+// since are let go too (coded against the kept tick's view).
+func (p *Peer) settleInFlight(t *Tick) {
 	keep := p.inFlight[:0]
 	for _, f := range p.inFlight {
 		v := p.Tracker.At(f.tick)
 		switch {
 		case v != nil && v.Acked():
+			p.unholdMoved(t, &f)
 			f.slots.AndNot(p.Tracker.Members(v))
 			p.SpawnHeld.AndNot(f.slots)
 		case v == nil || int32(p.judged-f.tick) > 0:
