@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/store"
 	"github.com/archenet/archenet/replication/internal/wire"
+	"github.com/archenet/archenet/replication/schema"
 	"github.com/stretchr/testify/require"
 )
 
@@ -105,3 +107,44 @@ func TestTrackerAccumulators(t *testing.T) {
 	m.Finish(tr)
 	require.Equal(t, []AccEntry{{9, 3.5}}, tr.Acc())
 }
+
+// A thin view is the baseline only when no other acked view is left with
+// its frame in the ring; a new view of its tick is not thin.
+func TestBaselineSkipsThin(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[thinPos](reg)
+	r := store.New(reg, 8)
+	for tick := uint32(1); tick <= 4; tick++ {
+		r.Begin(tick)
+		r.Commit()
+	}
+	tr := NewTracker(1, 8)
+	v1 := record(tr, 1, nil, 1, []Rec{{Slot: 3}})
+	v2 := record(tr, 2, nil, 1, nil)
+	tr.SetThin(v2)
+	tr.Ack(&wire.Ack{Newest: 1})
+	tr.Ack(&wire.Ack{Newest: 2, Mask: 1})
+	require.Equal(t, v1, tr.Baseline(5, r), "the older view that is not thin")
+	v3 := record(tr, 3, v1, 1, nil)
+	tr.SetThin(v3)
+	tr.Ack(&wire.Ack{Newest: 3, Mask: 3})
+	require.Equal(t, v1, tr.Baseline(5, r))
+	for tick := uint32(5); tick <= 9; tick++ { // tick 1 leaves the ring
+		r.Begin(tick)
+		r.Commit()
+	}
+	require.Equal(t, v3, tr.Baseline(10, r), "only thin views left: the newest")
+	v4 := record(tr, 4, v3, 1, nil)
+	tr.Ack(&wire.Ack{Newest: 4, Mask: 7})
+	require.Equal(t, v4, tr.Baseline(10, r), "the newest, not thin")
+	for tick := uint32(10); tick <= 11; tick++ {
+		r.Begin(tick)
+		r.Commit()
+	}
+	v11 := record(tr, 11, v4, 1, nil) // (in the thin view 3's place)
+	tr.Ack(&wire.Ack{Newest: 11})
+	require.Equal(t, v11, tr.Baseline(12, r), "a new view in a thin one's place is not thin")
+}
+
+// thinPos is a component for a ring without entities.
+type thinPos struct{ N int32 }
