@@ -153,8 +153,9 @@
 // client whose tick has the same inputs as the one its worker built just
 // before (the same acked views, the same entities in view: everything in
 // every view, say) copies that one's datagrams and writes its own headers
-// into them ([ServerConfig].NoSharedBuilds turns it off; the bytes are the
-// same). In a
+// into them; where a client owns entities with owner-only fields, the
+// datagrams that carry its own records of them are written anew
+// ([ServerConfig].NoSharedBuilds turns it off; the bytes are the same). In a
 // steady state (a ring's worth of ticks built, buffers grown to their
 // peak) the server's own tick work — frame, interest grid, pre-encoding,
 // the peers' datagrams — allocates nothing (the transport's may), and nor

@@ -158,8 +158,15 @@ type ServerStats struct {
 	// net tick with datagrams), SharedBuilds those that copied another
 	// client's datagrams, built in the same tick for the same view, with
 	// their own headers (clients that see the same state: the most when
-	// everything is in every view).
+	// everything is in every view). Where one of the two clients owns an
+	// entity with owner-only fields (a player's avatar), the datagrams
+	// that carry its records of such entities are written anew.
 	Builds, SharedBuilds uint64
+	// SharedCandidates counts the clients' snapshot ticks that took
+	// another client's records, as above, but whose records of entities
+	// with owner-only fields packed into other datagrams: they packed and
+	// wrote their own.
+	SharedCandidates uint64
 	// MessagesOut counts game messages sent (one per receiving client) and
 	// MessageBytes the bytes of their batches; MessagesIn counts those
 	// clients sent.
@@ -958,6 +965,9 @@ func (s *Server) flush(p *remote) error {
 		s.Stats.Builds++
 		if o.Info.Shared {
 			s.Stats.SharedBuilds++
+		}
+		if o.Info.SharedCands {
+			s.Stats.SharedCandidates++
 		}
 	}
 	return nil

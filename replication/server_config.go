@@ -105,9 +105,10 @@ type ServerConfig struct {
 	// gets that client's datagrams, copied, with its own headers
 	// (ServerStats.SharedBuilds counts them). The bytes sent are the same
 	// either way; it pays when many clients see the same state. A client
-	// that owns an entity with owner-only fields gets records no other
-	// client gets, and its ticks are not shared; nor are those of a client
-	// over its byte budget, or with compression on.
+	// that owns an entity with owner-only fields (a player's avatar) gets
+	// records of it that no other client gets: the datagrams that carry
+	// them are written for it, the others copied. The ticks of a client
+	// over its byte budget, or with compression on, are not shared.
 	NoSharedBuilds bool
 	// Authenticator, if set, decides whether a client may join (after the
 	// version and protocol-hash checks, and only while the server is not

@@ -39,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", 64, "clients (1..254; with -trace: 1)")
 	fs.IntVar(&cfg.Entities, "entities", 2000, "scene entities, besides one avatar per client")
 	fs.Float64Var(&cfg.Moving, "moving", 0.25, "fraction of scene entities moving every tick")
+	fs.BoolVar(&cfg.OwnerFields, "owner-fields", false, "each avatar carries a component only its owner gets (owner-only fields, changing every tick: a player's ammunition)")
 	fs.Float64Var(&cfg.World, "world", 1024, "side of the square world in metres")
 	fs.Float64Var(&cfg.Interest, "interest", 150, "interest radius in metres around each client's avatar; 0 = everything (with -trace: 0)")
 	fs.IntVar(&cfg.Ticks, "ticks", 900, "measured net ticks (with -trace: the whole trace)")

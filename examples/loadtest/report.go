@@ -86,6 +86,7 @@ type BytesReport struct {
 	DatagramsDropped       uint64  `json:"datagrams_dropped"`         // by the clients' decoders (missing baseline, ...)
 	RecordsDeferred        uint64  `json:"records_deferred"`          // changed records a client's budget left for a later tick
 	SharedBuildFraction    float64 `json:"shared_build_fraction"`     // clients' snapshot ticks that copied another client's datagrams (ServerStats.SharedBuilds)
+	SharedCandsFraction    float64 `json:"shared_cands_fraction"`     // clients' snapshot ticks that took another client's records but their own of entities with owner-only fields (ServerStats.SharedCandidates)
 	HeaderBytesPerDatagram float64 `json:"header_bytes_per_datagram"` // kind byte and header, mean
 }
 
@@ -160,6 +161,7 @@ func (rep *Report) finish(r *rig, start time.Time) {
 	rep.RecordsDeferred = st.Deferred
 	if st.Builds > 0 {
 		rep.SharedBuildFraction = float64(st.SharedBuilds) / float64(st.Builds)
+		rep.SharedCandsFraction = float64(st.SharedCandidates) / float64(st.Builds)
 	}
 	if st.SnapshotDatagrams > 0 {
 		rep.HeaderBytesPerDatagram = float64(st.SnapshotHeaderBits) / 8 / float64(st.SnapshotDatagrams)
@@ -213,8 +215,8 @@ func (rep *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "    position error %.3f mm p50, %.3f p99, %.3f max; rotation %.4f° p50, %.4f p99, %.4f max\n",
 			f.PosErrP50M*1e3, f.PosErrP99M*1e3, f.PosErrMaxM*1e3, f.RotErrP50Deg, f.RotErrP99Deg, f.RotErrMaxDeg)
 	}
-	fmt.Fprintf(w, "  structure:   %d spawns / %d despawns sent, %d / %d applied; %d datagrams dropped by decoders; %d records deferred by budgets; %.1f%% of the clients' ticks shared another's build\n",
-		rep.SpawnsSent, rep.DespawnsSent, rep.SpawnsApplied, rep.DespawnsApplied, rep.DatagramsDropped, rep.RecordsDeferred, rep.SharedBuildFraction*100)
+	fmt.Fprintf(w, "  structure:   %d spawns / %d despawns sent, %d / %d applied; %d datagrams dropped by decoders; %d records deferred by budgets; %.1f%% of the clients' ticks shared another's build (%.1f%% its records only)\n",
+		rep.SpawnsSent, rep.DespawnsSent, rep.SpawnsApplied, rep.DespawnsApplied, rep.DatagramsDropped, rep.RecordsDeferred, rep.SharedBuildFraction*100, rep.SharedCandsFraction*100)
 	if t := rep.TraceReport; t != nil {
 		fmt.Fprintf(w, "  trace %s: %d frames at %d Hz, %.1f kbit/s per client; settled %.3f mm, %.4f°\n",
 			t.Trace, t.TraceFrames, t.TraceRateHz, t.DownKbitPerS, t.SettledPosErrMaxM*1e3, t.SettledRotErrMax)

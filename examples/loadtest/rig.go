@@ -26,14 +26,17 @@ type Config struct {
 	Clients   int     // 1..254
 	Entities  int     // synthetic scene entities (besides one avatar per client)
 	Moving    float64 // fraction of scene entities that move every tick
-	World     float64 // side of the square world, metres
-	Interest  float64 // interest radius, metres; 0 = every client sees everything
-	Ticks     int     // measured net ticks
-	Rate      int     // net ticks per second
-	Loss      float64 // sim: datagram and message loss per direction
-	Latency   time.Duration
-	Jitter    time.Duration
-	Seed      int64
+	// OwnerFields: each avatar also carries a PlayerState, whose fields
+	// only its owner gets (owner-only), changing every tick
+	OwnerFields bool
+	World       float64 // side of the square world, metres
+	Interest    float64 // interest radius, metres; 0 = every client sees everything
+	Ticks       int     // measured net ticks
+	Rate        int     // net ticks per second
+	Loss        float64 // sim: datagram and message loss per direction
+	Latency     time.Duration
+	Jitter      time.Duration
+	Seed        int64
 	// Settle is the number of ticks without loss and movement before the
 	// convergence check. 0: 30 plus four one-way delays.
 	Settle int
@@ -170,7 +173,19 @@ func newRegistry(cfg Config) (*schema.Registry, error) {
 	if _, err := schema.Register[components.Transform](reg, opts...); err != nil {
 		return nil, err
 	}
+	if cfg.OwnerFields {
+		if _, err := schema.Register[PlayerState](reg); err != nil {
+			return nil, err
+		}
+	}
 	return reg, nil
+}
+
+// PlayerState is a player's own state on its avatar (-owner-fields): only
+// the owning client gets it, as a game's ammunition or cooldowns.
+type PlayerState struct {
+	Ammo     uint16 `net:"range=0:999,owner"`
+	Cooldown uint8  `net:"range=0:63,owner"`
 }
 
 func newRig(cfg Config, interest *replication.Interest) (*rig, error) {

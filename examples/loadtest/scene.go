@@ -22,6 +22,8 @@ type scene struct {
 	dt      float64
 
 	idRep, idOwner ecs.ID
+	idState        ecs.ID // PlayerState (-owner-fields)
+	tick           int
 }
 
 // walker moves at a constant speed along a slowly turning heading (yaw,
@@ -38,6 +40,9 @@ func newScene(r *rig) *scene {
 		dt:    1 / float64(r.cfg.Rate),
 		idRep: ecs.ComponentID[components.Replicated](r.sw), idOwner: ecs.ComponentID[components.Owner](r.sw),
 	}
+	if r.cfg.OwnerFields {
+		s.idState = ecs.ComponentID[PlayerState](r.sw)
+	}
 	nMoving := int(math.Round(r.cfg.Moving * float64(r.cfg.Entities)))
 	for i := 0; i < r.cfg.Entities; i++ {
 		w := s.spawn(0)
@@ -52,6 +57,9 @@ func (s *scene) spawn(owner replication.ClientID) walker {
 	ids := []ecs.ID{s.idRep, s.r.tid}
 	if owner != 0 {
 		ids = append(ids, s.idOwner)
+		if s.r.cfg.OwnerFields {
+			ids = append(ids, s.idState)
+		}
 	}
 	e := s.r.sw.NewEntity(ids...)
 	w := walker{e: e, heading: s.rng.Float64() * 2 * math.Pi, speed: 1 + s.rng.Float64()*4}
@@ -83,9 +91,14 @@ func (s *scene) update() {
 	for i := range s.movers {
 		s.walk(&s.movers[i])
 	}
+	s.tick++
 	for _, a := range s.avatars {
 		if a != nil {
 			s.walk(a)
+			if s.r.cfg.OwnerFields {
+				st := (*PlayerState)(s.r.sw.Get(a.e, s.idState))
+				st.Ammo, st.Cooldown = uint16(s.tick%1000), uint8(s.tick%64)
+			}
 		}
 	}
 }

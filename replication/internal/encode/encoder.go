@@ -45,8 +45,13 @@ type Encoder struct {
 	share  shareState  // the last Build later ones may repeat (share.go)
 	// sharedN counts the Builds that repeated another's
 	sharedN int
-	shard   *codeShard  // its counts for the coding choice
-	acct    *bitAccount // nil: accounting off (account.go)
+	// candsN counts the Builds that took another's candidates (and did
+	// not patch its datagrams); subs: the candidates such a Build has
+	// records of its own for
+	candsN int
+	subs   []subst
+	shard  *codeShard  // its counts for the coding choice
+	acct   *bitAccount // nil: accounting off (account.go)
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see codec.Compressor). Nil: never compress.
@@ -181,6 +186,10 @@ type BuildInfo struct {
 	// Shared: the datagrams are another client's Build's, with this
 	// client's headers (share.go)
 	Shared bool
+	// SharedCands: the candidates were another client's Build's, with this
+	// client's records of the entities with owner-only fields
+	// (repeatCands); the datagrams were written for this client
+	SharedCands bool
 }
 
 // Packets holds the datagrams of one tick, back to back in one reusable
@@ -283,7 +292,7 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 	if share {
 		sk = shareKey{tick: S, B: B, pcOn: e.pc.on, B2: e.pc.B2, B3: e.pc.B3, quad: e.pc.quad, mtu: mtu, parts: maxParts, hdrBits: hdr.BitLen()}
 		rel = e.cands.relevant(opt.Relevant, e.cache.present)
-		if e.tryRepeat(t, &sk, base, baseMembers, rel, opt.SpawnHeld, total, &opt, &hdr, out, &info) {
+		if !e.ownsOwnerOnly(t) && e.tryRepeat(t, &sk, base, baseMembers, rel, opt.SpawnHeld, total, &opt, &hdr, out, &info) {
 			return info
 		}
 	}
@@ -304,12 +313,30 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 	if !share {
 		rel = e.cands.relevant(opt.Relevant, e.cache.present)
 	}
-	e.collect(&candSource{t: t, f: f, rel: rel, base: baseMembers, behind: behind, changed: changed, B: B,
-		held: opt.SpawnHeld})
+	cands := share && e.repeatCands(t, f, &sk, baseMembers, rel, opt.SpawnHeld)
+	if !cands {
+		e.collect(&candSource{t: t, f: f, rel: rel, base: baseMembers, behind: behind, changed: changed, B: B,
+			held: opt.SpawnHeld})
+	}
 
 	e.sel.choose(&e.cands, t.Acc(), opt.Weights, total, mtu, &hdr)
-	e.emit(out, mtu, maxParts, total, &hdr, &info)
-	e.recordView(t, S, base, opt, &info)
+	patched := false // (the kept Build's datagrams, patched: its view)
+	if cands && e.sel.all && e.canPatch() {
+		patched = e.emitPatched(out, mtu, maxParts, total, &hdr, &info)
+	} else {
+		e.emit(out, mtu, maxParts, total, &hdr, &info)
+	}
+	switch {
+	case patched:
+		e.repeatView(t, S, base, &opt, &info)
+		e.sharedN++
+	case cands:
+		e.recordView(t, S, base, opt, &info)
+		info.SharedCands = true
+		e.candsN++
+	default:
+		e.recordView(t, S, base, opt, &info)
+	}
 	info.Bytes = out.Bytes()
 	e.endView(t, &info)
 	if share {

@@ -20,6 +20,17 @@ type packer struct {
 	// kind byte and header bits of each part written
 	need    int
 	hdrBits []int
+	// single: the bits of emit's attempt at one datagram (−1: none made)
+	single int
+	// passes: pack's passes, each with the parts it made (in passParts)
+	passes    []packPass
+	passParts []part
+}
+
+// packPass is one pass of pack: the parts count it assumed, and the parts
+// it made (passParts[from:to]).
+type packPass struct {
+	assume, from, to int
 }
 
 // recordBits is the exact size of candidate cd in a datagram: gap code (order
@@ -66,8 +77,12 @@ func (e *Encoder) pack(mtu, maxParts, total int, h *wire.Header, k0 uint) {
 	// Header sizes depend on the number of parts: pack assuming one, and
 	// again with more while the packing needs more (a header only shrinks
 	// when fewer parts are needed than assumed).
+	e.packer.passes, e.packer.passParts = e.packer.passes[:0], e.packer.passParts[:0]
 	for assume, iter := 1, 0; ; iter++ {
 		n := e.packWith(mtu, maxParts, total, h, assume, k0)
+		from := len(e.packer.passParts)
+		e.packer.passParts = append(e.packer.passParts, e.packer.parts...)
+		e.packer.passes = append(e.packer.passes, packPass{assume: assume, from: from, to: len(e.packer.passParts)})
 		if n <= assume || iter == 8 {
 			break
 		}
@@ -159,11 +174,15 @@ func (e *Encoder) emit(out *Packets, mtu, maxParts, total int, h *wire.Header, i
 	}
 	e.packer.need = e.sel.allBytes
 	e.packer.hdrBits = e.packer.hdrBits[:0]
+	e.packer.single = -1
+	e.packer.passes = e.packer.passes[:0]
 	if e.acct == nil {
 		e.packer.parts = append(e.packer.parts[:0], part{from: 0, to: n, k: uint8(k0)})
 		hp := *h
 		hp.Parts = 1
-		if bits := e.writePart(&hp, 0); bits <= mtu*8 {
+		bits := e.writePart(&hp, 0)
+		e.packer.single = bits
+		if bits <= mtu*8 {
 			if (bits+7)/8 <= total {
 				e.packer.need = max(e.packer.need, (bits+7)/8)
 				e.packer.hdrBits = append(e.packer.hdrBits, e.packer.partHdrBits)

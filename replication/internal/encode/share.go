@@ -1,8 +1,11 @@
 package encode
 
 import (
+	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/internal/baseline"
+	"github.com/archenet/archenet/replication/internal/codec"
 	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/store"
 	"github.com/archenet/archenet/replication/internal/wire"
 )
 
@@ -80,6 +83,18 @@ type shareState struct {
 	// misses counts the kept Builds in a row that were not repeated; from
 	// shareMisses on, only one Build in shareSkip is kept (skip counts down)
 	misses, skip int
+	// owned: the Build's client owns entities with owner-only fields (its
+	// datagrams are its own); cands, bits, gapK: its candidates, kept
+	// when there are owner-only fields (repeatCands); single: its emit's
+	// attempt at one datagram (packer.single)
+	owned  bool
+	cands  []cand
+	bits   int
+	gapK   uint
+	single int
+	// passes, passParts: its pack's passes (packer.passes)
+	passes    []packPass
+	passParts []part
 }
 
 // shareMisses and shareSkip: an encoder whose kept Builds are not
@@ -98,23 +113,323 @@ const noShare = int(^uint(0) >> 1)
 // the encoder was made.
 func (e *Encoder) SharedBuilds() int { return e.sharedN }
 
+// SharedCands counts the Builds that took another's candidates
+// (repeatCands) since the encoder was made.
+func (e *Encoder) SharedCands() int { return e.candsN }
+
 // canShare reports whether t's Build may repeat or be repeated: no
-// compression (per-client work on the bytes), a simple
-// prediction context, no deferred entries or priorities, and no owner-only
-// fields of its own.
+// compression (per-client work on the bytes), a simple prediction context,
+// no deferred entries or priorities.
 func (e *Encoder) canShare(t *baseline.Tracker, behind []baseline.Behind) bool {
 	if e.NoShare || e.Compression != nil || !e.pc.simple || len(behind) != 0 || len(t.Acc()) != 0 {
 		return false
 	}
-	return e.ownerComps == 0 || t.ID == 0 || !e.cache.ownerHas(t.ID)
+	return true // (a client with owner-only fields of its own shares candidates only: repeatCands)
+}
+
+// ownsOwnerOnly reports whether t's client owns an entity with owner-only
+// fields (its records of those differ from every other client's).
+func (e *Encoder) ownsOwnerOnly(t *baseline.Tracker) bool {
+	return e.ownerComps != 0 && t.ID != 0 && e.cache.ownerHas(t.ID)
+}
+
+// matches reports whether the kept Build's inputs are t's (key k, sets):
+// the same candidates but for the records of entities with owner-only
+// fields.
+func (sh *shareState) matches(e *Encoder, t *baseline.Tracker, k *shareKey, baseMembers, rel, held entity.Bitset) bool {
+	return sh.valid && sh.t != t && sh.hot == e.cache.hot && sh.acctOn == (e.acct != nil) && sh.key == *k && entity.Same(sh.base, baseMembers) &&
+		entity.Same(sh.m2, e.pc.members) && entity.Same(sh.m3, e.pc.members3) && entity.Same(sh.rel, rel) && entity.Same(sh.held, held)
+}
+
+// repeatCands takes the kept Build's candidates for t's Build when their
+// inputs match but its datagrams cannot be repeated as they are: one of
+// the two clients owns an entity with owner-only fields. The records of
+// the entities with owner-only fields are made again for t, as collect
+// would (classify): those that differ from the kept Build's are listed in
+// e.subs. The Build then selects, packs and records its view as usual (the
+// same datagrams as with collect, without its scan and lookups), or
+// patches the kept Build's datagrams (emitPatched). False (nothing changed
+// but cache entries of t's own records) if the inputs differ or making
+// t's records replaced one of the kept Build's.
+func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, baseMembers, rel, held entity.Bitset) bool {
+	sh := &e.share
+	if t.ID == 0 || e.ownerComps == 0 || (!sh.owned && !e.ownsOwnerOnly(t)) || !sh.matches(e, t, k, baseMembers, rel, held) {
+		return false
+	}
+	list := append(e.cands.list[:0], sh.cands...)
+	e.cands.list = list
+	e.subs = e.subs[:0]
+	bits, preHits := sh.bits, sh.preHits
+	owned := e.cache.owned
+	prev := int64(-1)
+	for i := range list {
+		cd := &list[i]
+		slot := cd.slot
+		if !owned.Has(slot) {
+			prev = int64(slot)
+			continue
+		}
+		// (classify appends the slot's candidate after the list's end,
+		// whence it moves into place)
+		n := len(e.cands.list)
+		e.classify(t, f, slot, k.B, baseMembers.Has(slot), rel.Has(slot))
+		if len(e.cands.list) != n+1 {
+			e.cands.list = list
+			return false // (no candidate now: cannot happen with the same inputs)
+		}
+		nc := e.cands.list[n]
+		e.cands.list = list
+		nc.bits += int32(bitio.ExpGolombLen(uint64(int64(slot)-prev-1), 1))
+		if cd.ent&preBit != 0 {
+			preHits-- // (classify counted t's own)
+		}
+		if nc.ent != cd.ent || nc.kind != cd.kind {
+			e.subs = append(e.subs, subst{i: i, old: *cd})
+		}
+		bits += int(nc.bits) - int(cd.bits)
+		*cd = nc
+		prev = int64(slot)
+	}
+	if e.cache.hot != sh.hot {
+		return false // (t's records replaced some of the kept ones)
+	}
+	e.cands.bits, e.cands.gapK = bits, sh.gapK
+	e.PreHits += preHits
+	sh.repeats++
+	return true
+}
+
+// subst is a candidate of the kept Build for which a Build that took its
+// candidates (repeatCands) has a record of its own: at index i, in place
+// of old.
+type subst struct {
+	i   int
+	old cand
+}
+
+// canPatch reports whether the Build that took the kept Build's candidates
+// may patch its datagrams (emitPatched): the kept Build wrote them as a
+// full Build would with more allowance, without bit accounting, and its
+// view is still in its tracker.
+func (e *Encoder) canPatch() bool {
+	sh := &e.share
+	return e.acct == nil && sh.need != noShare && sh.t.At(sh.view) != nil
+}
+
+// recBound bounds the bits of candidate cd's record in a datagram, and
+// what it may change in the next record's (the mask it repeats or sends).
+func (e *Encoder) recBound(cd *cand) int {
+	if cd.kind == kindRemoval {
+		return 160
+	}
+	ce := e.entry(cd)
+	return 160 + int(ce.bodyBits) + int(ce.maskBits)
+}
+
+// emitPatched is emit for a Build that took the kept Build's candidates
+// (repeatCands), all selected: its datagrams are the kept Build's, with
+// its header and, in each datagram that carries one of its own records
+// (e.subs), written anew, when its records pack into the same datagrams;
+// otherwise it writes them all as emit would. It reports whether they
+// packed the same (the kept Build's view is then the client's too:
+// repeatView).
+func (e *Encoder) emitPatched(out *Packets, mtu, maxParts, total int, h *wire.Header, info *BuildInfo) bool {
+	sh := &e.share
+	k0 := e.cands.gapK
+	n := len(e.cands.list)
+	e.packer.hdrBits = e.packer.hdrBits[:0]
+	e.packer.single = -1
+	hp := *h
+	if len(sh.parts) == 1 && sh.single >= 0 {
+		// The kept Build's one datagram: this one's, if it fits as well.
+		e.packer.parts = append(e.packer.parts[:0], part{from: 0, to: n, k: uint8(k0)})
+		hp.Parts = 1
+		if len(e.subs) == 0 && e.copyKeptPart(out, &hp, 0, info) {
+			info.Parts = 1
+			return true
+		}
+		if bits := e.writePart(&hp, 0); bits <= mtu*8 && (bits+7)/8 <= total {
+			e.packer.hdrBits = append(e.packer.hdrBits, e.packer.partHdrBits)
+			e.appendPart(out, info)
+			info.Parts = 1
+			return true
+		}
+	} else {
+		// The kept Build packed several datagrams because one did not
+		// hold its records, by more than this one's own can take back:
+		// nor does it hold this one's.
+		bound := 0
+		for _, s := range e.subs {
+			bound += e.recBound(&s.old) + e.recBound(&e.cands.list[s.i])
+		}
+		if sh.single < 0 || sh.single-bound <= mtu*8 {
+			e.emit(out, mtu, maxParts, total, h, info)
+			return false
+		}
+		// Its records pack as the kept Build's did if each of the kept
+		// pack's passes closes each datagram that holds one of them, or
+		// whose next record is one, at the same record; the allowance
+		// never binds if it exceeds the kept Build's need by more than its
+		// records can add.
+		if total >= sh.need+bound/8+1 && e.packsSame(mtu, h, k0) {
+			e.packer.parts = append(e.packer.parts[:0], sh.parts...)
+			return e.writePatched(out, h, true, info)
+		}
+	}
+	e.sel.fill(&e.cands)
+	e.sel.all = false
+	e.pack(mtu, maxParts, total, h, k0)
+	same := len(e.packer.parts) == len(sh.parts)
+	for pi := 0; same && pi < len(sh.parts); pi++ {
+		same = e.packer.parts[pi] == sh.parts[pi]
+	}
+	return e.writePatched(out, h, same, info)
+}
+
+// packsSame reports whether the candidates, the kept Build's with this
+// Build's records of e.subs, make the kept Build's pack passes (all of
+// them: the parts each assumes come from the one before): for each part
+// of each pass that holds one of e.subs, or whose next record is one, its
+// records, sized as packWith does, fit, and the next does not.
+func (e *Encoder) packsSame(mtu int, h *wire.Header, k0 uint) bool {
+	sh := &e.share
+	if len(sh.passes) == 0 {
+		return false
+	}
+	capBits := (mtu - 1) * 8
+	list := e.cands.list
+	hp := *h
+	for _, ps := range sh.passes {
+		parts := sh.passParts[ps.from:ps.to]
+		if len(parts) == 0 || parts[len(parts)-1].to != len(list) {
+			return false // (a pass that left records out)
+		}
+		hp.Parts, hp.GapOrder = max(ps.assume, 1), 7
+		si := 0
+		for p, pt := range parts {
+			for si < len(e.subs) && e.subs[si].i < pt.from {
+				si++
+			}
+			if si == len(e.subs) || e.subs[si].i > pt.to {
+				continue // (the part and its close are the kept Build's)
+			}
+			hp.Part, hp.Count = p, 0
+			bitsNow, prev, run := hp.BitLen(), int64(-1), codec.NewMaskRun()
+			for i := pt.from; i < pt.to; i++ {
+				cd := &list[i]
+				bitsNow += e.recordBits(cd, prev, k0, &run) + bitio.ExpGolombLen(uint64(hp.Count+1), 0) - bitio.ExpGolombLen(uint64(hp.Count), 0)
+				hp.Count++
+				prev = int64(cd.slot)
+			}
+			if bitsNow > capBits {
+				return false
+			}
+			if pt.to < len(list) {
+				cd := &list[pt.to]
+				if bitsNow+e.recordBits(cd, prev, k0, &run)+bitio.ExpGolombLen(uint64(hp.Count+1), 0)-bitio.ExpGolombLen(uint64(hp.Count), 0) <= capBits {
+					return false // (the next record fits this datagram now)
+				}
+			}
+		}
+	}
+	return true
+}
+
+// writePatched writes the datagrams of e.packer.parts to out: with same
+// (the kept Build's parts), those that carry none of e.subs are the kept
+// Build's, with this Build's header. It returns same.
+func (e *Encoder) writePatched(out *Packets, h *wire.Header, same bool, info *BuildInfo) bool {
+	hp := *h
+	hp.Parts = len(e.packer.parts)
+	e.packer.hdrBits = e.packer.hdrBits[:0]
+	si := 0
+	for pi := range e.packer.parts {
+		pt := &e.packer.parts[pi]
+		own := false // (the datagram carries one of this Build's records)
+		for ; si < len(e.subs) && e.subs[si].i < pt.to; si++ {
+			own = own || e.subs[si].i >= pt.from
+		}
+		if same && !own && e.copyKeptPart(out, &hp, pi, info) {
+			continue
+		}
+		e.writePart(&hp, pi)
+		e.packer.hdrBits = append(e.packer.hdrBits, e.packer.partHdrBits)
+		e.appendPart(out, info)
+	}
+	info.Parts = len(e.packer.parts)
+	return same
+}
+
+// copyKeptPart appends the kept Build's datagram pi to out with header hp
+// (part pi's fields set here); false if that header's length differs.
+func (e *Encoder) copyKeptPart(out *Packets, hp *wire.Header, pi int, info *BuildInfo) bool {
+	sh := &e.share
+	pt := &sh.parts[pi]
+	hp.Part, hp.Count, hp.GapOrder = pi, pt.to-pt.from, pt.k
+	w := &e.packer.partW
+	w.Reset(w.Bytes())
+	w.WriteBits(uint64(wire.KindSnapshot), 8)
+	hp.AppendBits(w)
+	if w.BitLen() != sh.hdrBits[pi] {
+		return false
+	}
+	start := len(out.buf)
+	out.buf = append(out.buf, sh.pkts.At(pi)...)
+	overwriteBits(out.buf[start:], w.Bytes(), sh.hdrBits[pi])
+	out.ends = append(out.ends, len(out.buf))
+	e.packer.hdrBits = append(e.packer.hdrBits, sh.hdrBits[pi])
+	info.HeaderBits += sh.hdrBits[pi]
+	return true
+}
+
+// repeatView records t's view of tick S after emitPatched packed its
+// records as the kept Build did: the kept Build's view, and its counts
+// but for the records of e.subs (this Build's own, counted here; the kept
+// Build's have one send fewer to count).
+func (e *Encoder) repeatView(t *baseline.Tracker, S uint32, base *baseline.View, opt *BuildOptions, info *BuildInfo) {
+	sh := &e.share
+	v := sh.t.At(sh.view)
+	nv := e.beginView(t, S, base, opt, len(sh.parts))
+	t.SetMembers(nv, sh.t.Members(v))
+	if len(sh.parts) > 1 {
+		t.SetRecs(nv, sh.t.Recs(v))
+		acc := t.StartAcc()
+		acc.Finish(t)
+	} else {
+		t.DropSpareRecs()
+	}
+	parts, hdrBits := info.Parts, info.HeaderBits
+	*info = sh.info
+	info.Parts, info.HeaderBits, info.Shared = parts, hdrBits, true
+	for _, s := range e.subs {
+		switch old := &s.old; old.kind {
+		case kindRemoval:
+			info.Removals--
+		case kindFull:
+			info.Fulls--
+		default:
+			info.Deltas--
+			ce := e.entry(old)
+			if ce.usePred {
+				info.PredictedDeltas--
+				info.predSaved -= int(ce.saved)
+			}
+			if old.ent&preBit != 0 {
+				e.pre.sends[old.ent&^preBit]-- // (≥ 1: the kept Build's send)
+			} else {
+				ce.sends--
+			}
+		}
+		e.tally(&e.cands.list[s.i], info)
+	}
+	sh.reuses++
 }
 
 // tryRepeat repeats the encoder's last repeatable Build for t if its inputs
 // are the same, writing out and recording t's view; false if they are not.
 func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.View, baseMembers, rel, held entity.Bitset, total int, opt *BuildOptions, h *wire.Header, out *Packets, info *BuildInfo) bool {
 	sh := &e.share
-	if !sh.valid || sh.t == t || sh.hot != e.cache.hot || sh.acctOn != (e.acct != nil) || sh.key != *k || total < sh.need || !entity.Same(sh.base, baseMembers) || !entity.Same(sh.m2, e.pc.members) ||
-		!entity.Same(sh.m3, e.pc.members3) || !entity.Same(sh.rel, rel) || !entity.Same(sh.held, held) {
+	if sh.owned || total < sh.need || !sh.matches(e, t, k, baseMembers, rel, held) {
 		return false
 	}
 	v := sh.t.At(sh.view)
@@ -124,21 +439,11 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 	// The datagrams, each with t's header (of the same length).
 	hp := *h
 	hp.Parts = len(sh.parts)
-	w := &e.packer.partW
 	for pi := range sh.parts {
-		pt := &sh.parts[pi]
-		hp.Part, hp.Count, hp.GapOrder = pi, pt.to-pt.from, pt.k
-		w.Reset(w.Bytes())
-		w.WriteBits(uint64(wire.KindSnapshot), 8)
-		hp.AppendBits(w)
-		if w.BitLen() != sh.hdrBits[pi] {
+		if !e.copyKeptPart(out, &hp, pi, info) {
 			out.Reset()
 			return false
 		}
-		start := len(out.buf)
-		out.buf = append(out.buf, sh.pkts.At(pi)...)
-		overwriteBits(out.buf[start:], w.Bytes(), sh.hdrBits[pi])
-		out.ends = append(out.ends, len(out.buf))
 	}
 	*info = sh.info
 	info.Shared = true
@@ -174,9 +479,14 @@ func overwriteBits(dst, src []byte, n int) {
 
 // keepShare records the Build just made (for t, with key k) as the one
 // later Builds of the tick may repeat, if it sent every candidate.
+//
+// A Build of a client that owns entities with owner-only fields is kept
+// only if no other is: its candidates may be repeated (repeatCands), not
+// its datagrams.
 func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, held entity.Bitset, out *Packets, info *BuildInfo, preHits int) {
 	sh := &e.share
-	if info.Deferred != 0 || info.Starved || e.packer.need == noShare {
+	owned := e.ownsOwnerOnly(t)
+	if info.Deferred != 0 || info.Starved || (e.packer.need == noShare && !owned) || info.SharedCands || (owned && sh.valid) {
 		return
 	}
 	if sh.misses >= shareMisses {
@@ -219,6 +529,13 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 	sh.info = *info
 	sh.preHits = preHits
 	sh.acctOn = e.acct != nil
+	sh.owned = owned
+	if e.ownerComps != 0 {
+		sh.cands = append(sh.cands[:0], e.cands.list...)
+		sh.bits, sh.gapK, sh.single = e.cands.bits, e.cands.gapK, e.packer.single
+		sh.passes = append(sh.passes[:0], e.packer.passes...)
+		sh.passParts = append(sh.passParts[:0], e.packer.passParts...)
+	}
 	if sh.acctOn {
 		sh.acct.set(&e.acct.Account)
 		sh.acct.sub(&sh.acctPre)

@@ -1,10 +1,13 @@
 package encode
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/archenet/archenet/replication/internal/baseline"
 	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/receive"
 	"github.com/stretchr/testify/require"
 )
 
@@ -141,4 +144,80 @@ func TestSharedBuildsAccount(t *testing.T) {
 	require.Positive(t, shared)
 	require.Equal(t, accB, accA)
 	require.Positive(t, accA.Total())
+}
+
+// TestSharedCandsSameBytes: clients that own entities with owner-only
+// fields (1 and 2) and clients that own none, with entities spawning,
+// despawning and changing owner-only fields: Builds that take another's
+// candidates (repeatCands) write, byte for byte, the datagrams a Build of
+// their own would, whichever client's Build they take them from.
+func TestSharedCandsSameBytes(t *testing.T) {
+	for _, c := range []struct{ ownEvery, budget int }{{2, 600}, {40, 600}, {40, 250}} {
+		t.Run(fmt.Sprintf("every %d owned, %d-byte datagrams", c.ownEvery, c.budget), func(t *testing.T) {
+			sharedCandsSameBytes(t, c.ownEvery, c.budget)
+		})
+	}
+}
+
+func sharedCandsSameBytes(t *testing.T, ownEvery, budget int) {
+	const n = 300
+	type rig struct {
+		s    *acctScene
+		g    *Group
+		encs []*Encoder
+		cs   []*baseline.Tracker
+		rcvs []*receive.Receiver
+		sent []byte
+	}
+	mk := func(noShare bool) *rig {
+		r := &rig{s: newAcctScene(n)}
+		r.s.ownEvery = ownEvery
+		r.g = NewGroup(r.s.w)
+		r.encs = []*Encoder{r.g.NewEncoder(), r.g.NewEncoder()}
+		for _, e := range r.encs {
+			e.NoShare = noShare
+		}
+		// Encoder 0 builds for clients 1, 3, 2 (owners first and last),
+		// encoder 1 for 4, 5, 6 (no owner).
+		for _, id := range []uint8{1, 3, 2, 4, 5, 6} {
+			r.cs = append(r.cs, baseline.NewTracker(id, 0))
+			r.rcvs = append(r.rcvs, receive.NewReceiver(r.s.reg, id, 0))
+		}
+		return r
+	}
+	a, b := mk(false), mk(true)
+	var pk Packets
+	run := func(r *rig, tick int) {
+		r.s.step()
+		for i, c := range r.cs {
+			r.encs[i/3].Build(c, BuildOptions{Budget: budget, InputAck: uint32(tick + 10), HasInputAck: true}, &pk)
+			for j := range pk.Len() {
+				r.sent = append(r.sent, pk.At(j)...)
+				_, err := r.rcvs[i].Decode(pk.At(j))
+				require.NoError(t, err)
+			}
+			if (tick+i)%7 != 0 { // (some acks lost: baselines differ for a while)
+				ack := r.rcvs[i].Ack()
+				c.Ack(&ack)
+			}
+		}
+		for _, e := range r.encs {
+			e.EndTick()
+		}
+		r.s.w.EndTick()
+	}
+	for tick := range 90 {
+		run(a, tick)
+		run(b, tick)
+		require.Equal(t, b.sent, a.sent, "tick %d", tick)
+		for k := range a.encs {
+			// (the coding's counts, each record as often as it was sent)
+			sa, sb := a.encs[k].shard, b.encs[k].shard
+			require.Equal(t, [3]any{sb.hist, sb.quadGain, sb.quadN}, [3]any{sa.hist, sa.quadGain, sa.quadN}, "tick %d encoder %d: coding counts", tick, k)
+		}
+	}
+	cands := a.encs[0].SharedCands() + a.encs[1].SharedCands()
+	t.Logf("%d Builds took another's candidates, %d repeated its datagrams", cands, a.encs[0].SharedBuilds()+a.encs[1].SharedBuilds())
+	require.Positive(t, a.encs[0].SharedCands(), "owners take candidates")
+	require.Zero(t, b.encs[0].SharedCands()+b.encs[1].SharedCands()+b.encs[0].SharedBuilds()+b.encs[1].SharedBuilds())
 }
