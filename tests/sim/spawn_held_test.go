@@ -85,21 +85,29 @@ func TestSpawnHeldEntities(t *testing.T) {
 	h.RequireConverged(nil)
 }
 
+// stallRig is a client of a server that keeps it however long it stalls,
+// over 30 ms links, and 300 entities in a grid.
+func stallRig(t *testing.T, seed int64) (*harness.Harness, *harness.ClientSide, []ecs.Entity) {
+	lat := sim.Conditions{Latency: 30e6}
+	h := harness.NewOn(t, sim.NewNetwork(seed, harness.Epoch), sim.Link{Up: lat, Down: lat}, nil, func(c *replication.ServerConfig) {
+		c.Limits.ClientTimeout = -1 // (the stall is longer than the timeout: the client is kept)
+	})
+	cs := h.AddClient()
+	var ents []ecs.Entity
+	for i := range 300 {
+		ents = append(ents, h.Spawn(0, components.Vec3{X: float64(i % 20), Z: float64(i / 20)}))
+	}
+	return h, cs, ents
+}
+
 // After a stall, the full records of what changed meanwhile are sent once
 // and held while in flight: over a lossy link the lost ones are sent again
 // once their loss is known, and every client converges; over a clean link
 // each goes once.
 func TestStallRecoveryHeldInFlight(t *testing.T) {
 	for _, loss := range []float64{0, 0.3} {
+		h, cs, tiles := stallRig(t, int64(15+loss*10))
 		lat := sim.Conditions{Latency: 30e6}
-		h := harness.NewOn(t, sim.NewNetwork(int64(15+loss*10), harness.Epoch), sim.Link{Up: lat, Down: lat}, nil, func(c *replication.ServerConfig) {
-			c.Limits.ClientTimeout = -1 // (the stall is longer than the timeout: the client is kept)
-		})
-		cs := h.AddClient()
-		var tiles []ecs.Entity
-		for i := range 300 {
-			tiles = append(tiles, h.Spawn(0, components.Vec3{X: float64(i % 20), Z: float64(i / 20)}))
-		}
 		h.Run(60)
 		cs.Conn.SetLinkDown(true)
 		for i := range 120 { // 4 s: beyond the ring
@@ -133,15 +141,8 @@ func TestStallRecoveryHeldInFlight(t *testing.T) {
 // every client converges.
 func TestRecoveryHeldWhileMoving(t *testing.T) {
 	for _, loss := range []float64{0, 0.3} {
+		h, cs, ents := stallRig(t, int64(21+loss*10))
 		lat := sim.Conditions{Latency: 30e6}
-		h := harness.NewOn(t, sim.NewNetwork(int64(21+loss*10), harness.Epoch), sim.Link{Up: lat, Down: lat}, nil, func(c *replication.ServerConfig) {
-			c.Limits.ClientTimeout = -1 // (the stall is longer than the timeout: the client is kept)
-		})
-		cs := h.AddClient()
-		var ents []ecs.Entity
-		for i := range 300 {
-			ents = append(ents, h.Spawn(0, components.Vec3{X: float64(i % 20), Z: float64(i / 20)}))
-		}
 		movers := ents[:40]
 		h.Game = func(int) {
 			for _, e := range movers {

@@ -388,16 +388,7 @@ func (e *Encoder) copyKeptPart(out *Packets, hp *wire.Header, pi int, info *Buil
 // Build's have one send fewer to count).
 func (e *Encoder) repeatView(t *baseline.Tracker, S uint32, base *baseline.View, opt *BuildOptions, info *BuildInfo) {
 	sh := &e.share
-	v := sh.t.At(sh.view)
-	nv := e.beginView(t, S, base, opt, len(sh.parts))
-	t.SetMembers(nv, sh.t.Members(v))
-	if len(sh.parts) > 1 {
-		t.SetRecs(nv, sh.t.Recs(v))
-		acc := t.StartAcc()
-		acc.Finish(t)
-	} else {
-		t.DropSpareRecs()
-	}
+	e.keptView(t, S, base, opt, sh.t.At(sh.view))
 	parts, hdrBits := info.Parts, info.HeaderBits
 	*info = sh.info
 	info.Parts, info.HeaderBits, info.Shared = parts, hdrBits, true
@@ -447,16 +438,7 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 	}
 	*info = sh.info
 	info.Shared = true
-	// The view, as recordView made the repeated Build's.
-	nv := e.beginView(t, k.tick, base, opt, len(sh.parts))
-	t.SetMembers(nv, sh.t.Members(v))
-	if len(sh.parts) > 1 {
-		t.SetRecs(nv, sh.t.Recs(v))
-		acc := t.StartAcc()
-		acc.Finish(t)
-	} else {
-		t.DropSpareRecs()
-	}
+	e.keptView(t, k.tick, base, opt, v)
 	e.endView(t, info)
 	if e.acct != nil {
 		e.acct.Add(&sh.acct)
@@ -466,6 +448,21 @@ func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.Vie
 	e.PreHits += sh.preHits
 	e.sharedN++
 	return true
+}
+
+// keptView records t's view of tick S as recordView made the kept Build's
+// (v): its members and, for a tick of several datagrams, its records.
+func (e *Encoder) keptView(t *baseline.Tracker, S uint32, base *baseline.View, opt *BuildOptions, v *baseline.View) {
+	sh := &e.share
+	nv := e.beginView(t, S, base, opt, len(sh.parts))
+	t.SetMembers(nv, sh.t.Members(v))
+	if len(sh.parts) > 1 {
+		t.SetRecs(nv, sh.t.Recs(v))
+		acc := t.StartAcc()
+		acc.Finish(t)
+	} else {
+		t.DropSpareRecs()
+	}
 }
 
 // overwriteBits writes the first n bits of src over those of dst.
