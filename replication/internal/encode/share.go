@@ -144,8 +144,8 @@ func (sh *shareState) matches(e *Encoder, t *baseline.Tracker, k *shareKey, base
 // repeatCands takes the kept Build's candidates for t's Build when their
 // inputs match but its datagrams cannot be repeated as they are: one of
 // the two clients owns an entity with owner-only fields. The records of
-// the entities with owner-only fields are made again for t, as collect
-// would (classify): those that differ from the kept Build's are listed in
+// those of its entities and of t's are made again for t, as collect would
+// (classify): those that differ from the kept Build's are listed in
 // e.subs. The Build then selects, packs and records its view as usual (the
 // same datagrams as with collect, without its scan and lookups), or
 // patches the kept Build's datagrams (emitPatched). False (nothing changed
@@ -165,9 +165,18 @@ func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, 
 	for i := range list {
 		cd := &list[i]
 		slot := cd.slot
+		// Only the records of t's own entities and of the kept Build's
+		// client's differ: both see a third client's without its
+		// owner-only fields.
 		if !owned.Has(slot) {
 			prev = int64(slot)
 			continue
+		}
+		if j := f.Lookup(slot); j >= 0 {
+			if o := f.Metas[j].Owner; o != t.ID && o != sh.t.ID {
+				prev = int64(slot)
+				continue
+			}
 		}
 		// (classify appends the slot's candidate after the list's end,
 		// whence it moves into place)
