@@ -34,6 +34,7 @@ type acctScene struct {
 	tick  uint32
 	// ownEvery: every ownEvery-th entity has stats and an owner (0: 2)
 	ownEvery int
+	ptrs     []unsafe.Pointer
 }
 
 func newAcctScene(n int) *acctScene {
@@ -53,7 +54,10 @@ func newAcctScene(n int) *acctScene {
 func (s *acctScene) step() {
 	s.tick++
 	s.w.Begin(s.tick)
-	ptrs := make([]unsafe.Pointer, 2)
+	if s.ptrs == nil {
+		s.ptrs = make([]unsafe.Pointer, 2)
+	}
+	ptrs := s.ptrs
 	for i := range s.tr {
 		if s.rng.Float64() < 0.02 {
 			s.alive[i] = !s.alive[i]

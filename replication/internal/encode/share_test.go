@@ -159,6 +159,47 @@ func TestSharedCandsSameBytes(t *testing.T) {
 	}
 }
 
+// TestSharedCandsAllocateNothing: in a steady state, the Builds that take
+// another's candidates or patch its datagrams allocate nothing.
+func TestSharedCandsAllocateNothing(t *testing.T) {
+	s := newAcctScene(300)
+	s.ownEvery = 40
+	g := NewGroup(s.w)
+	encs := []*Encoder{g.NewEncoder(), g.NewEncoder()}
+	var cs []*baseline.Tracker
+	var rcvs []*receive.Receiver
+	for _, id := range []uint8{1, 3, 2, 4, 5, 6} {
+		cs = append(cs, baseline.NewTracker(id, 0))
+		rcvs = append(rcvs, receive.NewReceiver(s.reg, id, 0))
+	}
+	var pk Packets
+	tick := func() {
+		s.step()
+		for i, c := range cs {
+			encs[i/3].Build(c, BuildOptions{Budget: 250}, &pk)
+			for j := range pk.Len() {
+				if _, err := rcvs[i].Decode(pk.At(j)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ack := rcvs[i].Ack()
+			c.Ack(&ack)
+		}
+		for _, e := range encs {
+			e.EndTick()
+		}
+		s.w.EndTick()
+	}
+	for range 120 {
+		tick()
+	}
+	shared := encs[0].SharedBuilds() + encs[0].SharedCands()
+	if allocs := testing.AllocsPerRun(30, tick); allocs != 0 {
+		t.Errorf("%v allocations per tick", allocs)
+	}
+	require.Greater(t, encs[0].SharedBuilds()+encs[0].SharedCands()-shared, 30, "the owners' Builds were shared")
+}
+
 func sharedCandsSameBytes(t *testing.T, ownEvery, budget int) {
 	const n = 300
 	type rig struct {
