@@ -194,7 +194,7 @@ func TestSharedCandsAllocateNothing(t *testing.T) {
 		tick()
 	}
 	shared := encs[0].SharedBuilds() + encs[0].SharedCands()
-	if allocs := testing.AllocsPerRun(30, tick); allocs != 0 {
+	if allocs := testing.AllocsPerRun(30, tick); allocs != 0 && !raceEnabled {
 		t.Errorf("%v allocations per tick", allocs)
 	}
 	require.Greater(t, encs[0].SharedBuilds()+encs[0].SharedCands()-shared, 30, "the owners' Builds were shared")
