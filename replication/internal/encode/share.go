@@ -492,7 +492,7 @@ func overwriteBits(dst, src []byte, n int) {
 func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, held entity.Bitset, out *Packets, info *BuildInfo, preHits int) {
 	sh := &e.share
 	owned := e.ownsOwnerOnly(t)
-	if info.Deferred != 0 || info.Starved || (e.packer.need == noShare && !owned) || info.SharedCands || (owned && sh.valid) {
+	if info.Deferred != 0 || info.Starved || (e.packer.need == noShare && !owned) || info.Shared || info.SharedCands || (owned && sh.valid) {
 		return
 	}
 	if sh.misses >= shareMisses {
