@@ -10,7 +10,10 @@
 // Entities are scattered over a -world square (x/z plane); a -moving
 // fraction of them wander every tick, and each client owns one wandering
 // avatar, so the server's interest (radius -interest, 0 = everything)
-// follows it. Transport is the in-memory network of package transport/sim
+// follows it; with -owner-fields each avatar also carries a PlayerState
+// whose fields only its owner gets, changing every tick (a player's own
+// state, as a game's avatars do: each client's records of its own avatar
+// differ from everyone else's). Transport is the in-memory network of package transport/sim
 // in simulated time (deterministic for a -seed; -loss, -latency, -jitter
 // apply to each direction), or QUIC on 127.0.0.1 in real time
 // (-transport quic). Clients connect first (not measured); then -ticks net
