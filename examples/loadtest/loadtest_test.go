@@ -59,6 +59,18 @@ func TestSceneWithoutInterest(t *testing.T) {
 	require.Equal(t, 102.0, rep.MirrorsPerClient, "every entity and avatar")
 }
 
+// With -owner-fields every client owns an avatar with fields only it gets:
+// the clients converge, and with everything in every view their ticks are
+// still shared (patched with their own records).
+func TestSceneWithOwnerFields(t *testing.T) {
+	cfg := tiny()
+	cfg.Interest, cfg.Moving, cfg.OwnerFields = 0, 1, true
+	rep, err := Run(cfg)
+	require.NoError(t, err)
+	requireSane(t, rep)
+	require.Greater(t, rep.SharedBuildFraction+rep.SharedCandsFraction, 0.3, "owners' ticks shared")
+}
+
 func TestSceneOverQUIC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real time")
