@@ -62,6 +62,13 @@ func (e *Encoder) recordBits(cd *cand, prev int64, k uint, run *codec.MaskRun) i
 	return n
 }
 
+// addedBits is what candidate cd adds to a datagram that holds count
+// records, the last of slot prev: its record (recordBits) and the growth of
+// the header's record count.
+func (e *Encoder) addedBits(cd *cand, prev int64, k uint, run *codec.MaskRun, count int) int {
+	return e.recordBits(cd, prev, k, run) + bitio.ExpGolombLen(uint64(count+1), 0) - bitio.ExpGolombLen(uint64(count), 0)
+}
+
 // part is one datagram of the tick: the records e.sel.idx[from:to].
 type part struct {
 	from, to int
@@ -122,7 +129,7 @@ func (e *Encoder) packWith(mtu, maxParts, total int, h *wire.Header, assume int,
 	fits := func(i int) bool {
 		cd := &e.cands.list[i]
 		r := run
-		b := e.recordBits(cd, prev, k, &r) + bitio.ExpGolombLen(uint64(hp.Count+1), 0) - bitio.ExpGolombLen(uint64(hp.Count), 0)
+		b := e.addedBits(cd, prev, k, &r, hp.Count)
 		if bitsNow+b > capBits {
 			return false
 		}

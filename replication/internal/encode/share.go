@@ -1,12 +1,15 @@
 package encode
 
 import (
+	"cmp"
 	"github.com/archenet/archenet/replication/bitio"
 	"github.com/archenet/archenet/replication/internal/baseline"
 	"github.com/archenet/archenet/replication/internal/codec"
 	"github.com/archenet/archenet/replication/internal/entity"
 	"github.com/archenet/archenet/replication/internal/store"
 	"github.com/archenet/archenet/replication/internal/wire"
+	"math/bits"
+	"sort"
 )
 
 // Shared builds. When everything moves and every client sees everything,
@@ -120,11 +123,10 @@ func (e *Encoder) SharedCands() int { return e.candsN }
 // canShare reports whether t's Build may repeat or be repeated: no
 // compression (per-client work on the bytes), a simple prediction context,
 // no deferred entries or priorities.
+// (A client with owner-only fields of its own shares candidates, and
+// patched datagrams: repeatCands.)
 func (e *Encoder) canShare(t *baseline.Tracker, behind []baseline.Behind) bool {
-	if e.NoShare || e.Compression != nil || !e.pc.simple || len(behind) != 0 || len(t.Acc()) != 0 {
-		return false
-	}
-	return true // (a client with owner-only fields of its own shares candidates only: repeatCands)
+	return !e.NoShare && e.Compression == nil && e.pc.simple && len(behind) == 0 && len(t.Acc()) == 0
 }
 
 // ownsOwnerOnly reports whether t's client owns an entity with owner-only
@@ -153,56 +155,60 @@ func (sh *shareState) matches(e *Encoder, t *baseline.Tracker, k *shareKey, base
 // t's records replaced one of the kept Build's.
 func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, baseMembers, rel, held entity.Bitset) bool {
 	sh := &e.share
-	if t.ID == 0 || e.ownerComps == 0 || (!sh.owned && !e.ownsOwnerOnly(t)) || !sh.matches(e, t, k, baseMembers, rel, held) {
+	if (!sh.owned && !e.ownsOwnerOnly(t)) || !sh.matches(e, t, k, baseMembers, rel, held) {
 		return false
 	}
 	list := append(e.cands.list[:0], sh.cands...)
 	e.cands.list = list
 	e.subs = e.subs[:0]
-	bits, preHits := sh.bits, sh.preHits
-	owned := e.cache.owned
-	prev := int64(-1)
-	for i := range list {
-		cd := &list[i]
-		slot := cd.slot
-		// Only the records of t's own entities and of the kept Build's
-		// client's differ: both see a third client's without its
-		// owner-only fields.
-		if !owned.Has(slot) {
-			prev = int64(slot)
-			continue
-		}
-		if j := f.Lookup(slot); j >= 0 {
-			if o := f.Metas[j].Owner; o != t.ID && o != sh.t.ID {
-				prev = int64(slot)
+	sum, preHits := sh.bits, sh.preHits
+	// Only the records of t's own entities with owner-only fields and of
+	// the kept Build's client's differ: both see a third client's without
+	// its owner-only fields. In slot order, as the candidates are.
+	for wi, w := range e.cache.owned {
+		for ; w != 0; w &= w - 1 {
+			slot := uint32(wi<<6 | bits.TrailingZeros64(w))
+			j := f.Lookup(slot)
+			if j < 0 {
 				continue
 			}
-		}
-		// (classify appends the slot's candidate after the list's end,
-		// whence it moves into place)
-		n := len(e.cands.list)
-		e.classify(t, f, slot, k.B, baseMembers.Has(slot), rel.Has(slot))
-		if len(e.cands.list) != n+1 {
+			if o := f.Metas[j].Owner; o != t.ID && o != sh.t.ID {
+				continue
+			}
+			i, found := sort.Find(len(list), func(i int) int { return cmp.Compare(slot, list[i].slot) })
+			if !found {
+				continue // (not a candidate: unchanged for both)
+			}
+			cd := &list[i]
+			// (classify appends the slot's candidate after the list's
+			// end, whence it moves into place)
+			n := len(e.cands.list)
+			e.classify(t, f, slot, k.B, baseMembers.Has(slot), rel.Has(slot))
+			if len(e.cands.list) != n+1 {
+				e.cands.list = list
+				return false // (no candidate now: cannot happen with the same inputs)
+			}
+			nc := e.cands.list[n]
 			e.cands.list = list
-			return false // (no candidate now: cannot happen with the same inputs)
+			prev := int64(-1)
+			if i > 0 {
+				prev = int64(list[i-1].slot)
+			}
+			nc.bits += int32(bitio.ExpGolombLen(uint64(int64(slot)-prev-1), 1))
+			if cd.ent&preBit != 0 {
+				preHits-- // (classify counted t's own)
+			}
+			if nc.ent != cd.ent || nc.kind != cd.kind {
+				e.subs = append(e.subs, subst{i: i, old: *cd})
+			}
+			sum += int(nc.bits) - int(cd.bits)
+			*cd = nc
 		}
-		nc := e.cands.list[n]
-		e.cands.list = list
-		nc.bits += int32(bitio.ExpGolombLen(uint64(int64(slot)-prev-1), 1))
-		if cd.ent&preBit != 0 {
-			preHits-- // (classify counted t's own)
-		}
-		if nc.ent != cd.ent || nc.kind != cd.kind {
-			e.subs = append(e.subs, subst{i: i, old: *cd})
-		}
-		bits += int(nc.bits) - int(cd.bits)
-		*cd = nc
-		prev = int64(slot)
 	}
 	if e.cache.hot != sh.hot {
 		return false // (t's records replaced some of the kept ones)
 	}
-	e.cands.bits, e.cands.gapK = bits, sh.gapK
+	e.cands.bits, e.cands.gapK = sum, sh.gapK
 	e.PreHits += preHits
 	sh.repeats++
 	return true
@@ -325,19 +331,15 @@ func (e *Encoder) packsSame(mtu int, h *wire.Header, k0 uint) bool {
 			hp.Part, hp.Count = p, 0
 			bitsNow, prev, run := hp.BitLen(), int64(-1), codec.NewMaskRun()
 			for i := pt.from; i < pt.to; i++ {
-				cd := &list[i]
-				bitsNow += e.recordBits(cd, prev, k0, &run) + bitio.ExpGolombLen(uint64(hp.Count+1), 0) - bitio.ExpGolombLen(uint64(hp.Count), 0)
+				bitsNow += e.addedBits(&list[i], prev, k0, &run, hp.Count)
 				hp.Count++
-				prev = int64(cd.slot)
+				prev = int64(list[i].slot)
 			}
 			if bitsNow > capBits {
 				return false
 			}
-			if pt.to < len(list) {
-				cd := &list[pt.to]
-				if bitsNow+e.recordBits(cd, prev, k0, &run)+bitio.ExpGolombLen(uint64(hp.Count+1), 0)-bitio.ExpGolombLen(uint64(hp.Count), 0) <= capBits {
-					return false // (the next record fits this datagram now)
-				}
+			if pt.to < len(list) && bitsNow+e.addedBits(&list[pt.to], prev, k0, &run, hp.Count) <= capBits {
+				return false // (the next record fits this datagram now)
 			}
 		}
 	}

@@ -575,6 +575,7 @@ func (p *Peer) holdInFlight(t *Tick) {
 	for _, f := range p.inFlight {
 		if f.keep && f.moved {
 			p.Tracker.SetThin(v)
+			break
 		}
 	}
 	if p.Tracker.NewestAck == 0 || len(p.inFlight) >= maxInFlightSets {
