@@ -27,7 +27,13 @@ func TestDivRound(t *testing.T) {
 				a = -a
 			}
 			require.Equal(t, ref(a, b), DivRound(a, b), "%d/%d", a, b)
+			if b == 2 {
+				require.Equal(t, ref(a, 2), HalfRound(a), "%d/2", a)
+			}
 		}
+	}
+	for _, a := range []int64{0, 1, -1, 2, -2, 3, -3, 1<<62 - 1, -(1<<62 - 1)} {
+		require.Equal(t, ref(a, 2), HalfRound(a), "%d/2", a)
 	}
 	for s := range 40 {
 		b := int64(1) << s

@@ -70,7 +70,8 @@ func (c *codeState) choose() {
 		c.sum.hist.Merge(&s.hist)
 		c.sum.quadGain += s.quadGain
 		c.sum.quadN += s.quadN
-		s.hist, s.quadGain, s.quadN = lanes.Hist{}, 0, 0
+		s.hist.Reset()
+		s.quadGain, s.quadN = 0, 0
 	}
 	if c.sum.quadN >= lanes.MinSamples {
 		c.quad = c.sum.quadGain > c.sum.quadN/32
@@ -83,6 +84,6 @@ func (c *codeState) choose() {
 		if b+b/256+wire.CodingBits < cur {
 			c.coding = next
 		}
-		c.sum.hist = lanes.Hist{}
+		c.sum.hist.Reset()
 	}
 }

@@ -273,6 +273,7 @@ func BenchmarkCodingChoice(b *testing.B) {
 		cl, ctx := rng.IntN(wire.NumClasses), rng.IntN(wire.MaxCodeCtx+1)
 		z := uint64(rng.ExpFloat64() * float64(uint64(1)<<ctx))
 		h.n[cl][ctx+1][bin(z)]++
+		h.rows |= 1 << (cl*histCtxs + ctx + 1)
 	}
 	cur := wire.DefaultCoding
 	b.ReportAllocs()

@@ -31,33 +31,53 @@ const histLenBins = 64
 
 // Hist counts the residuals an encoder coded, per class, context (0 =
 // unpredicted, c+1 = predicted with context c) and residual size (bin),
-// to pick the next ticks' parameters.
+// to pick the next ticks' parameters. rows marks the (class, context) rows
+// counted (a tick's residuals fill a few of them): Merge, Best and Reset
+// pass over those only.
 type Hist struct {
-	n     [wire.NumClasses][wire.MaxCodeCtx + 2][histLenBins]uint32
+	n     [wire.NumClasses][histCtxs][histLenBins]uint32
+	rows  uint64 // bit cl·histCtxs + ctx
 	total int
 }
+
+// histCtxs is the number of a class's contexts in a Hist.
+const histCtxs = wire.MaxCodeCtx + 2
 
 // Total returns how many residuals h counted.
 func (h *Hist) Total() int { return h.total }
 
 // Count counts the residuals of st, times n (a record sent n times).
 func (h *Hist) Count(st *Stats, n uint32) {
+	var rows uint64
 	for _, v := range st.lanes[:st.n] {
-		h.n[v>>11&1][v>>6&31][v&63] += n
+		cl, ctx := v>>11&1, v>>6&31
+		h.n[cl][ctx][v&63] += n
+		rows |= 1 << (cl*histCtxs + ctx)
 	}
+	h.rows |= rows
 	h.total += int(st.n) * int(n)
 }
 
 // Merge adds o's counts to h.
 func (h *Hist) Merge(o *Hist) {
-	for cl := range o.n {
-		for ctx := range o.n[cl] {
-			for b, n := range o.n[cl][ctx] {
-				h.n[cl][ctx][b] += n
-			}
+	for r := o.rows; r != 0; r &= r - 1 {
+		i := bits.TrailingZeros64(r)
+		dst, src := &h.n[i/histCtxs][i%histCtxs], &o.n[i/histCtxs][i%histCtxs]
+		for b, c := range src {
+			dst[b] += c
 		}
 	}
+	h.rows |= o.rows
 	h.total += o.total
+}
+
+// Reset empties h.
+func (h *Hist) Reset() {
+	for r := h.rows; r != 0; r &= r - 1 {
+		i := bits.TrailingZeros64(r)
+		h.n[i/histCtxs][i%histCtxs] = [histLenBins]uint32{}
+	}
+	h.rows, h.total = 0, 0
 }
 
 // bin is a residual's size class: twice its bit length (at most 31),
@@ -194,13 +214,13 @@ func (h *Hist) Best(cur *wire.Coding) (c wire.Coding, bitsBest, bitsCur uint64) 
 		// cost[ctx][k]: bits of context ctx's residuals at order k.
 		var cost [wire.MaxCodeCtx + 2][wire.MaxCodeCap + 1]uint64
 		seen := false
-		for ctx := range h.n[cl] {
+		for r := h.rows >> (cl * histCtxs) & (1<<histCtxs - 1); r != 0; r &= r - 1 {
+			ctx := bits.TrailingZeros64(r)
 			for b, cnt := range h.n[cl][ctx] {
-				if cnt == 0 {
-					continue
+				if cnt != 0 {
+					seen = true
+					addBinCost(&cost[ctx], &binCost[b], uint64(cnt))
 				}
-				seen = true
-				addBinCost(&cost[ctx], &binCost[b], uint64(cnt))
 			}
 		}
 		if !seen {
