@@ -34,6 +34,9 @@ type Tracker struct {
 	undoBuf, mergeBuf []Behind
 	// recsPool holds the record lists of acked views for the next ones.
 	recsPool [][]Rec
+	// singles counts the ticks of one datagram since the last of several
+	// (DropSpareRecs).
+	singles uint8
 
 	// bestAck is the newest tick whose View was acked (0 = none): the
 	// baseline, while its View and frame are kept.

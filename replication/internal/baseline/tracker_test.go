@@ -148,3 +148,23 @@ func TestBaselineSkipsThin(t *testing.T) {
 
 // thinPos is a component for a ring without entities.
 type thinPos struct{ N int32 }
+
+// TestDropSpareRecsWaits: the spare record lists go only after spareHold
+// ticks of one datagram in a row; a tick of several starts the wait again.
+func TestDropSpareRecsWaits(t *testing.T) {
+	tr := NewTracker(1, 0)
+	tr.recsPool = [][]Rec{make([]Rec, 0, 8), make([]Rec, 0, 8), make([]Rec, 0, 8)}
+	for range spareHold {
+		tr.DropSpareRecs()
+	}
+	require.Len(t, tr.recsPool, 3, "a client taking turns between one datagram and several keeps its lists")
+	tr.DropSpareRecs()
+	require.Len(t, tr.recsPool, 2)
+	require.NotNil(t, tr.takeRecs()) // a tick of several datagrams
+	for range spareHold {
+		tr.DropSpareRecs()
+	}
+	require.Len(t, tr.recsPool, 1)
+	tr.DropSpareRecs()
+	require.Empty(t, tr.recsPool)
+}

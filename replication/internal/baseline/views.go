@@ -113,18 +113,30 @@ func (t *Tracker) releaseRecs(v *View) {
 	v.hasRecs = false
 }
 
-// DropSpareRecs lets one pooled record list go: a tick of one datagram
-// calls it, so that the lists of a burst of multi-datagram ticks do not stay
-// resident.
+// DropSpareRecs lets one pooled record list go once the client's ticks
+// have been one datagram each for a while (spareHold ticks): a tick of one
+// datagram calls it, so that the lists of a burst of multi-datagram ticks
+// do not stay resident, while a client whose ticks take turns between one
+// datagram and several keeps them (no allocation per tick).
 func (t *Tracker) DropSpareRecs() {
+	if t.singles < spareHold {
+		t.singles++
+		return
+	}
 	if n := len(t.recsPool); n > 0 {
 		t.recsPool[n-1] = nil
 		t.recsPool = t.recsPool[:n-1]
 	}
 }
 
-// takeRecs returns an empty record list from the pool (nil if none).
+// spareHold is how many ticks of one datagram in a row keep the spare
+// record lists (DropSpareRecs).
+const spareHold = 32
+
+// takeRecs returns a pooled record list, or nil (a tick of several
+// datagrams: DropSpareRecs waits again).
 func (t *Tracker) takeRecs() []Rec {
+	t.singles = 0
 	n := len(t.recsPool)
 	if n == 0 {
 		return nil
