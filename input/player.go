@@ -433,17 +433,18 @@ func (p *Player[S, I]) Visual() components.Visual { return p.drawn }
 // Stats returns the counters.
 func (p *Player[S, I]) Stats() PlayerStats { return p.stats }
 
-// ViewLag returns how far, in simulation ticks, the client's render clock
-// trails input tick tick: the lag with which this client sees remote
-// entities when it acts at that tick (report it with the input for the
-// server's lag compensation, replication/lagcomp). 0 before the render
-// clock runs.
+// ViewLag returns how far, in simulation ticks, the world the client draws
+// ([replication.Client.DrawnTick]: its render clock, held back while its
+// snapshots are late) trails input tick tick: the lag with which this
+// client sees remote entities when it acts at that tick (report it with
+// the input for the server's lag compensation, replication/lagcomp). 0
+// before the render clock runs.
 func (p *Player[S, I]) ViewLag(tick uint32) float64 {
-	clk := p.cl.InterpClock()
-	if clk == nil || !clk.Ready() {
+	drawn, ok := p.cl.DrawnTick()
+	if !ok {
 		return 0
 	}
-	return math.Remainder(float64(tick)-clk.RenderTick()*float64(p.cl.NetDivisor()), 1<<32)
+	return math.Remainder(float64(tick)-drawn*float64(p.cl.NetDivisor()), 1<<32)
 }
 
 // Clock returns the input clock (nil before the Welcome): lead, jitter.

@@ -13,6 +13,18 @@ import (
 // advances it.
 func (c *Client) InterpClock() *interp.Clock { return c.mirrors.Clock() }
 
+// DrawnTick returns the net tick (fractional) of the world the last
+// [Client.Interpolate] drew the interpolated mirrors at: the render clock's
+// tick ([interp.Clock.RenderTick]), but no later than the newest snapshot's
+// tick plus ClientConfig.MaxExtrapolation, past which they hold where they
+// were. That is the tick to report with an input for the server's lag
+// compensation (input.Player does): when snapshots stop coming for a
+// while, the render clock runs on while the mirrors stand still, and a shot
+// judged at the render tick would be judged against where its target went
+// since, not where the player saw it. ok is false before the render clock
+// runs (no interpolation, or before the first snapshots).
+func (c *Client) DrawnTick() (tick float64, ok bool) { return c.mirrors.DrawnTick() }
+
 // Interpolate draws every interpolated mirror at the render clock's time:
 // it advances the clock to the client's clock (ClientConfig.Now), writes the
 // Visual of buffered mirrors (Interpolation) and overwrites the in-place

@@ -27,8 +27,11 @@
 //	s.Hist.Each(s.Hist.Clamp(view), func(t arche.Entity, tb *Body) bool {
 //
 // [History.At] gives one entity's state at a view tick (ExampleHistory).
-// With a game's own report of the render tick (interp.Clock.RenderTick),
-// bound it with [Rewinds.Judge] and replication.Server.RTT
+// With a game's own report of its view, report replication.Client.DrawnTick
+// (the render tick, held back while the client's snapshots are late and its
+// mirrors stand still past the extrapolation limit: a shot judged at the
+// render tick then would be judged against where the target went since),
+// and bound it with [Rewinds.Judge] and replication.Server.RTT
 // (ExampleRewinds).
 //
 // # Costs

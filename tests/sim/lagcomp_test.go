@@ -29,8 +29,9 @@ func TestLagCompensatedHit(t *testing.T) {
 	}
 }
 
-// lagShot is a shot a client reported: where it aimed and its render tick.
-type lagShot struct{ x, z, view float64 }
+// lagShot is a shot a client reported: where it aimed, its render tick
+// (view) and the tick of the world it drew (drawn: Client.DrawnTick).
+type lagShot struct{ x, z, view, drawn float64 }
 
 // lagRig is a server and a client at a given RTT whose client sends a shot
 // when told, and a history of what it was shown.
@@ -48,9 +49,9 @@ func newLagRig(t *testing.T, rtt time.Duration) *lagRig {
 	oneWay := sim.Conditions{Latency: rtt / 2}
 	r.Harness = harness.New(t, 0, sim.Link{Up: oneWay, Down: oneWay}, func(c *replication.ServerConfig) {
 		c.Input = func(_ replication.ClientID, _ uint32, b []byte) error {
-			if len(b) == 24 {
+			if len(b) == 32 {
 				f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
-				r.got = append(r.got, lagShot{f(0), f(1), f(2)})
+				r.got = append(r.got, lagShot{f(0), f(1), f(2), f(3)})
 				r.at = append(r.at, float64(r.Server.Tick()))
 			}
 			return nil
@@ -63,7 +64,7 @@ func newLagRig(t *testing.T, rtt time.Duration) *lagRig {
 			if r.pending == nil {
 				return dst
 			}
-			for _, v := range []float64{r.pending.x, r.pending.z, r.pending.view} {
+			for _, v := range []float64{r.pending.x, r.pending.z, r.pending.view, r.pending.drawn} {
 				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
 			}
 			return dst
@@ -103,7 +104,10 @@ func lagCompensatedHit(t *testing.T, rtt time.Duration) {
 		e, ok := r.cs.Client.Entity(id)
 		require.True(t, ok)
 		drawn := (*components.Visual)(r.cs.World.Get(e, idVisual)).Pos
-		r.pending = &lagShot{drawn.X, drawn.Z, r.cs.Client.InterpClock().RenderTick()}
+		dt, ok := r.cs.Client.DrawnTick()
+		require.True(t, ok)
+		require.Equal(t, r.cs.Client.InterpClock().RenderTick(), dt, "with snapshots on time, the world is drawn at the render tick")
+		r.pending = &lagShot{drawn.X, drawn.Z, r.cs.Client.InterpClock().RenderTick(), dt}
 		fired = true
 		t.Logf("shot at tick %d: target drawn at x=%.3f, on the server at x=%.3f (render delay %v)", tick, drawn.X, r.Pos(target).X, r.cs.Client.InterpClock().Delay())
 	}
@@ -159,4 +163,64 @@ func TestLagCompensationBoundedByMeasuredRTT(t *testing.T) {
 	require.LessOrEqual(t, back, st.LastBound+time.Microsecond)
 	require.GreaterOrEqual(t, st.LastClaim, time.Second)
 	require.Equal(t, uint64(1), st.Clamped)
+}
+
+// A starved buffer: the shooter's snapshots stop coming (its uplink still
+// carries its input), so its render clock runs on while the target, drawn
+// up to 100 ms past the newest snapshot (ClientConfig.MaxExtrapolation),
+// then stands where the shooter sees it. Reported at the tick of the world
+// it drew (Client.DrawnTick, what input.Player reports) the shot hits;
+// reported at the render tick it would be judged against where the target
+// went meanwhile, and miss.
+func TestLagCompensatedHitWhileStarved(t *testing.T) {
+	const speed, hitRadius = 20.0, 0.5 // m/s, m
+	r := newLagRig(t, 100*time.Millisecond)
+	target := r.Spawn(0, components.Vec3{X: -40})
+	r.Game = func(int) { r.Pos(target).X += speed / harness.NetRate }
+	rewinds, err := lagcomp.NewRewinds(lagcomp.Limits{NetRate: harness.NetRate})
+	require.NoError(t, err)
+	for range 90 {
+		r.Step()
+	}
+	up, down := r.cs.Conn.Conditions()
+	starved := down
+	starved.Loss = 1
+	require.NoError(t, r.cs.Conn.SetConditions(up, starved))
+	idVisual := ecs.ComponentID[components.Visual](r.cs.World)
+	id, _ := r.Server.NetID(target)
+	var render float64
+	for ticks := 0; ; ticks++ {
+		require.Less(t, ticks, 30, "the render clock passed the extrapolation limit")
+		r.Step()
+		drawn, ok := r.cs.Client.DrawnTick()
+		require.True(t, ok)
+		if render = r.cs.Client.InterpClock().RenderTick(); render-drawn >= 2 {
+			e, ok := r.cs.Client.Entity(id)
+			require.True(t, ok)
+			pos := (*components.Visual)(r.cs.World.Get(e, idVisual)).Pos
+			r.pending = &lagShot{pos.X, pos.Z, render, drawn}
+			t.Logf("shot after %d starved ticks: render tick %.2f, drawn tick %.2f", ticks+1, render, drawn)
+			break
+		}
+	}
+	for range 10 {
+		if len(r.got) > 0 {
+			break
+		}
+		r.Step()
+	}
+	require.NotEmpty(t, r.got, "the shot arrived")
+	s := r.got[0]
+	judged := rewinds.Judge(r.cs.Client.ID(), r.at[0], s.drawn, r.Server.RTT(r.cs.Client.ID()))
+	st := rewinds.Stats(r.cs.Client.ID())
+	t.Logf("claimed rewind %v, bound %v", st.LastClaim, st.LastBound)
+	require.Equal(t, s.drawn, judged, "the drawn tick is within the bound")
+	var then components.Transform
+	require.True(t, r.hist.At(target, r.hist.Clamp(judged), &then))
+	hit := math.Hypot(then.Pos.X-s.x, then.Pos.Z-s.z)
+	require.True(t, r.hist.At(target, r.hist.Clamp(s.view), &then))
+	atRender := math.Hypot(then.Pos.X-s.x, then.Pos.Z-s.z)
+	t.Logf("judged at the drawn tick: %.4f m from the aim point; at the render tick: %.3f m", hit, atRender)
+	require.Less(t, hit, 0.01, "judged at the drawn tick, the shot hits")
+	require.Greater(t, atRender, hitRadius, "judged at the render tick, it would have missed")
 }

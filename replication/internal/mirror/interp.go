@@ -3,6 +3,7 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"reflect"
 	"time"
@@ -291,6 +292,24 @@ func (m *Mirrors) countMode(mode interp.Mode) bool {
 		return false
 	}
 	return true
+}
+
+// DrawnTick returns the net tick (fractional) of the world the interpolated
+// mirrors were drawn at by the last Interpolate: the render tick, but no
+// later than the newest snapshot's tick plus the extrapolation limit, past
+// which they hold (a starved buffer: a stalled link, a late snapshot). ok
+// is false before the render clock runs.
+func (m *Mirrors) DrawnTick() (tick float64, ok bool) {
+	if m.clock == nil || !m.clock.Ready() {
+		return 0, false
+	}
+	tick = m.clock.RenderTick()
+	if m.viewSeen {
+		if past := math.Remainder(tick-float64(m.viewTick), 1<<32) - m.extrapolationTicks(); past > 0 {
+			tick -= past
+		}
+	}
+	return tick, true
 }
 
 // InterpolationStats returns the per-mode counts of the last Interpolate:
