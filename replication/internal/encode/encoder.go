@@ -50,8 +50,12 @@ type Encoder struct {
 	// records of its own for
 	candsN int
 	subs   []subst
-	shard  *codeShard  // its counts for the coding choice
-	acct   *bitAccount // nil: accounting off (account.go)
+	remake []uint32 // repeatCands' slots
+	// pcCandsN counts the Builds that took another's candidates with
+	// deferred entries in either's prediction views (tests)
+	pcCandsN int
+	shard    *codeShard  // its counts for the coding choice
+	acct     *bitAccount // nil: accounting off (account.go)
 
 	// Compression, when set, zstd-compresses each datagram body that it
 	// strictly shrinks (see codec.Compressor). Nil: never compress.
@@ -292,11 +296,11 @@ func (e *Encoder) Build(t *baseline.Tracker, opt BuildOptions, out *Packets) Bui
 	if share {
 		sk = shareKey{tick: S, B: B, pcOn: e.pc.on, B2: e.pc.B2, B3: e.pc.B3, quad: e.pc.quad, mtu: mtu, parts: maxParts, hdrBits: hdr.BitLen()}
 		rel = e.cands.relevant(opt.Relevant, e.cache.present)
-		if !e.ownsOwnerOnly(t) && e.tryRepeat(t, &sk, base, baseMembers, rel, opt.SpawnHeld, total, &opt, &hdr, out, &info) {
+		if !e.ownRecords(t) && e.tryRepeat(t, &sk, base, baseMembers, rel, opt.SpawnHeld, total, &opt, &hdr, out, &info) {
 			return info
 		}
 	}
-	e.flushShare() // (this Build may replace the kept one's records)
+	e.flushShare() // (the kept one's repeats counted before this Build's records)
 	if share {
 		e.noteAccount()
 	}

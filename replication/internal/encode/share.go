@@ -6,9 +6,11 @@ import (
 	"github.com/archenet/archenet/replication/internal/baseline"
 	"github.com/archenet/archenet/replication/internal/codec"
 	"github.com/archenet/archenet/replication/internal/entity"
+	"github.com/archenet/archenet/replication/internal/lanes"
 	"github.com/archenet/archenet/replication/internal/store"
 	"github.com/archenet/archenet/replication/internal/wire"
 	"math/bits"
+	"slices"
 	"sort"
 )
 
@@ -30,16 +32,24 @@ import (
 // (nothing deferred) are repeated, for clients with no deferred entries
 // and no priority accumulated, and whose allowance is at least what the
 // repeated Build needed; with owner-only fields, only for clients that own
-// no entity with some. The datagrams are byte for byte those a full Build
-// would write (TestSharedBuildsSameBytes).
+// no entity with some; and only for clients whose prediction views hold
+// every entity at the view's tick (a client that lost a datagram of a
+// tick holds some at older values). Those others take the kept Build's
+// candidates and remake the records that differ (repeatCands). The
+// datagrams are byte for byte those a full Build would write
+// (TestSharedBuildsSameBytes, TestSharedCandsSameBytes,
+// TestSharedWithDeferredPredictionViews).
 //
 // The coding's counts weigh each record as often as it is sent: a repeat
-// adds one to its Build's pending sends, which go to its delta records'
-// cache entries (listed in ents) before the encoder's next full Build,
-// which may replace them, and when its counts are flushed. A Build that
-// is not kept (another client's view) leaves the kept one in place: a
-// client after it may still repeat that one, as long as no encode since
-// replaced one of its records (the cache's hot count).
+// adds one to its Build's pending sends, which are counted (with copies of
+// its delta records' counts, kept with it: stats) before the encoder's next
+// full Build and when its counts are flushed. A Build that is not kept
+// (another client's view) leaves the kept one in place: a client after it
+// may still repeat that one. Only taking its candidates (repeatCands) needs
+// its records still in the cache: no encode since may have replaced one
+// (the cache's hot count). A kept Build that was repeated is not replaced
+// by a Build of another baseline or prediction (a client that lost a
+// datagram, say): the clients after it are likelier to share the first.
 
 // shareKey is what a repeatable Build's scalars must match.
 type shareKey struct {
@@ -76,10 +86,17 @@ type shareState struct {
 	// acctPre the Account before the Build
 	acct, acctPre Account
 	acctOn        bool
-	// ents are the kept Build's delta records (cacheEntry indexes, preBit
-	// for pre-encoded ones); hot the cache's hot count when it was kept
-	ents []uint32
-	hot  uint64
+	// ents are the kept Build's pre-encoded delta records (their indexes),
+	// stats its other delta records' counts for the coding choice
+	// (copies: the cache entries may be replaced), minus how many of the
+	// pending repeats each is not counted in (a patched repeat replaced
+	// it), statOf the index in stats of each of cands (−1: none); hot the
+	// cache's hot count when it was kept
+	ents   []uint32
+	stats  []lanes.Stats
+	minus  []uint32
+	statOf []int32
+	hot    uint64
 	// reuses counts the repeats whose sends are still to count
 	// (flushShare), repeats all of them
 	reuses, repeats uint32
@@ -87,14 +104,17 @@ type shareState struct {
 	// shareMisses on, only one Build in shareSkip is kept (skip counts down)
 	misses, skip int
 	// owned: the Build's client owns entities with owner-only fields (its
-	// datagrams are its own); cands, bits, gapK: its candidates, kept
-	// when there are owner-only fields (repeatCands); single: its emit's
+	// datagrams are its own); simple: its prediction views had no deferred
+	// entries (predCtx.simple), else those entries' slots are in pcSlots;
+	// cands, bits, gapK: its candidates (repeatCands); single: its emit's
 	// attempt at one datagram (packer.single)
-	owned  bool
-	cands  []cand
-	bits   int
-	gapK   uint
-	single int
+	owned   bool
+	simple  bool
+	pcSlots []uint32
+	cands   []cand
+	bits    int
+	gapK    uint
+	single  int
 	// passes, passParts: its pack's passes (packer.passes)
 	passes    []packPass
 	passParts []part
@@ -121,12 +141,21 @@ func (e *Encoder) SharedBuilds() int { return e.sharedN }
 func (e *Encoder) SharedCands() int { return e.candsN }
 
 // canShare reports whether t's Build may repeat or be repeated: no
-// compression (per-client work on the bytes), a simple prediction context,
-// no deferred entries or priorities.
-// (A client with owner-only fields of its own shares candidates, and
-// patched datagrams: repeatCands.)
+// compression (per-client work on the bytes), no deferred entries in its
+// baseline (they change its candidates) nor priorities.
+// (A client with owner-only fields of its own, or with deferred entries in
+// its prediction views, shares candidates, and patched datagrams:
+// repeatCands.)
 func (e *Encoder) canShare(t *baseline.Tracker, behind []baseline.Behind) bool {
-	return !e.NoShare && e.Compression == nil && e.pc.simple && len(behind) == 0 && len(t.Acc()) == 0
+	return !e.NoShare && e.Compression == nil && len(behind) == 0 && len(t.Acc()) == 0
+}
+
+// ownRecords reports whether some of the records of t's Build may differ
+// from those of another client's with the same inputs: it owns an entity
+// with owner-only fields, or its prediction views hold older values of
+// some entities (deferred or lost), which its records are coded against.
+func (e *Encoder) ownRecords(t *baseline.Tracker) bool {
+	return !e.pc.simple || e.ownsOwnerOnly(t)
 }
 
 // ownsOwnerOnly reports whether t's client owns an entity with owner-only
@@ -139,71 +168,88 @@ func (e *Encoder) ownsOwnerOnly(t *baseline.Tracker) bool {
 // the same candidates but for the records of entities with owner-only
 // fields.
 func (sh *shareState) matches(e *Encoder, t *baseline.Tracker, k *shareKey, baseMembers, rel, held entity.Bitset) bool {
-	return sh.valid && sh.t != t && sh.hot == e.cache.hot && sh.acctOn == (e.acct != nil) && sh.key == *k && entity.Same(sh.base, baseMembers) &&
+	return sh.valid && sh.t != t && sh.acctOn == (e.acct != nil) && sh.key == *k && entity.Same(sh.base, baseMembers) &&
 		entity.Same(sh.m2, e.pc.members) && entity.Same(sh.m3, e.pc.members3) && entity.Same(sh.rel, rel) && entity.Same(sh.held, held)
 }
 
 // repeatCands takes the kept Build's candidates for t's Build when their
 // inputs match but its datagrams cannot be repeated as they are: one of
-// the two clients owns an entity with owner-only fields. The records of
-// those of its entities and of t's are made again for t, as collect would
-// (classify): those that differ from the kept Build's are listed in
-// e.subs. The Build then selects, packs and records its view as usual (the
+// the two clients owns an entity with owner-only fields, or has deferred
+// entries in its prediction views. The records of those entities (its own
+// and t's with owner-only fields; those deferred in either's prediction
+// views) are made again for t, as collect would (classify): those that
+// differ from the kept Build's are listed in e.subs. The Build then selects, packs and records its view as usual (the
 // same datagrams as with collect, without its scan and lookups), or
 // patches the kept Build's datagrams (emitPatched). False (nothing changed
 // but cache entries of t's own records) if the inputs differ or making
 // t's records replaced one of the kept Build's.
 func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, baseMembers, rel, held entity.Bitset) bool {
 	sh := &e.share
-	if (!sh.owned && !e.ownsOwnerOnly(t)) || !sh.matches(e, t, k, baseMembers, rel, held) {
+	switch {
+	case !e.ownRecords(t) && !sh.owned && (sh.simple || e.ownerComps == 0):
+		// Repeated whole, if at all (tryRepeat); or, the kept Build's
+		// records differing from t's only for its deferred entries, built
+		// whole, and kept in its place for the clients after t (those with
+		// none deferred are the likelier).
 		return false
+	case sh.hot != e.cache.hot || !sh.matches(e, t, k, baseMembers, rel, held):
+		return false // (the kept candidates name cache entries: none replaced)
 	}
+	// Only the records of t's own entities with owner-only fields and of
+	// the kept Build's client's differ (both see a third client's without
+	// its owner-only fields), and those of entities deferred in either's
+	// prediction views. In slot order, as the candidates are.
+	slots := e.remake[:0]
+	for wi, w := range e.cache.owned {
+		for ; w != 0; w &= w - 1 {
+			slot := uint32(wi<<6 | bits.TrailingZeros64(w))
+			if j := f.Lookup(slot); j >= 0 {
+				if o := f.Metas[j].Owner; o == t.ID || o == sh.t.ID {
+					slots = append(slots, slot)
+				}
+			}
+		}
+	}
+	if !sh.simple || !e.pc.simple {
+		slots = append(slots, sh.pcSlots...)
+		slots = appendBehindSlots(slots, e.pc.behind, e.pc.behind3)
+		slices.Sort(slots)
+		slots = slices.Compact(slots)
+	}
+	e.remake = slots
 	list := append(e.cands.list[:0], sh.cands...)
 	e.cands.list = list
 	e.subs = e.subs[:0]
 	sum, preHits := sh.bits, sh.preHits
-	// Only the records of t's own entities with owner-only fields and of
-	// the kept Build's client's differ: both see a third client's without
-	// its owner-only fields. In slot order, as the candidates are.
-	for wi, w := range e.cache.owned {
-		for ; w != 0; w &= w - 1 {
-			slot := uint32(wi<<6 | bits.TrailingZeros64(w))
-			j := f.Lookup(slot)
-			if j < 0 {
-				continue
-			}
-			if o := f.Metas[j].Owner; o != t.ID && o != sh.t.ID {
-				continue
-			}
-			i, found := sort.Find(len(list), func(i int) int { return cmp.Compare(slot, list[i].slot) })
-			if !found {
-				continue // (not a candidate: unchanged for both)
-			}
-			cd := &list[i]
-			// (classify appends the slot's candidate after the list's
-			// end, whence it moves into place)
-			n := len(e.cands.list)
-			e.classify(t, f, slot, k.B, baseMembers.Has(slot), rel.Has(slot))
-			if len(e.cands.list) != n+1 {
-				e.cands.list = list
-				return false // (no candidate now: cannot happen with the same inputs)
-			}
-			nc := e.cands.list[n]
-			e.cands.list = list
-			prev := int64(-1)
-			if i > 0 {
-				prev = int64(list[i-1].slot)
-			}
-			nc.bits += int32(bitio.ExpGolombLen(uint64(int64(slot)-prev-1), 1))
-			if cd.ent&preBit != 0 {
-				preHits-- // (classify counted t's own)
-			}
-			if nc.ent != cd.ent || nc.kind != cd.kind {
-				e.subs = append(e.subs, subst{i: i, old: *cd})
-			}
-			sum += int(nc.bits) - int(cd.bits)
-			*cd = nc
+	for _, slot := range slots {
+		i, found := sort.Find(len(list), func(i int) int { return cmp.Compare(slot, list[i].slot) })
+		if !found {
+			continue // (not a candidate: unchanged for both)
 		}
+		cd := &list[i]
+		// (classify appends the slot's candidate after the list's end,
+		// whence it moves into place)
+		n := len(e.cands.list)
+		e.classify(t, f, slot, k.B, baseMembers.Has(slot), rel.Has(slot))
+		if len(e.cands.list) != n+1 {
+			e.cands.list = list
+			return false // (no candidate now: cannot happen with the same inputs)
+		}
+		nc := e.cands.list[n]
+		e.cands.list = list
+		prev := int64(-1)
+		if i > 0 {
+			prev = int64(list[i-1].slot)
+		}
+		nc.bits += int32(bitio.ExpGolombLen(uint64(int64(slot)-prev-1), 1))
+		if cd.ent&preBit != 0 {
+			preHits-- // (classify counted t's own)
+		}
+		if nc.ent != cd.ent || nc.kind != cd.kind {
+			e.subs = append(e.subs, subst{i: i, old: *cd})
+		}
+		sum += int(nc.bits) - int(cd.bits)
+		*cd = nc
 	}
 	if e.cache.hot != sh.hot {
 		return false // (t's records replaced some of the kept ones)
@@ -211,6 +257,9 @@ func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, 
 	e.cands.bits, e.cands.gapK = sum, sh.gapK
 	e.PreHits += preHits
 	sh.repeats++
+	if !sh.simple || !e.pc.simple {
+		e.pcCandsN++
+	}
 	return true
 }
 
@@ -417,9 +466,9 @@ func (e *Encoder) repeatView(t *baseline.Tracker, S uint32, base *baseline.View,
 				info.predSaved -= int(ce.saved)
 			}
 			if old.ent&preBit != 0 {
-				e.pre.sends[old.ent&^preBit]-- // (≥ 1: the kept Build's send)
+				e.pre.sends[old.ent&^preBit]-- // (the repeats' sends come at flushShare: a wrap-around here is made good)
 			} else {
-				ce.sends--
+				sh.minus[sh.statOf[s.i]]++
 			}
 		}
 		e.tally(&e.cands.list[s.i], info)
@@ -431,7 +480,7 @@ func (e *Encoder) repeatView(t *baseline.Tracker, S uint32, base *baseline.View,
 // are the same, writing out and recording t's view; false if they are not.
 func (e *Encoder) tryRepeat(t *baseline.Tracker, k *shareKey, base *baseline.View, baseMembers, rel, held entity.Bitset, total int, opt *BuildOptions, h *wire.Header, out *Packets, info *BuildInfo) bool {
 	sh := &e.share
-	if sh.owned || total < sh.need || !sh.matches(e, t, k, baseMembers, rel, held) {
+	if sh.owned || !sh.simple || total < sh.need || !sh.matches(e, t, k, baseMembers, rel, held) {
 		return false
 	}
 	v := sh.t.At(sh.view)
@@ -494,7 +543,7 @@ func overwriteBits(dst, src []byte, n int) {
 func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, held entity.Bitset, out *Packets, info *BuildInfo, preHits int) {
 	sh := &e.share
 	owned := e.ownsOwnerOnly(t)
-	if info.Deferred != 0 || info.Starved || (e.packer.need == noShare && !owned) || info.Shared || info.SharedCands || (owned && sh.valid) {
+	if info.Deferred != 0 || info.Starved || (e.packer.need == noShare && !owned) || info.Shared || info.SharedCands || ((owned || !e.pc.simple) && sh.valid) {
 		return
 	}
 	if sh.misses >= shareMisses {
@@ -505,23 +554,36 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 		}
 		sh.skip = shareSkip
 	}
+	if sh.valid && sh.repeats > 0 && sh.key.tick == k.tick && (sh.key.B != k.B || sh.key.B2 != k.B2 || sh.key.B3 != k.B3) {
+		return // (the kept one, repeated, is likelier the common view)
+	}
 	e.retireShare() // (the kept one, if any, is replaced)
 	sh.valid, sh.key, sh.reuses, sh.repeats, sh.hot = true, *k, 0, 0, e.cache.hot
-	sh.ents = sh.ents[:0]
-	note := func(cd *cand) {
-		if cd.kind != kindRemoval && cd.kind != kindFull {
+	sh.ents, sh.stats = sh.ents[:0], sh.stats[:0]
+	sh.statOf = sh.statOf[:0]
+	for range e.cands.list { // (repeatView names its candidates)
+		sh.statOf = append(sh.statOf, -1)
+	}
+	note := func(i int) {
+		switch cd := &e.cands.list[i]; {
+		case cd.kind == kindRemoval || cd.kind == kindFull:
+		case cd.ent&preBit != 0:
 			sh.ents = append(sh.ents, cd.ent)
+		default:
+			sh.statOf[i] = int32(len(sh.stats))
+			sh.stats = append(sh.stats, e.cache.entries[cd.ent].stats)
 		}
 	}
 	if e.sel.all {
 		for i := range e.cands.list {
-			note(&e.cands.list[i])
+			note(i)
 		}
 	} else {
 		for _, i := range e.sel.idx {
-			note(&e.cands.list[i])
+			note(int(i))
 		}
 	}
+	sh.minus = append(sh.minus[:0], make([]uint32, len(sh.stats))...)
 	// (copies: the client's sets may change once its Build is done)
 	sh.base = append(sh.base[:0], baseMembers...)
 	sh.m2 = append(sh.m2[:0], e.pc.members...)
@@ -537,13 +599,12 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 	sh.info = *info
 	sh.preHits = preHits
 	sh.acctOn = e.acct != nil
-	sh.owned = owned
-	if e.ownerComps != 0 {
-		sh.cands = append(sh.cands[:0], e.cands.list...)
-		sh.bits, sh.gapK, sh.single = e.cands.bits, e.cands.gapK, e.packer.single
-		sh.passes = append(sh.passes[:0], e.packer.passes...)
-		sh.passParts = append(sh.passParts[:0], e.packer.passParts...)
-	}
+	sh.owned, sh.simple = owned, e.pc.simple
+	sh.pcSlots = appendBehindSlots(sh.pcSlots[:0], e.pc.behind, e.pc.behind3)
+	sh.cands = append(sh.cands[:0], e.cands.list...)
+	sh.bits, sh.gapK, sh.single = e.cands.bits, e.cands.gapK, e.packer.single
+	sh.passes = append(sh.passes[:0], e.packer.passes...)
+	sh.passParts = append(sh.passParts[:0], e.packer.passParts...)
 	if sh.acctOn {
 		sh.acct.set(&e.acct.Account)
 		sh.acct.sub(&sh.acctPre)
@@ -558,8 +619,9 @@ func (e *Encoder) noteAccount() {
 	}
 }
 
-// flushShare counts the pending repeats of the kept Build in its delta
-// records' sends: before a Build that may replace those records.
+// flushShare counts the pending repeats of the kept Build for the coding
+// choice: in its pre-encoded records' sends, and its other delta records'
+// counts (kept copies) in the encoder's.
 func (e *Encoder) flushShare() {
 	sh := &e.share
 	if !sh.valid || sh.reuses == 0 {
@@ -567,11 +629,13 @@ func (e *Encoder) flushShare() {
 	}
 	n := sh.reuses
 	for _, x := range sh.ents {
-		if x&preBit != 0 {
-			e.preSendN(x&^preBit, n)
-		} else {
-			e.cache.entries[x].sends += n // (≥ 1 already: listed in pending)
+		e.preSendN(x&^preBit, n)
+	}
+	for i := range sh.stats {
+		if m := n - sh.minus[i]; m != 0 {
+			e.shard.countN(&sh.stats[i], m)
 		}
+		sh.minus[i] = 0
 	}
 	sh.reuses = 0
 }
@@ -586,4 +650,15 @@ func (e *Encoder) retireShare() {
 		sh.misses = 0
 	}
 	sh.valid, sh.reuses, sh.repeats, sh.t = false, 0, 0, nil
+}
+
+// appendBehindSlots appends the slots of the deferred entries of a
+// Build's prediction views (predCtx.behind and behind3).
+func appendBehindSlots(slots []uint32, behinds ...[]baseline.Behind) []uint32 {
+	for _, bs := range behinds {
+		for _, b := range bs {
+			slots = append(slots, b.Slot)
+		}
+	}
+	return slots
 }
