@@ -32,6 +32,9 @@ type recordCache struct {
 	entries []cacheEntry
 	tags    []uint64
 	evict   []uint8
+	// pins marks the ways of each slot that hold a record of the kept
+	// Build (bit way): never replaced while it is kept (shared builds)
+	pins []uint8
 	present entity.Bitset // slots present in the current frame
 	// owned: slots of the current frame with an owner and owner-only
 	// groups (their records depend on the client: see ownerView)
@@ -41,11 +44,6 @@ type recordCache struct {
 	// presentLayout is the frame layout present and owned were made for
 	// (frames of one layout share their entries and Metas)
 	presentLayout uint32
-
-	// hot counts the entries of the current tick that an encode replaced
-	// (shared builds: the records of a kept Build are all still there
-	// while it does not move).
-	hot uint64
 
 	// Cache statistics since the last Begin.
 	CacheHits, CacheMisses int
@@ -86,6 +84,7 @@ func (rc *recordCache) begin(f *store.Frame, slots int, ownerComps uint64) {
 	if len(rc.evict) < slots {
 		rc.entries = append(rc.entries, make([]cacheEntry, 2*slots-len(rc.entries))...)
 		rc.tags = append(rc.tags, make([]uint64, 2*slots-len(rc.tags))...)
+		rc.pins = append(rc.pins, make([]uint8, slots-len(rc.evict))...)
 		rc.evict = append(rc.evict, make([]uint8, slots-len(rc.evict))...)
 	}
 	if f.Layout() == rc.presentLayout {
@@ -129,17 +128,27 @@ func (rc *recordCache) find(slot uint32, tag uint64) int {
 }
 
 // victim returns the index of the entry of slot the next record replaces,
-// tagged tag: the way used least recently. Its old content is the caller's
-// to count (its sends) and reset.
+// tagged tag: the way used least recently, unless the kept Build's record
+// is there (pinned). Its old content is the caller's to count (its sends)
+// and reset.
 func (rc *recordCache) victim(slot uint32, tag uint64) uint32 {
-	x := 2*slot + uint32(rc.evict[slot])
-	rc.evict[slot] ^= 1
-	if old := rc.tags[x]; old != 0 && uint32(old>>32) == rc.tick {
-		rc.hot++ // (a record of this tick replaced: see shareState.hot)
+	w := uint32(rc.evict[slot])
+	if rc.pins[slot]>>w&1 != 0 {
+		w ^= 1
+	} else {
+		rc.evict[slot] ^= 1
 	}
+	x := 2*slot + w
 	rc.tags[x] = tag
 	return x
 }
+
+// pin keeps entry x (a record of the kept Build) from being replaced until
+// unpin.
+func (rc *recordCache) pin(x uint32) { rc.pins[x/2] |= 1 << (x & 1) }
+
+// unpin lets entry x be replaced again.
+func (rc *recordCache) unpin(x uint32) { rc.pins[x/2] &^= 1 << (x & 1) }
 
 // keyTag returns the cache tag of key k in the current tick: the tick and
 // the key's number among the tick's keys.

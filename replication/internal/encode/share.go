@@ -45,9 +45,9 @@ import (
 // its delta records' counts, kept with it: stats) before the encoder's next
 // full Build and when its counts are flushed. A Build that is not kept
 // (another client's view) leaves the kept one in place: a client after it
-// may still repeat that one. Only taking its candidates (repeatCands) needs
-// its records still in the cache: no encode since may have replaced one
-// (the cache's hot count). A kept Build that was repeated is not replaced
+// may still repeat that one, or take its candidates (repeatCands), whose
+// records stay in the cache while it is kept (pinned: an encode of another
+// key replaces the slot's other way). A kept Build that was repeated is not replaced
 // by a Build of another baseline or prediction (a client that lost a
 // datagram, say): the clients after it are likelier to share the first.
 
@@ -88,15 +88,15 @@ type shareState struct {
 	acctOn        bool
 	// ents are the kept Build's pre-encoded delta records (their indexes),
 	// stats its other delta records' counts for the coding choice
-	// (copies: the cache entries may be replaced), minus how many of the
-	// pending repeats each is not counted in (a patched repeat replaced
-	// it), statOf the index in stats of each of cands (−1: none); hot the
-	// cache's hot count when it was kept
+	// (copies), minus how many of the pending repeats each is not counted
+	// in (a patched repeat replaced it), statOf the index in stats of each
+	// of cands (−1: none); pins its records' cache entries, pinned while
+	// it is kept (recordCache.pin: its candidates name them)
 	ents   []uint32
 	stats  []lanes.Stats
 	minus  []uint32
 	statOf []int32
-	hot    uint64
+	pins   []uint32
 	// reuses counts the repeats whose sends are still to count
 	// (flushShare), repeats all of them
 	reuses, repeats uint32
@@ -192,8 +192,8 @@ func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, 
 		// whole, and kept in its place for the clients after t (those with
 		// none deferred are the likelier).
 		return false
-	case sh.hot != e.cache.hot || !sh.matches(e, t, k, baseMembers, rel, held):
-		return false // (the kept candidates name cache entries: none replaced)
+	case !sh.matches(e, t, k, baseMembers, rel, held):
+		return false
 	}
 	// Only the records of t's own entities with owner-only fields and of
 	// the kept Build's client's differ (both see a third client's without
@@ -250,9 +250,6 @@ func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, 
 		}
 		sum += int(nc.bits) - int(cd.bits)
 		*cd = nc
-	}
-	if e.cache.hot != sh.hot {
-		return false // (t's records replaced some of the kept ones)
 	}
 	e.cands.bits, e.cands.gapK = sum, sh.gapK
 	e.PreHits += preHits
@@ -558,7 +555,7 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 		return // (the kept one, repeated, is likelier the common view)
 	}
 	e.retireShare() // (the kept one, if any, is replaced)
-	sh.valid, sh.key, sh.reuses, sh.repeats, sh.hot = true, *k, 0, 0, e.cache.hot
+	sh.valid, sh.key, sh.reuses, sh.repeats = true, *k, 0, 0
 	sh.ents, sh.stats = sh.ents[:0], sh.stats[:0]
 	sh.statOf = sh.statOf[:0]
 	for range e.cands.list { // (repeatView names its candidates)
@@ -566,12 +563,18 @@ func (e *Encoder) keepShare(t *baseline.Tracker, k *shareKey, baseMembers, rel, 
 	}
 	note := func(i int) {
 		switch cd := &e.cands.list[i]; {
-		case cd.kind == kindRemoval || cd.kind == kindFull:
+		case cd.kind == kindRemoval:
 		case cd.ent&preBit != 0:
-			sh.ents = append(sh.ents, cd.ent)
+			if cd.kind != kindFull {
+				sh.ents = append(sh.ents, cd.ent)
+			}
 		default:
-			sh.statOf[i] = int32(len(sh.stats))
-			sh.stats = append(sh.stats, e.cache.entries[cd.ent].stats)
+			e.cache.pin(cd.ent)
+			sh.pins = append(sh.pins, cd.ent)
+			if cd.kind != kindFull {
+				sh.statOf[i] = int32(len(sh.stats))
+				sh.stats = append(sh.stats, e.cache.entries[cd.ent].stats)
+			}
 		}
 	}
 	if e.sel.all {
@@ -650,6 +653,10 @@ func (e *Encoder) retireShare() {
 		sh.misses = 0
 	}
 	sh.valid, sh.reuses, sh.repeats, sh.t = false, 0, 0, nil
+	for _, x := range sh.pins {
+		e.cache.unpin(x)
+	}
+	sh.pins = sh.pins[:0]
 }
 
 // appendBehindSlots appends the slots of the deferred entries of a
