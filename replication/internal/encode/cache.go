@@ -34,7 +34,7 @@ type recordCache struct {
 	evict   []uint8
 	// pins marks the ways of each slot that hold a record of the kept
 	// Build (bit way): never replaced while it is kept (shared builds)
-	pins []uint8
+	pins    []uint8
 	present entity.Bitset // slots present in the current frame
 	// owned: slots of the current frame with an owner and owner-only
 	// groups (their records depend on the client: see ownerView)
