@@ -358,7 +358,7 @@ func BenchmarkOwnerSharedBuild(b *testing.B) {
 // other takes its; the bytes and the coding's counts are those of Builds
 // of their own, tick for tick.
 func TestSharedWithDeferredPredictionViews(t *testing.T) {
-	const n, clients = 300, 12
+	const n, clients, ticks = 300, 12, 80
 	type rig struct {
 		s    *benchScene
 		step func()
@@ -405,7 +405,7 @@ func TestSharedWithDeferredPredictionViews(t *testing.T) {
 		}
 		endTick(r.encs, r.s.w)
 	}
-	for tick := range 120 {
+	for tick := range ticks {
 		run(a, tick)
 		run(b, tick)
 		requireSameTick(t, tick, a.encs, b.encs, a.sent, b.sent)
@@ -415,7 +415,7 @@ func TestSharedWithDeferredPredictionViews(t *testing.T) {
 		pcCands += e.pcCandsN
 		shared += e.SharedBuilds()
 	}
-	t.Logf("%d of %d Builds repeated another's datagrams; %d took another's candidates past deferred prediction entries", shared, 120*clients, pcCands)
+	t.Logf("%d of %d Builds repeated another's datagrams; %d took another's candidates past deferred prediction entries", shared, ticks*clients, pcCands)
 	require.Greater(t, pcCands, 20, "Builds with deferred entries in a prediction view shared")
 }
 
