@@ -47,9 +47,10 @@ import (
 // (another client's view) leaves the kept one in place: a client after it
 // may still repeat that one, or take its candidates (repeatCands), whose
 // records stay in the cache while it is kept (pinned: an encode of another
-// key replaces the slot's other way). A kept Build that was repeated is not replaced
-// by a Build of another baseline or prediction (a client that lost a
-// datagram, say): the clients after it are likelier to share the first.
+// key replaces the slot's other way). A kept Build that was repeated is
+// not replaced by a Build of another baseline or prediction (a client that
+// lost a datagram, say): the clients after it are likelier to share the
+// first.
 
 // shareKey is what a repeatable Build's scalars must match.
 type shareKey struct {
@@ -178,11 +179,13 @@ func (sh *shareState) matches(e *Encoder, t *baseline.Tracker, k *shareKey, base
 // entries in its prediction views. The records of those entities (its own
 // and t's with owner-only fields; those deferred in either's prediction
 // views) are made again for t, as collect would (classify): those that
-// differ from the kept Build's are listed in e.subs. The Build then selects, packs and records its view as usual (the
-// same datagrams as with collect, without its scan and lookups), or
-// patches the kept Build's datagrams (emitPatched). False (nothing changed
-// but cache entries of t's own records) if the inputs differ or making
-// t's records replaced one of the kept Build's.
+// differ from the kept Build's are listed in e.subs. The Build then
+// selects, packs and records its view as usual (the same datagrams as with
+// collect, without its scan and lookups), or patches the kept Build's
+// datagrams (emitPatched). False (nothing changed but cache entries of t's
+// own records, in the ways the kept Build's are not pinned to) if the
+// inputs differ, or if t's datagrams are the kept Build's as they are
+// (tryRepeat) or t builds its own to be kept instead.
 func (e *Encoder) repeatCands(t *baseline.Tracker, f *store.Frame, k *shareKey, baseMembers, rel, held entity.Bitset) bool {
 	sh := &e.share
 	switch {
