@@ -254,26 +254,28 @@ func Predict(plans []*schema.Plan, sh *Shape, v *Views, x Extrap, cod *wire.Codi
 }
 
 // HalfRound returns x/2 rounded to nearest, ties away from zero.
-// Branch-free, as DivRound.
 func HalfRound(x int64) int64 {
-	s := x >> 63 // 0, or −1 when x < 0
-	return int64(uint64((x^s)-s)+1)>>1 ^ s - s
+	if x >= 0 {
+		return (x + 1) >> 1
+	}
+	return -((-x + 1) >> 1)
 }
 
 // DivRound returns a/b rounded to nearest, ties away from zero (b > 0,
 // |a| < 2^62). The views a prediction spans are usually 2 or 4 ticks apart:
 // a power of two is a shift, which takes a cycle where a division takes tens.
-// It does not branch on a's sign: residuals change sign at random, and a
-// mispredicted branch costs about what the division saves.
 func DivRound(a, b int64) int64 {
-	s := a >> 63 // 0, or −1 when a < 0
-	u := uint64((a ^ s) - s)
 	if b&(b-1) == 0 {
-		u = (u + uint64(b>>1)) >> uint(bits.TrailingZeros64(uint64(b)))
-	} else {
-		u = (u + uint64(b>>1)) / uint64(b)
+		s := uint(bits.TrailingZeros64(uint64(b)))
+		if a >= 0 {
+			return (a + b>>1) >> s
+		}
+		return -((-a + b>>1) >> s)
 	}
-	return int64(u) ^ s - s
+	if a >= 0 {
+		return (a + b/2) / b
+	}
+	return -((-a + b/2) / b)
 }
 
 // PlainOrders fills orders with each lane's residual order for a record
