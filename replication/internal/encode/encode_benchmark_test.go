@@ -138,12 +138,17 @@ func BenchmarkClientBuild(b *testing.B) {
 // with shared builds off); "shared": the second client's Build repeats the
 // first's (share.go: the copy, its header and its view).
 func BenchmarkHighMotionBuild(b *testing.B) {
-	b.Run("encode", func(b *testing.B) { benchHighMotion(b, false, false) })
-	b.Run("cached", func(b *testing.B) { benchHighMotion(b, true, false) })
-	b.Run("shared", func(b *testing.B) { benchHighMotion(b, true, true) })
+	b.Run("encode", func(b *testing.B) { benchHighMotion(b, false, false, false) })
+	b.Run("cached", func(b *testing.B) { benchHighMotion(b, true, false, false) })
+	b.Run("shared", func(b *testing.B) { benchHighMotion(b, true, true, false) })
 }
 
-func benchHighMotion(b *testing.B, cached, shared bool) {
+// BenchmarkHighMotionDecode: the client's side of BenchmarkHighMotionBuild/
+// encode, decoding the tick's datagrams (the records of 250 tumbling bodies,
+// predicted from its views 3 ticks behind) into its view.
+func BenchmarkHighMotionDecode(b *testing.B) { benchHighMotion(b, false, false, true) }
+
+func benchHighMotion(b *testing.B, cached, shared, decode bool) {
 	const n, lag = 250, 3
 	s := newBenchScene(n)
 	move := s.tumbler(false)
@@ -155,10 +160,16 @@ func benchHighMotion(b *testing.B, cached, shared bool) {
 	var acks []wire.Ack
 	finish := func() {
 		s.w.EndTick()
+		if decode {
+			b.StartTimer()
+		}
 		for j := range pk.Len() {
 			if _, err := rcv.Decode(pk.At(j)); err != nil {
 				b.Fatal(err)
 			}
+		}
+		if decode {
+			b.StopTimer()
 		}
 		acks = append(acks, rcv.Ack())
 		if len(acks) > lag {
@@ -174,6 +185,7 @@ func benchHighMotion(b *testing.B, cached, shared bool) {
 	}
 	records := 0
 	b.ReportAllocs()
+	b.StartTimer() // (finish stops it when it times decoding)
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
@@ -181,9 +193,13 @@ func benchHighMotion(b *testing.B, cached, shared bool) {
 		if cached {
 			enc.Build(twin, BuildOptions{}, &twinPk)
 		}
-		b.StartTimer()
+		if !decode {
+			b.StartTimer()
+		}
 		info := enc.Build(c, BuildOptions{}, &pk)
-		b.StopTimer()
+		if !decode {
+			b.StopTimer()
+		}
 		if shared && enc.SharedBuilds() == 0 {
 			b.Fatal("the Build was not shared")
 		}

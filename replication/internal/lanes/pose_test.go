@@ -68,6 +68,10 @@ func TestNearPosesAreNotPoses(t *testing.T) {
 	for i, po := range e.ops[1:] {
 		require.False(t, po.pose, "plan %d", i+1)
 	}
+	// The receiver's pose reader takes the same plans.
+	for i, p := range reg.Plans() {
+		require.Equal(t, e.ops[i].pose, codec.IsPose(p), "plan %d", i)
+	}
 }
 
 func checkPoseKernel[P any](t *testing.T, withVel bool) {

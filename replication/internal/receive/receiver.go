@@ -52,6 +52,7 @@ type Receiver struct {
 	MaxEntities int
 
 	plans  []*schema.Plan
+	poses  uint64 // the plans laid out as poses (codec.IsPose), by id
 	me     uint8
 	ring   []View     // exact views: what later datagrams are decoded against
 	meta   []viewMeta // per ring entry
@@ -96,8 +97,14 @@ func NewReceiver(reg *schema.Registry, me uint8, depth int) *Receiver {
 	if depth <= 0 {
 		depth = entity.DefaultDepth
 	}
-	return &Receiver{plans: reg.Plans(), me: me, ring: make([]View, depth), meta: make([]viewMeta, depth),
+	r := &Receiver{plans: reg.Plans(), me: me, ring: make([]View, depth), meta: make([]viewMeta, depth),
 		shown: make([]View, depth), MaxEntities: DefaultMaxEntities}
+	for i, p := range r.plans {
+		if codec.IsPose(p) {
+			r.poses |= 1 << i
+		}
+	}
+	return r
 }
 
 // Depth returns how many views the receiver keeps.
@@ -250,6 +257,26 @@ type View struct {
 func (f *View) Find(slot uint32) int {
 	i := sort.Search(len(f.Slots), func(i int) bool { return f.Slots[i] >= slot })
 	if i < len(f.Slots) && f.Slots[i] == slot {
+		return i
+	}
+	return -1
+}
+
+// seek is Find for slots asked in increasing order (a datagram's records):
+// the entries before *at are below slot, and *at moves to the first entry
+// at or above it. A few entries are stepped over one by one (the records
+// of a datagram are usually close in the view), the rest found by binary
+// search.
+func (f *View) seek(slot uint32, at *int) int {
+	i, n := *at, len(f.Slots)
+	for k := 0; k < 8 && i < n && f.Slots[i] < slot; k++ {
+		i++
+	}
+	if i < n && f.Slots[i] < slot {
+		i += sort.Search(n-i, func(j int) bool { return f.Slots[i+j] >= slot })
+	}
+	*at = i
+	if i < n && f.Slots[i] == slot {
 		return i
 	}
 	return -1
@@ -475,6 +502,7 @@ type merger struct {
 	out         *View
 	S, baseTick uint32
 	bi, nb      int   // next baseline entry, baseline length
+	at2, at3    int   // seek's places in base2 and base3
 	prev        int64 // previous record's slot
 	run         codec.MaskRun
 	cod         wire.Coding // the datagram's residual coding (a copy: merger escapes)
@@ -565,10 +593,10 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	baseLanes := base.EntityLanes(mg.bi)
 	var lanes2, lanes3 []uint64 // the entity's values in views base2 and base3, if predicted
 	if mg.base2 != nil {
-		if i2 := mg.base2.Find(slot); i2 >= 0 && mg.base2.Metas[i2] == m {
+		if i2 := mg.base2.seek(slot, &mg.at2); i2 >= 0 && mg.base2.Metas[i2] == m {
 			lanes2 = mg.base2.EntityLanes(i2)
 			if mg.base3 != nil {
-				if i3 := mg.base3.Find(slot); i3 >= 0 && mg.base3.Metas[i3] == m {
+				if i3 := mg.base3.seek(slot, &mg.at3); i3 >= 0 && mg.base3.Metas[i3] == m {
 					lanes3 = mg.base3.EntityLanes(i3)
 				}
 			}
@@ -576,6 +604,23 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	}
 	if err := mg.masks(slot, m, owner, maskCode, baseLanes, lanes2); err != nil {
 		return err
+	}
+	out := mg.out
+	start := len(out.Lanes)
+	if m.Set&(m.Set-1) == 0 && m.Set&r.poses != 0 {
+		// One pose: prediction and residuals in one pass.
+		out.Lanes = append(out.Lanes, baseLanes...)
+		v := codec.Views{Base: baseLanes, Prev: lanes2, Third: lanes3}
+		x := codec.Extrap{Num: int64(mg.S - mg.baseTick)}
+		if lanes2 != nil {
+			x.Den = int64(mg.baseTick - mg.base2.Tick)
+		}
+		p := r.plans[bits.TrailingZeros64(m.Set)]
+		if err := codec.ReadPoseBody(rd, p, r.masks[0], &v, x, &mg.cod, out.Lanes[start:]); err != nil {
+			return err
+		}
+		mg.emit(slot, m, start)
+		return nil
 	}
 	sh := codec.Shape{Set: m.Set, Masks: r.masks[:bits.OnesCount64(m.Set)]}
 	pred := codec.LanePred{Lanes: baseLanes, Orders: append(r.orders[:0], make([]uint8, len(baseLanes))...)}
@@ -589,8 +634,6 @@ func (mg *merger) delta(slot uint32, maskCode int) error {
 	} else {
 		codec.PlainOrders(r.plans, m.Set, &mg.cod, r.orders)
 	}
-	out := mg.out
-	start := len(out.Lanes)
 	out.Lanes = append(out.Lanes, baseLanes...)
 	if err := codec.ReadDeltaBody(rd, r.plans, &sh, out.Lanes[start:], &pred); err != nil {
 		return err
