@@ -51,17 +51,28 @@ type Receiver struct {
 	// DefaultMaxEntities); a datagram exceeding it is rejected.
 	MaxEntities int
 
-	plans  []*schema.Plan
-	poses  uint64 // the plans laid out as poses (codec.IsPose), by id
-	me     uint8
-	ring   []View     // exact views: what later datagrams are decoded against
-	meta   []viewMeta // per ring entry
-	shown  []View     // per ring entry: the view plus parts that came after sealing
-	spare  View       // merge target, swapped into place
-	newest uint32
-	mask   uint32
-	latest uint32 // newest decoded tick (0: none)
-	masks  [schema.MaxComponents]uint64
+	plans []*schema.Plan
+	poses uint64 // the plans laid out as poses (codec.IsPose), by id
+	me    uint8
+	ring  []View     // exact views: what later datagrams are decoded against
+	meta  []viewMeta // per ring entry
+	shown []View     // per ring entry: the view plus parts that came after sealing
+	spare View       // merge target, swapped into place
+	// stage holds a later part's records while they are read (merger.inPlace);
+	// stageAt is each one's entry in the tick's view (−1: a new entity), and
+	// removed the entries its removals take out.
+	stage   View
+	stageAt []int32
+	removed []int32
+	// copyParts (tests): merge later parts into a new view as first parts
+	// are; inPlaceN and combinedN count the later parts written in place
+	// and merged.
+	copyParts           bool
+	inPlaceN, combinedN int
+	newest              uint32
+	mask                uint32
+	latest              uint32 // newest decoded tick (0: none)
+	masks               [schema.MaxComponents]uint64
 
 	maskBuf    [8]byte
 	maskReader bitio.Reader
@@ -325,8 +336,27 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	out := &r.spare
 	out.valid = false
 	mg := merger{r: r, rd: rd, base: from, base2: p.base2, base3: p.base3, out: out, S: S, baseTick: p.B, cod: p.coding}
+	if from == into && !r.copyParts {
+		// A later part of a tick: its records are read aside, then written
+		// over the entries they change in place, unless they add or remove
+		// entities (then merged with the view into a new one). A tick sent
+		// in several datagrams is copied once, not once per datagram.
+		mg.inPlace, mg.out = true, &r.stage
+	}
 	if err := mg.merge(h.Count, uint(h.GapOrder)); err != nil {
 		return S, err
+	}
+	if mg.inPlace {
+		if mg.layout {
+			if err := mg.combine(out); err != nil {
+				return S, err
+			}
+			r.combinedN++
+		} else {
+			mg.apply(into)
+			out = into
+			r.inPlaceN++
+		}
 	}
 	r.Records += uint64(h.Count)
 	out.Tick = S
@@ -334,8 +364,10 @@ func (r *Receiver) decode(b []byte) (uint32, error) {
 	out.InputAck, out.HasInputAck = p.inputAck, h.HasInputAck
 	out.InputHeld, out.InputDepth, out.HasInputFeedback = p.inputAck+uint32(h.InputLead), int(h.InputDepth), h.HasInputFeedback
 	out.valid = true
-	*into, r.spare = *out, *into
-	r.spare.valid = false
+	if out != into {
+		*into, r.spare = *out, *into
+		r.spare.valid = false
+	}
 	bit := uint64(1) << h.Part
 	switch {
 	case p.cur == nil:
@@ -474,6 +506,7 @@ func (mg *merger) merge(count int, k uint) error {
 	out.Reset()
 	out.Srcs = out.Srcs[:0]
 	mg.prev, mg.run = -1, codec.NewMaskRun()
+	r.stageAt, r.removed = r.stageAt[:0], r.removed[:0]
 	if mg.base != nil {
 		mg.nb = len(mg.base.Slots)
 	}
@@ -492,6 +525,58 @@ func (mg *merger) merge(count int, k uint) error {
 	return mg.rd.Err()
 }
 
+// apply writes the records read aside (inPlace, without layout changes)
+// over the entries of view v they change.
+func (mg *merger) apply(v *View) {
+	st := mg.out
+	for j, at := range mg.r.stageAt {
+		copy(v.EntityLanes(int(at)), st.EntityLanes(j))
+		v.Srcs[at] = st.Srcs[j]
+	}
+}
+
+// combine writes into out the view mg.base with the records read aside
+// (inPlace) applied: its entries in slot order, each replaced by its record,
+// removed, or kept, and the new entities among them.
+func (mg *merger) combine(out *View) error {
+	r, base, st := mg.r, mg.base, mg.out
+	out.Reset()
+	out.Srcs = out.Srcs[:0]
+	add := func(v *View, i int) {
+		out.Slots = append(out.Slots, v.Slots[i])
+		out.Metas = append(out.Metas, v.Metas[i])
+		out.Offs = append(out.Offs, uint32(len(out.Lanes)))
+		out.Lanes = append(out.Lanes, v.EntityLanes(i)...)
+		out.Srcs = append(out.Srcs, v.Srcs[i])
+	}
+	j, ri := 0, 0
+	for i := range mg.nb {
+		s := base.Slots[i]
+		for ; j < len(st.Slots) && st.Slots[j] < s; j++ {
+			add(st, j)
+		}
+		switch {
+		case j < len(st.Slots) && st.Slots[j] == s:
+			add(st, j)
+			j++
+		case ri < len(r.removed) && int(r.removed[ri]) == i:
+			ri++
+		default:
+			add(base, i)
+		}
+		if len(out.Slots) > r.MaxEntities {
+			return ErrTooManyEntities
+		}
+	}
+	for ; j < len(st.Slots); j++ {
+		add(st, j)
+	}
+	if len(out.Slots) > r.MaxEntities {
+		return ErrTooManyEntities
+	}
+	return nil
+}
+
 // merger is the state of one merge: the baseline view walked in slot order
 // alongside the datagram's records.
 type merger struct {
@@ -506,11 +591,23 @@ type merger struct {
 	prev        int64 // previous record's slot
 	run         codec.MaskRun
 	cod         wire.Coding // the datagram's residual coding (a copy: merger escapes)
+	// inPlace: out is the receiver's stage, which gets the records only
+	// (their entries in base in r.stageAt, removals in r.removed), not
+	// base's other entries; layout: a record adds or removes an entity or
+	// changes an entity's Meta.
+	inPlace, layout bool
 }
 
-// copyBaseUpTo copies the baseline's entries below slot to the output.
+// copyBaseUpTo copies the baseline's entries below slot to the output
+// (inPlace: passes over them).
 func (mg *merger) copyBaseUpTo(slot uint32) {
 	base, out := mg.base, mg.out
+	if mg.inPlace {
+		for mg.bi < mg.nb && base.Slots[mg.bi] < slot {
+			mg.bi++
+		}
+		return
+	}
 	for ; mg.bi < mg.nb && base.Slots[mg.bi] < slot; mg.bi++ {
 		i := mg.bi
 		out.Slots = append(out.Slots, base.Slots[i])
@@ -538,6 +635,9 @@ func (mg *merger) record(k uint) error {
 	mg.copyBaseUpTo(slot)
 	inBase := mg.bi < mg.nb && mg.base.Slots[mg.bi] == slot
 	if !inBase {
+		if mg.inPlace {
+			mg.layout = true
+		}
 		return mg.full(slot)
 	}
 	// The kind code: the number of zeros before the first one, at most 4.
@@ -548,17 +648,40 @@ func (mg *merger) record(k uint) error {
 	if err := rd.Err(); err != nil {
 		return err
 	}
+	at := mg.bi
+	mg.bi++
+	if mg.inPlace {
+		return mg.recordAside(slot, at, z)
+	}
 	switch z {
 	case 4: // removal
-		mg.bi++
 		return nil
 	case 3: // full
-		mg.bi++
 		return mg.full(slot)
 	default: // delta: 0 predicted masks, 1 repeated, 2 given
-		err := mg.delta(slot, z)
-		mg.bi++
+		return mg.delta(slot, at, z)
+	}
+}
+
+// recordAside is record's end for a record of base's entry at (kind code
+// z) when inPlace: it notes the entry the record changes or removes.
+func (mg *merger) recordAside(slot uint32, at, z int) error {
+	r := mg.r
+	switch z {
+	case 4: // removal
+		mg.layout = true
+		r.removed = append(r.removed, int32(at))
+		return nil
+	case 3: // full
+		r.stageAt = append(r.stageAt, int32(at))
+		err := mg.full(slot)
+		if out := mg.out; err == nil && out.Metas[len(out.Metas)-1] != mg.base.Metas[at] {
+			mg.layout = true
+		}
 		return err
+	default:
+		r.stageAt = append(r.stageAt, int32(at))
+		return mg.delta(slot, at, z)
 	}
 }
 
@@ -584,13 +707,13 @@ func (mg *merger) full(slot uint32) error {
 	return nil
 }
 
-// delta reads a delta record for slot, the baseline's entry mg.bi, whose
+// delta reads a delta record for slot, the baseline's entry bi, whose
 // field masks are predicted (maskCode 0), repeated (1) or given (2).
-func (mg *merger) delta(slot uint32, maskCode int) error {
+func (mg *merger) delta(slot uint32, bi, maskCode int) error {
 	r, rd, base := mg.r, mg.rd, mg.base
-	m := base.Metas[mg.bi]
+	m := base.Metas[bi]
 	owner := r.me != 0 && m.Owner == r.me
-	baseLanes := base.EntityLanes(mg.bi)
+	baseLanes := base.EntityLanes(bi)
 	var lanes2, lanes3 []uint64 // the entity's values in views base2 and base3, if predicted
 	if mg.base2 != nil {
 		if i2 := mg.base2.seek(slot, &mg.at2); i2 >= 0 && mg.base2.Metas[i2] == m {
