@@ -138,18 +138,22 @@ func BenchmarkClientBuild(b *testing.B) {
 // with shared builds off); "shared": the second client's Build repeats the
 // first's (share.go: the copy, its header and its view).
 func BenchmarkHighMotionBuild(b *testing.B) {
-	b.Run("encode", func(b *testing.B) { benchHighMotion(b, false, false, false) })
-	b.Run("cached", func(b *testing.B) { benchHighMotion(b, true, false, false) })
-	b.Run("shared", func(b *testing.B) { benchHighMotion(b, true, true, false) })
+	b.Run("encode", func(b *testing.B) { benchHighMotion(b, 250, false, false, false) })
+	b.Run("cached", func(b *testing.B) { benchHighMotion(b, 250, true, false, false) })
+	b.Run("shared", func(b *testing.B) { benchHighMotion(b, 250, true, true, false) })
 }
 
 // BenchmarkHighMotionDecode: the client's side of BenchmarkHighMotionBuild/
-// encode, decoding the tick's datagrams (the records of 250 tumbling bodies,
-// predicted from its views 3 ticks behind) into its view.
-func BenchmarkHighMotionDecode(b *testing.B) { benchHighMotion(b, false, false, true) }
+// encode, decoding the tick's datagrams (the records of tumbling bodies,
+// predicted from its views 3 ticks behind) into its view: 250 bodies, in
+// one datagram a tick, and 2,000, in several.
+func BenchmarkHighMotionDecode(b *testing.B) {
+	b.Run("250", func(b *testing.B) { benchHighMotion(b, 250, false, false, true) })
+	b.Run("2000", func(b *testing.B) { benchHighMotion(b, 2000, false, false, true) })
+}
 
-func benchHighMotion(b *testing.B, cached, shared, decode bool) {
-	const n, lag = 250, 3
+func benchHighMotion(b *testing.B, n int, cached, shared, decode bool) {
+	const lag = 3
 	s := newBenchScene(n)
 	move := s.tumbler(false)
 	enc := newEncoder(s.w)
