@@ -273,6 +273,26 @@ func (f *View) Find(slot uint32) int {
 	return -1
 }
 
+// reserve makes room in f, which is empty, for a view the size of v and
+// an eighth more, unless it has room for v already: a view that grows (a
+// join) is then allocated once per growth, not grown while filled (each
+// growth a copy of what it holds). Sizes come from v, a view held, never
+// from a datagram.
+func (f *View) reserve(v *View) {
+	n := len(v.Slots)
+	f.Slots, f.Metas, f.Offs, f.Srcs = room(f.Slots, n), room(f.Metas, n), room(f.Offs, n), room(f.Srcs, n)
+	f.Lanes = room(f.Lanes, len(v.Lanes))
+}
+
+// room returns s, empty, or a new empty slice with room for n and an eighth
+// more if s has not room for n.
+func room[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n+n/8)
+	}
+	return s[:0]
+}
+
 // seek is Find for slots asked in increasing order (a datagram's records):
 // the entries before *at are below slot, and *at moves to the first entry
 // at or above it. A few entries are stepped over one by one (the records
@@ -509,6 +529,9 @@ func (mg *merger) merge(count int, k uint) error {
 	r.stageAt, r.removed = r.stageAt[:0], r.removed[:0]
 	if mg.base != nil {
 		mg.nb = len(mg.base.Slots)
+		if !mg.inPlace {
+			out.reserve(mg.base)
+		}
 	}
 	for n := 0; n < count; n++ {
 		if err := mg.record(k); err != nil {
@@ -542,6 +565,7 @@ func (mg *merger) combine(out *View) error {
 	r, base, st := mg.r, mg.base, mg.out
 	out.Reset()
 	out.Srcs = out.Srcs[:0]
+	out.reserve(base)
 	add := func(v *View, i int) {
 		out.Slots = append(out.Slots, v.Slots[i])
 		out.Metas = append(out.Metas, v.Metas[i])
