@@ -28,10 +28,18 @@ type fuzzTag struct {
 	On   bool
 }
 
+// fuzzPose is laid out as a pose (codec.IsPose): its records take the
+// receiver's pose reader.
+type fuzzPose struct {
+	Pos components.Vec3 `net:"world,step=0.01"`
+	Rot components.Quat `net:"quat,bits=9"`
+}
+
 // fuzzSetup returns a registry, a receiver holding tick 1 and real
 // datagrams (ticks 1..8, the first tick in several parts) to seed the corpus
 // with: full records (with and without a kind code), removals, plain and
-// predicted deltas (predicted, repeated and given field masks), Rice codes
+// predicted deltas (predicted, repeated and given field masks; of poses
+// too), Rice codes
 // with and without their escape, quaternion index changes, headers with an
 // inherited and an explicit residual coding, quadratic extrapolation.
 func fuzzSetup() (*schema.Registry, func() *Receiver, [][]byte) {
@@ -46,6 +54,7 @@ func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]
 	reg := schema.NewRegistry()
 	schema.MustRegister[fuzzShip](reg)
 	schema.MustRegister[fuzzTag](reg)
+	schema.MustRegister[fuzzPose](reg)
 	w := store.New(reg, 8)
 	g := encode.NewGroup(w)
 	enc := g.NewEncoder()
@@ -57,6 +66,7 @@ func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]
 		{Pos: components.Vec3{X: 5}, Rot: components.QuatIdentity(), HP: 7},
 	}
 	tags := []fuzzTag{{Team: 1, On: true}, {Team: 3}, {}}
+	poses := []fuzzPose{{Pos: components.Vec3{X: 4, Y: 1}, Rot: components.QuatIdentity()}, {Pos: components.Vec3{Z: -300}, Rot: components.QuatAxisAngle(components.Vec3{Z: 1}, 1)}}
 	var dgs [][]byte
 	firstParts, lastStart := 0, 0
 	var pk encode.Packets
@@ -79,6 +89,9 @@ func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]
 			}
 			w.Put(uint32(i*3), entity.Meta{Gen: uint32(min(tick, 3) / 3), Owner: uint8(i), Set: set}, ptrs)
 		}
+		for i := range poses {
+			w.Put(uint32(13+i*2), entity.Meta{Set: 4}, []unsafe.Pointer{unsafe.Pointer(&poses[i])})
+		}
 		w.Commit()
 		// Later datagrams carry the input ack, the third also the feedback.
 		// The first tick in datagrams of at most MinBudget bytes: several parts.
@@ -99,6 +112,10 @@ func fuzzSetupDeep() (*schema.Registry, func() *Receiver, func() *Receiver, [][]
 		}
 		c.Ack(&wire.Ack{Newest: tick})
 		ships[0].Pos.X += 0.5 // steady: predicted deltas with the predicted field masks
+		poses[0].Pos.X += 0.25
+		poses[0].Rot = poses[0].Rot.Mul(components.QuatAxisAngle(components.Vec3{Y: 1}, 0.1)).Normalize()
+		poses[1].Pos.Y += float64(tick*tick) * 0.3 // accelerating, and turning past its quaternion's largest component
+		poses[1].Rot = poses[1].Rot.Mul(components.QuatAxisAngle(components.Vec3{X: 1}, 0.5)).Normalize()
 		ships[2].Vel.Z = 1
 		tags[0].On = !tags[0].On
 		if tick >= 4 {
