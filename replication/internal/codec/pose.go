@@ -47,6 +47,15 @@ func IsPose(p *schema.Plan) bool {
 	return groups[3].First == 3 && groups[3].Count == 4
 }
 
+// PoseGroups returns the groups of a pose (IsPose) whose lanes differ in a
+// and b: ChangedGroups for an owner, branch-free (poses change at random).
+func PoseGroups(a, b []uint64) uint64 {
+	x, y := (*[PoseLanes]uint64)(a), (*[PoseLanes]uint64)(b)
+	nz := func(v uint64) uint64 { return (v | -v) >> 63 }
+	rot := (x[3] ^ y[3]) | (x[4] ^ y[4]) | (x[5] ^ y[5]) | (x[6] ^ y[6])
+	return nz(x[0]^y[0]) | nz(x[1]^y[1])<<1 | nz(x[2]^y[2])<<2 | nz(rot)<<3
+}
+
 // ReadPoseBody reads the body of a delta record of one pose component (p,
 // IsPose) whose changed groups are gm into cur, which holds the baseline's
 // values: Predict (v.Prev not nil, with x) or PlainOrders, then

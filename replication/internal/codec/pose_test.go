@@ -82,6 +82,9 @@ func TestReadPoseBodyMatchesGeneral(t *testing.T) {
 		if rng.IntN(20) == 0 {
 			x.Num = 250 + rng.Int64N(10)
 		}
+		if v.Prev != nil {
+			require.Equal(t, ChangedGroups(p, v.Prev, v.Base, true), PoseGroups(v.Prev, v.Base), "case %d", i)
+		}
 		gm := rng.Uint64N(16)
 		// The stream.
 		var w bitio.Writer

@@ -9,14 +9,8 @@ import (
 // index and its three kept components.
 const poseLanes = 7
 
-// poseGroups returns the groups of a pose whose lanes differ in a and b
-// (branch-free: poses change at random).
-func poseGroups(a, b []uint64) uint64 {
-	x, y := (*[poseLanes]uint64)(a), (*[poseLanes]uint64)(b)
-	nz := func(v uint64) uint64 { return (v | -v) >> 63 }
-	rot := (x[3] ^ y[3]) | (x[4] ^ y[4]) | (x[5] ^ y[5]) | (x[6] ^ y[6])
-	return nz(x[0]^y[0]) | nz(x[1]^y[1])<<1 | nz(x[2]^y[2])<<2 | nz(rot)<<3
-}
+// poseGroups is codec.PoseGroups.
+func poseGroups(a, b []uint64) uint64 { return codec.PoseGroups(a, b) }
 
 // poseMasks is deltaMasks for a record of one pose component that every
 // client sees whole: its four group bits, never compacted.

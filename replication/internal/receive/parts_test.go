@@ -9,6 +9,7 @@ import (
 
 	"github.com/archenet/archenet/components"
 	"github.com/archenet/archenet/replication/internal/baseline"
+	"github.com/archenet/archenet/replication/internal/codec"
 	"github.com/archenet/archenet/replication/internal/encode"
 	"github.com/archenet/archenet/replication/internal/entity"
 	"github.com/archenet/archenet/replication/internal/store"
@@ -137,4 +138,39 @@ func requireSameView(t *testing.T, want, got *View, msg string, args ...any) {
 	}
 	require.Equal(t, [6]any{want.InputAck, want.HasInputAck, want.InputHeld, want.InputDepth, want.HasInputFeedback, want.coding},
 		[6]any{got.InputAck, got.HasInputAck, got.InputHeld, got.InputDepth, got.HasInputFeedback, got.coding}, m)
+}
+
+type poseOwnRot struct {
+	Pos components.Vec3 `net:"world,step=0.001"`
+	Rot components.Quat `net:"quat,bits=10,owner"`
+}
+
+type poseOwnPos struct {
+	Pos components.Vec3 `net:"world,step=0.001,owner"`
+	Rot components.Quat `net:"quat,bits=9"`
+}
+
+// A pose record's predicted field masks are codec.ChangedGroups', for its
+// owner and for others, with owner-only groups or without.
+func TestPoseMasks(t *testing.T) {
+	reg := schema.NewRegistry()
+	schema.MustRegister[fuzzPose](reg)
+	schema.MustRegister[poseOwnRot](reg)
+	schema.MustRegister[poseOwnPos](reg)
+	r := NewReceiver(reg, 1, 0)
+	require.Equal(t, uint64(7), r.poses)
+	rng := rand.New(rand.NewPCG(31, 32))
+	for i := range 3000 {
+		id := rng.IntN(3)
+		a, b := make([]uint64, 7), make([]uint64, 7)
+		for l := range a {
+			a[l] = rng.Uint64N(4)
+			b[l] = a[l]
+			if rng.IntN(3) == 0 {
+				b[l] = rng.Uint64N(4)
+			}
+		}
+		owner := rng.IntN(2) == 0
+		require.Equal(t, codec.ChangedGroups(reg.Plans()[id], a, b, owner), r.poseMasks(1<<id, a, b, owner), "case %d", i)
+	}
 }

@@ -53,6 +53,8 @@ type Receiver struct {
 
 	plans []*schema.Plan
 	poses uint64 // the plans laid out as poses (codec.IsPose), by id
+	// ownerOnly is each plan's owner-only groups (a bit per group).
+	ownerOnly []uint64
 	me    uint8
 	ring  []View     // exact views: what later datagrams are decoded against
 	meta  []viewMeta // per ring entry
@@ -110,9 +112,15 @@ func NewReceiver(reg *schema.Registry, me uint8, depth int) *Receiver {
 	}
 	r := &Receiver{plans: reg.Plans(), me: me, ring: make([]View, depth), meta: make([]viewMeta, depth),
 		shown: make([]View, depth), MaxEntities: DefaultMaxEntities}
+	r.ownerOnly = make([]uint64, len(r.plans))
 	for i, p := range r.plans {
 		if codec.IsPose(p) {
 			r.poses |= 1 << i
+		}
+		for gi, g := range p.Groups() {
+			if g.OwnerOnly {
+				r.ownerOnly[i] |= 1 << gi
+			}
 		}
 	}
 	return r
@@ -271,6 +279,17 @@ func (f *View) Find(slot uint32) int {
 		return i
 	}
 	return -1
+}
+
+// poseMasks is the predicted field masks of a record of one pose component
+// (set, in r.poses): codec.ChangedGroups from lanes2 to base, without
+// owner-only groups for others than the owner.
+func (r *Receiver) poseMasks(set uint64, lanes2, base []uint64, owner bool) uint64 {
+	gm := codec.PoseGroups(lanes2, base)
+	if !owner {
+		gm &^= r.ownerOnly[bits.TrailingZeros64(set)]
+	}
+	return gm
 }
 
 // reserve makes room in f, which is empty, for a view the size of v and
@@ -797,6 +816,10 @@ func (mg *merger) masks(slot uint32, m entity.Meta, owner bool, code int, base, 
 	if code == 0 {
 		if lanes2 == nil {
 			return fmt.Errorf("%w: predicted field masks for unpredicted slot %d", wire.ErrCorrupt, slot)
+		}
+		if m.Set&(m.Set-1) == 0 && m.Set&r.poses != 0 {
+			r.masks[0] = r.poseMasks(m.Set, lanes2, base, owner)
+			return rd.Err()
 		}
 		off, ci := 0, 0
 		for s := m.Set; s != 0; s &= s - 1 {
