@@ -55,11 +55,11 @@ type Receiver struct {
 	poses uint64 // the plans laid out as poses (codec.IsPose), by id
 	// ownerOnly is each plan's owner-only groups (a bit per group).
 	ownerOnly []uint64
-	me    uint8
-	ring  []View     // exact views: what later datagrams are decoded against
-	meta  []viewMeta // per ring entry
-	shown []View     // per ring entry: the view plus parts that came after sealing
-	spare View       // merge target, swapped into place
+	me        uint8
+	ring      []View     // exact views: what later datagrams are decoded against
+	meta      []viewMeta // per ring entry
+	shown     []View     // per ring entry: the view plus parts that came after sealing
+	spare     View       // merge target, swapped into place
 	// stage holds a later part's records while they are read (merger.inPlace);
 	// stageAt is each one's entry in the tick's view (−1: a new entity), and
 	// removed the entries its removals take out.
