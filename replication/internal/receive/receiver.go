@@ -61,8 +61,8 @@ type Receiver struct {
 	shown     []View     // per ring entry: the view plus parts that came after sealing
 	spare     View       // merge target, swapped into place
 	// stage holds a later part's records while they are read (merger.inPlace);
-	// stageAt is each one's entry in the tick's view (−1: a new entity), and
-	// removed the entries its removals take out.
+	// stageAt is the entry in the tick's view of each record of an entity
+	// the view holds, and removed the entries its removals take out.
 	stage   View
 	stageAt []int32
 	removed []int32
@@ -539,7 +539,8 @@ func (r *Receiver) noteDecoded(S uint32) {
 // records from mg.rd applied (gap order k). Deltas are against base's
 // values; predicted ones against the extrapolation of base's values through
 // base2, as they were at tick baseTick (base may be a view of tick S
-// itself, for a tick's later parts).
+// itself, for a tick's later parts). With inPlace, mg.out gets the records
+// alone, for apply or combine.
 func (mg *merger) merge(count int, k uint) error {
 	r, out := mg.r, mg.out
 	out.Reset()
