@@ -31,6 +31,8 @@ var keyBenches = []keyBench{
 	{"replication/internal/encode", "ClientBuild", "one client's datagram, 1,000 entities, 10% changed, records shared", "ns/op"},
 	{"replication/internal/lanes", "CodingChoice", "choosing a tick's residual coding", "ns/op"},
 	{"replication/internal/receive", "ReceiverDecode", "client: decoding that datagram", "ns/op"},
+	{"replication/internal/encode", "HighMotionDecode/250", "client: decoding the 250 tumbling bodies' datagram (the first client's above), per record", "ns/record"},
+	{"replication/internal/encode", "HighMotionDecode/2000", "same, 2,000 tumbling bodies, several datagrams a tick", "ns/record"},
 	{"replication/schema", "TransformEncode", "quantize + encode one transform (world position, 10-bit quaternion)", "ns/op"},
 	{"replication/schema", "TransformDecode", "read + dequantize one transform", "ns/op"},
 	{"input/internal/inputlog", "SectionEncode", "steady-state input frame (held keys, moving mouse), redundancy 4", "bytes/frame"},
