@@ -137,33 +137,3 @@ func TestReadPoseBodyMatchesGeneral(t *testing.T) {
 	require.Greater(t, outcomes["ok"], 10000, "most records were read: %v", outcomes)
 	require.Greater(t, len(outcomes), 2, "corrupt and short records were tried: %v", outcomes)
 }
-
-// Plans that look like a pose but are not one are not read as one.
-func TestNearPosesAreNotPoses(t *testing.T) {
-	type scalars struct {
-		Pos [3]float64      `net:"range=-100:100,step=0.01"`
-		Rot components.Quat `net:"quat,bits=10"`
-	}
-	type angles struct {
-		Yaw, Pitch, Roll float64         `net:"angle,bits=12"`
-		Rot              components.Quat `net:"quat,bits=10"`
-	}
-	type posVel struct {
-		Pos components.Vec3 `net:"world,step=0.001"`
-		Vel components.Vec3 `net:"vel,max=100,step=0.01"`
-	}
-	type rotFirst struct {
-		Rot components.Quat `net:"quat,bits=10"`
-		Pos components.Vec3 `net:"world,step=0.001"`
-	}
-	reg := schema.NewRegistry()
-	schema.MustRegister[poseT](reg)
-	schema.MustRegister[scalars](reg)
-	schema.MustRegister[angles](reg)
-	schema.MustRegister[posVel](reg)
-	schema.MustRegister[rotFirst](reg)
-	schema.MustRegister[components.Velocity](reg)
-	for i, p := range reg.Plans() {
-		require.Equal(t, i == 0, IsPose(p), "plan %d (%s)", i, p.Name)
-	}
-}

@@ -235,9 +235,9 @@ func (lc *Coder) DeltaMasks(set uint64, base, prev, cur []uint64, owner bool) (m
 		}
 		var gm uint64
 		if po.pose {
-			gm = poseGroups(b, c) & vis
+			gm = codec.PoseGroups(b, c) & vis
 			if maskPred {
-				maskPred = poseGroups(v2, b)&vis == gm
+				maskPred = codec.PoseGroups(v2, b)&vis == gm
 			}
 		} else if po.laneMasks != nil {
 			gm = po.groupsOf(laneDiff(b, c)) & vis

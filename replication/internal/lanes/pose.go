@@ -7,16 +7,13 @@ import (
 
 // poseLanes is the number of lanes of a pose: X, Y, Z, the quaternion's
 // index and its three kept components.
-const poseLanes = 7
-
-// poseGroups is codec.PoseGroups.
-func poseGroups(a, b []uint64) uint64 { return codec.PoseGroups(a, b) }
+const poseLanes = codec.PoseLanes
 
 // poseMasks is deltaMasks for a record of one pose component that every
 // client sees whole: its four group bits, never compacted.
 func (lc *Coder) poseMasks(base, prev, cur []uint64) (mask uint64, maskPred bool) {
-	gm := poseGroups(base, cur)
-	maskPred = prev != nil && poseGroups(prev, base) == gm
+	gm := codec.PoseGroups(base, cur)
+	maskPred = prev != nil && codec.PoseGroups(prev, base) == gm
 	lc.gmasks = lc.gmasks[:0] // (as deltaMasks: in place, no pointer stored, no GC write barrier)
 	lc.gmasks = append(lc.gmasks, gm)
 	if gm == 0 {

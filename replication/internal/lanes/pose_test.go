@@ -158,7 +158,7 @@ func checkPoseKernel[P any](t *testing.T, withVel bool) {
 		}
 		for _, pair := range [][2][]uint64{{b, c}, {w3, v2}} {
 			if pair[0] != nil {
-				require.Equal(t, e.ops[0].groupsOf(laneDiff(pair[0][:poseLanes], pair[1][:poseLanes])), poseGroups(pair[0], pair[1]), "case %d", i)
+				require.Equal(t, e.ops[0].groupsOf(laneDiff(pair[0][:poseLanes], pair[1][:poseLanes])), codec.PoseGroups(pair[0], pair[1]), "case %d", i)
 			}
 		}
 		owner := rng.IntN(2) == 0
