@@ -105,7 +105,7 @@ func TestHostileMessageClient(t *testing.T) {
 			}
 			bad := h.Clients[2]
 			worstAge := uint32(0)
-			var worstTick time.Duration
+			var worstTick, nextTick time.Duration // the worst server tick and the one after it
 			const ticks = 90
 			for tick := range ticks {
 				for _, cs := range honest {
@@ -118,7 +118,11 @@ func TestHostileMessageClient(t *testing.T) {
 					tc.attack(bad.Conn, uint32(tick))
 				}
 				h.Step()
-				worstTick = max(worstTick, h.ServerTime)
+				if d := h.ServerTime; d > worstTick {
+					worstTick, nextTick = d, worstTick
+				} else {
+					nextTick = max(nextTick, d)
+				}
 				for _, cs := range honest {
 					worstAge = max(worstAge, h.Server.Tick()-cs.Client.ServerTick())
 				}
@@ -130,14 +134,19 @@ func TestHostileMessageClient(t *testing.T) {
 				require.Equal(t, replication.StateReady, cs.Client.State())
 			}
 			require.LessOrEqual(t, worstAge, uint32(1), "the honest clients' newest snapshot")
-			t.Logf("worst server tick %v (without an attack %v)", worstTick, baseline)
+			t.Logf("worst server ticks %v, %v (without an attack %v)", worstTick, nextTick, baseline)
 			if tc.attack == nil {
 				baseline = worstTick
 				require.Equal(t, replication.StateReady, bad.Client.State())
 				return
 			}
-			// (Wall time: a generous bound, against this run's own baseline.)
-			require.Less(t, worstTick, 4*baseline+20*time.Millisecond, "the attack holds up the server's tick")
+			// (Wall time: generous bounds, against this run's own baseline. One
+			// tick may take a pause of the machine's, as under the race detector
+			// beside other packages (21 ms seen once); an attack that costs
+			// every tick shows in the next worst too, and one that stalls a
+			// tick outright in the worst.)
+			require.Less(t, nextTick, 4*baseline+20*time.Millisecond, "the attack holds up the server's ticks")
+			require.Less(t, worstTick, 4*baseline+250*time.Millisecond, "the attack stalls a server tick")
 			require.Equal(t, replication.StateClosed, bad.Client.State())
 			var ce *transport.CloseError
 			require.True(t, errors.As(bad.Client.Err(), &ce), "%v", bad.Client.Err())
